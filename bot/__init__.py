@@ -1,0 +1,1 @@
+"""Valet's channel-agnostic core."""

@@ -1,0 +1,178 @@
+"""ContextManager: the one place that turns the raw history into what is sent to the LLM.
+
+The raw history is never rewritten. Truncating tool results, trimming old messages and the
+overflow recovery steps all act on a copy (the request view), and the view says what it cut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Message = dict[str, Any]
+
+# Recovery levels of the context-overflow chain (section 4 of ARCHITECTURE.md).
+NORMAL, TRIM, TRUNCATE_ALL, FORCE_TRIM = 0, 1, 2, 3
+MAX_LEVEL = FORCE_TRIM
+
+
+class ContextSettings(Protocol):
+    context_token_limit: int
+    context_trim_threshold: float
+    max_tool_result_share: float
+    max_tool_result_chars: int
+    max_history_messages: int
+    force_trim_messages: int
+    truncate_all_tool_result_chars: int
+    chars_per_token: float
+
+
+@dataclass
+class ContextView:
+    messages: list[Message]
+    estimated_tokens: int
+    cuts: list[str] = field(default_factory=list)
+
+
+def message_chars(msg: Message) -> int:
+    size = len(msg.get("content") or "")
+    for call in msg.get("tool_calls") or ():
+        fn = call["function"]
+        size += len(fn["name"]) + len(fn["arguments"] or "")
+    return size
+
+
+class ContextManager:
+    # Role, separators and ids cost tokens too.
+    PER_MESSAGE_OVERHEAD_TOKENS = 4
+
+    def __init__(self, cfg: ContextSettings) -> None:
+        self.cfg = cfg
+        self.tool_result_limit = int(min(
+            cfg.context_token_limit * cfg.max_tool_result_share * cfg.chars_per_token,
+            cfg.max_tool_result_chars))
+
+    def estimate_tokens(self, messages: list[Message], extra_chars: int = 0) -> int:
+        chars = extra_chars + sum(message_chars(m) for m in messages)
+        return int(chars / self.cfg.chars_per_token) + \
+            self.PER_MESSAGE_OVERHEAD_TOKENS * len(messages)
+
+    def truncate_tool_result(self, text: str, limit: int | None = None) -> tuple[str, int | None]:
+        """(text that fits, original length if cut). Cuts at a newline when one is near."""
+        limit = self.tool_result_limit if limit is None else limit
+        if len(text) <= limit:
+            return text, None
+        cut = text[:limit]
+        newline = cut.rfind("\n")
+        if newline > limit // 2:
+            cut = cut[:newline]
+        marker = f"\n[... truncated: showing {len(cut)} of {len(text)} characters]"
+        return cut + marker, len(text)
+
+    def build(self, system: list[Message], history: list[Message], level: int = NORMAL,
+              tools_chars: int = 0) -> ContextView:
+        """The request view of `history` at a recovery level (0 = normal)."""
+        cuts: list[str] = []
+        limit = self.tool_result_limit if level < TRUNCATE_ALL else min(
+            self.tool_result_limit, self.cfg.truncate_all_tool_result_chars)
+        body = self._truncate_results(history, limit, cuts)
+        body = close_tool_calls(body, cuts)
+        budget = self.cfg.context_token_limit * self.cfg.context_trim_threshold
+        fixed = self.estimate_tokens(system, tools_chars)
+        if level >= FORCE_TRIM:
+            body = self._keep_last(body, self.cfg.force_trim_messages, cuts, "force trim")
+        elif level >= TRIM or fixed + self.estimate_tokens(body) > budget:
+            # Overflow said our estimate was low: aim well under the window from now on.
+            target = budget if level == NORMAL else budget / 2
+            body = self._keep_last(body, self.cfg.max_history_messages, cuts, "trim")
+            body = self._fit(body, target - fixed, cuts)
+        view = system + body
+        return ContextView(view, fixed + self.estimate_tokens(body), cuts)
+
+    def _truncate_results(self, history: list[Message], limit: int,
+                          cuts: list[str]) -> list[Message]:
+        out = history
+        for i, msg in enumerate(history):
+            if msg.get("role") != "tool" or len(msg.get("content") or "") <= limit:
+                continue
+            if out is history:
+                out = list(history)
+            text, original = self.truncate_tool_result(msg["content"], limit)
+            out[i] = {**msg, "content": text}
+            cuts.append(f"truncated tool result {msg.get('tool_call_id')} "
+                        f"from {original} to {len(text)} chars")
+        return out
+
+    def _keep_last(self, body: list[Message], count: int, cuts: list[str],
+                   why: str) -> list[Message]:
+        if len(body) <= count:
+            return body
+        start = safe_start(body, len(body) - count)
+        if start:
+            cuts.append(f"{why}: dropped {start} older messages")
+        return body[start:]
+
+    def _fit(self, body: list[Message], target_tokens: float, cuts: list[str]) -> list[Message]:
+        sizes = [int(message_chars(m) / self.cfg.chars_per_token)
+                 + self.PER_MESSAGE_OVERHEAD_TOKENS for m in body]
+        total = sum(sizes)
+        start = 0
+        while total > target_tokens and start < len(body) - 1:
+            total -= sizes[start]
+            start += 1
+        start = safe_start(body, start)
+        if start:
+            cuts.append(f"trim to fit: dropped {start} older messages")
+        return body[start:]
+
+
+def safe_start(body: list[Message], start: int) -> int:
+    """The first index at or after `start` where a view may begin: never on a tool result,
+    whose call would then be missing. Prefers a user message when one is near."""
+    start = max(0, start)
+    while start < len(body) and body[start].get("role") == "tool":
+        start += 1
+    for i in range(start, min(len(body), start + 4)):
+        if body[i].get("role") == "user":
+            return i
+    if start >= len(body) and body:
+        # Only tool results remained: keep the last exchange whole.
+        start = max(i for i, m in enumerate(body) if m.get("role") != "tool")
+    return start
+
+
+def close_tool_calls(body: list[Message], cuts: list[str]) -> list[Message]:
+    """Every call answered exactly once and no orphan results: APIs reject both with a 400.
+    The orchestrator's history is always closed; this guards the view against anything else."""
+    out: list[Message] = []
+    open_ids: list[str] = []
+    changed = False
+    for msg in body:
+        role = msg.get("role")
+        if role == "tool":
+            call_id = msg.get("tool_call_id")
+            if call_id in open_ids:
+                open_ids.remove(call_id)
+                out.append(msg)
+            else:
+                changed = True
+                cuts.append(f"dropped orphan tool result {call_id}")
+            continue
+        if open_ids:
+            changed = True
+            out.extend(_synthetic_results(open_ids, cuts))
+            open_ids = []
+        out.append(msg)
+        if role == "assistant" and msg.get("tool_calls"):
+            open_ids = [c["id"] for c in msg["tool_calls"]]
+    if open_ids:
+        changed = True
+        out.extend(_synthetic_results(open_ids, cuts))
+    return out if changed else body
+
+
+def _synthetic_results(call_ids: list[str], cuts: list[str]) -> list[Message]:
+    cuts.append(f"closed {len(call_ids)} unanswered tool call(s)")
+    return [{"role": "tool", "tool_call_id": cid,
+             "content": "Error: this call has no result (it was interrupted)."}
+            for cid in call_ids]

@@ -1,0 +1,383 @@
+"""The ReAct loop: ask the LLM, run every tool call of its turn concurrently, feed the results
+back, until it answers (or a limit stops it).
+
+Invariant: every tool call gets exactly one result message, real or synthetic, before the next
+LLM call and before the loop returns, whatever stopped it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from bot.clock import Clock
+from bot.context import MAX_LEVEL, ContextManager
+from bot.llm import (
+    LLM,
+    LLMContextExhaustedError,
+    LLMResponse,
+    TokenUsage,
+    ToolCall,
+    call_with_recovery,
+    summarize_args,
+)
+from bot.tools import (
+    Tool,
+    ToolExecutionContext,
+    ToolOutcome,
+    ToolRegistry,
+    ToolStatus,
+    run_tool_call,
+)
+
+log = logging.getLogger(__name__)
+Message = dict[str, Any]
+
+
+@dataclass
+class ReactLoopConfig:
+    """Every knob of the loop, in one place."""
+
+    max_turns: int = 10
+    turn_deadline_seconds: float = 300.0
+    repeat_guard_limit: int = 2  # identical calls allowed per turn before the guard stops it
+    stream: bool = False
+
+    tool_execution_timeout: float = 30.0
+    agent_tool_execution_timeout: float = 120.0
+    max_tool_result_share: float = 0.3
+    max_tool_result_chars: int = 400_000
+    truncate_all_tool_result_chars: int = 2_000
+
+    context_token_limit: int = 128_000
+    context_trim_threshold: float = 0.8
+    max_history_messages: int = 40
+    force_trim_messages: int = 5
+    chars_per_token: float = 4.0
+
+    llm_max_retries: int = 3
+    llm_retry_base_delay: float = 1.0
+    llm_retry_max_delay: float = 30.0
+
+    approval_timeout_minutes: int = 30
+
+    final_answer_instruction: str = (
+        "You have used all the steps available for this request. Give your final answer now "
+        "from what you have gathered, and say plainly what you could not finish.")
+
+
+class StopReason(Enum):
+    FINAL_ANSWER = "final_answer"
+    WAITING_FOR_USER = "waiting_for_user"
+    MAX_TURNS = "max_turns"
+    DEADLINE = "deadline"
+    REPEAT_GUARD = "repeat_guard"
+    CONTEXT_OVERFLOW = "context_overflow"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class FallbackLines:
+    """What the user reads when the LLM cannot give the answer (the persona overrides these)."""
+
+    too_long: str = ("This conversation got too long for me to follow. "
+                     "Could you start over with a short summary of what you need?")
+    deadline: str = ("That took longer than I can spend on one message, so I stopped. "
+                     "Ask me again and I'll pick it up from there.")
+    no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
+    cancelled: str = "Okay, I stopped."
+
+
+@dataclass
+class ToolCallRecord:
+    name: str
+    args_summary: dict[str, Any]
+    duration_ms: int
+    success: bool
+    result_status: str
+    result_chars: int
+    token_attribution: TokenUsage | None = None  # usage of the LLM turn that asked for it
+    call_id: str = ""
+
+
+@dataclass
+class ReactLoopResult:
+    response: str
+    turns: int
+    tool_calls: list[ToolCallRecord]
+    token_usage: TokenUsage
+    duration_ms: int
+    stop_reason: StopReason
+    pending_approvals: list[Any] = field(default_factory=list)
+    pauses: list[ToolOutcome] = field(default_factory=list)
+    new_messages: list[Message] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)
+
+
+class EventType(Enum):
+    MESSAGE_START = "message_start"
+    MESSAGE_CHUNK = "message_chunk"
+    MESSAGE_END = "message_end"
+    TOOL_CALL_START = "tool_call_start"
+    TOOL_RESULT = "tool_result"
+    STATE_CHANGE = "state_change"
+    EXECUTION_END = "execution_end"
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    type: EventType
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+EventSink = Callable[[LoopEvent], Awaitable[None]]
+# Decides, before a call runs, that it must not run now (approval needed): returns its outcome.
+CallGate = Callable[[ToolCall, Tool, ToolExecutionContext], Awaitable[ToolOutcome | None]]
+
+
+async def _no_events(event: LoopEvent) -> None:
+    return None
+
+
+@dataclass
+class _Run:
+    """The state of one loop run (never shared between runs)."""
+
+    cfg: ReactLoopConfig
+    started: float
+    messages: list[Message]  # raw history + this turn, sent through the ContextManager
+    new: list[Message] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    records: list[ToolCallRecord] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)
+    seen: Counter[tuple[str, str]] = field(default_factory=Counter)
+    level: int = 0
+    turns: int = 0
+    repeat_tripped: bool = False
+
+    def append(self, msg: Message) -> None:
+        self.messages.append(msg)
+        self.new.append(msg)
+
+    def remaining(self) -> float:
+        return self.cfg.turn_deadline_seconds - (time.perf_counter() - self.started)
+
+
+@dataclass
+class LoopDeps:
+    llm: LLM
+    registry: ToolRegistry
+    context: ContextManager
+    clock: Clock
+    gate: CallGate | None = None
+
+
+async def react_loop(
+    deps: LoopDeps, system: list[Message], history: list[Message],
+    tool_ctx: ToolExecutionContext, cfg: ReactLoopConfig, *,
+    emit: EventSink | None = None, fallback: FallbackLines | None = None,
+    cancel: asyncio.Event | None = None,
+) -> ReactLoopResult:
+    """Run the loop over `history` (which ends with the user's message). The caller persists
+    `result.new_messages`; `history` itself is not modified."""
+    run = _Run(cfg, time.perf_counter(), list(history))
+    emit = emit or _no_events
+    lines = fallback or FallbackLines()
+    try:
+        stop, text, pauses = await _iterate(deps, run, system, tool_ctx, emit, lines, cancel)
+    except LLMContextExhaustedError:
+        stop, text, pauses = StopReason.CONTEXT_OVERFLOW, lines.too_long, []
+        run.append({"role": "assistant", "content": text})
+    await emit(LoopEvent(EventType.EXECUTION_END, {"stop_reason": stop.value}))
+    return ReactLoopResult(
+        response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
+        duration_ms=int((time.perf_counter() - run.started) * 1000), stop_reason=stop,
+        pending_approvals=[p.pause for p in pauses if p.status is ToolStatus.WAITING
+                           and getattr(p.pause, "is_approval", False)],
+        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics)
+
+
+async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
+                   tool_ctx: ToolExecutionContext, emit: EventSink, lines: FallbackLines,
+                   cancel: asyncio.Event | None,
+                   ) -> tuple[StopReason, str, list[ToolOutcome]]:
+    while run.turns < run.cfg.max_turns:
+        if cancel is not None and cancel.is_set():
+            return StopReason.CANCELLED, _final_text(run, lines.cancelled), []
+        run.turns += 1
+        response = await _call_llm(deps, run, system, emit, tools=deps.registry.schemas())
+        if response is None:
+            return StopReason.DEADLINE, _final_text(run, lines.deadline), []
+        if not response.tool_calls:
+            text = response.content or lines.no_answer
+            run.append({"role": "assistant", "content": text})
+            return StopReason.FINAL_ANSWER, text, []
+        run.append(response.assistant_message())
+        outcomes = await _run_calls(deps, run, response, tool_ctx, emit, cancel)
+        for outcome in outcomes:
+            run.append(outcome.message())
+        pauses = [o for o in outcomes if o.status is ToolStatus.WAITING]
+        if pauses:
+            for p in pauses:
+                await emit(LoopEvent(EventType.STATE_CHANGE,
+                                     {"call_id": p.call_id, "state": p.result_status}))
+            return StopReason.WAITING_FOR_USER, "\n\n".join(p.content for p in pauses), pauses
+        if cancel is not None and cancel.is_set():
+            return StopReason.CANCELLED, _final_text(run, lines.cancelled), []
+        if run.repeat_tripped:
+            return StopReason.REPEAT_GUARD, await _last_word(deps, run, system, emit, lines), []
+    return StopReason.MAX_TURNS, await _last_word(deps, run, system, emit, lines), []
+
+
+async def _call_llm(deps: LoopDeps, run: _Run, system: list[Message], emit: EventSink, *,
+                    tools: list[dict[str, Any]] | None,
+                    extra: list[Message] | None = None) -> LLMResponse | None:
+    """One LLM call within the turn's deadline; None when the deadline passed."""
+    if run.remaining() <= 0:
+        return None
+
+    def view(level: int) -> list[Message]:
+        built = deps.context.build(system, run.messages, level)
+        if built.cuts:
+            run.diagnostics.extend(built.cuts)
+        return built.messages + (extra or [])
+
+    on_text = None
+    if run.cfg.stream:
+        async def on_text(chunk: str) -> None:
+            await emit(LoopEvent(EventType.MESSAGE_CHUNK, {"text": chunk}))
+
+    await emit(LoopEvent(EventType.MESSAGE_START, {"turn": run.turns}))
+    try:
+        async with asyncio.timeout(run.remaining()):
+            outcome = await call_with_recovery(
+                deps.llm, view, tools, run.cfg, deps.clock, max_recovery_level=MAX_LEVEL,
+                start_level=run.level, on_text=on_text)
+    except TimeoutError:
+        return None
+    run.level = outcome.recovery_level
+    run.usage.add(outcome.response.usage)
+    await emit(LoopEvent(EventType.MESSAGE_END, {
+        "turn": run.turns, "text": outcome.response.content or "",
+        "tool_calls": [c.name for c in outcome.response.tool_calls]}))
+    return outcome.response
+
+
+async def _last_word(deps: LoopDeps, run: _Run, system: list[Message], emit: EventSink,
+                     lines: FallbackLines) -> str:
+    """A limit stopped the loop: one last call without tools for a final answer."""
+    instruction = {"role": "user", "content": run.cfg.final_answer_instruction}
+    response = await _call_llm(deps, run, system, emit, tools=None, extra=[instruction])
+    if response is None:
+        return _final_text(run, lines.deadline)
+    if response.tool_calls:
+        # Some servers ignore "no tools": close those calls so the history stays valid.
+        run.append({**response.assistant_message(), "content": None})
+        skipped = "Not run: the step limit for this request was reached."
+        for call in response.tool_calls:
+            run.append(_synthetic(call, ToolStatus.SKIPPED, skipped).message())
+    return _final_text(run, response.content or lines.no_answer)
+
+
+def _final_text(run: _Run, text: str) -> str:
+    run.append({"role": "assistant", "content": text})
+    return text
+
+
+def _synthetic(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
+    return ToolOutcome(call.id, call.name, status, content, 0, synthetic=True)
+
+
+async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
+                     tool_ctx: ToolExecutionContext, emit: EventSink,
+                     cancel: asyncio.Event | None) -> list[ToolOutcome]:
+    """All calls of one LLM turn, concurrently, each with its own timeout; one outcome each,
+    in the order the LLM asked for them."""
+
+    async def one(call: ToolCall) -> ToolOutcome:
+        await emit(LoopEvent(EventType.TOOL_CALL_START, {
+            "call_id": call.id, "name": call.name, "arguments": summarize_args(call.arguments)}))
+        outcome = await _run_one(deps, run, call, tool_ctx)
+        await emit(LoopEvent(EventType.TOOL_RESULT, {
+            "call_id": call.id, "name": call.name, "status": outcome.status.value,
+            "duration_ms": outcome.duration_ms}))
+        return outcome
+
+    tasks = [asyncio.create_task(one(call)) for call in response.tool_calls]
+    await _wait_or_cancel(tasks, run.remaining(), cancel)
+    outcomes = []
+    for call, task in zip(response.tool_calls, tasks, strict=True):
+        if task.done() and not task.cancelled() and task.exception() is None:
+            outcome = task.result()
+        else:
+            task.cancel()
+            why = "cancelled by the user" if cancel is not None and cancel.is_set() \
+                else "the time for this request ran out"
+            outcome = _synthetic(call, ToolStatus.SKIPPED, f"Not finished: {why}.")
+        outcome = _cap_size(deps.context, run.cfg, outcome)
+        outcomes.append(outcome)
+        run.records.append(ToolCallRecord(
+            name=call.name, args_summary=summarize_args(call.arguments),
+            duration_ms=outcome.duration_ms, success=not outcome.is_error,
+            result_status=outcome.result_status or outcome.status.value,
+            result_chars=outcome.truncated_from or len(outcome.content),
+            token_attribution=response.usage, call_id=call.id))
+    return outcomes
+
+
+async def _wait_or_cancel(tasks: list[asyncio.Task[ToolOutcome]], timeout: float,
+                          cancel: asyncio.Event | None) -> None:
+    if not tasks:
+        return
+    waiters: set[asyncio.Future[Any]] = {asyncio.gather(*tasks, return_exceptions=True)}
+    stopper = asyncio.create_task(cancel.wait()) if cancel is not None else None
+    if stopper:
+        waiters.add(stopper)
+    try:
+        await asyncio.wait(waiters, timeout=max(0.0, timeout),
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if stopper:
+            stopper.cancel()
+
+
+async def _run_one(deps: LoopDeps, run: _Run, call: ToolCall,
+                   tool_ctx: ToolExecutionContext) -> ToolOutcome:
+    signature = (call.name, _canonical(call.arguments))
+    run.seen[signature] += 1
+    if run.seen[signature] > run.cfg.repeat_guard_limit:
+        run.repeat_tripped = True
+        return _synthetic(call, ToolStatus.SKIPPED,
+                          f"Not run: {call.name} was already called with these exact arguments "
+                          f"{run.cfg.repeat_guard_limit} times in this request. Use the earlier "
+                          "results.")
+    found = deps.registry.get(call.name)
+    if found is not None and deps.gate is not None:
+        gated = await deps.gate(call, found, tool_ctx.for_call(call.id))
+        if gated is not None:
+            return gated
+    timeout = run.cfg.agent_tool_execution_timeout if found is not None and found.is_agent \
+        else run.cfg.tool_execution_timeout
+    return await run_tool_call(deps.registry, call, tool_ctx, min(timeout, run.remaining()))
+
+
+def _cap_size(context: ContextManager, cfg: ReactLoopConfig, outcome: ToolOutcome) -> ToolOutcome:
+    if len(outcome.content) <= cfg.max_tool_result_chars:
+        return outcome
+    text, original = context.truncate_tool_result(outcome.content, cfg.max_tool_result_chars)
+    return ToolOutcome(outcome.call_id, outcome.name, outcome.status, text, outcome.duration_ms,
+                       outcome.synthetic, original, outcome.pause, outcome.result_status)
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True)
+    except json.JSONDecodeError:
+        return arguments

@@ -1,0 +1,302 @@
+"""Tools: `@tool` turns an async function into a `Tool` whose JSON schema comes from its type
+hints and docstring; `ToolRegistry` holds them; `run_tool_call` runs one call to an outcome.
+
+Tools are shared by every user's turn at once, so nothing per-request lives on them: what a
+call needs arrives in its `ToolExecutionContext`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import Enum
+from typing import Any, get_type_hints
+from zoneinfo import ZoneInfo
+
+import pydantic
+
+from bot.clock import Clock, SystemClock
+from bot.llm import ToolCall
+
+log = logging.getLogger(__name__)
+
+
+class ToolStatus(Enum):
+    SUCCESS = "success"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    DENIED = "denied"  # approval refused or expired
+    SKIPPED = "skipped"  # a stop reason closed it before it ran
+    INVALID = "invalid"  # unknown tool or bad arguments
+    WAITING = "waiting"  # paused for the user (input or approval); see `pause`
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    call_id: str
+    name: str
+    status: ToolStatus
+    content: str
+    duration_ms: int = 0
+    synthetic: bool = False
+    truncated_from: int | None = None
+    # What a paused call leaves for the orchestrator to store (an agent or an approval).
+    pause: Any = None
+    # Agent-Tools report their agent's status here ("COMPLETED", "WAITING_FOR_INPUT", ...).
+    result_status: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.status not in (ToolStatus.SUCCESS, ToolStatus.WAITING)
+
+    def message(self) -> dict[str, Any]:
+        """The tool-result message for the conversation."""
+        return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
+
+
+@dataclass(frozen=True)
+class ToolExecutionContext:
+    """Everything one call may use. Built per call, never stored on a tool."""
+
+    user_id: str
+    timezone: str = "UTC"
+    clock: Clock = field(default_factory=SystemClock)
+    http: Any = None  # a shared aiohttp.ClientSession, when the app has one
+    stores: Any = None  # the app's stores (notes, reminders, pool...)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    channel: str = ""
+    call_id: str = ""
+    services: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def now(self) -> datetime:
+        """Now, in the user's timezone (never the server's)."""
+        return self.clock.now().astimezone(self.tz)
+
+    def for_call(self, call_id: str, settings: Mapping[str, Any] | None = None
+                 ) -> ToolExecutionContext:
+        return replace(self, call_id=call_id,
+                       settings=settings if settings is not None else self.settings)
+
+
+ToolFunction = Callable[..., Awaitable[Any]]
+
+
+class _Args(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: ToolFunction
+    args_model: type[pydantic.BaseModel]
+    context_param: str | None = None
+    timeout: float | None = None  # None: the loop's default for its kind
+    is_agent: bool = False
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters}}
+
+    def parse_arguments(self, raw: str) -> dict[str, Any]:
+        """Validated keyword arguments, or ValueError with a message the LLM can act on."""
+        try:
+            data = json.loads(raw) if raw and raw.strip() else {}
+        except json.JSONDecodeError as err:
+            raise ValueError(f"arguments are not valid JSON ({err.msg} at char {err.pos}). "
+                             "Call the tool again with a JSON object.") from err
+        if not isinstance(data, dict):
+            raise ValueError("arguments must be a JSON object")
+        try:
+            model = self.args_model.model_validate(data)
+        except pydantic.ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in err.errors())
+            raise ValueError(f"invalid arguments: {problems}") from err
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        if self.context_param:
+            arguments = {**arguments, self.context_param: ctx.for_call(ctx.call_id, self.settings)}
+        return await self.fn(**arguments)
+
+
+def tool(fn: ToolFunction | None = None, *, name: str | None = None,
+         description: str | None = None, timeout: float | None = None) -> Any:
+    """Mark an async function as a tool. Use bare (`@tool`) or with options."""
+
+    def wrap(f: ToolFunction) -> ToolFunction:
+        f.__valet_tool__ = build_tool(  # type: ignore[attr-defined]
+            f, name=name, description=description, timeout=timeout)
+        return f
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | None = None,
+               timeout: float | None = None) -> Tool:
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"tool {fn.__qualname__} must be an async function")
+    summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    context_param = None
+    for pname, param in inspect.signature(fn).parameters.items():
+        annotation = hints.get(pname, Any)
+        if annotation is ToolExecutionContext:
+            context_param = pname
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, pydantic.Field(default, description=param_docs.get(pname)))
+    tool_name = name or fn.__name__
+    model = pydantic.create_model(f"{tool_name}_args", __base__=_Args, **fields)
+    return Tool(
+        name=tool_name,
+        description=description or summary or tool_name.replace("_", " "),
+        parameters=clean_schema(model.model_json_schema()),
+        fn=fn, args_model=model, context_param=context_param, timeout=timeout,
+    )
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's titles: they cost tokens and tell the model nothing."""
+    if isinstance(schema, dict):
+        return {k: clean_schema(v) for k, v in schema.items()
+                if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [clean_schema(v) for v in schema]  # type: ignore[return-value]
+    return schema
+
+
+_PARAM_LINE = re.compile(r"(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """(description, {param: description}) from a Google-style docstring."""
+    sections = re.split(r"^\s*(Args|Arguments|Parameters|Returns|Raises):\s*$", doc,
+                        flags=re.MULTILINE)
+    summary = " ".join(sections[0].split())
+    params: dict[str, str] = {}
+    for header, body in zip(sections[1::2], sections[2::2], strict=False):
+        if header not in ("Args", "Arguments", "Parameters"):
+            continue
+        base_indent: int | None = None
+        current = None
+        for line in body.splitlines():
+            if not line.strip():
+                continue
+            indent = len(line) - len(line.lstrip())
+            match = _PARAM_LINE.fullmatch(line.strip())
+            if match and (base_indent is None or indent <= base_indent):
+                base_indent, current = indent, match.group(1)
+                params[current] = match.group(2).strip()
+            elif current:
+                params[current] += " " + line.strip()
+    return summary, params
+
+
+def tools_in_module(module: Any) -> list[Tool]:
+    return [obj.__valet_tool__ for obj in vars(module).values()
+            if callable(obj) and hasattr(obj, "__valet_tool__")]
+
+
+class ToolRegistry:
+    """The tools and Agent-Tools the LLM may call, in a stable order."""
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._schemas: list[dict[str, Any]] | None = None
+        for t in tools or []:
+            self.add(t)
+
+    def add(self, t: Tool) -> None:
+        if t.name in self._tools:
+            raise ValueError(f"duplicate tool name: {t.name}")
+        self._tools[t.name] = t
+        self._schemas = None
+
+    def add_function(self, fn: ToolFunction) -> Tool:
+        t = getattr(fn, "__valet_tool__", None) or build_tool(fn)
+        self.add(t)
+        return t
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._tools.values())
+
+    def schemas(self) -> list[dict[str, Any]]:
+        if self._schemas is None:
+            self._schemas = [t.schema() for t in self._tools.values()]
+        return self._schemas
+
+
+def _outcome(call: ToolCall, status: ToolStatus, content: str, started: float,
+             **extra: Any) -> ToolOutcome:
+    return ToolOutcome(call.id, call.name, status, content,
+                       int((time.perf_counter() - started) * 1000), **extra)
+
+
+async def run_tool_call(registry: ToolRegistry, call: ToolCall, ctx: ToolExecutionContext,
+                        timeout: float) -> ToolOutcome:
+    """Run one call to exactly one outcome; never raises (except cancellation)."""
+    started = time.perf_counter()
+    found = registry.get(call.name)
+    if found is None:
+        known = ", ".join(registry.names()) or "none"
+        return _outcome(call, ToolStatus.INVALID, f"Error: there is no tool named "
+                        f"'{call.name}'. Available tools: {known}.", started)
+    try:
+        arguments = found.parse_arguments(call.arguments)
+    except ValueError as err:
+        return _outcome(call, ToolStatus.INVALID, f"Error: {err}", started)
+    try:
+        async with asyncio.timeout(found.timeout or timeout):
+            result = await found.invoke(arguments, ctx.for_call(call.id))
+    except TimeoutError:
+        return _outcome(call, ToolStatus.TIMEOUT,
+                        f"Error: {call.name} did not finish within {found.timeout or timeout:g} s.",
+                        started)
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:  # a failing tool becomes a tool result, never a crash
+        log.warning("tool %s failed: %s", call.name, err, exc_info=True)
+        return _outcome(call, ToolStatus.FAILED,
+                        f"Error: {type(err).__name__}: {err}", started)
+    if isinstance(result, ToolOutcome):
+        return replace(result, call_id=call.id, name=call.name,
+                       duration_ms=int((time.perf_counter() - started) * 1000))
+    return _outcome(call, ToolStatus.SUCCESS, render_result(result), started)
+
+
+def render_result(result: Any) -> str:
+    if result is None:
+        return "Done."
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
