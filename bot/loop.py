@@ -302,8 +302,10 @@ async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
     in the order the LLM asked for them."""
 
     async def one(call: ToolCall) -> ToolOutcome:
+        found = deps.registry.get(call.name)
         await emit(LoopEvent(EventType.TOOL_CALL_START, {
-            "call_id": call.id, "name": call.name, "arguments": summarize_args(call.arguments)}))
+            "call_id": call.id, "name": call.name, "arguments": summarize_args(call.arguments),
+            "progress": found.progress if found else call.name}))
         outcome = await _run_one(deps, run, call, tool_ctx)
         await emit(LoopEvent(EventType.TOOL_RESULT, {
             "call_id": call.id, "name": call.name, "status": outcome.status.value,
@@ -365,7 +367,7 @@ async def _run_one(deps: LoopDeps, run: _Run, call: ToolCall,
             return gated
     timeout = run.cfg.agent_tool_execution_timeout if found is not None and found.is_agent \
         else run.cfg.tool_execution_timeout
-    return await run_tool_call(deps.registry, call, tool_ctx, min(timeout, run.remaining()))
+    return await run_tool_call(deps.registry, call, tool_ctx, timeout)
 
 
 def _cap_size(context: ContextManager, cfg: ReactLoopConfig, outcome: ToolOutcome) -> ToolOutcome:

@@ -107,6 +107,7 @@ class Tool:
     timeout: float | None = None  # None: the loop's default for its kind
     is_agent: bool = False
     settings: Mapping[str, Any] = field(default_factory=dict)
+    progress: str = ""  # what a person is shown while it runs ("checking the weather")
 
     def schema(self) -> dict[str, Any]:
         return {"type": "function", "function": {
@@ -137,19 +138,20 @@ class Tool:
 
 
 def tool(fn: ToolFunction | None = None, *, name: str | None = None,
-         description: str | None = None, timeout: float | None = None) -> Any:
+         description: str | None = None, timeout: float | None = None,
+         progress: str = "") -> Any:
     """Mark an async function as a tool. Use bare (`@tool`) or with options."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         f.__valet_tool__ = build_tool(  # type: ignore[attr-defined]
-            f, name=name, description=description, timeout=timeout)
+            f, name=name, description=description, timeout=timeout, progress=progress)
         return f
 
     return wrap(fn) if fn is not None else wrap
 
 
 def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | None = None,
-               timeout: float | None = None) -> Tool:
+               timeout: float | None = None, progress: str = "") -> Tool:
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"tool {fn.__qualname__} must be an async function")
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
@@ -170,6 +172,7 @@ def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | 
         description=description or summary or tool_name.replace("_", " "),
         parameters=clean_schema(model.model_json_schema()),
         fn=fn, args_model=model, context_param=context_param, timeout=timeout,
+        progress=progress or f"using {tool_name.replace('_', ' ')}",
     )
 
 

@@ -1,0 +1,1 @@
+"""Valet agents and the built-in tools they use."""

@@ -1,0 +1,1 @@
+"""Built-in tools: clock, calculator and web fetch. Each module holds `@tool` functions."""

@@ -1,0 +1,70 @@
+"""The `valet` command (also `python -m bot`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+
+from bot.config import ConfigError, Settings, load_settings
+
+EXIT_CONFIG = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="valet", description="Valet, a personal assistant.")
+    p.add_argument("--config", help="path to valet.yaml (default: $VALET_CONFIG, ./valet.yaml)")
+    sub = p.add_subparsers(dest="command", required=True)
+    chat = sub.add_parser("chat", help="chat in the terminal (pipe mode when stdin is not a tty)")
+    chat.add_argument("--pipe", action="store_true", help="one message per line, replies on stdout")
+    chat.add_argument("--jsonl", action="store_true", help="pipe mode, replies as JSON lines")
+    sub.add_parser("doctor", help="check the configuration and the LLM endpoint")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as err:
+        print(f"valet: {err}", file=sys.stderr)
+        return EXIT_CONFIG
+    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
+        "chat": _chat, "doctor": _doctor}
+    try:
+        return asyncio.run(commands[args.command](settings, args))
+    except ConfigError as err:
+        print(f"valet: {err}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _chat(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.app import NO_LLM_MESSAGE, App
+    from channels.console import ConsoleChat
+
+    if not settings.llm.configured:
+        print(f"valet: {NO_LLM_MESSAGE}", file=sys.stderr)
+        return EXIT_CONFIG
+    app = await App.build(settings)
+    try:
+        owner = await app.ensure_owner()
+        chat = ConsoleChat(app.orchestrator, owner.id, now=app.clock.now)
+        if args.pipe or args.jsonl or not sys.stdin.isatty():
+            return await chat.run_pipe(sys.stdin, sys.stdout, jsonl=args.jsonl)
+        return await chat.run_interactive(
+            f"Valet ({app.persona.name}) on {settings.llm.model} — "
+            f"{settings.llm.base_url or 'OpenAI'}. /quit to leave.")
+    finally:
+        await app.close()
+
+
+async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.doctor import run_doctor
+
+    return await run_doctor(settings, print)

@@ -1,0 +1,37 @@
+"""What travels between channels and the core: `Inbound` in, `Reply` out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ButtonPress:
+    """A decision made with a button (Telegram inline keyboard, console number)."""
+
+    approval_id: str
+    option: str
+
+
+@dataclass(frozen=True)
+class Inbound:
+    user_id: str
+    channel: str
+    text: str
+    received_at: datetime
+    external_id: str = ""
+    address: str = ""  # the sender's address on its channel (chat id, phone number)
+    button: ButtonPress | None = None
+    from_trigger: str | None = None  # task id when a trigger, not a person, speaks
+
+
+@dataclass
+class Reply:
+    text: str
+    approvals: list[Any] = field(default_factory=list)
+    stop_reason: str | None = None
+    turn_id: str | None = None
+    # True when nothing should be sent at all (e.g. a duplicate delivery).
+    silent: bool = False

@@ -1,0 +1,56 @@
+"""Conversation history, per user: appended once per turn, never rewritten.
+
+(Long-term memory, recalled before a turn and extracted after it, joins this module later.)
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from bot.db import Database, Row
+
+Message = dict[str, Any]
+
+
+class HistoryStore:
+    def __init__(self, db: Database, load_limit: int = 200) -> None:
+        self.db = db
+        self.load_limit = load_limit
+
+    async def load(self, user_id: str, limit: int | None = None) -> list[Message]:
+        """The most recent messages of this user's conversation, oldest first."""
+        rows = await self.db.fetch(
+            "SELECT role, content, tool_calls, tool_call_id FROM messages"
+            " WHERE user_id = $1 ORDER BY seq DESC LIMIT $2",
+            user_id, limit or self.load_limit)
+        return [_to_message(r) for r in reversed(rows)]
+
+    async def append(self, user_id: str, turn_id: str, messages: list[Message], *,
+                     channel: str, at: datetime) -> None:
+        """Write one turn's messages together: a turn is stored whole or not at all."""
+        if not messages:
+            return
+        async with self.db.transaction() as tx:
+            for msg in messages:
+                calls = msg.get("tool_calls")
+                await tx.execute(
+                    "INSERT INTO messages (user_id, turn_id, role, content, tool_calls,"
+                    " tool_call_id, channel, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+                    user_id, turn_id, msg["role"], msg.get("content"),
+                    json.dumps(calls) if calls else None, msg.get("tool_call_id"),
+                    channel, at)
+
+    async def count(self, user_id: str) -> int:
+        return int(await self.db.fetchval(
+            "SELECT COUNT(*) FROM messages WHERE user_id = $1", user_id) or 0)
+
+
+def _to_message(row: Row) -> Message:
+    msg: Message = {"role": row["role"], "content": row["content"]}
+    if row["tool_calls"]:
+        msg["tool_calls"] = json.loads(row["tool_calls"])
+    if row["tool_call_id"]:
+        msg["tool_call_id"] = row["tool_call_id"]
+    return msg

@@ -1,0 +1,159 @@
+"""handle_message: prepare the context, decide whether to process, run the loop, and write
+the turn down once. The orchestrator does not know whether a person or a trigger spoke."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.clock import Clock
+from bot.context import ContextManager
+from bot.envelopes import Inbound, Reply
+from bot.llm import LLM, LLMError
+from bot.loop import (
+    EventSink,
+    FallbackLines,
+    LoopDeps,
+    LoopEvent,
+    ReactLoopConfig,
+    ReactLoopResult,
+    react_loop,
+)
+from bot.memory import HistoryStore
+from bot.ratelimit import SlidingWindowLimiter
+from bot.telemetry import TranscriptWriter, turn_record
+from bot.tools import ToolExecutionContext, ToolRegistry
+from bot.users import User, UserStore
+from persona import Persona
+
+log = logging.getLogger(__name__)
+Message = dict[str, Any]
+
+
+@dataclass
+class TurnContext:
+    msg: Inbound
+    user: User
+    turn_id: str
+    system: list[Message]
+    history: list[Message]  # stored history followed by this turn's incoming message
+    incoming: list[Message]
+    tool_ctx: ToolExecutionContext
+
+
+@dataclass
+class OrchestratorDeps:
+    llm: LLM
+    registry: ToolRegistry
+    history: HistoryStore
+    users: UserStore
+    persona: Persona
+    clock: Clock
+    loop_config: ReactLoopConfig = field(default_factory=ReactLoopConfig)
+    limiter: SlidingWindowLimiter | None = None
+    transcripts: TranscriptWriter = field(default_factory=lambda: TranscriptWriter(None))
+    tool_services: dict[str, Any] = field(default_factory=dict)
+    tool_stores: Any = None
+    http: Any = None
+
+
+class Orchestrator:
+    def __init__(self, deps: OrchestratorDeps) -> None:
+        self.deps = deps
+        self.context = ContextManager(deps.loop_config)
+        self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock)
+        lines = deps.persona.lines
+        self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
+                                      no_answer=lines.no_answer, cancelled=lines.cancelled)
+
+    async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None) -> Reply:
+        ctx = await self.prepare_context(msg)
+        rejection = self.should_process(ctx)
+        if rejection is not None:
+            return rejection
+        # Seam: a paused agent or a pending approval for this user is resumed here first.
+        try:
+            result = await react_loop(self.loop_deps, ctx.system, ctx.history, ctx.tool_ctx,
+                                      self.deps.loop_config, emit=emit, fallback=self.fallback)
+        except LLMError as err:
+            log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
+                      type(err).__name__, err)
+            # The message stays in the history so the next turn sees it.
+            await self._persist(ctx, [])
+            return Reply(self.deps.persona.lines.llm_unavailable, stop_reason="llm_error",
+                         turn_id=ctx.turn_id)
+        await self.post_process(ctx, result)
+        return Reply(result.response, approvals=result.pending_approvals,
+                     stop_reason=result.stop_reason.value, turn_id=ctx.turn_id)
+
+    async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
+        """The same run as `handle_message`, as events, ending with the Reply."""
+        queue: asyncio.Queue[LoopEvent | Reply | BaseException] = asyncio.Queue()
+
+        async def emit(event: LoopEvent) -> None:
+            queue.put_nowait(event)
+
+        async def run() -> None:
+            try:
+                queue.put_nowait(await self.handle_message(msg, emit=emit))
+            except BaseException as err:  # handed to the consumer, re-raised there
+                queue.put_nowait(err)
+
+        task = asyncio.create_task(run())
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if isinstance(item, Reply):
+                    return
+        finally:
+            if not task.done():
+                task.cancel()
+
+    async def prepare_context(self, msg: Inbound) -> TurnContext:
+        deps = self.deps
+        user = await deps.users.get(msg.user_id)
+        if user is None:
+            raise LookupError(f"unknown user {msg.user_id!r}: the gateway admits users first")
+        tool_ctx = ToolExecutionContext(
+            user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
+            stores=deps.tool_stores, channel=msg.channel, services=deps.tool_services)
+        system = [{"role": "system", "content": deps.persona.system_prompt(
+            channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
+            capabilities=self.capabilities())}]
+        incoming = [{"role": "user", "content": msg.text}]
+        history = await deps.history.load(user.id)
+        return TurnContext(msg, user, uuid.uuid4().hex, system, history + incoming, incoming,
+                           tool_ctx)
+
+    def should_process(self, ctx: TurnContext) -> Reply | None:
+        if ctx.user.blocked:
+            return Reply("", silent=True, stop_reason="blocked")
+        limiter = self.deps.limiter
+        if limiter is not None and not limiter.allow(ctx.user.id):
+            return Reply(self.deps.persona.lines.rate_limited, stop_reason="rate_limited")
+        return None
+
+    async def post_process(self, ctx: TurnContext, result: ReactLoopResult) -> None:
+        """Write the raw turn once: the user's message, tool calls, results, final answer."""
+        await self._persist(ctx, result.new_messages)
+        self.deps.transcripts.write(turn_record(
+            ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), result))
+
+    async def _persist(self, ctx: TurnContext, produced: list[Message]) -> None:
+        await self.deps.history.append(ctx.user.id, ctx.turn_id, ctx.incoming + produced,
+                                       channel=ctx.msg.channel, at=self.deps.clock.now())
+
+    def capabilities(self) -> list[str]:
+        return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]
+
+
+def _first_sentence(text: str) -> str:
+    head = text.split(". ", 1)[0].strip().rstrip(".")
+    return head[:120]

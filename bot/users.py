@@ -1,0 +1,58 @@
+"""Users: the people Valet serves. (Identities per channel, linking and access come with the
+gateway.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.db import Database, Row
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    display_name: str
+    timezone: str
+    preferred_channel: str | None = None
+    is_owner: bool = False
+    blocked: bool = False
+    quiet_hours_start: str | None = None
+    quiet_hours_end: str | None = None
+
+
+def _user(row: Row) -> User:
+    return User(row["id"], row["display_name"], row["timezone"], row["preferred_channel"],
+                bool(row["is_owner"]), bool(row["blocked"]), row["quiet_hours_start"],
+                row["quiet_hours_end"])
+
+
+class UserStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def get(self, user_id: str) -> User | None:
+        row = await self.db.fetchrow("SELECT * FROM users WHERE id = $1", user_id)
+        return _user(row) if row else None
+
+    async def ensure(self, user_id: str, *, display_name: str = "", timezone: str = "UTC",
+                     is_owner: bool = False, at: datetime) -> User:
+        """The user, created on first sight; an existing user is left as it is."""
+        await self.db.execute(
+            "INSERT INTO users (id, display_name, timezone, is_owner, created_at)"
+            " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+            user_id, display_name, timezone, int(is_owner), at)
+        user = await self.get(user_id)
+        assert user is not None
+        return user
+
+    async def list(self) -> list[User]:
+        return [_user(r) for r in await self.db.fetch("SELECT * FROM users ORDER BY created_at")]
+
+    async def set_timezone(self, user_id: str, timezone: str) -> None:
+        await self.db.execute("UPDATE users SET timezone = $1 WHERE id = $2", timezone, user_id)
+
+    async def set_blocked(self, user_id: str, blocked: bool) -> bool:
+        changed = await self.db.execute(
+            "UPDATE users SET blocked = $1 WHERE id = $2", int(blocked), user_id)
+        return changed > 0

@@ -1,0 +1,54 @@
+# shellcheck shell=bash
+# Source this in CI before running pytest:   . tests/ci_services.sh
+#
+# Makes sure the binaries used by tests/servers.py are present:
+#   * redis-server                          (apt package: redis-server)
+#   * PostgreSQL server binaries (initdb)   (apt package: postgresql)
+# The tests start their own throwaway servers on random 127.0.0.1 ports, so
+# any system service the packages start is not used (and does not conflict).
+#
+# Safe to source: it does not change shell options; its status is non-zero
+# only if apt-get failed.
+
+_valet_ci_services() {
+    local sudo="" pkgs=()
+
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo="sudo"
+        else
+            echo "ci_services.sh: not root and no sudo; cannot install packages" >&2
+        fi
+    fi
+
+    if ! command -v redis-server >/dev/null 2>&1 \
+        && [ ! -x /usr/bin/redis-server ] && [ ! -x /usr/local/bin/redis-server ]; then
+        pkgs+=(redis-server)
+    fi
+
+    if [ -n "${VALET_PG_BIN:-}" ] && [ -x "${VALET_PG_BIN%/}/initdb" ]; then
+        :
+    elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+        pkgs+=(postgresql)
+    fi
+
+    if [ "${#pkgs[@]}" -eq 0 ]; then
+        echo "ci_services.sh: redis-server and PostgreSQL binaries already present"
+        return 0
+    fi
+
+    echo "ci_services.sh: installing ${pkgs[*]}"
+    $sudo apt-get update || return 1
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${pkgs[@]}" \
+        || return 1
+
+    command -v redis-server >/dev/null 2>&1 || echo "ci_services.sh: redis-server still missing" >&2
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
+        || echo "ci_services.sh: PostgreSQL initdb still missing" >&2
+}
+
+_valet_ci_services
+_valet_ci_services_rc=$?
+unset -f _valet_ci_services
+# Non-zero status if apt-get failed: `return` when sourced, `exit` when executed.
+return "$_valet_ci_services_rc" 2>/dev/null || exit "$_valet_ci_services_rc"

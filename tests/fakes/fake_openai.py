@@ -1,0 +1,289 @@
+"""Fake OpenAI-compatible Chat Completions server for tests (aiohttp.web).
+
+The real ``openai.AsyncOpenAI`` client talks to it through ``base_url``::
+
+    async with FakeOpenAI() as fake:
+        fake.script(Reply(content="hi"), Fail(429, retry_after=0.5))
+        client = AsyncOpenAI(base_url=fake.base_url, api_key="test", max_retries=0)
+
+Standalone: ``python -m tests.fakes.fake_openai --port 8999 --reply "text"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import inspect
+import itertools
+import json
+import re
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["ContextOverflow", "Fail", "FakeOpenAI", "Hang", "Reply", "ToolCall"]
+
+
+@dataclass
+class ToolCall:
+    name: str
+    # dict -> json.dumps'ed; str -> sent verbatim (may be invalid JSON)
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str | None = None  # auto "call_<n>" when None
+
+    @property
+    def arguments_json(self) -> str:
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+
+
+@dataclass
+class Reply:
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens)
+    delay: float = 0.0
+    finish_reason: str | None = None  # auto: "tool_calls" if tool_calls else "stop"
+
+
+@dataclass
+class Fail:
+    status: int
+    retry_after: float | None = None
+    message: str | None = None
+    code: str | None = None
+    type: str | None = None
+
+
+@dataclass
+class Hang:
+    seconds: float  # sleep, then answer 500 (returns early when the server shuts down)
+
+
+@dataclass
+class ContextOverflow:
+    max_tokens: int = 8192
+
+
+Item = Reply | Fail | Hang | ContextOverflow
+Responder = Callable[[dict[str, Any]], Item | Awaitable[Item]]
+
+_SERVER_ERROR: tuple[str, str, str | None] = ("server_error", "Server error.", None)
+_DEFAULT_ERRORS: dict[int, tuple[str, str, str | None]] = {  # status -> (type, message, code)
+    400: ("invalid_request_error", "Bad request.", None),
+    401: ("invalid_request_error", "Incorrect API key provided.", "invalid_api_key"),
+    403: ("invalid_request_error", "Permission denied.", None),
+    404: ("invalid_request_error", "Not found.", "model_not_found"),
+    429: ("requests", "Rate limit reached. Please try again later.", "rate_limit_exceeded"),
+}
+
+
+def _error(
+    status: int, message: str, code: str | None = None, type_: str = "server_error", **kw: Any
+) -> web.Response:
+    error = {"message": message, "type": type_, "param": kw.get("param"), "code": code}
+    return web.json_response({"error": error}, status=status, headers=kw.get("headers"))
+
+
+def _text_len(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):  # content parts
+        return sum(len(p.get("text") or "") for p in content if isinstance(p, dict))
+    return 0
+
+
+class FakeOpenAI:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host, self.port = host, port
+        self.responder: Responder | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.calls = 0
+        self._script: deque[Item] = deque()
+        self._ids = itertools.count(1)
+        self._closing = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+
+    # -- public API -------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def script(self, *items: Item) -> None:
+        self._script.extend(items)
+
+    def reset(self) -> None:
+        self._script.clear()
+        self.requests.clear()
+        self.calls = 0
+        self._ids = itertools.count(1)
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._closing = asyncio.Event()
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, self.port).start()
+        self.port = self._runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        self._closing.set()  # wake sleeping Hang/delay handlers so cleanup is immediate
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeOpenAI:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # -- handlers ---------------------------------------------------------
+    async def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), seconds)
+
+    async def _models(self, _: web.Request) -> web.Response:
+        model = {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}
+        return web.json_response({"object": "list", "data": [model]})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.calls += 1
+        n = self.calls
+        try:
+            body = await request.json()
+        except ValueError:
+            body = {"_invalid_json": await request.text()}
+        self.requests.append(body)
+        item: Item | None = None
+        if self._script:
+            item = self._script.popleft()
+        elif self.responder is not None:
+            result = self.responder(body)
+            item = await result if inspect.isawaitable(result) else result
+        if item is None:
+            return _error(500, "fake_openai: script exhausted")
+        if isinstance(item, Fail):
+            type_, message, code = _DEFAULT_ERRORS.get(item.status, _SERVER_ERROR)
+            headers = {} if item.retry_after is None else {"Retry-After": f"{item.retry_after:g}"}
+            msg, code, type_ = item.message or message, item.code or code, item.type or type_
+            return _error(item.status, msg, code, type_, headers=headers)
+        if isinstance(item, Hang):
+            await self._sleep(item.seconds)
+            return _error(500, "fake_openai: hang elapsed")
+        if isinstance(item, ContextOverflow):
+            tokens = item.max_tokens + 1 + self._prompt_tokens(body)
+            msg = (
+                f"This model's maximum context length is {item.max_tokens} tokens. However, your "
+                f"messages resulted in {tokens} tokens. Please reduce the length of the messages."
+            )
+            code, type_ = "context_length_exceeded", "invalid_request_error"
+            return _error(400, msg, code, type_, param="messages")
+        await self._sleep(item.delay)
+        if body.get("stream"):
+            return await self._stream(request, body, item, n)
+        return web.json_response(
+            self._completion(body, item, n), headers={"x-request-id": f"req_{n}"}
+        )
+
+    # -- response builders ------------------------------------------------
+    @staticmethod
+    def _prompt_tokens(body: dict[str, Any]) -> int:
+        msgs = body.get("messages") or []
+        return sum(_text_len(m.get("content")) for m in msgs if isinstance(m, dict)) // 4
+
+    def _tool_calls(self, reply: Reply) -> list[dict[str, Any]]:
+        return [
+            {"id": tc.id or f"call_{next(self._ids)}", "type": "function",
+             "function": {"name": tc.name, "arguments": tc.arguments_json}}
+            for tc in reply.tool_calls
+        ]  # fmt: skip
+
+    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        p, c = reply.usage or (self._prompt_tokens(body), len(reply.content or "") // 4 + 1)
+        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+    @staticmethod
+    def _finish(reply: Reply) -> str:
+        return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+    def _completion(self, body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        if reply.tool_calls:
+            message["tool_calls"] = self._tool_calls(reply)
+        return {
+            "id": f"chatcmpl-fake{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or "fake-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": self._finish(reply)}],
+            "usage": self._usage(body, reply),
+        }
+
+    async def _stream(
+        self, request: web.Request, body: dict[str, Any], reply: Reply, n: int
+    ) -> web.StreamResponse:
+        base = {
+            "id": f"chatcmpl-fake{n}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model") or "fake-model",
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        if reply.content:
+            chunks += [chunk({"content": w}) for w in re.split(r"(?<=\s)(?=\S)", reply.content)]
+        for i, tc in enumerate(self._tool_calls(reply)):
+            fn, args = tc["function"], tc["function"]["arguments"]
+            head = {"index": i, "id": tc["id"], "type": "function",
+                    "function": {"name": fn["name"], "arguments": ""}}  # fmt: skip
+            chunks.append(chunk({"tool_calls": [head]}))
+            mid = max(1, len(args) // 2)
+            chunks += [
+                chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
+                for part in (args[:mid], args[mid:])
+            ]
+        chunks.append(chunk({}, self._finish(reply)))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": self._usage(body, reply)})
+
+        headers = {"Content-Type": "text/event-stream", "x-request-id": f"req_{n}"}
+        resp = web.StreamResponse(headers=headers)
+        await resp.prepare(request)
+        with contextlib.suppress(ConnectionError):
+            for c in chunks:
+                await resp.write(f"data: {json.dumps(c)}\n\n".encode())
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+        return resp
+
+
+async def _serve(port: int, text: str) -> None:
+    async with FakeOpenAI(port=port) as fake:
+        fake.responder = lambda _body: Reply(content=text)
+        print(fake.base_url, flush=True)
+        await asyncio.Event().wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI Chat Completions server")
+    parser.add_argument("--port", type=int, default=8999)
+    parser.add_argument("--reply", default="Hello from fake_openai.")
+    args = parser.parse_args()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args.port, args.reply))
+
+
+if __name__ == "__main__":
+    main()
