@@ -24,3 +24,39 @@ async def llm(fake_llm: FakeOpenAI) -> AsyncIterator[OpenAILLM]:
                        timeout=5.0)
     yield client
     await client.close()
+
+
+@pytest.fixture
+def app_settings(tmp_path, fake_llm: FakeOpenAI):
+    """Settings for an app on a temporary SQLite file and the fake LLM."""
+    from bot.config import load_settings
+
+    def make(**overrides):
+        env = {"VALET_DATABASE_URL": f"sqlite:///{tmp_path}/valet.db",
+               "VALET_LLM_BASE_URL": fake_llm.base_url, "VALET_LLM_MODEL": "fake-model",
+               "VALET_LLM_API_KEY": "test-key"}
+        config = tmp_path / "valet.yaml"
+        if not config.exists():
+            config.write_text("loop:\n  llm_retry_base_delay: 0.01\n")
+        settings = load_settings(str(config), env=env)
+        return settings.model_copy(update=overrides)
+
+    return make
+
+
+@pytest.fixture
+async def app_factory(app_settings):
+    """Build apps (several, to simulate restarts); all closed at the end."""
+    from bot.app import App
+    from bot.clock import FakeClock
+
+    apps = []
+
+    async def make(clock=None, **overrides):
+        app = await App.build(app_settings(**overrides), clock=clock or FakeClock())
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        await app.close()

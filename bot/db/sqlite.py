@@ -93,7 +93,10 @@ class SQLiteDatabase:
         return cached
 
     def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
-        return self._conn.execute(sql, args).rowcount
+        cur = self._conn.execute(sql, args)
+        if cur.description is not None:
+            cur.fetchall()  # ... RETURNING counts its rows only once they are stepped through
+        return max(cur.rowcount, 0)  # a SELECT reports -1; Postgres's "SELECT n" counts as 0
 
     def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[Row]:
         cur = self._conn.execute(sql, args)

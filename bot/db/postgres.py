@@ -1,0 +1,109 @@
+"""Postgres behind the Database port: an asyncpg pool; a transaction holds one connection.
+
+SQL arrives with `$1, $2` placeholders already, so it passes through untouched. Every
+connection runs with `timezone = 'UTC'`, so TIMESTAMPTZ values come back as aware UTC times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import asyncpg
+
+from bot.db import Row
+
+DEFAULT_POOL_SIZE = 10
+# Query parameters Valet reads itself; asyncpg would reject them as server settings.
+_VALET_PARAMS = frozenset({"pool_size"})
+_COUNTED = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE", "COPY"})
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """(the DSN for asyncpg, the Valet-only options that were in its query string)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    options = {k: v for k, v in query if k in _VALET_PARAMS}
+    rest = urlencode([(k, v) for k, v in query if k not in _VALET_PARAMS])
+    return urlunsplit(parts._replace(query=rest)), options
+
+
+def rowcount(status: str) -> int:
+    """Rows a statement changed, from asyncpg's status: "UPDATE 3" -> 3, "INSERT 0 1" -> 1."""
+    words = status.split()
+    if len(words) >= 2 and words[0] in _COUNTED and words[-1].isdigit():
+        return int(words[-1])
+    return 0
+
+
+def _check(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    # asyncpg would read a naive datetime as local time; refuse it, as the SQLite side does.
+    for value in args:
+        if isinstance(value, datetime) and value.tzinfo is None:
+            raise ValueError("naive datetime given to the database; use timezone-aware UTC times")
+    return args
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.execute("SET timezone = 'UTC'")
+
+
+class _Queries:
+    """The four query methods over one connection (a transaction's)."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        return rowcount(await self._conn.execute(sql, *_check(args)))
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        return [dict(r) for r in await self._conn.fetch(sql, *_check(args))]
+
+    async def fetchrow(self, sql: str, *args: Any) -> Row | None:
+        record = await self._conn.fetchrow(sql, *_check(args))
+        return dict(record) if record is not None else None
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self._conn.fetchval(sql, *_check(args))
+
+
+class PostgresDatabase:
+    dialect = "postgres"
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresDatabase:
+        dsn, options = split_url(url)
+        size = int(options.get("pool_size", DEFAULT_POOL_SIZE))
+        if size < 1:
+            raise ValueError(f"pool_size must be at least 1, not {size}")
+        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size, init=_init_connection)
+        return cls(pool)
+
+    # Outside a transaction each statement borrows a pool connection for itself.
+    async def execute(self, sql: str, *args: Any) -> int:
+        return rowcount(await self._pool.execute(sql, *_check(args)))
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        return [dict(r) for r in await self._pool.fetch(sql, *_check(args))]
+
+    async def fetchrow(self, sql: str, *args: Any) -> Row | None:
+        record = await self._pool.fetchrow(sql, *_check(args))
+        return dict(record) if record is not None else None
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self._pool.fetchval(sql, *_check(args))
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_Queries]:
+        async with self._pool.acquire() as conn, conn.transaction():
+            yield _Queries(conn)
+
+    async def close(self) -> None:
+        await self._pool.close()

@@ -1,0 +1,98 @@
+"""handle_message end to end on a real SQLite file, the real openai client and the fake LLM."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bot.envelopes import Inbound, Reply
+from bot.loop import LoopEvent
+from tests.fakes.fake_openai import Fail, ToolCall
+from tests.fakes.fake_openai import Reply as LLMReply
+from tests.helpers import assert_closed
+
+
+def inbound(user: str, text: str) -> Inbound:
+    return Inbound(user_id=user, channel="console", text=text,
+                   received_at=datetime(2026, 1, 5, 9, tzinfo=UTC))
+
+
+async def test_a_turn_is_written_once_and_the_next_turn_sees_it(app_factory, fake_llm):
+    app = await app_factory()
+    owner = await app.ensure_owner()
+    fake_llm.script(
+        LLMReply(tool_calls=[ToolCall("calculate", {"expression": "6*7"}),
+                             ToolCall("current_time", {"timezone": "Asia/Tokyo"})]),
+        LLMReply(content="42, and it is evening in Tokyo."),
+        LLMReply(content="You asked about 6*7."))
+    reply = await app.orchestrator.handle_message(inbound(owner.id, "6*7 and Tokyo time?"))
+    assert reply.text == "42, and it is evening in Tokyo."
+    stored = await app.history.load(owner.id)
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert "42" in stored[2]["content"]
+    assert_closed(stored)
+    await app.orchestrator.handle_message(inbound(owner.id, "what did I ask?"))
+    second = fake_llm.requests[2]["messages"]
+    assert second[0]["role"] == "system"
+    assert [m["role"] for m in second[1:]] == ["user", "assistant", "tool", "tool", "assistant",
+                                                "user"]
+    assert await app.history.count(owner.id) == 7
+
+
+async def test_llm_down_gives_the_persona_apology_and_keeps_the_message(app_factory, fake_llm):
+    app = await app_factory(loop={"llm_max_retries": 1, "llm_retry_base_delay": 0.01})
+    owner = await app.ensure_owner()
+    fake_llm.script(Fail(500), Fail(500))
+    reply = await app.orchestrator.handle_message(inbound(owner.id, "remember the milk"))
+    assert reply.text == app.persona.lines.llm_unavailable
+    assert reply.stop_reason == "llm_error"
+    fake_llm.script(LLMReply(content="Back now. Milk, noted."))
+    await app.orchestrator.handle_message(inbound(owner.id, "are you there?"))
+    contents = [m["content"] for m in fake_llm.requests[-1]["messages"]]
+    assert "remember the milk" in contents and "are you there?" in contents
+
+
+async def test_histories_are_per_user(app_factory, fake_llm):
+    app = await app_factory()
+    now = datetime(2026, 1, 5, tzinfo=UTC)
+    await app.users.ensure("alice", timezone="Europe/Paris", at=now)
+    await app.users.ensure("bob", timezone="America/Chicago", at=now)
+    fake_llm.script(LLMReply(content="hi alice"), LLMReply(content="hi bob"))
+    await app.orchestrator.handle_message(inbound("alice", "my secret is 1234"))
+    await app.orchestrator.handle_message(inbound("bob", "hello"))
+    bob_request = fake_llm.requests[1]["messages"]
+    assert not any("1234" in (m["content"] or "") for m in bob_request)
+    assert "America/Chicago" in bob_request[0]["content"]
+    assert "Europe/Paris" in fake_llm.requests[0]["messages"][0]["content"]
+
+
+async def test_the_system_prompt_has_time_zone_and_capabilities(app_factory, fake_llm):
+    app = await app_factory(persona="jeeves")
+    now = datetime(2026, 1, 5, tzinfo=UTC)
+    await app.users.ensure("kim", timezone="Asia/Kolkata", at=now)
+    fake_llm.script(LLMReply(content="Very good."))
+    await app.orchestrator.handle_message(inbound("kim", "hello"))
+    system = fake_llm.requests[0]["messages"][0]["content"]
+    assert system.startswith("You are Jeeves")
+    assert "14:30" in system and "Asia/Kolkata" in system and "UTC+05:30" in system
+    assert "calculate" in system and "web_fetch" in system
+
+
+async def test_rate_limit_answers_without_calling_the_llm(app_factory, fake_llm):
+    app = await app_factory(rate_limit_per_minute=2)
+    owner = await app.ensure_owner()
+    fake_llm.responder = lambda req: LLMReply(content="ok")
+    replies = [await app.orchestrator.handle_message(inbound(owner.id, f"m{i}"))
+               for i in range(3)]
+    assert [r.stop_reason for r in replies] == ["final_answer", "final_answer", "rate_limited"]
+    assert fake_llm.calls == 2
+
+
+async def test_stream_message_yields_progress_then_the_reply(app_factory, fake_llm):
+    app = await app_factory()
+    owner = await app.ensure_owner()
+    fake_llm.script(LLMReply(tool_calls=[ToolCall("calculate", {"expression": "2+2"})]),
+                    LLMReply(content="4"))
+    items = [i async for i in app.orchestrator.stream_message(inbound(owner.id, "2+2?"))]
+    assert isinstance(items[-1], Reply) and items[-1].text == "4"
+    names = [i.type.value for i in items if isinstance(i, LoopEvent)]
+    assert "tool_call_start" in names and names[-1] == "execution_end"

@@ -1,0 +1,90 @@
+"""ContextManager: the request view, never the raw history."""
+
+from __future__ import annotations
+
+import copy
+
+from bot.context import FORCE_TRIM, NORMAL, TRIM, TRUNCATE_ALL, ContextManager, close_tool_calls
+from bot.loop import ReactLoopConfig
+from tests.helpers import assert_closed
+
+SYSTEM = [{"role": "system", "content": "persona"}]
+
+
+def exchange(i: int, result: str = "ok") -> list[dict]:
+    return [{"role": "user", "content": f"q{i}"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function",
+                 "function": {"name": "t", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": result},
+            {"role": "assistant", "content": f"a{i}"}]
+
+
+def test_a_long_tool_result_is_cut_at_a_newline_with_a_marker():
+    cm = ContextManager(ReactLoopConfig(context_token_limit=1000, max_tool_result_share=0.3))
+    assert cm.tool_result_limit == 1200  # 30% of 1000 tokens at 4 chars a token
+    text = "".join(f"line {i:04d}\n" for i in range(1000))
+    cut, original = cm.truncate_tool_result(text)
+    assert original == len(text)
+    assert cut.split("\n[...")[0].endswith("line 0119")  # 120 whole lines of 10 chars
+    assert "truncated: showing" in cut
+    assert cm.truncate_tool_result("short") == ("short", None)
+
+
+def test_the_hard_character_cap_wins_over_the_share():
+    cm = ContextManager(ReactLoopConfig(context_token_limit=10_000_000, max_tool_result_chars=500))
+    assert cm.tool_result_limit == 500
+
+
+def test_small_history_passes_through_untouched():
+    cm = ContextManager(ReactLoopConfig())
+    history = exchange(1) + exchange(2)
+    view = cm.build(SYSTEM, history)
+    assert view.messages == SYSTEM + history
+    assert view.cuts == []
+
+
+def test_over_the_threshold_it_keeps_the_recent_messages_and_never_splits_a_call():
+    cfg = ReactLoopConfig(context_token_limit=2000, max_history_messages=40)
+    cm = ContextManager(cfg)
+    history = [m for i in range(50) for m in exchange(i, "r" * 100)]
+    raw = copy.deepcopy(history)
+    view = cm.build(SYSTEM, history)
+    assert view.messages[0] == SYSTEM[0]
+    assert view.messages[1]["role"] == "user"
+    assert view.messages[-1] == history[-1]
+    assert view.estimated_tokens <= 2000 * 0.8
+    assert_closed(view.messages[1:])
+    assert any("dropped" in c for c in view.cuts)
+    assert history == raw
+
+
+def test_recovery_levels_shrink_step_by_step():
+    cm = ContextManager(ReactLoopConfig(truncate_all_tool_result_chars=50))
+    history = [m for i in range(30) for m in exchange(i, "x" * 5000)]
+    sizes = [cm.build(SYSTEM, history, level).estimated_tokens
+             for level in (NORMAL, TRIM, TRUNCATE_ALL, FORCE_TRIM)]
+    assert sizes[0] > sizes[1] > sizes[2] > sizes[3]
+    forced = cm.build(SYSTEM, history, FORCE_TRIM).messages
+    assert len(forced) <= 1 + 5
+    assert_closed(forced[1:])
+    truncated = cm.build(SYSTEM, history, TRUNCATE_ALL).messages
+    assert all(len(m["content"]) < 200 for m in truncated if m["role"] == "tool")
+
+
+def test_a_view_never_starts_with_an_orphan_result():
+    cm = ContextManager(ReactLoopConfig(force_trim_messages=2))
+    history = exchange(1) + exchange(2)[:3]  # ends: user, assistant(call), tool
+    view = cm.build(SYSTEM, history, FORCE_TRIM)
+    assert view.messages[1]["role"] != "tool"
+    assert_closed(view.messages[1:])
+
+
+def test_dangling_calls_and_orphans_are_repaired_in_the_view_only():
+    broken = exchange(1)[:2] + [{"role": "user", "content": "next"},
+                                 {"role": "tool", "tool_call_id": "zzz", "content": "stray"}]
+    cuts: list[str] = []
+    fixed = close_tool_calls(broken, cuts)
+    assert_closed(fixed)
+    assert len(broken) == 4
+    assert any("orphan" in c for c in cuts) and any("unanswered" in c for c in cuts)
