@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` prints numbers; nothing here is asserted in the test suite."""

@@ -1,0 +1,23 @@
+"""`make bench`: run every benchmark and print its numbers."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import sys
+
+BENCHMARKS = ["llm_overhead", "concurrency", "startup"]
+
+
+async def main(names: list[str]) -> None:
+    for name in names:
+        module = importlib.import_module(f"tests.bench.{name}")
+        for text in await module.run():
+            print(text, flush=True)
+        print()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.ERROR)
+    asyncio.run(main(sys.argv[1:] or BENCHMARKS))
