@@ -25,6 +25,8 @@ class Inbound:
     address: str = ""  # the sender's address on its channel (chat id, phone number)
     button: ButtonPress | None = None
     from_trigger: str | None = None  # task id when a trigger, not a person, speaks
+    # Set by the gateway (from the inbox row) so a turn re-run after a crash is recognised.
+    turn_id: str | None = None
 
 
 @dataclass

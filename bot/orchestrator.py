@@ -129,8 +129,8 @@ class Orchestrator:
             capabilities=self.capabilities())}]
         incoming = [{"role": "user", "content": msg.text}]
         history = await deps.history.load(user.id)
-        return TurnContext(msg, user, uuid.uuid4().hex, system, history + incoming, incoming,
-                           tool_ctx)
+        return TurnContext(msg, user, msg.turn_id or uuid.uuid4().hex, system,
+                           history + incoming, incoming, tool_ctx)
 
     def should_process(self, ctx: TurnContext) -> Reply | None:
         if ctx.user.blocked:

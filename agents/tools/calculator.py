@@ -164,13 +164,12 @@ def evaluate(expression: str) -> tuple[str, int | float]:
 
 @tool
 async def calculate(expression: str) -> str:
-    """Evaluate an arithmetic expression exactly and safely; use it for any non-trivial math.
+    """Evaluate an arithmetic expression safely and exactly; use it for any non-trivial math.
 
-    Supports numbers, + - * / // (floor division) % (modulo) and ** or ^ (power),
-    parentheses, unary minus, the constants pi and e, and the functions sqrt, abs,
-    round(x[, digits]) (halves away from zero), min, max, floor, ceil, log(x[, base]) (natural log by default),
-    sin, cos, tan (radians). "1,234.5" is read as 1234.5; separate function arguments with
-    ", ". No variables, units or percent signs.
+    Supports + - * / // % (modulo, not percent) and ** or ^ (power), parentheses, the
+    constants pi and e, and sqrt, abs, round(x[, digits]) (halves away from zero), min, max,
+    floor, ceil, log(x[, base]) (natural by default), sin, cos, tan (radians). "1,234.5" means
+    1234.5, so separate function arguments with ", ". No variables or units.
 
     Args:
         expression: The arithmetic expression, e.g. "(1,250 * 1.2) / 3" or "sqrt(2)^2".

@@ -1,7 +1,8 @@
 """Postgres behind the Database port: an asyncpg pool; a transaction holds one connection.
 
 SQL arrives with `$1, $2` placeholders already, so it passes through untouched. Every
-connection runs with `timezone = 'UTC'`, so TIMESTAMPTZ values come back as aware UTC times.
+connection runs with `timezone = 'UTC'`: asyncpg returns TIMESTAMPTZ as aware UTC datetimes
+anyway, and this keeps text casts, date_trunc and friends in UTC too.
 """
 
 from __future__ import annotations
@@ -47,10 +48,6 @@ def _check(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return args
 
 
-async def _init_connection(conn: asyncpg.Connection) -> None:
-    await conn.execute("SET timezone = 'UTC'")
-
-
 class _Queries:
     """The four query methods over one connection (a transaction's)."""
 
@@ -83,7 +80,10 @@ class PostgresDatabase:
         size = int(options.get("pool_size", DEFAULT_POOL_SIZE))
         if size < 1:
             raise ValueError(f"pool_size must be at least 1, not {size}")
-        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size, init=_init_connection)
+        # timezone goes in the startup packet, not an init-time SET: the pool's RESET ALL on
+        # every release would undo a SET, but resets to the startup value.
+        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size,
+                                         server_settings={"timezone": "UTC"})
         return cls(pool)
 
     # Outside a transaction each statement borrows a pool connection for itself.
