@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -49,8 +49,8 @@ def build_registry(settings: Settings, modules: tuple[str, ...] = BUILTIN_TOOL_M
         module = importlib.import_module(name)
         short = name.rsplit(".", 1)[-1]
         for t in tools_in_module(module):
-            t.settings = settings.tools.get(short, {})
-            registry.add(t)
+            # A copy: the decorated function's Tool is shared by every registry in the process.
+            registry.add(replace(t, settings=settings.tools.get(short, {})))
     return registry
 
 

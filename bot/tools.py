@@ -106,7 +106,7 @@ class Tool:
     context_param: str | None = None
     timeout: float | None = None  # None: the loop's default for its kind
     is_agent: bool = False
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] | None = None  # from configuration; None: the context's
     progress: str = ""  # what a person is shown while it runs ("checking the weather")
 
     def schema(self) -> dict[str, Any]:
@@ -134,6 +134,7 @@ class Tool:
     async def invoke(self, arguments: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         if self.context_param:
             arguments = {**arguments, self.context_param: ctx.for_call(ctx.call_id, self.settings)}
+        # (for_call keeps the context's settings when the tool has none of its own)
         return await self.fn(**arguments)
 
 
@@ -155,7 +156,7 @@ def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | 
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"tool {fn.__qualname__} must be an async function")
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     context_param = None
     for pname, param in inspect.signature(fn).parameters.items():
@@ -190,7 +191,8 @@ _PARAM_LINE = re.compile(r"(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """(description, {param: description}) from a Google-style docstring."""
+    """(description, {param: description}) from a Google-style docstring. The description is
+    all the text before the first Args/Returns/Raises section."""
     sections = re.split(r"^\s*(Args|Arguments|Parameters|Returns|Raises):\s*$", doc,
                         flags=re.MULTILINE)
     summary = " ".join(sections[0].split())
@@ -275,12 +277,16 @@ async def run_tool_call(registry: ToolRegistry, call: ToolCall, ctx: ToolExecuti
         arguments = found.parse_arguments(call.arguments)
     except ValueError as err:
         return _outcome(call, ToolStatus.INVALID, f"Error: {err}", started)
+    limit = found.timeout or timeout
+    deadline = asyncio.timeout(limit)
     try:
-        async with asyncio.timeout(found.timeout or timeout):
+        async with deadline:
             result = await found.invoke(arguments, ctx.for_call(call.id))
-    except TimeoutError:
-        return _outcome(call, ToolStatus.TIMEOUT,
-                        f"Error: {call.name} did not finish within {found.timeout or timeout:g} s.",
+    except TimeoutError as err:
+        if deadline.expired():
+            return _outcome(call, ToolStatus.TIMEOUT,
+                            f"Error: {call.name} did not finish within {limit:g} s.", started)
+        return _outcome(call, ToolStatus.FAILED, f"Error: TimeoutError: {err or 'timed out'}",
                         started)
     except asyncio.CancelledError:
         raise

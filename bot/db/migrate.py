@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from importlib import resources
 
-from bot.db import Database
+from bot.db import Database, Queries
 
 log = logging.getLogger(__name__)
 
@@ -47,15 +47,15 @@ def render(sql: str, dialect: str) -> list[str]:
 
 async def apply_migrations(db: Database) -> list[str]:
     """Apply the migrations this database has not seen; returns their names."""
-    await db.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    async with db.transaction() as tx:
+        await _serialise(db, tx)
+        await tx.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
     applied: list[str] = []
     for version, name, sql in migration_files():
         async with db.transaction() as tx:
-            if db.dialect == "postgres":
-                # Two processes starting together: one migrates, the other waits and skips.
-                await tx.execute("SELECT pg_advisory_xact_lock(727001)")
+            await _serialise(db, tx)
             done = await tx.fetchval(
                 "SELECT 1 FROM schema_migrations WHERE version = $1", version)
             if done:
@@ -68,3 +68,10 @@ async def apply_migrations(db: Database) -> list[str]:
             applied.append(name)
             log.info("applied migration %s", name)
     return applied
+
+
+async def _serialise(db: Database, tx: Queries) -> None:
+    """Two processes starting together: one migrates, the other waits, then skips.
+    (Even CREATE TABLE IF NOT EXISTS races on Postgres without it.)"""
+    if db.dialect == "postgres":
+        await tx.execute("SELECT pg_advisory_xact_lock(727001)")
