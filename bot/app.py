@@ -10,15 +10,21 @@ from typing import Any
 
 import aiohttp
 
+from bot.access import AccessControl
 from bot.clock import Clock, SystemClock
 from bot.config import ConfigError, Settings
 from bot.db import Database, connect
+from bot.gateway import Gateway, GatewayDeps
+from bot.identity import IdentityStore
+from bot.inbox import InboxStore
 from bot.llm import LLM, OpenAILLM
 from bot.memory import HistoryStore
 from bot.orchestrator import Orchestrator, OrchestratorDeps
+from bot.outbox import ChannelSender, OutboxDeliverer, OutboxStore
 from bot.ratelimit import SlidingWindowLimiter
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry, tools_in_module
+from bot.userlocks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.users import User, UserStore
 from persona import Persona, load_persona
 
@@ -26,6 +32,7 @@ log = logging.getLogger(__name__)
 
 BUILTIN_TOOL_MODULES = ("agents.tools.clock", "agents.tools.calculator", "agents.tools.web_fetch")
 OWNER_ID = "owner"
+CONSOLE_ADDRESS = "local"
 
 
 def build_llm(settings: Settings) -> LLM:
@@ -66,6 +73,10 @@ class App:
     history: HistoryStore
     orchestrator: Orchestrator
     http: aiohttp.ClientSession
+    identities: IdentityStore
+    access: AccessControl
+    gateway: Gateway
+    senders: dict[str, ChannelSender]
     _closers: list[Any] = field(default_factory=list)
 
     @classmethod
@@ -85,15 +96,56 @@ class App:
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http))
-        return cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
-                   http)
+        identities = IdentityStore(db, users)
+        access = AccessControl(db, identities, settings.access, settings.timezone)
+        senders: dict[str, ChannelSender] = {}
+        outbox = OutboxStore(db)
+        locks, closers = await _user_locks(settings)
+        gateway = Gateway(GatewayDeps(
+            db=db, clock=clock, users=users, identities=identities, access=access,
+            inbox=InboxStore(db), outbox=outbox,
+            deliverer=OutboxDeliverer(outbox, senders, clock), history=history,
+            handle_message=orchestrator.handle_message, locks=locks, senders=senders,
+            failure_line=persona.lines.llm_unavailable))
+        app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
+                  http, identities, access, gateway, senders, closers)
+        await app.ensure_owner()
+        return app
+
+    def add_channel(self, sender: ChannelSender) -> None:
+        """Register a channel's sender: the outbox delivers its messages through it."""
+        self.senders[sender.name] = sender
 
     async def ensure_owner(self) -> User:
-        return await self.users.ensure(
+        """The owner from configuration, reachable on the console and their listed ids."""
+        now = self.clock.now()
+        owner = await self.users.ensure(
             OWNER_ID, display_name=self.settings.owner.name, timezone=self.settings.timezone,
-            is_owner=True, at=self.clock.now())
+            is_owner=True, at=now)
+        addresses = [("console", CONSOLE_ADDRESS)]
+        addresses += [("telegram", i) for i in self.settings.owner.telegram_ids]
+        addresses += [("sms", n) for n in self.settings.owner.phone_numbers]
+        for channel, address in addresses:
+            if await self.identities.resolve(channel, address) is None:
+                await self.identities.link(channel, address, owner.id, at=now)
+        return owner
+
+    async def start(self) -> None:
+        await self.gateway.start()
 
     async def close(self) -> None:
+        await self.gateway.stop()
+        for closer in self._closers:
+            await closer()
         await self.http.close()
         await self.llm.close()
         await self.db.close()
+
+
+async def _user_locks(settings: Settings) -> tuple[UserLocks, list[Any]]:
+    if not settings.redis_url:
+        return LocalUserLocks(), []
+    import redis.asyncio as redis_asyncio
+
+    client = redis_asyncio.from_url(settings.redis_url)
+    return RedisUserLocks(client), [client.aclose]

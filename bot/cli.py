@@ -46,17 +46,19 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
     from bot.app import NO_LLM_MESSAGE, App
-    from channels.console import ConsoleChat
+    from channels.console import ConsoleChat, stdout_channel
 
     if not settings.llm.configured:
         print(f"valet: {NO_LLM_MESSAGE}", file=sys.stderr)
         return EXIT_CONFIG
     app = await App.build(settings)
+    pipe = args.pipe or args.jsonl or not sys.stdin.isatty()
+    app.add_channel(stdout_channel(jsonl=args.jsonl, interactive=not pipe))
     try:
-        owner = await app.ensure_owner()
-        chat = ConsoleChat(app.orchestrator, owner.id, now=app.clock.now)
-        if args.pipe or args.jsonl or not sys.stdin.isatty():
-            return await chat.run_pipe(sys.stdin, sys.stdout, jsonl=args.jsonl)
+        await app.start()
+        chat = ConsoleChat(app.gateway, now=app.clock.now)
+        if pipe:
+            return await chat.run_pipe(sys.stdin)
         return await chat.run_interactive(
             f"Valet ({app.persona.name}) on {settings.llm.model} — "
             f"{settings.llm.base_url or 'OpenAI'}. /quit to leave.")

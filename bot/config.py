@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pydantic
 import yaml
 
+from bot.access import AccessSettings
 from bot.loop import ReactLoopConfig
 
 
@@ -57,6 +58,8 @@ class Settings(_Section):
     tools: dict[str, dict[str, Any]] = {}
     rate_limit_per_minute: int = 20
     transcripts_dir: str | None = None
+    access: AccessSettings = AccessSettings()
+    redis_url: str | None = None  # several processes: per-user locks across them
 
     @pydantic.field_validator("timezone")
     @classmethod
@@ -91,6 +94,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_LOG_LEVEL": ("log_level",),
     "VALET_OWNER_NAME": ("owner", "name"),
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
+    "VALET_REDIS_URL": ("redis_url",),
 }
 SECRET_KEYS = {("llm", "api_key")}
 

@@ -16,6 +16,19 @@ class ButtonPress:
 
 
 @dataclass(frozen=True)
+class IncomingMessage:
+    """What a channel adapter hands the gateway, before anyone knows who sent it."""
+
+    channel: str
+    address: str  # chat id, phone number, "local"
+    external_id: str  # the channel's own id (update id, MessageSid): duplicates stop on it
+    text: str
+    received_at: datetime
+    display_name: str = ""
+    button: ButtonPress | None = None
+
+
+@dataclass(frozen=True)
 class Inbound:
     user_id: str
     channel: str

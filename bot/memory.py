@@ -42,6 +42,15 @@ class HistoryStore:
                     json.dumps(calls) if calls else None, msg.get("tool_call_id"),
                     channel, at)
 
+    async def turn_reply(self, turn_id: str) -> str | None:
+        """The final answer of a stored turn; None if the turn was never written."""
+        rows = await self.db.fetch(
+            "SELECT role, content FROM messages WHERE turn_id = $1 ORDER BY seq DESC LIMIT 1",
+            turn_id)
+        if not rows:
+            return None
+        return rows[0]["content"] if rows[0]["role"] == "assistant" else ""
+
     async def count(self, user_id: str) -> int:
         return int(await self.db.fetchval(
             "SELECT COUNT(*) FROM messages WHERE user_id = $1", user_id) or 0)

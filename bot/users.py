@@ -52,6 +52,15 @@ class UserStore:
     async def set_timezone(self, user_id: str, timezone: str) -> None:
         await self.db.execute("UPDATE users SET timezone = $1 WHERE id = $2", timezone, user_id)
 
+    async def set_preferred_channel(self, user_id: str, channel: str) -> None:
+        await self.db.execute(
+            "UPDATE users SET preferred_channel = $1 WHERE id = $2", channel, user_id)
+
+    async def set_quiet_hours(self, user_id: str, start: str | None, end: str | None) -> None:
+        await self.db.execute(
+            "UPDATE users SET quiet_hours_start = $1, quiet_hours_end = $2 WHERE id = $3",
+            start, end, user_id)
+
     async def set_blocked(self, user_id: str, blocked: bool) -> bool:
         changed = await self.db.execute(
             "UPDATE users SET blocked = $1 WHERE id = $2", int(blocked), user_id)

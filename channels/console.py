@@ -1,86 +1,116 @@
 """The console channel: an interactive terminal chat for people, and a pipe mode (one message
-per input line, each reply on stdout, exit at end of input) for scripts and tests."""
+per input line, each reply on stdout, exit at end of input) for scripts and tests.
+
+It takes the same road as every channel: gateway (inbox, access, per-user queue) in, outbox
+out. The person at the terminal is the local owner.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import os
 import sys
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
-from bot.envelopes import Inbound, Reply
+from bot.envelopes import IncomingMessage
 from bot.loop import EventType, LoopEvent
+from bot.outbox import OutboundMessage
 
-QUIT_WORDS = {"/quit", "/exit", "quit", "exit"}
+QUIT_WORDS = {"/quit", "/exit"}
+ADDRESS = "local"
 
 
-class Conversation(Protocol):
-    def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]: ...
+class Door(Protocol):
+    """The part of the gateway a channel talks to."""
+
+    async def receive(self, msg: IncomingMessage) -> Any: ...
+
+    async def wait_idle(self) -> None: ...
+
+
+class ConsoleChannel:
+    """Sender side: prints what the outbox delivers, and progress while a turn runs."""
+
+    name = "console"
+
+    def __init__(self, out: IO[str], *, jsonl: bool = False, show_progress: bool = False
+                 ) -> None:
+        self.out = out
+        self.jsonl = jsonl
+        self.show_progress = show_progress
+        self._dim = out.isatty() if hasattr(out, "isatty") else False
+
+    async def send(self, message: OutboundMessage) -> str:
+        if self.jsonl:
+            record: dict[str, Any] = {"reply": message.text}
+            if message.payload.get("approvals"):
+                record["approvals"] = message.payload["approvals"]
+            self.out.write(json.dumps(record) + "\n")
+        else:
+            self.out.write(render(message) + "\n")
+        self.out.flush()
+        return f"console-{message.id}"
+
+    async def progress(self, address: str, event: LoopEvent) -> None:
+        if self.show_progress and event.type is EventType.TOOL_CALL_START:
+            text = f"  … {event.data.get('progress') or event.data['name']}"
+            self.out.write((f"\033[2m{text}\033[0m" if self._dim else text) + "\n")
+            self.out.flush()
+
+
+def render(message: OutboundMessage) -> str:
+    """Plain text, with numbered choices for anything waiting on the person."""
+    parts = [message.text] if message.text else []
+    for i, approval in enumerate(message.payload.get("approvals", []), 1):
+        parts.append(approval.get("console") or f"{i}. {approval.get('text', '')}")
+    return "\n".join(parts)
 
 
 class ConsoleChat:
-    def __init__(self, conversation: Conversation, user_id: str, *,
-                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        self.conversation = conversation
-        self.user_id = user_id
+    """Reader side: turns lines typed (or piped) into inbound messages for the gateway."""
+
+    def __init__(self, door: Door, *, now: Callable[[], datetime] = lambda: datetime.now(UTC)
+                 ) -> None:
+        self.door = door
         self.now = now
-        self._count = 0
+        self._ids = itertools.count(1)
+        self._session = f"{os.getpid()}-{time.time_ns()}"
 
-    def _inbound(self, text: str) -> Inbound:
-        self._count += 1
-        stamp = self.now()
-        return Inbound(user_id=self.user_id, channel="console", text=text, received_at=stamp,
-                       external_id=f"console-{stamp.timestamp():.6f}-{self._count}",
-                       address="local")
+    async def say(self, text: str) -> None:
+        await self.door.receive(IncomingMessage(
+            channel="console", address=ADDRESS, text=text, received_at=self.now(),
+            external_id=f"console-{self._session}-{next(self._ids)}"))
+        await self.door.wait_idle()
 
-    async def run_pipe(self, stdin: IO[str], stdout: IO[str], *, jsonl: bool = False) -> int:
+    async def run_pipe(self, stdin: IO[str]) -> int:
         while True:
             line = await asyncio.to_thread(stdin.readline)
             if not line:
+                await self.door.wait_idle()  # messages recovered at start-up finish too
                 return 0
-            text = line.strip()
-            if not text:
-                continue
-            reply = None
-            async for item in self.conversation.stream_message(self._inbound(text)):
-                if isinstance(item, Reply):
-                    reply = item
-            if reply is None or reply.silent:
-                continue
-            if jsonl:
-                stdout.write(json.dumps({"reply": render(reply),
-                                         "stop_reason": reply.stop_reason}) + "\n")
-            else:
-                stdout.write(render(reply) + "\n")
-            stdout.flush()
+            if line.strip():
+                await self.say(line.strip())
 
-    async def run_interactive(self, banner: str) -> int:
-        dim = (lambda s: f"\033[2m{s}\033[0m") if sys.stdout.isatty() else (lambda s: s)
+    async def run_interactive(self, banner: str,
+                              read: Callable[[str], Awaitable[str]] | None = None) -> int:
+        read = read or (lambda prompt: asyncio.to_thread(input, prompt))
         print(banner)
         while True:
             try:
-                line = await asyncio.to_thread(input, "you › ")
+                text = (await read("you › ")).strip()
             except (EOFError, KeyboardInterrupt):
                 print()
                 return 0
-            text = line.strip()
-            if not text:
-                continue
             if text.lower() in QUIT_WORDS:
                 return 0
-            async for item in self.conversation.stream_message(self._inbound(text)):
-                if isinstance(item, LoopEvent) and item.type is EventType.TOOL_CALL_START:
-                    print(dim(f"  … {item.data.get('progress') or item.data['name']}"))
-                elif isinstance(item, Reply) and not item.silent:
-                    print(f"valet › {render(item)}\n")
+            if text:
+                await self.say(text)
 
 
-def render(reply: Reply) -> str:
-    """Plain text with numbered choices for anything waiting on the user."""
-    parts = [reply.text] if reply.text else []
-    for i, approval in enumerate(reply.approvals, 1):
-        render_approval = getattr(approval, "render_console", None)
-        parts.append(render_approval(i) if render_approval else f"{i}. {approval}")
-    return "\n".join(parts)
+def stdout_channel(jsonl: bool, interactive: bool) -> ConsoleChannel:
+    return ConsoleChannel(sys.stdout, jsonl=jsonl, show_progress=interactive)

@@ -1,0 +1,161 @@
+"""Access control, before anything else: only known people reach the LLM.
+
+Policies per channel: `allowlist` (configured ids / E.164 numbers are let in on first
+contact, everyone else is ignored) and `pairing` (an unknown sender gets one short reply with
+a code; the owner approves it). An unknown or blocked sender costs at most one short reply.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+import pydantic
+
+from bot.db import Database, Row
+from bot.identity import IdentityStore, new_code
+from bot.users import User
+
+log = logging.getLogger(__name__)
+
+
+class ChannelAccess(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    policy: Literal["allowlist", "pairing"] = "pairing"
+    allow: list[str] = []
+
+
+class AccessSettings(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    channels: dict[str, ChannelAccess] = {}
+    pairing_ttl_minutes: int = 60
+    max_pending_pairings: int = 3
+
+    def for_channel(self, channel: str) -> ChannelAccess:
+        return self.channels.get(channel, ChannelAccess())
+
+
+@dataclass(frozen=True)
+class Admission:
+    user: User | None
+    reply: str | None = None  # the one short reply an unknown sender may get
+    notify_owner: str | None = None
+    handled: bool = False  # the message was a /link and is fully dealt with
+
+
+@dataclass(frozen=True)
+class PairingRequest:
+    code: str
+    channel: str
+    address: str
+    display_name: str
+    status: str
+    created_at: datetime
+    expires_at: datetime
+    user_id: str | None
+
+
+def _pairing(row: Row) -> PairingRequest:
+    return PairingRequest(row["code"], row["channel"], row["address"], row["display_name"],
+                          row["status"], row["created_at"], row["expires_at"], row["user_id"])
+
+
+class AccessControl:
+    def __init__(self, db: Database, identities: IdentityStore, settings: AccessSettings,
+                 default_timezone: str) -> None:
+        self.db = db
+        self.identities = identities
+        self.settings = settings
+        self.default_timezone = default_timezone
+
+    async def admit(self, channel: str, address: str, display_name: str, text: str,
+                    at: datetime) -> Admission:
+        user = await self.identities.resolve(channel, address)
+        if user is not None:
+            return Admission(None if user.blocked else user)
+        words = text.strip().split()
+        if len(words) == 2 and words[0].lower() == "/link":
+            linked = await self.identities.redeem_link_code(
+                words[1], channel, address, display_name=display_name, at=at)
+            if linked:
+                return Admission(await self.identities.users.get(linked), handled=True,
+                                 reply="Linked. I'll know you here too from now on.")
+            return Admission(None, reply="That link code is unknown or has expired.")
+        policy = self.settings.for_channel(channel)
+        if address in policy.allow:
+            return Admission(await self.identities.create_user(
+                channel, address, display_name=display_name,
+                default_timezone=self.default_timezone, at=at))
+        if policy.policy == "allowlist":
+            log.info("ignored %s sender %s (not on the allowlist)", channel, address)
+            return Admission(None)
+        return await self._pairing(channel, address, display_name, at)
+
+    async def _pairing(self, channel: str, address: str, display_name: str,
+                       at: datetime) -> Admission:
+        await self.expire(at)
+        earlier = await self.db.fetchrow(
+            "SELECT status FROM pairing_requests WHERE channel = $1 AND address = $2"
+            " AND status IN ('pending', 'denied') LIMIT 1", channel, address)
+        if earlier is not None:
+            return Admission(None)  # already answered once (or refused): stay quiet
+        pending = await self.db.fetchval(
+            "SELECT COUNT(*) FROM pairing_requests WHERE status = 'pending'")
+        if int(pending or 0) >= self.settings.max_pending_pairings:
+            log.warning("pairing request from %s %s dropped: %s already pending",
+                        channel, address, pending)
+            return Admission(None)
+        code = new_code()
+        inserted = await self.db.execute(
+            "INSERT INTO pairing_requests (code, channel, address, display_name, status,"
+            " created_at, expires_at) VALUES ($1, $2, $3, $4, 'pending', $5, $6)"
+            " ON CONFLICT (code) DO NOTHING",
+            code, channel, address, display_name, at,
+            at + timedelta(minutes=self.settings.pairing_ttl_minutes))
+        if not inserted:
+            return Admission(None)
+        who = f"{display_name} ({channel} {address})" if display_name else f"{channel} {address}"
+        return Admission(
+            None,
+            reply=(f"Hi! This is a private assistant and I don't know you yet. If you know its "
+                   f"owner, ask them to approve code {code}."),
+            notify_owner=f"{who} wants to talk to me. Reply /pair approve {code} to let them "
+                         f"in, or /pair deny {code}.")
+
+    async def expire(self, at: datetime) -> None:
+        await self.db.execute(
+            "UPDATE pairing_requests SET status = 'expired'"
+            " WHERE status = 'pending' AND expires_at <= $1", at)
+
+    async def list_pairings(self, at: datetime, *, pending_only: bool = True
+                            ) -> list[PairingRequest]:
+        await self.expire(at)
+        rows = await self.db.fetch(
+            "SELECT * FROM pairing_requests WHERE status = 'pending' OR $1 = 0"
+            " ORDER BY created_at", int(pending_only))
+        return [_pairing(r) for r in rows]
+
+    async def approve(self, code: str, at: datetime) -> User | None:
+        """Let the sender behind a pending code in; None if no such pending code."""
+        await self.expire(at)
+        row = await self.db.fetchrow(
+            "UPDATE pairing_requests SET status = 'approved', decided_at = $2"
+            " WHERE code = $1 AND status = 'pending' RETURNING *", code.strip().upper(), at)
+        if row is None:
+            return None
+        user = await self.identities.resolve(row["channel"], row["address"])
+        if user is None:
+            user = await self.identities.create_user(
+                row["channel"], row["address"], display_name=row["display_name"],
+                default_timezone=self.default_timezone, at=at)
+        await self.db.execute("UPDATE pairing_requests SET user_id = $1 WHERE code = $2",
+                              user.id, row["code"])
+        return user
+
+    async def deny(self, code: str, at: datetime) -> bool:
+        changed = await self.db.execute(
+            "UPDATE pairing_requests SET status = 'denied', decided_at = $2"
+            " WHERE code = $1 AND status = 'pending'", code.strip().upper(), at)
+        return changed > 0

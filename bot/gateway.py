@@ -1,0 +1,250 @@
+"""The inbound path: persist (duplicates stop here), who is it (unknown senders never reach the
+LLM), one turn at a time per user, and every reply through the outbox.
+
+    channel -> receive() -> inbox row -> admit -> kick(user) -> drain: claim, turn, outbox
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from bot.access import AccessControl, Admission
+from bot.clock import Clock
+from bot.db import Database, Queries
+from bot.envelopes import Inbound, IncomingMessage, Reply
+from bot.gateway_commands import GatewayCommands
+from bot.identity import IdentityStore
+from bot.inbox import InboxRow, InboxStore
+from bot.loop import LoopEvent
+from bot.memory import HistoryStore
+from bot.outbox import ChannelSender, OutboxDeliverer, OutboxStore
+from bot.userlocks import UserLocks
+from bot.users import User, UserStore
+
+log = logging.getLogger(__name__)
+
+HandleMessage = Callable[..., Awaitable[Reply]]
+
+
+class ReceiveResult(Enum):
+    ACCEPTED = "accepted"  # queued for its user's next turn
+    DUPLICATE = "duplicate"  # seen before: nothing happens
+    REJECTED = "rejected"  # unknown or blocked sender: at most one short reply
+    HANDLED = "handled"  # dealt with at the door (a /link code)
+
+
+@dataclass
+class GatewayDeps:
+    db: Database
+    clock: Clock
+    users: UserStore
+    identities: IdentityStore
+    access: AccessControl
+    inbox: InboxStore
+    outbox: OutboxStore
+    deliverer: OutboxDeliverer
+    history: HistoryStore
+    handle_message: HandleMessage
+    locks: UserLocks
+    senders: dict[str, ChannelSender]
+    failure_line: str  # what the user reads when their message could not be handled
+    max_attempts: int = 3
+
+
+class Gateway:
+    def __init__(self, deps: GatewayDeps) -> None:
+        self.deps = deps
+        self.commands = GatewayCommands(deps.access, deps.identities, deps.users, deps.clock,
+                                        self.notify_user)
+        self._drains: dict[str, asyncio.Task[None]] = {}
+        self._dirty: set[str] = set()
+        self._delivery: asyncio.Task[None] | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start delivering, and pick up messages a previous run left unfinished."""
+        self._delivery = asyncio.create_task(self.deps.deliverer.run())
+        for user_id in await self.deps.inbox.users_with_work():
+            log.info("recovering unfinished messages for %s", user_id)
+            self.kick(user_id)
+
+    async def stop(self) -> None:
+        for task in list(self._drains.values()):
+            task.cancel()  # a cancelled turn's row stays `processing`: redone after restart
+        await asyncio.gather(*self._drains.values(), return_exceptions=True)
+        self.deps.deliverer.stop()
+        if self._delivery:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._delivery
+
+    async def wait_idle(self, poll: float = 0.01) -> None:
+        """Until no turn is running and nothing due is waiting to be sent."""
+        while True:
+            if not self._drains and not await self.deps.outbox.due(self.deps.clock.now(), 1):
+                return
+            self.deps.deliverer.wake()
+            await asyncio.sleep(poll)
+
+    # --- inbound -------------------------------------------------------------------------
+
+    async def receive(self, msg: IncomingMessage) -> ReceiveResult:
+        """Called by a channel before it acknowledges: when this returns, the message is
+        durable. The turn itself runs in the background."""
+        deps = self.deps
+        row_id = await deps.inbox.record(msg)
+        if row_id is None:
+            return ReceiveResult.DUPLICATE
+        at = deps.clock.now()
+        admission = await deps.access.admit(msg.channel, msg.address, msg.display_name,
+                                            msg.text, at)
+        if admission.user is None or admission.handled:
+            await self._close_at_the_door(msg, row_id, admission)
+            return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
+        await deps.inbox.assign(row_id, admission.user.id)
+        self.kick(admission.user.id)
+        return ReceiveResult.ACCEPTED
+
+    async def _close_at_the_door(self, msg: IncomingMessage, row_id: int,
+                                 admission: Admission) -> None:
+        deps = self.deps
+        at = deps.clock.now()
+        async with deps.db.transaction() as tx:
+            if admission.reply:
+                await deps.outbox.enqueue(
+                    tx, dedupe_key=f"reply:{row_id}",
+                    user_id=admission.user.id if admission.user else None,
+                    channel=msg.channel, address=msg.address, text=admission.reply, at=at)
+            await deps.inbox.close(tx, row_id, "done" if admission.handled else "rejected", at)
+        if admission.notify_owner:
+            await self.notify_owner(admission.notify_owner, dedupe_key=f"pairing:{row_id}")
+        deps.deliverer.wake()
+
+    def kick(self, user_id: str) -> None:
+        """There is work for this user: make sure one drain runs for them."""
+        self._dirty.add(user_id)
+        if user_id not in self._drains:
+            self._drains[user_id] = asyncio.create_task(self._drain(user_id))
+
+    async def _drain(self, user_id: str) -> None:
+        try:
+            while True:
+                async with self.deps.locks.hold(user_id):
+                    while True:
+                        self._dirty.discard(user_id)
+                        row = await self.deps.inbox.claim_next(user_id)
+                        if row is None:
+                            break
+                        await self._process(row)
+                # No await between this check and leaving: a kick either sees us gone or
+                # marked the user dirty before it.
+                if user_id not in self._dirty:
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("draining %s failed; retrying shortly", user_id)
+            asyncio.get_running_loop().call_later(1.0, self.kick, user_id)
+        finally:
+            self._drains.pop(user_id, None)
+
+    async def _process(self, row: InboxRow) -> None:
+        deps = self.deps
+        assert row.user_id is not None
+        turn_id = f"inbox-{row.id}"
+        done = await deps.history.turn_reply(turn_id)
+        if done is not None:  # written before a crash, not yet replied to
+            await self._finish(row, Reply(done, turn_id=turn_id))
+            return
+        user = await deps.users.get(row.user_id)
+        if user is None or user.blocked:
+            async with deps.db.transaction() as tx:
+                await deps.inbox.close(tx, row.id, "rejected", deps.clock.now())
+            return
+        try:
+            reply = await self.commands.handle(row, user) or await deps.handle_message(
+                self._inbound(row, turn_id), emit=self._progress(row))
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            log.exception("turn %s for %s failed (attempt %d)", turn_id, user.id, row.attempts)
+            if row.attempts < deps.max_attempts:
+                await deps.clock.sleep(0.2 * row.attempts)
+                return  # still `processing`: the drain claims it again
+            reply = Reply(deps.failure_line, stop_reason="failed")
+            await self._finish(row, reply, status="failed", error=f"{type(err).__name__}: {err}")
+            return
+        await self._finish(row, reply)
+
+    def _inbound(self, row: InboxRow, turn_id: str) -> Inbound:
+        assert row.user_id is not None
+        return Inbound(user_id=row.user_id, channel=row.channel, text=row.text,
+                       received_at=row.received_at, external_id=row.external_id,
+                       address=row.address, button=row.button, turn_id=turn_id)
+
+    async def _finish(self, row: InboxRow, reply: Reply, *, status: str = "done",
+                      error: str | None = None) -> None:
+        """The reply is queued and the message closed in one transaction: exactly once."""
+        deps = self.deps
+        at = deps.clock.now()
+        async with deps.db.transaction() as tx:
+            if not reply.silent and (reply.text or reply.approvals):
+                await deps.outbox.enqueue(
+                    tx, dedupe_key=f"reply:{row.id}", user_id=row.user_id, channel=row.channel,
+                    address=row.address, text=reply.text, at=at, payload=reply_payload(reply))
+            await deps.inbox.close(tx, row.id, status, at, error)
+        deps.deliverer.wake()
+
+    def _progress(self, row: InboxRow) -> Callable[[LoopEvent], Awaitable[None]] | None:
+        sender = self.deps.senders.get(row.channel)
+        show = getattr(sender, "progress", None)
+        if show is None:
+            return None
+
+        async def emit(event: LoopEvent) -> None:
+            try:
+                await show(row.address, event)
+            except Exception:  # progress is a courtesy; the reply still matters
+                log.debug("progress display failed", exc_info=True)
+
+        return emit
+
+    # --- outbound that no inbound message asked for -----------------------------------------
+
+    async def notify_user(self, user: User, text: str, *, dedupe_key: str,
+                          channel: str | None = None, q: Queries | None = None) -> bool:
+        """Queue a message to the user on their preferred channel (or the one named)."""
+        identities = await self.deps.identities.of_user(user.id)
+        wanted = channel or user.preferred_channel
+        target = (next((i for i in identities if i.channel == wanted), None)
+                  or next((i for i in identities if i.channel in self.deps.senders), None)
+                  or (identities[0] if identities else None))
+        if target is None:
+            log.info("no channel to reach %s for %r", user.id, dedupe_key)
+            return False
+        queued = await self.deps.outbox.enqueue(
+            q or self.deps.db, dedupe_key=dedupe_key, user_id=user.id, channel=target.channel,
+            address=target.address, text=text, at=self.deps.clock.now())
+        self.deps.deliverer.wake()
+        return queued is not None
+
+    async def notify_owner(self, text: str, *, dedupe_key: str) -> bool:
+        owners = [u for u in await self.deps.users.list() if u.is_owner]
+        sent = False
+        for owner in owners:
+            sent |= await self.notify_user(owner, text, dedupe_key=f"{dedupe_key}:{owner.id}")
+        return sent
+
+
+def reply_payload(reply: Reply) -> dict[str, Any] | None:
+    if not reply.approvals:
+        return None
+    return {"approvals": [a.to_payload() if hasattr(a, "to_payload") else {"text": str(a)}
+                          for a in reply.approvals]}
+

@@ -1,0 +1,88 @@
+"""The inbox: every inbound message, persisted before the channel is acknowledged.
+
+The database is the queue: a user's rows are claimed one at a time, in arrival order, by
+whoever holds that user's lock. A crash leaves a row `processing`; the next holder of the
+lock takes it again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.db import Database, Queries, Row
+from bot.envelopes import ButtonPress, IncomingMessage
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    id: int
+    channel: str
+    external_id: str
+    address: str
+    user_id: str | None
+    text: str
+    button: ButtonPress | None
+    display_name: str
+    status: str
+    attempts: int
+    received_at: datetime
+
+
+def _row(r: Row) -> InboxRow:
+    button = ButtonPress(r["button_approval_id"], r["button_option"] or "") \
+        if r["button_approval_id"] else None
+    return InboxRow(r["id"], r["channel"], r["external_id"], r["address"], r["user_id"],
+                    r["text"], button, r["display_name"], r["status"], r["attempts"],
+                    r["received_at"])
+
+
+class InboxStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def record(self, msg: IncomingMessage) -> int | None:
+        """The new row's id, or None when this (channel, external id) was seen before."""
+        return await self.db.fetchval(
+            "INSERT INTO inbox (channel, external_id, address, text, button_approval_id,"
+            " button_option, display_name, status, received_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8)"
+            " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id",
+            msg.channel, msg.external_id, msg.address, msg.text,
+            msg.button.approval_id if msg.button else None,
+            msg.button.option if msg.button else None, msg.display_name, msg.received_at)
+
+    async def assign(self, row_id: int, user_id: str) -> None:
+        await self.db.execute("UPDATE inbox SET user_id = $1 WHERE id = $2", user_id, row_id)
+
+    async def close(self, q: Queries, row_id: int, status: str, at: datetime,
+                    error: str | None = None) -> None:
+        await q.execute("UPDATE inbox SET status = $1, processed_at = $2, error = $3"
+                        " WHERE id = $4", status, at, error, row_id)
+
+    async def claim_next(self, user_id: str) -> InboxRow | None:
+        """The user's oldest unfinished message, marked processing (caller holds the user's
+        lock, so a row still `processing` is one a crashed turn left behind)."""
+        row = await self.db.fetchrow(
+            "SELECT id FROM inbox WHERE user_id = $1 AND status IN ('received', 'processing')"
+            " ORDER BY id LIMIT 1", user_id)
+        if row is None:
+            return None
+        claimed = await self.db.fetchrow(
+            "UPDATE inbox SET status = 'processing', attempts = attempts + 1"
+            " WHERE id = $1 RETURNING *", row["id"])
+        return _row(claimed) if claimed else None
+
+    async def users_with_work(self) -> list[str]:
+        rows = await self.db.fetch(
+            "SELECT DISTINCT user_id FROM inbox WHERE status IN ('received', 'processing')"
+            " AND user_id IS NOT NULL")
+        return [r["user_id"] for r in rows]
+
+    async def get(self, row_id: int) -> InboxRow | None:
+        row = await self.db.fetchrow("SELECT * FROM inbox WHERE id = $1", row_id)
+        return _row(row) if row else None
+
+    async def count(self, status: str) -> int:
+        return int(await self.db.fetchval(
+            "SELECT COUNT(*) FROM inbox WHERE status = $1", status) or 0)

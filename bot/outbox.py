@@ -1,0 +1,216 @@
+"""The outbox: every reply and proactive message is persisted before it is sent, then sent
+by one delivery path, with retries for transient failures, and marked sent or dead.
+
+A message is claimed (pending -> sending) with a compare-and-set before the channel is asked,
+so two workers never send it twice. A row found `sending` after a crash may or may not have
+reached the person; it is dead-lettered as "outcome unknown" rather than sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from bot.clock import Clock
+from bot.db import Database, Queries, Row
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    id: int
+    user_id: str | None
+    channel: str
+    address: str
+    text: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    attempts: int = 0
+
+
+class TransientSendError(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentSendError(Exception):
+    pass
+
+
+class ChannelSender(Protocol):
+    name: str
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        """Deliver; returns the channel's message id. Raises TransientSendError or
+        PermanentSendError."""
+        ...
+
+
+def _message(r: Row) -> OutboundMessage:
+    return OutboundMessage(r["id"], r["user_id"], r["channel"], r["address"], r["text"],
+                           json.loads(r["payload"]) if r["payload"] else {}, r["attempts"])
+
+
+class OutboxStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def enqueue(self, q: Queries, *, dedupe_key: str, user_id: str | None, channel: str,
+                      address: str, text: str, at: datetime,
+                      payload: dict[str, Any] | None = None,
+                      not_before: datetime | None = None) -> int | None:
+        """The new row's id; None if a message with this dedupe key exists already."""
+        return await q.fetchval(
+            "INSERT INTO outbox (dedupe_key, user_id, channel, address, text, payload, status,"
+            " next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8)"
+            " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id",
+            dedupe_key, user_id, channel, address, text,
+            json.dumps(payload) if payload else None, not_before or at, at)
+
+    async def due(self, at: datetime, limit: int = 100) -> list[OutboundMessage]:
+        rows = await self.db.fetch(
+            "SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= $1"
+            " ORDER BY id LIMIT $2", at, limit)
+        return [_message(r) for r in rows]
+
+    async def claim(self, message_id: int, at: datetime) -> bool:
+        return await self.db.execute(
+            "UPDATE outbox SET status = 'sending', claimed_at = $2, attempts = attempts + 1"
+            " WHERE id = $1 AND status = 'pending'", message_id, at) == 1
+
+    async def mark_sent(self, message_id: int, channel_message_id: str | None,
+                        at: datetime) -> None:
+        await self.db.execute(
+            "UPDATE outbox SET status = 'sent', sent_at = $2, channel_message_id = $3,"
+            " last_error = NULL WHERE id = $1", message_id, at, channel_message_id)
+
+    async def retry_at(self, message_id: int, when: datetime, error: str) -> None:
+        await self.db.execute(
+            "UPDATE outbox SET status = 'pending', next_attempt_at = $2, last_error = $3"
+            " WHERE id = $1", message_id, when, error)
+
+    async def dead(self, message_id: int, reason: str) -> None:
+        await self.db.execute(
+            "UPDATE outbox SET status = 'dead', last_error = $2 WHERE id = $1",
+            message_id, reason)
+
+    async def abandon_stale(self, older_than: datetime) -> int:
+        return await self.db.execute(
+            "UPDATE outbox SET status = 'dead', last_error = 'delivery outcome unknown:"
+            " the process stopped while sending' WHERE status = 'sending'"
+            " AND claimed_at < $1", older_than)
+
+    async def count(self, status: str) -> int:
+        return int(await self.db.fetchval(
+            "SELECT COUNT(*) FROM outbox WHERE status = $1", status) or 0)
+
+    async def list(self, status: str | None = None, limit: int = 50) -> list[Row]:
+        return await self.db.fetch(
+            "SELECT * FROM outbox WHERE $1 = '' OR status = $1 ORDER BY id DESC LIMIT $2",
+            status or "", limit)
+
+
+@dataclass
+class DeliveryPolicy:
+    max_attempts: int = 6
+    base_delay: float = 2.0
+    max_delay: float = 600.0
+    poll_seconds: float = 1.0
+    stale_sending_seconds: float = 120.0
+    concurrency: int = 32
+
+
+class OutboxDeliverer:
+    """Sends what is due. Messages to one address go in order: a message waiting for a retry
+    holds back the later ones to that address."""
+
+    def __init__(self, store: OutboxStore, senders: Mapping[str, ChannelSender], clock: Clock,
+                 policy: DeliveryPolicy | None = None) -> None:
+        self.store = store
+        self.senders = senders
+        self.clock = clock
+        self.policy = policy or DeliveryPolicy()
+        self._wake = asyncio.Event()
+        self._slots = asyncio.Semaphore(self.policy.concurrency)
+        self._running = False
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        self._running = True
+        await self.store.abandon_stale(
+            self.clock.now() - timedelta(seconds=self.policy.stale_sending_seconds))
+        while self._running:
+            try:
+                await self.deliver_due()
+            except Exception:
+                log.exception("outbox delivery round failed; trying again")
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.policy.poll_seconds)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+
+    def stop(self) -> None:
+        self._running = False
+        self._wake.set()
+
+    async def deliver_due(self) -> int:
+        """One round: everything due now. Returns how many messages were attempted."""
+        due = await self.store.due(self.clock.now())
+        by_address: dict[tuple[str, str], list[OutboundMessage]] = {}
+        for message in due:
+            by_address.setdefault((message.channel, message.address), []).append(message)
+        attempted = await asyncio.gather(*[self._deliver_in_order(msgs)
+                                           for msgs in by_address.values()])
+        return sum(attempted)
+
+    async def _deliver_in_order(self, messages: list[OutboundMessage]) -> int:
+        count = 0
+        async with self._slots:
+            for message in messages:
+                count += 1
+                if not await self._deliver(message):
+                    break  # later messages to this address wait their turn
+        return count
+
+    async def _deliver(self, message: OutboundMessage) -> bool:
+        """True when it is done with (sent or dead); False when it waits for a retry."""
+        if not await self.store.claim(message.id, self.clock.now()):
+            return True  # another worker has it
+        sender = self.senders.get(message.channel)
+        if sender is None:
+            await self.store.dead(message.id, f"no sender for channel {message.channel!r}")
+            return True
+        attempt = message.attempts + 1
+        try:
+            channel_id = await sender.send(message)
+        except PermanentSendError as err:
+            await self.store.dead(message.id, str(err))
+            log.error("outbox %s dead: %s", message.id, err)
+            return True
+        except Exception as err:
+            if not isinstance(err, TransientSendError):  # an adapter bug: retry, bounded
+                log.exception("outbox %s: sender %s crashed", message.id, message.channel)
+            return await self._later(message, attempt, err)
+        await self.store.mark_sent(message.id, channel_id, self.clock.now())
+        return True
+
+    async def _later(self, message: OutboundMessage, attempt: int, err: Exception) -> bool:
+        if attempt >= self.policy.max_attempts:
+            await self.store.dead(message.id, f"gave up after {attempt} attempts: {err}")
+            log.error("outbox %s dead after %s attempts: %s", message.id, attempt, err)
+            return True
+        delay = min(self.policy.max_delay, self.policy.base_delay * 2 ** (attempt - 1))
+        delay = max(delay, getattr(err, "retry_after", None) or 0.0)
+        await self.store.retry_at(message.id, self.clock.now() + timedelta(seconds=delay),
+                                  f"{type(err).__name__}: {err}")
+        log.warning("outbox %s: send failed (%s); retry in %.1fs", message.id, err, delay)
+        return False
