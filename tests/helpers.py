@@ -87,3 +87,35 @@ def assert_closed(messages: list[dict[str, Any]]) -> None:
         for call in msg.get("tool_calls") or []:
             open_ids.add(call["id"])
     assert not open_ids, f"unanswered calls {open_ids} at the end"
+
+
+class RecordingSender:
+    """A channel sender that records what it was asked to send; `fail` scripts failures."""
+
+    def __init__(self, name: str = "test", fail: list[Exception] | None = None) -> None:
+        self.name = name
+        self.sent: list[tuple[str, str]] = []
+        self.fail = list(fail or [])
+        self.attempts = 0
+
+    async def send(self, message) -> str:  # type: ignore[no-untyped-def]
+        self.attempts += 1
+        if self.fail:
+            raise self.fail.pop(0)
+        self.sent.append((message.address, message.text))
+        return f"{self.name}-{len(self.sent)}"
+
+    def texts(self, address: str | None = None) -> list[str]:
+        return [t for a, t in self.sent if address is None or a == address]
+
+
+def incoming(text: str, *, channel: str = "test", address: str = "alice", external_id: str = "",
+             name: str = ""):  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    from bot.envelopes import IncomingMessage
+
+    incoming.counter = getattr(incoming, "counter", 0) + 1  # type: ignore[attr-defined]
+    return IncomingMessage(channel=channel, address=address, text=text,
+                           external_id=external_id or f"ext-{incoming.counter}",  # type: ignore[attr-defined]
+                           received_at=datetime(2026, 1, 5, 9, tzinfo=UTC), display_name=name)
