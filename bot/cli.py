@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 
+from bot.admin_cli import add_admin_commands, run_admin
 from bot.config import ConfigError, Settings, load_settings
 
 EXIT_CONFIG = 2
@@ -21,6 +22,7 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--pipe", action="store_true", help="one message per line, replies on stdout")
     chat.add_argument("--jsonl", action="store_true", help="pipe mode, replies as JSON lines")
     sub.add_parser("doctor", help="check the configuration and the LLM endpoint")
+    add_admin_commands(sub)
     return p
 
 
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
-        "chat": _chat, "doctor": _doctor}
+        "chat": _chat, "doctor": _doctor, "users": run_admin, "pair": run_admin}
     try:
         return asyncio.run(commands[args.command](settings, args))
     except ConfigError as err:

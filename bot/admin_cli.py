@@ -1,0 +1,111 @@
+"""Administrative commands: `valet users ...`, `valet pair ...`. They work on the database
+directly; anything they queue for a person (a "you're in" message) is sent by the next
+`valet` process that delivers (chat or serve)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from bot.config import Settings
+
+
+def add_admin_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    users = sub.add_parser("users", help="list, show, block or unblock users")
+    users_sub = users.add_subparsers(dest="action", required=True)
+    users_sub.add_parser("list", help="every user with their linked addresses")
+    for action in ("show", "block", "unblock"):
+        p = users_sub.add_parser(action, help=f"{action} a user")
+        p.add_argument("user", help="user id, or channel:address (e.g. sms:+15551234567)")
+    pair = sub.add_parser("pair", help="pending pairing requests from unknown senders")
+    pair_sub = pair.add_subparsers(dest="action", required=True)
+    pair_sub.add_parser("list", help="requests waiting for approval")
+    for action in ("approve", "deny"):
+        pair_sub.add_parser(action, help=f"{action} a request").add_argument("code")
+
+
+async def run_admin(settings: Settings, args: argparse.Namespace,
+                    say: Callable[[str], None] = print) -> int:
+    from bot.app import App
+
+    app = await App.build(settings, llm=_NoLLM() if not settings.llm.configured else None)
+    try:
+        if args.command == "users":
+            return await _users(app, args, say)
+        return await _pair(app, args, say)
+    finally:
+        await app.close()
+
+
+class _NoLLM:
+    """Admin commands never call the LLM; they must work without one configured."""
+
+    model = ""
+
+    async def complete(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("admin commands do not call the LLM")
+
+    async def list_models(self) -> list[str]:
+        return []
+
+    async def close(self) -> None:
+        return None
+
+
+async def _find_user(app, ref: str):  # type: ignore[no-untyped-def]
+    if ":" in ref and not ref.startswith("u_"):
+        channel, address = ref.split(":", 1)
+        return await app.identities.resolve(channel, address)
+    return await app.users.get(ref)
+
+
+async def _users(app, args: argparse.Namespace, say: Callable[[str], None]) -> int:  # type: ignore[no-untyped-def]
+    if args.action == "list":
+        for user in await app.users.list():
+            ids = await app.identities.of_user(user.id)
+            flags = (" owner" if user.is_owner else "") + (" BLOCKED" if user.blocked else "")
+            linked = ", ".join(f"{i.channel}:{i.address}" for i in ids) or "-"
+            say(f"{user.id}\t{user.display_name or '-'}\t{user.timezone}\t{linked}{flags}")
+        return 0
+    user = await _find_user(app, args.user)
+    if user is None:
+        say(f"no such user: {args.user}")
+        return 1
+    if args.action == "show":
+        ids = await app.identities.of_user(user.id)
+        say(f"id: {user.id}\nname: {user.display_name or '-'}\ntimezone: {user.timezone}\n"
+            f"preferred channel: {user.preferred_channel or '-'}\nowner: {user.is_owner}\n"
+            f"blocked: {user.blocked}\nmessages: {await app.history.count(user.id)}\n"
+            "linked: " + (", ".join(f"{i.channel}:{i.address}" for i in ids) or "-"))
+        return 0
+    if user.is_owner and args.action == "block":
+        say("refusing to block the owner")
+        return 1
+    await app.users.set_blocked(user.id, args.action == "block")
+    say(f"{user.id} {'blocked' if args.action == 'block' else 'unblocked'}")
+    return 0
+
+
+async def _pair(app, args: argparse.Namespace, say: Callable[[str], None]) -> int:  # type: ignore[no-untyped-def]
+    now = app.clock.now()
+    if args.action == "list":
+        pending = await app.access.list_pairings(now)
+        for p in pending:
+            say(f"{p.code}\t{p.channel}:{p.address}\t{p.display_name or '-'}\t"
+                f"expires {p.expires_at:%Y-%m-%d %H:%M} UTC")
+        if not pending:
+            say("nobody is waiting")
+        return 0
+    code = args.code.upper()
+    if args.action == "deny":
+        ok = await app.access.deny(code, now)
+        say(f"denied {code}" if ok else f"no pending request {code}")
+        return 0 if ok else 1
+    user = await app.access.approve(code, now)
+    if user is None:
+        say(f"no pending request {code} (it may have expired)")
+        return 1
+    await app.gateway.notify_user(user, "You're in! I'm your assistant now: ask me anything.",
+                                  dedupe_key=f"paired:{code}")
+    say(f"approved {code}: user {user.id}")
+    return 0

@@ -1,0 +1,178 @@
+"""AgentPool: the tasks waiting for a person (an agent missing a field or waiting for a yes, an
+`ask_user` question), per user, durable in the database.
+
+A waiting task is explicit state, not something that lives only in the prompt: it survives
+restarts and history trimming, expires after a TTL (the user is told), is capped per user (the
+oldest is dropped, and the user is told), and carries the `schema_version` of the agent's
+InputFields so a changed agent is never restored from stale data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.clock import Clock
+from bot.db import Database, Row
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PausedTask:
+    """One waiting task. Made by an Agent-Tool (or `ask_user`) as its outcome's `pause`."""
+
+    kind: str  # "agent" or "ask_user"
+    name: str  # the tool name the LLM called
+    status: str  # "WAITING_FOR_INPUT" or "WAITING_FOR_APPROVAL"
+    question: str  # what the user was asked, word for word
+    label: str = "task"  # how the user hears about it: "note", "reminder"
+    call_id: str = ""  # the tool call that paused (it got a "waiting" result)
+    schema_version: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)  # collected so far (JSON data)
+    state: dict[str, Any] = field(default_factory=dict)  # anything else to resume with
+    id: str = ""
+    user_id: str = ""
+    position: int = 0  # order among the tasks paused in the same turn
+    created_at: datetime | None = None
+    asked_at: datetime | None = None
+    expires_at: datetime | None = None
+    # Read by the loop (pending approvals): a task's own yes/no is not an ApprovalRequest.
+    is_approval: bool = False
+
+
+@dataclass(frozen=True)
+class PoolNotice:
+    """Something the pool did that the user must hear about."""
+
+    user_id: str
+    task: PausedTask
+    reason: str  # "expired", "evicted" (over the per-user limit), "dropped" (cannot restore)
+    detail: str = ""
+
+
+class AgentPool:
+    def __init__(self, db: Database, clock: Clock, *, ttl: timedelta = timedelta(hours=24),
+                 max_per_user: int = 5) -> None:
+        self.db = db
+        self.clock = clock
+        self.ttl = ttl
+        self.max_per_user = max_per_user
+
+    async def pause(self, user_id: str, tasks: list[PausedTask], *, turn_id: str = "",
+                    limit_for: Callable[[str], int | None] | None = None) -> list[PoolNotice]:
+        """Store the tasks one turn paused. Over a limit (per user, or an agent's
+        max_instances) the oldest waiting tasks are dropped; the notices say which."""
+        now = self.clock.now()
+        for position, task in enumerate(tasks):
+            task.id = task.id or uuid.uuid4().hex[:12]
+            task.user_id, task.position = user_id, position
+            task.created_at = task.created_at or now
+            await self._insert(task, now, turn_id)
+        notices = []
+        for name in dict.fromkeys(t.name for t in tasks):
+            limit = limit_for(name) if limit_for else None
+            if limit:
+                notices += await self._evict(user_id, limit, name)
+        return notices + await self._evict(user_id, self.max_per_user)
+
+    async def put_back(self, task: PausedTask) -> None:
+        """A task taken to be resumed that is still waiting (asked again); its TTL restarts."""
+        await self._insert(task, self.clock.now(), "")
+
+    async def touch(self, task: PausedTask) -> None:
+        """The user was asked again: the task is the newest question and its TTL restarts."""
+        now = self.clock.now()
+        await self.db.execute(
+            "UPDATE agent_pool SET asked_at = $1, expires_at = $2, question = $3"
+            " WHERE id = $4 AND user_id = $5",
+            now, now + self.ttl, task.question, task.id, task.user_id)
+
+    async def waiting(self, user_id: str) -> list[PausedTask]:
+        """The user's live tasks, the most recently asked question first."""
+        rows = await self.db.fetch(
+            "SELECT * FROM agent_pool WHERE user_id = $1 AND expires_at > $2"
+            " ORDER BY asked_at DESC, position ASC", user_id, self.clock.now())
+        return [_task(r) for r in rows]
+
+    async def get(self, user_id: str, task_id: str) -> PausedTask | None:
+        row = await self.db.fetchrow(
+            "SELECT * FROM agent_pool WHERE id = $1 AND user_id = $2", task_id, user_id)
+        return _task(row) if row else None
+
+    async def take(self, task: PausedTask) -> bool:
+        """Remove a task to resume (or finish) it; False when it is already gone, so two
+        deliveries of one message cannot resume it twice."""
+        return await self.db.execute(
+            "DELETE FROM agent_pool WHERE id = $1 AND user_id = $2", task.id, task.user_id) > 0
+
+    async def cancel(self, user_id: str, task_id: str) -> PausedTask | None:
+        task = await self.get(user_id, task_id)
+        if task is None or not await self.take(task):
+            return None
+        return task
+
+    async def discard(self, task: PausedTask, why: str) -> PoolNotice | None:
+        if not await self.take(task):
+            return None
+        log.warning("discarded paused %s %s of %s: %s", task.name, task.id, task.user_id, why)
+        return PoolNotice(task.user_id, task, "dropped", why)
+
+    async def sweep(self, user_id: str | None = None) -> list[PoolNotice]:
+        """Remove expired tasks (one user's, or everyone's) and say which."""
+        now = self.clock.now()
+        if user_id is None:
+            rows = await self.db.fetch(
+                "SELECT * FROM agent_pool WHERE expires_at <= $1 ORDER BY user_id, asked_at", now)
+        else:
+            rows = await self.db.fetch(
+                "SELECT * FROM agent_pool WHERE user_id = $1 AND expires_at <= $2"
+                " ORDER BY asked_at", user_id, now)
+        notices = []
+        for task in map(_task, rows):
+            if await self.take(task):
+                log.info("paused %s %s of %s expired", task.name, task.id, task.user_id)
+                notices.append(PoolNotice(task.user_id, task, "expired"))
+        return notices
+
+    async def _insert(self, task: PausedTask, now: datetime, turn_id: str) -> None:
+        task.asked_at, task.expires_at = now, now + self.ttl
+        await self.db.execute(
+            "INSERT INTO agent_pool (id, user_id, kind, name, label, status, question, call_id,"
+            " schema_version, fields, state, position, turn_id, created_at, asked_at,"
+            " expires_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)",
+            task.id, task.user_id, task.kind, task.name, task.label, task.status, task.question,
+            task.call_id, task.schema_version, json.dumps(task.fields), json.dumps(task.state),
+            task.position, turn_id, task.created_at, now, task.expires_at)
+
+    async def _evict(self, user_id: str, limit: int, name: str | None = None
+                     ) -> list[PoolNotice]:
+        live = [t for t in await self.waiting(user_id) if name is None or t.name == name]
+        if len(live) <= limit:
+            return []
+        oldest_first = sorted(live, key=lambda t: (t.asked_at, -t.position))
+        notices = []
+        for task in oldest_first[:len(live) - limit]:
+            if await self.take(task):
+                why = f"more than {limit} waiting" + (f" {task.label} tasks" if name else "")
+                log.info("evicted paused %s %s of %s: %s", task.name, task.id, user_id, why)
+                notices.append(PoolNotice(user_id, task, "evicted", str(limit)))
+        return notices
+
+
+def _task(row: Row) -> PausedTask:
+    return PausedTask(
+        kind=row["kind"], name=row["name"], status=row["status"], question=row["question"],
+        label=row["label"], call_id=row["call_id"], schema_version=row["schema_version"],
+        fields=json.loads(row["fields"]), state=json.loads(row["state"]), id=row["id"],
+        user_id=row["user_id"], position=row["position"], created_at=row["created_at"],
+        asked_at=row["asked_at"], expires_at=row["expires_at"])
+
+
+def copy_task(task: PausedTask, **changes: Any) -> PausedTask:
+    return replace(task, fields=dict(task.fields), state=dict(task.state), **changes)

@@ -1,0 +1,285 @@
+"""Step 1 of handle_message: a task waiting for this user (bot.pool) gets the message first.
+
+- "cancel", "never mind", "/cancel" (alone) cancel the most recently asked task.
+- The reply answers a waiting question -> the task resumes. Finished: its result joins the
+  turn as a fresh tool call + result (new ids; the original call already got its "waiting"
+  result) and the loop decides what follows. Still waiting: its next question is the reply,
+  without the loop.
+- Anything else is not swallowed: it goes through the normal loop, and the waiting tasks are
+  listed in the system context so the LLM can mention them.
+
+Whether a reply answers a question is decided by the field's own checks when it has any (type,
+validator, clean_ hook). A plain-text field accepts anything, and a reply that fails a check may
+be a bad attempt or a new request; there one short LLM call decides (see `_which_question`). A
+heuristic alone would have to guess whether "buy milk" is the note's text or a new request, and
+guessing wrong swallows the user's message, the one thing this step must never do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bot.llm import LLM, LLMError
+from bot.loop import ReactLoopResult
+from bot.pool import AgentPool, PausedTask, PoolNotice
+from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
+
+if TYPE_CHECKING:
+    from bot.orchestrator import TurnContext
+
+log = logging.getLogger(__name__)
+
+CANCEL_WORDS = frozenset({"cancel", "/cancel", "never mind", "nevermind", "nvm", "forget it",
+                          "cancel that", "cancel it"})
+
+
+class Fit(Enum):
+    ANSWER = "answer"  # passes the field's checks, and the checks mean something
+    FREE = "free"  # plain text: anything passes, so the checks cannot tell
+    INVALID = "invalid"  # fails the checks: a bad attempt (ask again) or something else
+    NO = "no"  # certainly not an answer to this task
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fit: Fit
+    ask_again: str = ""  # for INVALID: the question to repeat, with what was wrong
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What answering a task led to. outcome.status: WAITING (asks again; outcome.pause is the
+    updated task), SUCCESS or FAILED (finished), DENIED (the user said no; content is the
+    reply)."""
+
+    outcome: ToolOutcome
+    arguments: dict[str, Any]  # what the finished call ran with, for the synthetic call
+
+
+class TaskHandler(Protocol):
+    """Restores and continues paused tasks (the agents runtime implements it)."""
+
+    def check(self, task: PausedTask) -> str | None:
+        """Why the task cannot be restored (agent gone, InputFields changed), or None."""
+        ...
+
+    def verdict(self, task: PausedTask, text: str, ctx: ToolExecutionContext) -> Verdict: ...
+
+    async def answer(self, task: PausedTask, text: str, ctx: ToolExecutionContext) -> Resumed:
+        ...
+
+    def limit_for(self, name: str) -> int | None:
+        """Most tasks of this name one user may have waiting (None: only the pool's limit)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TaskLines:
+    """What the user reads about tasks (the persona's lines; {task}, {question}, {limit})."""
+
+    cancelled: str = "Okay, I've cancelled the {task}."
+    expired: str = ("I stopped waiting for your answer about the {task} (“{question}”): it "
+                    "was open too long. Just ask again when you want it.")
+    dropped: str = ("I had to drop the {task} we were working on (“{question}”) because "
+                    "that feature changed in an update. Could you ask me again?")
+    evicted: str = ("I've dropped the older unfinished {task} (“{question}”): I keep at most "
+                    "{limit} open at a time.")
+
+    def notice(self, notice: PoolNotice) -> str:
+        template = {"expired": self.expired, "dropped": self.dropped,
+                    "evicted": self.evicted}[notice.reason]
+        return fill(template, task=notice.task.label, question=notice.task.question,
+                    limit=notice.detail)
+
+
+def fill(template: str, **values: Any) -> str:
+    """str.format that leaves unknown {placeholders} alone (lines come from persona files)."""
+    return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), m.group(0))), template)
+
+
+def is_cancel(text: str) -> bool:
+    return " ".join(text.lower().strip(" \t\n.!").split()) in CANCEL_WORDS
+
+
+_NEW_REQUEST = re.compile(
+    r"(what|when|where|who|whose|why|how|which|can|could|would|will|should|is|are|do|does|"
+    r"did|please|hey|hi|hello|thanks|thank you|tell me|show me|remind me|find|search|look up|"
+    r"check|send|set|add|list)\b", re.IGNORECASE)
+
+
+def looks_unrelated(text: str) -> bool:
+    """The fallback when the classifier cannot be asked: questions and requests are not
+    answers."""
+    text = text.strip()
+    return text.endswith("?") or bool(_NEW_REQUEST.match(text))
+
+
+CLASSIFIER_PROMPT = (
+    "You decide whether a chat message answers a question the assistant asked. "
+    "Reply with one number and nothing else.")
+
+
+class Resumer:
+    def __init__(self, pool: AgentPool, handler: TaskHandler, llm: LLM, *,
+                 lines: TaskLines | None = None, answer_check: str = "llm") -> None:
+        self.pool = pool
+        self.handler = handler
+        self.llm = llm
+        self.lines = lines or TaskLines()
+        self.answer_check = answer_check
+
+    # --- before the loop ----------------------------------------------------------------------
+
+    async def before_loop(self, ctx: TurnContext) -> str | None:
+        """Resume a waiting task with this message. Returns the reply when the turn ends here
+        (a question again, a cancellation); None when the loop runs (maybe with a finished
+        task's result added to the turn). Notices (expired, dropped) go to `ctx.notices`."""
+        if ctx.msg.from_trigger or ctx.msg.button is not None:
+            return None  # a trigger's text or a button press is not an answer to a question
+        live = await self._live_tasks(ctx)
+        if not live:
+            return None
+        text = (ctx.msg.text or "").strip()
+        if is_cancel(text):
+            task = live[0]
+            if await self.pool.take(task):
+                log.info("user %s cancelled %s %s", task.user_id, task.name, task.id)
+                return fill(self.lines.cancelled, task=task.label, question=task.question)
+            return None
+        task, verdict = await self._match(live, text, ctx.tool_ctx)
+        if task is None or verdict is None:
+            return None
+        if verdict.fit is Fit.INVALID:
+            task.question = verdict.ask_again
+            await self.pool.touch(task)
+            return verdict.ask_again
+        if not await self.pool.take(task):
+            return None
+        call_id = f"call_resume_{uuid.uuid4().hex[:16]}"
+        resumed = await self.handler.answer(task, text, ctx.tool_ctx.for_call(call_id))
+        outcome = resumed.outcome
+        if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, PausedTask):
+            await self.pool.put_back(outcome.pause)
+            return outcome.pause.question
+        if outcome.status is ToolStatus.DENIED:
+            return outcome.content
+        _join(ctx, call_id, task.name, resumed)
+        return None
+
+    async def _live_tasks(self, ctx: TurnContext) -> list[PausedTask]:
+        notices = await self.pool.sweep(ctx.user.id)
+        live = []
+        for task in await self.pool.waiting(ctx.user.id):
+            why = self.handler.check(task)
+            if why is None:
+                live.append(task)
+            elif (notice := await self.pool.discard(task, why)) is not None:
+                notices.append(notice)
+        if notices:
+            said = [self.lines.notice(n) for n in notices]
+            ctx.notices.extend(said)
+            # Said before the user's message is answered: the history keeps it in that place.
+            _insert_before_user(ctx, {"role": "assistant", "content": "\n\n".join(said)})
+        return live
+
+    async def _match(self, live: list[PausedTask], text: str, ctx: ToolExecutionContext
+                     ) -> tuple[PausedTask | None, Verdict | None]:
+        if not text:
+            return None, None
+        verdicts = [(task, self.handler.verdict(task, text, ctx)) for task in live]
+        for task, verdict in verdicts:
+            if verdict.fit is Fit.ANSWER:
+                return task, verdict
+        open_ = [(t, v) for t, v in verdicts if v.fit in (Fit.FREE, Fit.INVALID)]
+        if not open_:
+            return None, None
+        number = await self._which_question([t.question for t, _ in open_], text)
+        return open_[number - 1] if number else (None, None)
+
+    async def _which_question(self, questions: list[str], text: str) -> int:
+        """Which question (1-based) the message answers, 0 for none. One short LLM call: the
+        field checks could not decide. Falls back to `looks_unrelated` if the call fails."""
+        fallback = 0 if looks_unrelated(text) else 1
+        if self.answer_check != "llm":
+            return fallback
+        listed = "\n".join(f"{i}. “{q}”" for i, q in enumerate(questions, 1))
+        prompt = (f"The assistant asked the user:\n{listed}\n\nThe user then wrote:\n"
+                  f"<<<\n{text}\n>>>\n\nIf this message is the user's answer (even a short, "
+                  "partial or badly formatted one) to one of the questions, reply with that "
+                  "question's number. If it is something else (a new request, a question, "
+                  "small talk), reply 0.")
+        try:
+            response = await self.llm.complete(
+                [{"role": "system", "content": CLASSIFIER_PROMPT},
+                 {"role": "user", "content": prompt}], None)
+        except LLMError as err:
+            log.warning("answer classifier failed (%s); using the heuristic", err)
+            return fallback
+        found = re.search(r"\d+", response.content or "")
+        if found is None or int(found.group()) > len(questions):
+            log.warning("answer classifier said %r; using the heuristic", response.content)
+            return fallback
+        return int(found.group())
+
+    # --- after the loop -----------------------------------------------------------------------
+
+    async def after_loop(self, ctx: TurnContext, result: ReactLoopResult) -> str:
+        """Store the tasks that paused this turn; the reply is their questions."""
+        tasks = [p.pause for p in result.pauses if isinstance(p.pause, PausedTask)]
+        if not tasks:
+            return result.response
+        notices = await self.pool.pause(ctx.user.id, tasks, turn_id=ctx.turn_id,
+                                        limit_for=self.handler.limit_for)
+        asked = [p.pause.question if isinstance(p.pause, PausedTask) else p.content
+                 for p in result.pauses]
+        text = "\n\n".join([*(self.lines.notice(n) for n in notices), *asked])
+        result.new_messages.append({"role": "assistant", "content": text})
+        return text
+
+    # --- the LLM's view -----------------------------------------------------------------------
+
+    async def context_note(self, user_id: str) -> str | None:
+        """The waiting tasks, for the system prompt."""
+        tasks = await self.pool.waiting(user_id)
+        if not tasks:
+            return None
+        now = self.pool.clock.now()
+        listed = "\n".join(f"- {t.label} (task id {t.id}, {t.name}): asked “{t.question}” "
+                           f"{_age(now, t.asked_at)} ago" for t in tasks)
+        return ("Still waiting for the user's answer (their reply goes to these first when "
+                f"it answers one):\n{listed}\nIf the user's message is about something else, "
+                "help with that and briefly remind them of the open question; if they no "
+                "longer want it, call cancel_task with its id.")
+
+
+def _join(ctx: TurnContext, call_id: str, name: str, resumed: Resumed) -> None:
+    """The finished task's result joins the turn as a new call and its one result."""
+    call = {"role": "assistant", "content": None, "tool_calls": [{
+        "id": call_id, "type": "function", "function": {
+            "name": name, "arguments": json.dumps(resumed.arguments, ensure_ascii=False)}}]}
+    result = {"role": "tool", "tool_call_id": call_id, "content": resumed.outcome.content}
+    for messages in (ctx.incoming, ctx.history):
+        messages.extend([call, result])
+
+
+def _insert_before_user(ctx: TurnContext, message: dict[str, Any]) -> None:
+    stored = ctx.history[:len(ctx.history) - len(ctx.incoming)]
+    ctx.incoming = [message, *ctx.incoming]
+    ctx.history = [*stored, *ctx.incoming]
+
+
+def _age(now: datetime, then: datetime | None) -> str:
+    minutes = int((now - then).total_seconds() // 60) if then else 0
+    if minutes < 60:
+        return f"{max(minutes, 1)} min"
+    if minutes < 48 * 60:
+        return f"{minutes // 60} h"
+    return f"{minutes // 1440} days"
+
