@@ -80,9 +80,14 @@ class OutboxStore:
         return [_message(r) for r in rows]
 
     async def claim(self, message_id: int, at: datetime) -> bool:
+        """pending -> sending, only while no earlier message to the same address is still
+        on its way: order holds even with several processes delivering."""
         return await self.db.execute(
             "UPDATE outbox SET status = 'sending', claimed_at = $2, attempts = attempts + 1"
-            " WHERE id = $1 AND status = 'pending'", message_id, at) == 1
+            " WHERE id = $1 AND status = 'pending' AND NOT EXISTS (SELECT 1 FROM outbox AS"
+            " earlier WHERE earlier.channel = outbox.channel AND earlier.address ="
+            " outbox.address AND earlier.id < outbox.id"
+            " AND earlier.status IN ('pending', 'sending'))", message_id, at) == 1
 
     async def mark_sent(self, message_id: int, channel_message_id: str | None,
                         at: datetime) -> None:
@@ -184,7 +189,7 @@ class OutboxDeliverer:
     async def _deliver(self, message: OutboundMessage) -> bool:
         """True when it is done with (sent or dead); False when it waits for a retry."""
         if not await self.store.claim(message.id, self.clock.now()):
-            return True  # another worker has it
+            return False  # another worker has it, or an earlier message is still going
         sender = self.senders.get(message.channel)
         if sender is None:
             await self.store.dead(message.id, f"no sender for channel {message.channel!r}")

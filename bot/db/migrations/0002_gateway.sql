@@ -53,6 +53,7 @@ CREATE TABLE outbox (
     last_error TEXT
 );
 CREATE INDEX outbox_due ON outbox (status, next_attempt_at);
+CREATE INDEX outbox_by_address ON outbox (channel, address, id);
 
 -- Unknown senders asking to be let in; the owner approves or denies by code.
 -- status: pending | approved | denied | expired.
