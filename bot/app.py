@@ -3,13 +3,15 @@ closes them in reverse."""
 
 from __future__ import annotations
 
-import importlib
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import aiohttp
 
+from agents.registry import Registry, load_registry, registry_paths
+from agents.stores import AgentStores
 from bot.access import AccessControl
 from bot.clock import Clock, SystemClock
 from bot.config import ConfigError, Settings
@@ -21,16 +23,17 @@ from bot.llm import LLM, OpenAILLM
 from bot.memory import HistoryStore
 from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.outbox import ChannelSender, OutboxDeliverer, OutboxStore
+from bot.pool import AgentPool
 from bot.ratelimit import SlidingWindowLimiter
+from bot.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
-from bot.tools import ToolRegistry, tools_in_module
+from bot.tools import ToolRegistry
 from bot.userlocks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.users import User, UserStore
 from persona import Persona, load_persona
 
 log = logging.getLogger(__name__)
 
-BUILTIN_TOOL_MODULES = ("agents.tools.clock", "agents.tools.calculator", "agents.tools.web_fetch")
 OWNER_ID = "owner"
 CONSOLE_ADDRESS = "local"
 
@@ -49,16 +52,15 @@ NO_LLM_MESSAGE = (
     "endpoint, e.g. http://localhost:11434/v1 for Ollama) or OPENAI_API_KEY; see README.")
 
 
-def build_registry(settings: Settings, modules: tuple[str, ...] = BUILTIN_TOOL_MODULES
-                   ) -> ToolRegistry:
-    registry = ToolRegistry()
-    for name in modules:
-        module = importlib.import_module(name)
-        short = name.rsplit(".", 1)[-1]
-        for t in tools_in_module(module):
-            # A copy: the decorated function's Tool is shared by every registry in the process.
-            registry.add(replace(t, settings=settings.tools.get(short, {})))
-    return registry
+def build_agents(settings: Settings) -> Registry:
+    """The registry files (agents/registry.yaml, then the deployment's), checked."""
+    paths = registry_paths(settings.agents.registries, settings.config_dir())
+    return load_registry(paths, settings.tools)
+
+
+def build_registry(settings: Settings) -> ToolRegistry:
+    """The tools and Agent-Tools the LLM sees."""
+    return build_agents(settings).tools
 
 
 @dataclass
@@ -78,24 +80,35 @@ class App:
     gateway: Gateway
     senders: dict[str, ChannelSender]
     _closers: list[Any] = field(default_factory=list)
+    agents: Registry = field(default_factory=Registry)
+    pool: AgentPool | None = None
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
                     clock: Clock | None = None) -> App:
         clock = clock or SystemClock()
         persona = load_persona(settings.persona)
-        registry = build_registry(settings)
+        agents = build_agents(settings)
+        registry = agents.tools
         loop_config = settings.loop_config()
         llm = llm or build_llm(settings)
         db = await connect(settings.database_url)
         http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
         users = UserStore(db)
         history = HistoryStore(db)
+        pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
+                         max_per_user=settings.agents.pool_max_per_user)
+        resume = Resumer(pool, agents.handler(), llm,
+                         lines=TaskLines.from_persona(persona.lines),
+                         answer_check=settings.agents.answer_check)
+        stores = AgentStores(db)
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
-            transcripts=TranscriptWriter(settings.transcripts_dir), http=http))
+            transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
+            tool_stores=stores, tool_services={"pool": pool}, resume=resume,
+            context_notes=[resume.context_note, stores.plans.context_note]))
         identities = IdentityStore(db, users)
         access = AccessControl(db, identities, settings.access, settings.timezone)
         senders: dict[str, ChannelSender] = {}
@@ -108,7 +121,7 @@ class App:
             handle_message=orchestrator.handle_message, locks=locks, senders=senders,
             failure_line=persona.lines.llm_unavailable))
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
-                  http, identities, access, gateway, senders, closers)
+                  http, identities, access, gateway, senders, closers, agents=agents, pool=pool)
         await app.ensure_owner()
         return app
 

@@ -7,9 +7,10 @@ where the YAML has one, the line.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pydantic
@@ -46,6 +47,25 @@ class OwnerSettings(_Section):
     phone_numbers: list[str] = []
 
 
+class AgentsSettings(_Section):
+    # Registry files added to the built-in agents/registry.yaml; relative paths are read from
+    # the directory of valet.yaml (the current directory when there is none).
+    registries: list[str] = []
+    pool_ttl_minutes: int = pydantic.Field(24 * 60, gt=0)  # a waiting task expires after this
+    pool_max_per_user: int = pydantic.Field(5, ge=1)  # waiting tasks per user at once
+    # How a reply to a waiting plain-text question is told apart from a new request: "llm"
+    # (one short classification call) or "heuristic" (questions and requests are not answers).
+    answer_check: Literal["llm", "heuristic"] = "llm"
+
+    @pydantic.field_validator("registries", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        """VALET_AGENTS_FILES is one string: paths separated by commas or colons."""
+        if isinstance(value, str):
+            return [p.strip() for p in re.split(r"[,:]", value) if p.strip()]
+        return value
+
+
 class Settings(_Section):
     source: str = "<defaults>"
     llm: LLMSettings = LLMSettings()
@@ -56,6 +76,7 @@ class Settings(_Section):
     owner: OwnerSettings = OwnerSettings()
     loop: dict[str, Any] = {}
     tools: dict[str, dict[str, Any]] = {}
+    agents: AgentsSettings = AgentsSettings()
     rate_limit_per_minute: int = 20
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()
@@ -83,6 +104,10 @@ class Settings(_Section):
     def loop_config(self) -> ReactLoopConfig:
         return ReactLoopConfig(**self.loop)
 
+    def config_dir(self) -> Path:
+        """Where relative paths in the configuration are read from."""
+        return Path(self.source).parent if self.source != "<defaults>" else Path.cwd()
+
 
 # Environment variable -> path in the settings tree.
 ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
@@ -94,6 +119,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_LOG_LEVEL": ("log_level",),
     "VALET_OWNER_NAME": ("owner", "name"),
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
+    "VALET_AGENTS_FILES": ("agents", "registries"),
     "VALET_REDIS_URL": ("redis_url",),
 }
 SECRET_KEYS = {("llm", "api_key")}

@@ -87,7 +87,7 @@ class Gateway:
     async def wait_idle(self, poll: float = 0.01) -> None:
         """Until no turn is running and nothing due is waiting to be sent."""
         while True:
-            if not self._drains and not await self.deps.outbox.due(self.deps.clock.now(), 1):
+            if not self._drains and not await self.deps.outbox.in_flight(self.deps.clock.now()):
                 return
             self.deps.deliverer.wake()
             await asyncio.sleep(poll)

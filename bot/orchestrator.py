@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from bot.loop import (
 )
 from bot.memory import HistoryStore
 from bot.ratelimit import SlidingWindowLimiter
+from bot.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
 from bot.users import User, UserStore
@@ -43,6 +44,7 @@ class TurnContext:
     history: list[Message]  # stored history followed by this turn's incoming message
     incoming: list[Message]
     tool_ctx: ToolExecutionContext
+    notices: list[str] = field(default_factory=list)  # said before the reply (bot.resume)
 
 
 @dataclass
@@ -59,6 +61,9 @@ class OrchestratorDeps:
     tool_services: dict[str, Any] = field(default_factory=dict)
     tool_stores: Any = None
     http: Any = None
+    resume: Resumer | None = None  # waiting tasks get the message first (step 1)
+    # Extra system context per user (waiting tasks, the plan): a line, or None.
+    context_notes: list[Callable[[str], Awaitable[str | None]]] = field(default_factory=list)
 
 
 class Orchestrator:
@@ -76,6 +81,12 @@ class Orchestrator:
         if rejection is not None:
             return rejection
         # Seam: a paused agent or a pending approval for this user is resumed here first.
+        resume = self.deps.resume
+        direct = await resume.before_loop(ctx) if resume is not None else None
+        if direct is not None:
+            await self._persist(ctx, [{"role": "assistant", "content": direct.text}])
+            return self._reply(ctx, direct.text, stop_reason=direct.stop_reason)
+        await self._add_context_notes(ctx)
         try:
             result = await react_loop(self.loop_deps, ctx.system, ctx.history, ctx.tool_ctx,
                                       self.deps.loop_config, emit=emit, fallback=self.fallback)
@@ -84,11 +95,23 @@ class Orchestrator:
                       type(err).__name__, err)
             # The message stays in the history so the next turn sees it.
             await self._persist(ctx, [])
-            return Reply(self.deps.persona.lines.llm_unavailable, stop_reason="llm_error",
-                         turn_id=ctx.turn_id)
+            return self._reply(ctx, self.deps.persona.lines.llm_unavailable,
+                               stop_reason="llm_error")
+        text = await resume.after_loop(ctx, result) if resume is not None else result.response
         await self.post_process(ctx, result)
-        return Reply(result.response, approvals=result.pending_approvals,
-                     stop_reason=result.stop_reason.value, turn_id=ctx.turn_id)
+        return self._reply(ctx, text, approvals=result.pending_approvals,
+                           stop_reason=result.stop_reason.value)
+
+    def _reply(self, ctx: TurnContext, text: str, **fields: Any) -> Reply:
+        return Reply("\n\n".join([*ctx.notices, text]), turn_id=ctx.turn_id, **fields)
+
+    async def _add_context_notes(self, ctx: TurnContext) -> None:
+        notes = [note for provider in self.deps.context_notes
+                 if (note := await provider(ctx.user.id))]
+        if notes:
+            first = ctx.system[0]
+            ctx.system = [{**first, "content": "\n\n".join([first["content"], *notes])},
+                          *ctx.system[1:]]
 
     async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
         """The same run as `handle_message`, as events, ending with the Reply."""

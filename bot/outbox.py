@@ -79,12 +79,18 @@ class OutboxStore:
             " ORDER BY id LIMIT $2", at, limit)
         return [_message(r) for r in rows]
 
+    async def in_flight(self, at: datetime) -> bool:
+        """Something is due now or being sent right now."""
+        return await self.db.fetchval(
+            "SELECT 1 FROM outbox WHERE (status = 'pending' AND next_attempt_at <= $1)"
+            " OR status = 'sending' LIMIT 1", at) is not None
+
     async def claim(self, message_id: int, at: datetime) -> bool:
         """pending -> sending, only while no earlier message to the same address is still
         on its way: order holds even with several processes delivering."""
         return await self.db.execute(
             "UPDATE outbox SET status = 'sending', claimed_at = $2, attempts = attempts + 1"
-            " WHERE id = $1 AND status = 'pending' AND NOT EXISTS (SELECT 1 FROM outbox AS"
+            " WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2 AND NOT EXISTS (SELECT 1 FROM outbox AS"
             " earlier WHERE earlier.channel = outbox.channel AND earlier.address ="
             " outbox.address AND earlier.id < outbox.id"
             " AND earlier.status IN ('pending', 'sending'))", message_id, at) == 1
@@ -129,6 +135,7 @@ class DeliveryPolicy:
     poll_seconds: float = 1.0
     stale_sending_seconds: float = 120.0
     concurrency: int = 32
+    batch: int = 200
 
 
 class OutboxDeliverer:
@@ -168,23 +175,30 @@ class OutboxDeliverer:
         self._wake.set()
 
     async def deliver_due(self) -> int:
-        """One round: everything due now. Returns how many messages were attempted."""
-        due = await self.store.due(self.clock.now())
-        by_address: dict[tuple[str, str], list[OutboundMessage]] = {}
-        for message in due:
-            by_address.setdefault((message.channel, message.address), []).append(message)
-        attempted = await asyncio.gather(*[self._deliver_in_order(msgs)
-                                           for msgs in by_address.values()])
-        return sum(attempted)
+        """Everything due now, a batch at a time. Returns how many were sent or dead-lettered."""
+        total = 0
+        while True:
+            due = await self.store.due(self.clock.now(), self.policy.batch)
+            by_address: dict[tuple[str, str], list[OutboundMessage]] = {}
+            for message in due:
+                by_address.setdefault((message.channel, message.address), []).append(message)
+            done = sum(await asyncio.gather(*[self._deliver_in_order(msgs)
+                                              for msgs in by_address.values()]))
+            total += done
+            # A short batch: nothing more is due. A full one may hide more, unless nothing in
+            # it moved (all held back behind earlier messages, or waiting for a retry).
+            if len(due) < self.policy.batch or not done:
+                return total
 
     async def _deliver_in_order(self, messages: list[OutboundMessage]) -> int:
-        count = 0
+        """How many of them are done with (sent or dead-lettered)."""
+        done = 0
         async with self._slots:
             for message in messages:
-                count += 1
                 if not await self._deliver(message):
                     break  # later messages to this address wait their turn
-        return count
+                done += 1
+        return done
 
     async def _deliver(self, message: OutboundMessage) -> bool:
         """True when it is done with (sent or dead); False when it waits for a retry."""

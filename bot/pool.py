@@ -69,11 +69,12 @@ class AgentPool:
         """Store the tasks one turn paused. Over a limit (per user, or an agent's
         max_instances) the oldest waiting tasks are dropped; the notices say which."""
         now = self.clock.now()
+        seq = await self._next_seq(user_id)
         for position, task in enumerate(tasks):
             task.id = task.id or uuid.uuid4().hex[:12]
             task.user_id, task.position = user_id, position
             task.created_at = task.created_at or now
-            await self._insert(task, now, turn_id)
+            await self._insert(task, now, seq, turn_id)
         notices = []
         for name in dict.fromkeys(t.name for t in tasks):
             limit = limit_for(name) if limit_for else None
@@ -83,21 +84,22 @@ class AgentPool:
 
     async def put_back(self, task: PausedTask) -> None:
         """A task taken to be resumed that is still waiting (asked again); its TTL restarts."""
-        await self._insert(task, self.clock.now(), "")
+        await self._insert(task, self.clock.now(), await self._next_seq(task.user_id), "")
 
     async def touch(self, task: PausedTask) -> None:
         """The user was asked again: the task is the newest question and its TTL restarts."""
         now = self.clock.now()
         await self.db.execute(
-            "UPDATE agent_pool SET asked_at = $1, expires_at = $2, question = $3"
-            " WHERE id = $4 AND user_id = $5",
-            now, now + self.ttl, task.question, task.id, task.user_id)
+            "UPDATE agent_pool SET asked_at = $1, expires_at = $2, question = $3, asked_seq = $4"
+            " WHERE id = $5 AND user_id = $6",
+            now, now + self.ttl, task.question, await self._next_seq(task.user_id), task.id,
+            task.user_id)
 
     async def waiting(self, user_id: str) -> list[PausedTask]:
         """The user's live tasks, the most recently asked question first."""
         rows = await self.db.fetch(
             "SELECT * FROM agent_pool WHERE user_id = $1 AND expires_at > $2"
-            " ORDER BY asked_at DESC, position ASC", user_id, self.clock.now())
+            " ORDER BY asked_seq DESC, position ASC", user_id, self.clock.now())
         return [_task(r) for r in rows]
 
     async def get(self, user_id: str, task_id: str) -> PausedTask | None:
@@ -128,11 +130,12 @@ class AgentPool:
         now = self.clock.now()
         if user_id is None:
             rows = await self.db.fetch(
-                "SELECT * FROM agent_pool WHERE expires_at <= $1 ORDER BY user_id, asked_at", now)
+                "SELECT * FROM agent_pool WHERE expires_at <= $1 ORDER BY user_id, asked_seq",
+                now)
         else:
             rows = await self.db.fetch(
                 "SELECT * FROM agent_pool WHERE user_id = $1 AND expires_at <= $2"
-                " ORDER BY asked_at", user_id, now)
+                " ORDER BY asked_seq", user_id, now)
         notices = []
         for task in map(_task, rows):
             if await self.take(task):
@@ -140,22 +143,29 @@ class AgentPool:
                 notices.append(PoolNotice(task.user_id, task, "expired"))
         return notices
 
-    async def _insert(self, task: PausedTask, now: datetime, turn_id: str) -> None:
+    async def _next_seq(self, user_id: str) -> int:
+        # Turns of one user run one at a time (the gateway serialises them), so no race.
+        current = await self.db.fetchval(
+            "SELECT MAX(asked_seq) FROM agent_pool WHERE user_id = $1", user_id)
+        return int(current or 0) + 1
+
+    async def _insert(self, task: PausedTask, now: datetime, seq: int, turn_id: str) -> None:
         task.asked_at, task.expires_at = now, now + self.ttl
         await self.db.execute(
             "INSERT INTO agent_pool (id, user_id, kind, name, label, status, question, call_id,"
-            " schema_version, fields, state, position, turn_id, created_at, asked_at,"
-            " expires_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)",
+            " schema_version, fields, state, asked_seq, position, turn_id, created_at,"
+            " asked_at, expires_at)"
+            " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)",
             task.id, task.user_id, task.kind, task.name, task.label, task.status, task.question,
             task.call_id, task.schema_version, json.dumps(task.fields), json.dumps(task.state),
-            task.position, turn_id, task.created_at, now, task.expires_at)
+            seq, task.position, turn_id, task.created_at, now, task.expires_at)
 
     async def _evict(self, user_id: str, limit: int, name: str | None = None
                      ) -> list[PoolNotice]:
         live = [t for t in await self.waiting(user_id) if name is None or t.name == name]
         if len(live) <= limit:
             return []
-        oldest_first = sorted(live, key=lambda t: (t.asked_at, -t.position))
+        oldest_first = live[::-1]  # `waiting` lists the latest question first
         notices = []
         for task in oldest_first[:len(live) - limit]:
             if await self.take(task):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+WAITING, CANCELLED = "waiting_for_user", "task_cancelled"  # stop reasons of a direct reply
 CANCEL_WORDS = frozenset({"cancel", "/cancel", "never mind", "nevermind", "nvm", "forget it",
                           "cancel that", "cancel it"})
 
@@ -51,6 +52,14 @@ class Fit(Enum):
 class Verdict:
     fit: Fit
     ask_again: str = ""  # for INVALID: the question to repeat, with what was wrong
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The turn ends with this reply, without the loop."""
+
+    text: str
+    stop_reason: str  # "waiting_for_user" (asked again) or "task_cancelled"
 
 
 @dataclass(frozen=True)
@@ -82,15 +91,18 @@ class TaskHandler(Protocol):
 
 @dataclass(frozen=True)
 class TaskLines:
-    """What the user reads about tasks (the persona's lines; {task}, {question}, {limit})."""
+    """What the user reads about tasks: the persona's task_* lines ({task}, {question},
+    {limit} are filled in)."""
 
-    cancelled: str = "Okay, I've cancelled the {task}."
-    expired: str = ("I stopped waiting for your answer about the {task} (“{question}”): it "
-                    "was open too long. Just ask again when you want it.")
-    dropped: str = ("I had to drop the {task} we were working on (“{question}”) because "
-                    "that feature changed in an update. Could you ask me again?")
-    evicted: str = ("I've dropped the older unfinished {task} (“{question}”): I keep at most "
-                    "{limit} open at a time.")
+    cancelled: str
+    expired: str
+    dropped: str
+    evicted: str
+
+    @classmethod
+    def from_persona(cls, lines: Any) -> TaskLines:
+        return cls(lines.task_cancelled, lines.task_expired, lines.task_dropped,
+                   lines.task_evicted)
 
     def notice(self, notice: PoolNotice) -> str:
         template = {"expired": self.expired, "dropped": self.dropped,
@@ -128,16 +140,16 @@ CLASSIFIER_PROMPT = (
 
 class Resumer:
     def __init__(self, pool: AgentPool, handler: TaskHandler, llm: LLM, *,
-                 lines: TaskLines | None = None, answer_check: str = "llm") -> None:
+                 lines: TaskLines, answer_check: str = "llm") -> None:
         self.pool = pool
         self.handler = handler
         self.llm = llm
-        self.lines = lines or TaskLines()
+        self.lines = lines
         self.answer_check = answer_check
 
     # --- before the loop ----------------------------------------------------------------------
 
-    async def before_loop(self, ctx: TurnContext) -> str | None:
+    async def before_loop(self, ctx: TurnContext) -> Answered | None:
         """Resume a waiting task with this message. Returns the reply when the turn ends here
         (a question again, a cancellation); None when the loop runs (maybe with a finished
         task's result added to the turn). Notices (expired, dropped) go to `ctx.notices`."""
@@ -151,7 +163,8 @@ class Resumer:
             task = live[0]
             if await self.pool.take(task):
                 log.info("user %s cancelled %s %s", task.user_id, task.name, task.id)
-                return fill(self.lines.cancelled, task=task.label, question=task.question)
+                return Answered(fill(self.lines.cancelled, task=task.label,
+                                     question=task.question), CANCELLED)
             return None
         task, verdict = await self._match(live, text, ctx.tool_ctx)
         if task is None or verdict is None:
@@ -159,7 +172,7 @@ class Resumer:
         if verdict.fit is Fit.INVALID:
             task.question = verdict.ask_again
             await self.pool.touch(task)
-            return verdict.ask_again
+            return Answered(verdict.ask_again, WAITING)
         if not await self.pool.take(task):
             return None
         call_id = f"call_resume_{uuid.uuid4().hex[:16]}"
@@ -167,9 +180,9 @@ class Resumer:
         outcome = resumed.outcome
         if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, PausedTask):
             await self.pool.put_back(outcome.pause)
-            return outcome.pause.question
+            return Answered(outcome.pause.question, WAITING)
         if outcome.status is ToolStatus.DENIED:
-            return outcome.content
+            return Answered(outcome.content, CANCELLED)
         _join(ctx, call_id, task.name, resumed)
         return None
 

@@ -1,7 +1,12 @@
-"""SQLite behind the Database port: one file, WAL, one connection owned by one worker thread.
+"""SQLite behind the Database port: one file, WAL, one connection.
 
-Every statement runs on that thread, so the connection is never used from two threads; an
-asyncio lock keeps a transaction's statements together while other coroutines wait.
+Statements run directly on the event loop thread: on a small WAL database they take
+microseconds, far less than a hop to a worker thread (about 140 µs each, measured with
+`make bench`). An asyncio lock keeps a transaction's statements together: while one task is
+inside a transaction, other tasks' statements wait for it to commit.
+
+This is the embedded, single-process default. Another process writing the same file (a
+`valet pair approve` from a shell) briefly blocks the loop for at most `busy_timeout`.
 """
 
 from __future__ import annotations
@@ -10,7 +15,6 @@ import asyncio
 import re
 import sqlite3
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,9 +62,8 @@ class _Queries:
 class SQLiteDatabase:
     dialect = "sqlite"
 
-    def __init__(self, conn: sqlite3.Connection, executor: ThreadPoolExecutor) -> None:
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._executor = executor
         self._lock = asyncio.Lock()
         self._in_tx: asyncio.Task[Any] | None = None
         self._sql_cache: dict[str, str] = {}
@@ -71,26 +74,18 @@ class SQLiteDatabase:
         path = url.removeprefix("sqlite://").removeprefix("/") or ":memory:"
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
-        loop = asyncio.get_running_loop()
-        conn = await loop.run_in_executor(executor, _open_connection, path)
-        return cls(conn, executor)
+        return cls(_open_connection(path))
 
-    # Outside a transaction each statement takes the lock on its own; inside one, the
-    # transaction's task already holds it.
     async def _run(self, fn: Any, sql: str, args: tuple[Any, ...]) -> Any:
-        loop = asyncio.get_running_loop()
-        translated = self._translate(sql)
+        translated = self._sql_cache.get(sql)
+        if translated is None:
+            translated = self._sql_cache[sql] = _PLACEHOLDER.sub(r"?\1", sql)
         if self._in_tx is not None and self._in_tx is asyncio.current_task():
-            return await loop.run_in_executor(self._executor, fn, translated, args)
+            return fn(translated, args)
+        if not self._lock.locked():
+            return fn(translated, args)  # no transaction open: nothing to wait for
         async with self._lock:
-            return await loop.run_in_executor(self._executor, fn, translated, args)
-
-    def _translate(self, sql: str) -> str:
-        cached = self._sql_cache.get(sql)
-        if cached is None:
-            cached = self._sql_cache[sql] = _PLACEHOLDER.sub(r"?\1", sql)
-        return cached
+            return fn(translated, args)
 
     def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
         cur = self._conn.execute(sql, args)
@@ -117,38 +112,30 @@ class SQLiteDatabase:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Queries]:
-        loop = asyncio.get_running_loop()
         async with self._lock:
-            await loop.run_in_executor(self._executor, self._conn.execute, "BEGIN IMMEDIATE")
+            self._conn.execute("BEGIN IMMEDIATE")
             self._in_tx = asyncio.current_task()
             try:
                 yield self._q
             except BaseException:
-                await asyncio.shield(loop.run_in_executor(self._executor, self._conn.rollback))
+                self._conn.rollback()
                 raise
             else:
-                await loop.run_in_executor(self._executor, self._conn.commit)
+                self._conn.commit()
             finally:
                 self._in_tx = None
 
-    async def executescript(self, script: str) -> None:
-        loop = asyncio.get_running_loop()
-        async with self._lock:
-            await loop.run_in_executor(self._executor, self._conn.executescript, script)
-
     async def close(self) -> None:
-        loop = asyncio.get_running_loop()
         async with self._lock:
-            await loop.run_in_executor(self._executor, self._conn.close)
-        self._executor.shutdown(wait=True)
+            self._conn.close()
 
 
 def _open_connection(path: str) -> sqlite3.Connection:
+    # isolation_level=None: single statements autocommit; transactions BEGIN explicitly.
     conn = sqlite3.connect(path, detect_types=sqlite3.PARSE_DECLTYPES, isolation_level=None,
                            check_same_thread=False)
-    # isolation_level=None: we issue BEGIN ourselves; single statements autocommit.
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA busy_timeout=10000")
+    conn.execute("PRAGMA busy_timeout=5000")
     return conn

@@ -7,7 +7,7 @@ import importlib
 import logging
 import sys
 
-BENCHMARKS = ["llm_overhead", "concurrency", "startup"]
+BENCHMARKS = ["llm_overhead", "concurrency", "startup", "gateway"]
 
 
 async def main(names: list[str]) -> None:

@@ -14,9 +14,10 @@ from tests.helpers import RecordingSender, incoming
 
 
 @pytest.fixture
-async def gateway_app(app_factory, db_url):
+async def gateway_app(db_url, app_factory):
     """An app on SQLite or Postgres with a recording `test` channel where 'alice' and 'bob'
-    are allowed; everyone else must pair."""
+    are allowed; everyone else must pair. (db_url comes first: fixtures tear down in reverse,
+    so the apps close before the database is dropped.)"""
 
     async def make(**overrides):
         access = AccessSettings(channels={"test": ChannelAccess(
@@ -138,7 +139,7 @@ async def test_pairing_requests_are_capped_and_expire(gateway_app, fake_llm):
     assert await app.access.list_pairings(app.clock.now()) == []
 
 
-async def test_allowlist_channel_ignores_strangers_silently(app_factory, db_url, fake_llm):
+async def test_allowlist_channel_ignores_strangers_silently(db_url, app_factory, fake_llm):
     access = AccessSettings(channels={"test": ChannelAccess(policy="allowlist", allow=["ok"])})
     app = await app_factory(database_url=db_url, access=access)
     sender = RecordingSender("test")

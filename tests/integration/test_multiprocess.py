@@ -11,7 +11,7 @@ from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 
 
-async def test_two_processes_serialise_a_user_through_redis(app_factory, postgres_dsn,
+async def test_two_processes_serialise_a_user_through_redis(postgres_dsn, app_factory,
                                                             redis_url, fake_llm):
     access = AccessSettings(channels={"test": ChannelAccess(allow=["alice", "bob"])})
     apps, senders = [], []

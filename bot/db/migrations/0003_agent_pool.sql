@@ -2,6 +2,8 @@
 
 -- A task (an agent missing a field or waiting for a yes, an ask_user question) that paused a
 -- turn. fields/state are JSON. schema_version is the agent's InputFields hash when it paused.
+-- asked_seq orders a user's questions (the latest first; the tasks of one turn share it and
+-- keep their order by position): clocks can tie, a per-user counter cannot.
 CREATE TABLE agent_pool (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL REFERENCES users(id),
@@ -14,13 +16,14 @@ CREATE TABLE agent_pool (
     schema_version TEXT NOT NULL DEFAULT '',
     fields TEXT NOT NULL DEFAULT '{}',
     state TEXT NOT NULL DEFAULT '{}',
+    asked_seq INTEGER NOT NULL DEFAULT 0,
     position INTEGER NOT NULL DEFAULT 0,
     turn_id TEXT NOT NULL DEFAULT '',
     created_at TIMESTAMPTZ NOT NULL,
     asked_at TIMESTAMPTZ NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL
 );
-CREATE INDEX agent_pool_by_user ON agent_pool (user_id, asked_at);
+CREATE INDEX agent_pool_by_user ON agent_pool (user_id, asked_seq);
 CREATE INDEX agent_pool_by_expiry ON agent_pool (expires_at);
 
 -- The plan the LLM keeps for a long request (update_plan): JSON list of {step, status}.
