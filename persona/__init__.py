@@ -26,6 +26,15 @@ class _Lines(pydantic.BaseModel):
     no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
     cancelled: str = "Okay, I stopped."
+    # About tasks waiting for the user's answer (bot.resume); {task} is "note", "reminder"...,
+    # {question} what was asked, {limit} how many may wait at once.
+    task_cancelled: str = "Okay, I've cancelled the {task}."
+    task_expired: str = ("I stopped waiting for your answer about the {task} (“{question}”): "
+                         "it was open too long. Just ask again when you want it.")
+    task_dropped: str = ("I had to drop the {task} we were working on (“{question}”) because "
+                         "that feature changed in an update. Could you ask me again?")
+    task_evicted: str = ("I've dropped the older unfinished {task} (“{question}”): I keep at "
+                         "most {limit} open at a time.")
 
 
 class _PersonaFile(pydantic.BaseModel):

@@ -1,0 +1,125 @@
+"""Notes: an agent that saves one (title + text), and tools to list and search them.
+
+Notes are per user, in the `notes` table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from agents.base import AgentResult, InputField, StandardAgent
+from bot.db import Database
+from bot.tools import ToolExecutionContext, tool
+
+MAX_TITLE = 120
+
+
+@dataclass(frozen=True)
+class Note:
+    id: int
+    title: str
+    body: str
+    created_at: datetime
+
+    def line(self, tz: Any, body_chars: int = 300) -> str:
+        body = self.body if len(self.body) <= body_chars else self.body[:body_chars] + "…"
+        when = self.created_at.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+        return f"#{self.id} {self.title} ({when}): {body}"
+
+
+class NoteStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(self, user_id: str, title: str, body: str, at: datetime) -> Note:
+        note_id = await self.db.fetchval(
+            "INSERT INTO notes (user_id, title, body, created_at) VALUES ($1, $2, $3, $4)"
+            " RETURNING id", user_id, title, body, at)
+        return Note(int(note_id), title, body, at)
+
+    async def recent(self, user_id: str, limit: int = 10) -> list[Note]:
+        rows = await self.db.fetch(
+            "SELECT id, title, body, created_at FROM notes WHERE user_id = $1"
+            " ORDER BY id DESC LIMIT $2", user_id, limit)
+        return [Note(**r) for r in rows]
+
+    async def search(self, user_id: str, query: str, limit: int = 10) -> list[Note]:
+        """Notes whose title or text contains every word of the query (any case)."""
+        words = query.lower().split()[:8]
+        if not words:
+            return await self.recent(user_id, limit)
+        clauses = " AND ".join(
+            f"(LOWER(title) LIKE ${i + 2} ESCAPE '\\' OR LOWER(body) LIKE ${i + 2} ESCAPE '\\')"
+            for i in range(len(words)))
+        patterns = [f"%{_escape_like(w)}%" for w in words]
+        rows = await self.db.fetch(
+            f"SELECT id, title, body, created_at FROM notes WHERE user_id = $1 AND {clauses}"
+            f" ORDER BY id DESC LIMIT ${len(words) + 2}", user_id, *patterns, limit)
+        return [Note(**r) for r in rows]
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def title_from(body: str, words: int = 6) -> str:
+    first_line = body.strip().splitlines()[0] if body.strip() else "Note"
+    parts = first_line.split()
+    title = " ".join(parts[:words]) + ("…" if len(parts) > words else "")
+    return title[:MAX_TITLE]
+
+
+def notes_of(ctx: ToolExecutionContext) -> NoteStore:
+    stores = ctx.stores
+    if stores is None or not hasattr(stores, "notes"):
+        raise RuntimeError("notes are not available (no database configured for tools)")
+    return stores.notes  # type: ignore[no-any-return]
+
+
+class NoteAgent(StandardAgent):
+    """Save a note for the user (a title and the text) to look up later. Use it when the user
+    asks you to note, jot down, write down or keep something."""
+
+    label = "note"
+
+    title = InputField(
+        str, "A short title for the note; leave it out to use the first words of the text",
+        required=False, validator=lambda s: len(s) <= MAX_TITLE,
+        validator_description=f"at most {MAX_TITLE} characters")
+    body = InputField(str, "The text of the note, in the user's words",
+                      prompt="What should the note say?")
+
+    async def on_running(self) -> AgentResult:
+        title = self.title or title_from(self.body)
+        note = await notes_of(self.context).add(self.context.user_id, title, self.body,
+                                                self.context.clock.now())
+        return self.make_result(f"Saved note #{note.id} “{title}”.", id=note.id, title=title)
+
+
+@tool(progress="looking through your notes")
+async def list_notes(ctx: ToolExecutionContext, limit: int = 10) -> str:
+    """List the user's most recent notes, newest first.
+
+    Args:
+        limit: How many notes to show (1-50).
+    """
+    notes = await notes_of(ctx).recent(ctx.user_id, max(1, min(limit, 50)))
+    if not notes:
+        return "The user has no notes yet."
+    return "\n".join(n.line(ctx.tz) for n in notes)
+
+
+@tool(progress="searching your notes")
+async def search_notes(ctx: ToolExecutionContext, query: str, limit: int = 10) -> str:
+    """Find the user's notes whose title or text contains all the given words.
+
+    Args:
+        query: Words to look for, e.g. "wifi password".
+        limit: How many notes to show at most (1-50).
+    """
+    notes = await notes_of(ctx).search(ctx.user_id, query, max(1, min(limit, 50)))
+    if not notes:
+        return f"No notes match {query!r}."
+    return "\n".join(n.line(ctx.tz) for n in notes)

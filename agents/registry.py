@@ -1,0 +1,244 @@
+"""The registry: `agents/registry.yaml` plus a deployment's own files, the one list of what
+the assistant can do. Loaded and checked once at start-up; every mistake is reported with its
+file, line and what is wrong, all of them at once.
+
+    agents:
+      - name: take_note                  # the tool name the LLM sees (default: from the class)
+        class: agents.notes:NoteAgent    # module:Class, a StandardAgent
+        description: ...                 # optional; default: the class docstring
+        expose_as_tool: true             # false: loaded, but not offered to the LLM
+        approval: never                  # always | never | agent (its needs_approval() decides)
+        timeout: 60                      # seconds (default: loop.agent_tool_execution_timeout)
+        max_instances: 3                 # waiting at once per user (default: the pool's limit)
+        settings: {}                     # free-form, handed to the agent as self.settings
+    tools:
+      - module: agents.tools.clock       # registers the module's @tool functions
+        only: [current_time]             # optional allow list
+        settings: {}                     # merged over valet.yaml tools.<module>; this wins
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+import yaml
+
+from agents.base import RESERVED_FIELD_NAMES, StandardAgent
+from agents.runtime import AgentSpec, AgentTasks, agent_tool
+from bot.config import ConfigError, yaml_line
+from bot.tools import ToolRegistry, tools_in_module
+
+BUILTIN_REGISTRY = Path(__file__).with_name("registry.yaml")
+_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _AgentEntry(_Strict):
+    name: str | None = pydantic.Field(None, pattern=_NAME)
+    class_: str = pydantic.Field(alias="class", pattern=r"^[\w.]+:\w+$")
+    description: str | None = None
+    expose_as_tool: bool = True
+    approval: Literal["always", "never", "agent"] = "agent"
+    timeout: float | None = pydantic.Field(None, gt=0)
+    max_instances: int | None = pydantic.Field(None, ge=1)
+    settings: dict[str, Any] = {}
+
+
+class _ToolEntry(_Strict):
+    module: str = pydantic.Field(pattern=r"^[\w.]+$")
+    only: list[str] | None = None
+    settings: dict[str, Any] = {}
+
+
+@dataclass
+class Registry:
+    agents: dict[str, AgentSpec] = field(default_factory=dict)
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    files: list[str] = field(default_factory=list)
+
+    def handler(self) -> AgentTasks:
+        return AgentTasks(self.agents)
+
+
+def registry_paths(extra: Iterable[str], base_dir: Path | None = None) -> list[Path]:
+    """The built-in file, then the deployment's (relative to `base_dir`)."""
+    paths = [BUILTIN_REGISTRY]
+    for name in extra:
+        path = Path(name).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        paths.append(path)
+    return paths
+
+
+def load_registry(paths: Iterable[Path], tool_settings: Mapping[str, Mapping[str, Any]]
+                  | None = None) -> Registry:
+    """Load and check every file; ConfigError lists each problem as `file:line: what`."""
+    loader = _Loader(tool_settings or {})
+    for path in paths:
+        loader.load_file(Path(path))
+    if loader.errors:
+        raise ConfigError("agent registry: " + "\n".join(loader.errors))
+    return loader.registry
+
+
+class _Loader:
+    def __init__(self, tool_settings: Mapping[str, Mapping[str, Any]]) -> None:
+        self.tool_settings = tool_settings
+        self.registry = Registry()
+        self.errors: list[str] = []
+        self.defined: dict[str, str] = {}  # name -> file:line where it was first defined
+
+    def load_file(self, path: Path) -> None:
+        try:
+            text = path.read_text(encoding="utf-8")
+            root = yaml.compose(text)
+            data = yaml.safe_load(text) or {}
+        except yaml.MarkedYAMLError as err:
+            mark = err.problem_mark or err.context_mark
+            self.errors.append(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML: "
+                               f"{err.problem or err}")
+            return
+        except (OSError, yaml.YAMLError) as err:
+            self.errors.append(f"{path}: cannot read the registry file: {err}")
+            return
+        self.registry.files.append(str(path))
+        if not isinstance(data, dict):
+            self.errors.append(f"{path}:1: a registry file is a mapping with `agents:` and/or "
+                               "`tools:` lists")
+            return
+        unknown = sorted(set(data) - {"agents", "tools"})
+        for key in unknown:
+            self.errors.append(f"{path}:{yaml_line(root, (str(key),))}: {key}: unknown section "
+                               "(a registry file has `agents:` and `tools:`)")
+        for section, model, handle in (("tools", _ToolEntry, self._tool_module),
+                                       ("agents", _AgentEntry, self._agent)):
+            entries = data.get(section) or []
+            if not isinstance(entries, list):
+                self.errors.append(f"{path}:{yaml_line(root, (section,))}: {section}: must be "
+                                   "a list of entries")
+                continue
+            for i, raw in enumerate(entries):
+                where = _Where(path, root, (section, str(i)))
+                try:
+                    entry = model.model_validate(raw)
+                except pydantic.ValidationError as err:
+                    for problem in err.errors():
+                        keys = tuple(str(p) for p in problem["loc"])
+                        self.errors.append(f"{where(*keys)}: {'.'.join((section, str(i), *keys))}"
+                                           f": {problem['msg']}")
+                    continue
+                handle(entry, where)  # type: ignore[operator]
+
+    def _tool_module(self, entry: _ToolEntry, where: _Where) -> None:
+        try:
+            module = importlib.import_module(entry.module)
+        except Exception as err:
+            self.errors.append(f"{where('module')}: cannot import module {entry.module!r}: "
+                               f"{type(err).__name__}: {err}")
+            return
+        found = tools_in_module(module)
+        if not found:
+            self.errors.append(f"{where('module')}: module {entry.module!r} has no @tool "
+                               "functions")
+            return
+        names = [t.name for t in found]
+        unknown = [n for n in entry.only or () if n not in names]
+        if unknown:
+            self.errors.append(f"{where('only')}: no tool named {', '.join(map(repr, unknown))}"
+                               f" in {entry.module} (it has: {', '.join(names)})")
+            return
+        short = entry.module.rsplit(".", 1)[-1]
+        settings = {**self.tool_settings.get(short, {}), **entry.settings}
+        for t in found:
+            if entry.only is None or t.name in entry.only:
+                if self._claim(t.name, where()):
+                    # A copy: the decorated function's Tool is shared by every registry.
+                    self.registry.tools.add(replace(t, settings=settings))
+
+    def _agent(self, entry: _AgentEntry, where: _Where) -> None:
+        cls = self._agent_class(entry.class_, where("class"))
+        if cls is None:
+            return
+        name = entry.name or _snake(cls.__name__)
+        problems = _field_problems(cls)
+        if problems:
+            self.errors.extend(f"{where('class')}: {entry.class_}: bad field {p}"
+                               for p in problems)
+            return
+        if not self._claim(name, where("name") if entry.name else where()):
+            return
+        spec = AgentSpec(name=name, cls=cls, description=entry.description or cls.description(),
+                         expose_as_tool=entry.expose_as_tool, approval=entry.approval,
+                         timeout=entry.timeout, max_instances=entry.max_instances,
+                         settings=dict(entry.settings), where=where())
+        self.registry.agents[name] = spec
+        if spec.expose_as_tool:
+            self.registry.tools.add(agent_tool(spec))
+
+    def _agent_class(self, target: str, where: str) -> type[StandardAgent] | None:
+        module_name, class_name = target.split(":", 1)
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as err:
+            self.errors.append(f"{where}: cannot import module {module_name!r}: "
+                               f"{type(err).__name__}: {err}")
+            return None
+        cls = getattr(module, class_name, None)
+        if cls is None:
+            self.errors.append(f"{where}: unknown class {class_name!r} in module {module_name}")
+            return None
+        if not (isinstance(cls, type) and issubclass(cls, StandardAgent)):
+            self.errors.append(f"{where}: {target} is not a StandardAgent subclass")
+            return None
+        return cls
+
+    def _claim(self, name: str, where: str) -> bool:
+        first = self.defined.get(name)
+        if first is not None:
+            self.errors.append(f"{where}: duplicate name {name!r} (already defined at {first})")
+            return False
+        self.defined[name] = where
+        return True
+
+
+@dataclass(frozen=True)
+class _Where:
+    """`file:line` of an entry, or of one of its keys: where("class")."""
+
+    path: Path
+    root: yaml.Node | None
+    entry: tuple[str, ...]
+
+    def __call__(self, *keys: str) -> str:
+        return f"{self.path}:{yaml_line(self.root, (*self.entry, *keys))}"
+
+
+def _field_problems(cls: type[StandardAgent]) -> list[str]:
+    problems = []
+    for spec in cls.input_fields():
+        if spec.name in RESERVED_FIELD_NAMES or spec.name.startswith("_") or \
+                hasattr(pydantic.BaseModel, spec.name):
+            problems.append(f"{spec.name!r}: the name is reserved")
+            continue
+        try:
+            spec.json_schema()
+            if spec.default is not None:
+                spec.dump(spec.coerce(spec.default))
+        except Exception as err:
+            first_line = (str(err).strip().splitlines() or [""])[0]
+            problems.append(f"{spec.name!r}: {type(err).__name__}: {first_line}")
+    return problems
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -1,0 +1,23 @@
+"""The stores agents and their tools use, handed to every call as `ctx.stores`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agents.notes import NoteStore
+from agents.reminders import ReminderStore
+from agents.tools.planning import PlanStore
+from bot.db import Database
+
+
+@dataclass
+class AgentStores:
+    db: Database
+    notes: NoteStore = field(init=False)
+    reminders: ReminderStore = field(init=False)
+    plans: PlanStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.notes = NoteStore(self.db)
+        self.reminders = ReminderStore(self.db)
+        self.plans = PlanStore(self.db)
