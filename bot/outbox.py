@@ -90,10 +90,11 @@ class OutboxStore:
         on its way: order holds even with several processes delivering."""
         return await self.db.execute(
             "UPDATE outbox SET status = 'sending', claimed_at = $2, attempts = attempts + 1"
-            " WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2 AND NOT EXISTS (SELECT 1 FROM outbox AS"
-            " earlier WHERE earlier.channel = outbox.channel AND earlier.address ="
-            " outbox.address AND earlier.id < outbox.id"
-            " AND earlier.status IN ('pending', 'sending'))", message_id, at) == 1
+            " WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2"
+            " AND NOT EXISTS (SELECT 1 FROM outbox AS earlier"
+            " WHERE earlier.channel = outbox.channel AND earlier.address = outbox.address"
+            " AND earlier.id < outbox.id AND earlier.status IN ('pending', 'sending'))",
+            message_id, at) == 1
 
     async def mark_sent(self, message_id: int, channel_message_id: str | None,
                         at: datetime) -> None:
