@@ -232,8 +232,8 @@ def _field_problems(cls: type[StandardAgent]) -> list[str]:
             continue
         try:
             spec.json_schema()
-            if spec.default is not None:
-                spec.dump(spec.coerce(spec.default))
+            if spec.default is not None:  # the default has the field's type (no validator)
+                spec.dump(spec.adapter.validate_python(spec.default))
         except Exception as err:
             first_line = (str(err).strip().splitlines() or [""])[0]
             problems.append(f"{spec.name!r}: {type(err).__name__}: {first_line}")

@@ -216,7 +216,7 @@ class AgentTasks:
 
     def verdict(self, task: PausedTask, text: str, ctx: ToolExecutionContext) -> Verdict:
         if task.kind == ASK_USER:
-            return Verdict(Fit.ANSWER)  # the LLM asked; whatever comes next is the answer
+            return Verdict(Fit.NEXT_MESSAGE)  # the LLM asked; what comes next is the answer
         spec, agent = self._restore(task, ctx)
         if task.status == AgentStatus.WAITING_FOR_APPROVAL.value:
             return Verdict(Fit.ANSWER if yes_or_no(text) is not None else Fit.NO)

@@ -10,7 +10,7 @@ from bot.llm import LLMAuthError, LLMError
 
 
 async def run_doctor(settings: Settings, say: Callable[[str], None]) -> int:
-    from bot.app import NO_LLM_MESSAGE, build_llm, build_registry
+    from bot.app import NO_LLM_MESSAGE, build_agents, build_llm
     from persona import load_persona
 
     problems = 0
@@ -30,7 +30,9 @@ async def run_doctor(settings: Settings, say: Callable[[str], None]) -> int:
     except ConfigError as err:
         bad(str(err))
     try:
-        ok(f"{len(build_registry(settings))} tools registered")
+        agents = build_agents(settings)
+        ok(f"{len(agents.tools)} tools ({len(agents.agents)} agents) from "
+           f"{', '.join(agents.files)}")
     except Exception as err:
         bad(f"tools: {err}")
     try:

@@ -43,6 +43,7 @@ CANCEL_WORDS = frozenset({"cancel", "/cancel", "never mind", "nevermind", "nvm",
 
 class Fit(Enum):
     ANSWER = "answer"  # passes the field's checks, and the checks mean something
+    NEXT_MESSAGE = "next"  # the next message is the answer (ask_user), if this was the latest
     FREE = "free"  # plain text: anything passes, so the checks cannot tell
     INVALID = "invalid"  # fails the checks: a bad attempt (ask again) or something else
     NO = "no"  # certainly not an answer to this task
@@ -207,9 +208,14 @@ class Resumer:
         if not text:
             return None, None
         verdicts = [(task, self.handler.verdict(task, text, ctx)) for task in live]
+        if verdicts[0][1].fit is Fit.NEXT_MESSAGE:  # the latest question was asked by the LLM
+            return verdicts[0]
         for task, verdict in verdicts:
             if verdict.fit is Fit.ANSWER:
                 return task, verdict
+        # An older ask_user question may still be answered, like any plain-text one.
+        verdicts = [(t, Verdict(Fit.FREE) if v.fit is Fit.NEXT_MESSAGE else v)
+                    for t, v in verdicts]
         open_ = [(t, v) for t, v in verdicts if v.fit in (Fit.FREE, Fit.INVALID)]
         if not open_:
             return None, None

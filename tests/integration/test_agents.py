@@ -382,3 +382,18 @@ async def test_approval_always_cannot_be_skipped_by_the_llm(app_factory, fake_ll
     reply = await say(app, me, "mail ann@example.com")
     assert reply.text.startswith("Shall I go ahead with this email")
     assert SENT == []
+
+
+async def test_with_two_questions_open_the_classifier_picks_the_one_answered(app_factory,
+                                                                             fake_llm):
+    app, me = await start(app_factory)
+    fake_llm.script(LLMReply(tool_calls=[ToolCall("take_note", {}),
+                                         ToolCall("ask_user", {"question": "Which city?"})]))
+    reply = await say(app, me, "note something, and what's the time in that city")
+    assert reply.text == f"{NOTE_QUESTION}\n\nWhich city?"
+    fake_llm.script(LLMReply(content="2"), LLMReply(content="It's 10:00 in Paris."))
+    assert (await say(app, me, "Paris")).text == "It's 10:00 in Paris."
+    classifier = fake_llm.requests[1]["messages"][1]["content"]
+    assert f"1. “{NOTE_QUESTION}”\n2. “Which city?”" in classifier
+    assert [t.question for t in await app.pool.waiting(me)] == [NOTE_QUESTION]
+    assert_closed(await app.history.load(me))
