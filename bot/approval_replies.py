@@ -1,0 +1,225 @@
+"""Turning a person's reply into decisions on their pending approvals.
+
+Accepted: "yes" / "no" when one approval waits; numbers or codes when several do ("1 yes 2 no",
+"YES 4821", "4821 no", "yes to all"); free text that names the actions ("approve the email,
+cancel the flight"); an approval with changes ("send it but make the subject 'Q3'"). Partial
+answers are fine. Anything ambiguous gets a clarifying question, never a guess; a reference
+to an approval that does not exist is refused. An optional LLM interpreter may read what the
+rules cannot, and its answer is validated like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from bot.approvals import ApprovalRequest
+
+
+class Verdict(Enum):
+    APPROVE = "approve"
+    REJECT = "reject"
+    EDIT = "edit"
+
+
+@dataclass(frozen=True)
+class Decision:
+    approval_id: str
+    verdict: Verdict
+    changes: str = ""  # for EDIT: what to change, in the person's words
+
+
+@dataclass
+class ParsedReply:
+    decisions: list[Decision] = field(default_factory=list)
+    clarify: str | None = None  # ask this and decide nothing
+    refused: list[str] = field(default_factory=list)  # references to unknown approvals
+    unrelated: bool = False  # not an answer at all: the message goes to the normal loop
+
+
+YES = ("yes", "y", "yeah", "yep", "yup", "ok", "okay", "sure", "approve", "approved", "confirm",
+       "confirmed", "go ahead", "send it", "do it", "please do", "book it", "👍")
+NO = ("no", "n", "nope", "nah", "cancel", "reject", "deny", "denied", "don't", "dont",
+      "do not", "stop", "skip", "never mind", "nevermind", "👎")
+_WORDS = "|".join(re.escape(w) for w in sorted(YES + NO, key=len, reverse=True))
+# A whole word (or emoji): "y" must not match inside "yesterday".
+_VERDICT = rf"(?<!\w)(?:{_WORDS})(?!\w)"
+_PAIR = re.compile(rf"(?:(?<!\w)#?(\d{{1,4}})\s*[:.)=-]?\s*({_VERDICT})"
+                   rf"|({_VERDICT})\s*[:=-]?\s*#?(\d{{1,4}})(?!\w))", re.IGNORECASE)
+# Verbs that approve only when the clause also names the action ("send the email").
+_ACTION_YES = re.compile(r"(?<!\w)(send|book|proceed with|go with|keep|do)(?!\w)", re.IGNORECASE)
+_ALL = re.compile(r"\b(all|everything|both|each)\b", re.IGNORECASE)
+_EDIT = re.compile(r"\b(change|make|instead|edit|modify|set|rename|replace|use|add|remove)\b",
+                   re.IGNORECASE)
+# Without a yes/no word, only a message that starts by asking for a change is an edit: "what's
+# the weather like?" while an approval waits must reach the normal loop.
+_EDIT_FIRST = re.compile(r"^\s*(change|edit|modify|rename|replace|make it|make the|set the)\b",
+                         re.IGNORECASE)
+_ONLY_VERDICT = re.compile(
+    rf"^\s*({_VERDICT})(?:[\s,!.]+(?:please|thanks|thank you))?[\s!.]*$", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9@.]+")
+_STOP = {"the", "a", "an", "to", "it", "that", "this", "one", "please", "and", "my", "for",
+         "of", "on", "in", "send", "book", "do", "go", "ahead"}
+
+Interpreter = Callable[[str, list[ApprovalRequest]], Awaitable[str]]
+
+
+def _verdict(word: str) -> Verdict:
+    return Verdict.APPROVE if word.lower() in YES else Verdict.REJECT
+
+
+def _which(pending: list[ApprovalRequest], ref: str) -> ApprovalRequest | None:
+    """A position (1, 2...) or a code (4821)."""
+    if len(ref) == 4:
+        return next((a for a in pending if a.code == ref), None)
+    index = int(ref) - 1
+    return pending[index] if 0 <= index < len(pending) else None
+
+
+def _ask_which(pending: list[ApprovalRequest]) -> str:
+    listing = "; ".join(f"{i}. {a.summary}" for i, a in enumerate(pending, 1))
+    return (f"Which one do you mean? {listing}. Reply for example \"1 yes 2 no\", or "
+            "\"yes to all\".")
+
+
+async def parse_reply(text: str, pending: list[ApprovalRequest], *,
+                      interpret: Interpreter | None = None) -> ParsedReply:
+    if not pending:
+        return ParsedReply(unrelated=True)
+    stripped = text.strip()
+    # 1. "yes" / "no" alone.
+    alone = _ONLY_VERDICT.match(stripped)
+    if alone:
+        verdict = _verdict(alone.group(1))
+        if len(pending) == 1:
+            return ParsedReply([Decision(pending[0].id, verdict)])
+        return ParsedReply(clarify=_ask_which(pending))
+    # 2. "yes to all" / "cancel all".
+    words = {w.lower() for w in re.findall(_VERDICT, stripped, re.IGNORECASE)}
+    if _ALL.search(stripped) and words and not _PAIR.search(stripped):
+        verdicts = {_verdict(w) for w in words}
+        if len(verdicts) == 1 and not _EDIT.search(stripped):
+            verdict = verdicts.pop()
+            return ParsedReply([Decision(a.id, verdict) for a in pending])
+    # 3. "1 yes 2 no", "YES 4821".
+    pairs = _PAIR.findall(stripped)
+    if pairs and not _EDIT.search(stripped):
+        return _from_pairs(pairs, pending)
+    # 4. One approval, with changes: "send it but make the subject 'Q3'".
+    if len(pending) == 1 and ((words and _EDIT.search(stripped)) or _EDIT_FIRST.match(stripped)):
+        if not pending[0].allow_modification:
+            return ParsedReply(clarify=f"“{pending[0].summary}” can't be changed, only "
+                                       "approved or cancelled. Yes or no?")
+        return ParsedReply([Decision(pending[0].id, Verdict.EDIT, stripped)])
+    # 5. Free text naming the actions: "approve the email, cancel the flight".
+    if not words and not _ACTION_YES.search(stripped):
+        return ParsedReply(unrelated=True)
+    named = _by_name(stripped, pending)
+    if named is not None:
+        return named
+    if interpret is not None:
+        interpreted = await _interpreted(stripped, pending, interpret)
+        if interpreted is not None:
+            return interpreted
+    leading = re.match(rf"^\W*({_VERDICT})", stripped, re.IGNORECASE)
+    if leading is None:
+        # A yes/no word somewhere in a sentence that names no pending action ("no worries,
+        # what's on tomorrow?"): not an answer; it goes to the normal loop.
+        return ParsedReply(unrelated=True)
+    if len(pending) == 1:
+        return ParsedReply([Decision(pending[0].id, _verdict(leading.group(1)))])
+    return ParsedReply(clarify=_ask_which(pending))
+
+
+def _from_pairs(pairs: list[tuple[str, str, str, str]], pending: list[ApprovalRequest]
+                ) -> ParsedReply:
+    reply = ParsedReply()
+    seen: dict[str, Verdict] = {}
+    for ref_a, word_a, word_b, ref_b in pairs:
+        ref, word = (ref_a, word_a) if ref_a else (ref_b, word_b)
+        approval = _which(pending, ref)
+        if approval is None:
+            reply.refused.append(ref)
+            continue
+        verdict = _verdict(word)
+        if seen.get(approval.id, verdict) is not verdict:
+            return ParsedReply(clarify=f"You said both yes and no to {ref}. Which is it?")
+        seen[approval.id] = verdict
+    reply.decisions = [Decision(aid, v) for aid, v in seen.items()]
+    return reply
+
+
+def _keywords(approval: ApprovalRequest) -> set[str]:
+    text = f"{approval.summary} {approval.tool_name.replace('_', ' ')}".lower()
+    return {w for w in _WORD.findall(text) if w not in _STOP and len(w) > 2}
+
+
+def _by_name(text: str, pending: list[ApprovalRequest]) -> ParsedReply | None:
+    """Each clause has one verdict and names exactly one approval; else None."""
+    clauses = [c for c in re.split(r"[,;]|\band\b|\bbut\b|\bthen\b", text, flags=re.IGNORECASE)
+               if c.strip()]
+    decisions: dict[str, Verdict] = {}
+    for clause in clauses:
+        verdicts = re.findall(_VERDICT, clause, re.IGNORECASE)
+        kinds = {_verdict(v) for v in verdicts}
+        if not kinds and _ACTION_YES.search(clause):
+            kinds = {Verdict.APPROVE}
+        if not kinds:
+            continue
+        clause_words = {w for w in _WORD.findall(clause.lower()) if w not in _STOP}
+        matches = [a for a in pending if _keywords(a) & clause_words]
+        if len(matches) != 1 or len(kinds) != 1:
+            return None
+        decisions[matches[0].id] = kinds.pop()
+    if not decisions:
+        return None
+    return ParsedReply([Decision(aid, v) for aid, v in decisions.items()])
+
+
+async def _interpreted(text: str, pending: list[ApprovalRequest], interpret: Interpreter
+                       ) -> ParsedReply | None:
+    """Ask the interpreter (an LLM) for JSON decisions; accept only what validates. None when
+    it found no decision in the text."""
+    try:
+        raw = json.loads(_json_part(await interpret(text, pending)))
+        items = raw["decisions"] if isinstance(raw, dict) else raw
+        decisions = []
+        for item in items:
+            approval = _which(pending, str(int(item["number"])))
+            verdict = Verdict(item["decision"])
+            if approval is None:
+                return ParsedReply(clarify=_ask_which(pending))
+            if verdict is Verdict.EDIT and not approval.allow_modification:
+                return ParsedReply(clarify=f"{approval.summary} cannot be changed, only "
+                                           "approved or cancelled. Which?")
+            decisions.append(Decision(approval.id, verdict, str(item.get("changes") or "")))
+    except Exception:  # anything unexpected from the interpreter: ask, never guess
+        return ParsedReply(clarify=_ask_which(pending))
+    if not decisions:
+        return None
+    if len({d.approval_id for d in decisions}) != len(decisions):
+        return ParsedReply(clarify=_ask_which(pending))
+    return ParsedReply(decisions)
+
+
+def _json_part(text: str) -> str:
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=0)
+    return text[start:].strip().removesuffix("```").strip()
+
+
+INTERPRET_PROMPT = (
+    "A person was asked to approve or cancel these pending actions:\n{listing}\n\n"
+    "Their reply: {reply}\n\n"
+    "Answer with JSON only: {{\"decisions\": [{{\"number\": <action number>, \"decision\": "
+    "\"approve\" | \"reject\" | \"edit\", \"changes\": \"<what to change, for edit>\"}}]}}. "
+    "Include only actions the reply clearly decides; if it is unclear, answer "
+    "{{\"decisions\": []}}.")
+
+
+def interpret_prompt(text: str, pending: list[ApprovalRequest]) -> str:
+    listing = "\n".join(f"{i}. {a.summary} {json.dumps(a.details, default=str)}"
+                        for i, a in enumerate(pending, 1))
+    return INTERPRET_PROMPT.format(listing=listing, reply=json.dumps(text))

@@ -1,0 +1,95 @@
+"""Approval state changes only by compare-and-set: decided once, executed once, expired once."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from bot.approvals import ApprovalStatus, ApprovalStore
+from bot.users import UserStore
+
+NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
+
+
+async def store_with_user(db) -> ApprovalStore:
+    await UserStore(db).ensure("u1", at=NOW)
+    await UserStore(db).ensure("u2", at=NOW)
+    return ApprovalStore(db, timeout=timedelta(minutes=30))
+
+
+async def make(store: ApprovalStore, user: str = "u1", n: int = 1):
+    return await store.create(user_id=user, call_id=f"c{n}", tool_name="send_email",
+                              arguments={"to": "a@b.c", "n": n}, summary=f"Send email {n}",
+                              details={"to": "a@b.c"}, at=NOW)
+
+
+async def test_create_binds_the_exact_arguments_and_a_short_code(db):
+    store = await store_with_user(db)
+    approval = await make(store)
+    loaded = await store.get(approval.id)
+    assert loaded == approval
+    assert loaded.intact() and len(loaded.code) == 4 and loaded.code.isdigit()
+    assert loaded.status is ApprovalStatus.PENDING
+    assert loaded.expires_at == NOW + timedelta(minutes=30)
+    tampered = type(loaded)(**{**loaded.__dict__, "arguments": {"to": "evil@x.y", "n": 1}})
+    assert not tampered.intact()
+
+
+async def test_codes_are_unique_among_a_users_pending_approvals(db):
+    store = await store_with_user(db)
+    codes = [(await make(store, n=i)).code for i in range(30)]
+    assert len(set(codes)) == 30
+
+
+async def test_a_decision_is_applied_once_even_concurrently(db):
+    store = await store_with_user(db)
+    approval = await make(store)
+    results = await asyncio.gather(*[
+        store.decide(approval.id, ApprovalStatus.APPROVED, by="test:u1", at=NOW)
+        for _ in range(10)])
+    assert results.count(True) == 1
+    assert not await store.decide(approval.id, ApprovalStatus.REJECTED, by="x", at=NOW)
+    runs = await asyncio.gather(*[store.begin_execution(approval.id, NOW) for _ in range(10)])
+    assert runs.count(True) == 1
+    await store.finish(approval.id, True, "sent")
+    done = await store.get(approval.id)
+    assert done.status is ApprovalStatus.EXECUTED and done.result == "sent"
+    assert done.decided_by == "test:u1"
+
+
+async def test_nothing_runs_without_an_approval(db):
+    store = await store_with_user(db)
+    approval = await make(store)
+    assert not await store.begin_execution(approval.id, NOW)  # still pending
+    await store.decide(approval.id, ApprovalStatus.REJECTED, by="u1", at=NOW)
+    assert not await store.begin_execution(approval.id, NOW)
+    assert not await store.begin_execution("no-such-id", NOW)
+
+
+async def test_expiry_is_a_state_and_happens_once(db):
+    store = await store_with_user(db)
+    approval = await make(store)
+    later = NOW + timedelta(minutes=31)
+    assert not await store.decide(approval.id, ApprovalStatus.APPROVED, by="u1", at=later)
+    assert await store.pending("u1", later) == []
+    first, second = await asyncio.gather(store.expire_due(later), store.expire_due(later))
+    assert len(first) + len(second) == 1
+    assert (await store.get(approval.id)).status is ApprovalStatus.EXPIRED
+
+
+async def test_pending_is_per_user_and_in_order(db):
+    store = await store_with_user(db)
+    a = await make(store, "u1", 1)
+    b = await make(store, "u1", 2)
+    await make(store, "u2", 3)
+    assert [p.id for p in await store.pending("u1", NOW)] == [a.id, b.id]
+
+
+async def test_an_interrupted_execution_fails_closed(db):
+    store = await store_with_user(db)
+    approval = await make(store)
+    await store.decide(approval.id, ApprovalStatus.APPROVED, by="u1", at=NOW)
+    assert await store.begin_execution(approval.id, NOW)
+    assert await store.abandon_interrupted(NOW + timedelta(minutes=5)) == 1
+    assert (await store.get(approval.id)).status is ApprovalStatus.FAILED
+    assert not await store.begin_execution(approval.id, NOW)

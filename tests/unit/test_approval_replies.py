@@ -1,0 +1,119 @@
+"""Replies to pending approvals: decisions by number, code, word or name; never a guess."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.approval_replies import Verdict, interpret_prompt, parse_reply
+from bot.approvals import ApprovalRequest, args_hash
+
+NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
+
+
+def approval(n: int, summary: str, code: str, *, editable: bool = True) -> ApprovalRequest:
+    args = {"n": n}
+    return ApprovalRequest(id=f"a{n}", code=code, user_id="u", call_id=f"c{n}",
+                           tool_name="send_email" if "mail" in summary else "book_flight",
+                           arguments=args, args_hash=args_hash(args), summary=summary,
+                           details={}, expires_at=NOW + timedelta(minutes=30), created_at=NOW,
+                           allow_modification=editable)
+
+
+EMAIL = approval(1, "Send email to team@example.com", "4821")
+FLIGHT = approval(2, "Book flight LHR to JFK on 3 March", "7310")
+
+
+def verdicts(parsed) -> dict[str, str]:
+    return {d.approval_id: d.verdict.value for d in parsed.decisions}
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("yes", "approve"), ("YES", "approve"), ("Yes please", "approve"), ("ok!", "approve"),
+    ("send it", "approve"), ("go ahead", "approve"), ("👍", "approve"),
+    ("no", "reject"), ("No thanks.", "reject"), ("cancel", "reject"), ("don't", "reject"),
+    ("1 yes", "approve"), ("YES 4821", "approve"), ("4821 no", "reject"),
+])
+async def test_one_pending_simple_answers(text, expected):
+    assert verdicts(await parse_reply(text, [EMAIL])) == {"a1": expected}
+
+
+async def test_several_pending_by_number_and_code_partial_answers_allowed():
+    both = [EMAIL, FLIGHT]
+    assert verdicts(await parse_reply("1 yes 2 no", both)) == {"a1": "approve", "a2": "reject"}
+    assert verdicts(await parse_reply("yes 1, no 2", both)) == {"a1": "approve", "a2": "reject"}
+    assert verdicts(await parse_reply("2: yes", both)) == {"a2": "approve"}
+    assert verdicts(await parse_reply("YES 7310", both)) == {"a2": "approve"}
+    assert verdicts(await parse_reply("yes to all", both)) == {"a1": "approve", "a2": "approve"}
+    assert verdicts(await parse_reply("cancel both", both)) == {"a1": "reject", "a2": "reject"}
+
+
+async def test_a_bare_yes_with_several_pending_asks_which():
+    parsed = await parse_reply("yes", [EMAIL, FLIGHT])
+    assert parsed.decisions == [] and "Which one" in parsed.clarify
+    assert "1 yes 2 no" in parsed.clarify
+
+
+async def test_unknown_references_are_refused_not_guessed():
+    parsed = await parse_reply("3 yes", [EMAIL, FLIGHT])
+    assert parsed.decisions == [] and parsed.refused == ["3"]
+    parsed = await parse_reply("YES 9999", [EMAIL, FLIGHT])
+    assert parsed.refused == ["9999"]
+    parsed = await parse_reply("1 yes 3 no", [EMAIL, FLIGHT])
+    assert verdicts(parsed) == {"a1": "approve"} and parsed.refused == ["3"]
+
+
+async def test_contradictions_ask():
+    parsed = await parse_reply("1 yes 1 no", [EMAIL, FLIGHT])
+    assert parsed.decisions == [] and parsed.clarify
+
+
+async def test_free_text_naming_each_action():
+    parsed = await parse_reply("approve the email, cancel the flight", [EMAIL, FLIGHT])
+    assert verdicts(parsed) == {"a1": "approve", "a2": "reject"}
+    parsed = await parse_reply("send the email and skip the flight", [EMAIL, FLIGHT])
+    assert verdicts(parsed) == {"a1": "approve", "a2": "reject"}
+
+
+async def test_changes_make_an_edit():
+    parsed = await parse_reply("send it but make the subject 'Q3 numbers'", [EMAIL])
+    [decision] = parsed.decisions
+    assert decision.verdict is Verdict.EDIT and "Q3 numbers" in decision.changes
+    parsed = await parse_reply("change the subject to Q3", [EMAIL])
+    assert parsed.decisions[0].verdict is Verdict.EDIT
+    locked = approval(3, "Delete all notes", "1111", editable=False)
+    parsed = await parse_reply("yes but change it to only old notes", [locked])
+    assert parsed.decisions == [] and "can't be changed" in parsed.clarify
+
+
+async def test_unrelated_messages_are_not_swallowed():
+    for text in ("what's the weather like?", "remind me at 5", "thanks for earlier"):
+        assert (await parse_reply(text, [EMAIL])).unrelated
+
+
+async def test_the_interpreter_helps_and_is_validated():
+    async def good(text, pending):
+        return '```json\n{"decisions": [{"number": 2, "decision": "edit", "changes": "window"}]}'
+
+    async def bad(text, pending):
+        return '{"decisions": [{"number": 7, "decision": "approve"}]}'
+
+    async def garbage(text, pending):
+        return "I think they mean yes"
+
+    text = "the email is fine I guess, but the flight with a window seat please, no wait"
+    parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=good)
+    assert parsed.decisions[0].approval_id == "a2" and parsed.decisions[0].changes == "window"
+    for interpreter in (bad, garbage):
+        parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=interpreter)
+        assert parsed.decisions == [] and parsed.clarify
+    assert "team@example.com" in interpret_prompt(text, [EMAIL, FLIGHT])
+
+
+async def test_a_sentence_that_starts_with_an_answer_answers_one_pending():
+    assert verdicts(await parse_reply("yes I think so", [EMAIL])) == {"a1": "approve"}
+    assert verdicts(await parse_reply("no, not now", [EMAIL])) == {"a1": "reject"}
+    assert (await parse_reply("no worries, what's on tomorrow?", [EMAIL, FLIGHT])).clarify
+    assert (await parse_reply("I said no to coffee today", [EMAIL])).unrelated
+    assert (await parse_reply("let's go to the store", [EMAIL])).unrelated
