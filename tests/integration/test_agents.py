@@ -171,6 +171,16 @@ async def test_the_heuristic_setting_needs_no_classifier_call(app_factory, fake_
     assert fake_llm.calls == 3
 
 
+async def test_an_unusable_classifier_answer_falls_back_to_the_heuristic(app_factory,
+                                                                        fake_llm):
+    app, me = await start(app_factory)
+    fake_llm.script(LLMReply(tool_calls=[ToolCall("take_note", {})]))
+    await say(app, me, "take a note")
+    fake_llm.script(LLMReply(content="Hmm, hard to say."), LLMReply(content="Noted."))
+    assert (await say(app, me, "buy stamps")).text == "Noted."
+    assert await app.db.fetch("SELECT body FROM notes") == [{"body": "buy stamps"}]
+
+
 async def test_a_restart_while_an_agent_waits_resumes_it(app_factory, fake_llm):
     clock = FakeClock()
     app, me = await start(app_factory, clock)
@@ -196,7 +206,7 @@ def ticket_registry(tmp_path, version: int):
 
 
 async def test_a_changed_agent_is_not_restored_and_the_user_is_told(app_factory, fake_llm,
-                                                                   tmp_path):
+                                                                   tmp_path, caplog):
     clock = FakeClock()
     app, me = await start(app_factory, clock, agents=ticket_registry(tmp_path, 1))
     fake_llm.script(LLMReply(tool_calls=[ToolCall("open_ticket", {"priority": 2})]))
@@ -211,6 +221,8 @@ async def test_a_changed_agent_is_not_restored_and_the_user_is_told(app_factory,
         "feature changed in an update. Could you ask me again?\n\n"
         "Sorry about that. What's wrong with the printer?")
     assert await updated.pool.waiting(me) == []
+    assert "discarded paused open_ticket" in caplog.text
+    assert "schema_version mismatch" in caplog.text
     history = await updated.history.load(me)
     assert history[-3]["role"] == "assistant" and "had to drop" in history[-3]["content"]
     assert history[-2] == {"role": "user", "content": "the printer is jammed"}
