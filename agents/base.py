@@ -195,11 +195,11 @@ class StandardAgent:
         """Whether the user must confirm before `on_running` (used with `approval: agent`)."""
         return False
 
-    def approval_prompt(self) -> str:
-        """The confirmation question, once every field is collected."""
+    def approval_summary(self) -> str:
+        """One line saying what will happen, for the person approving it."""
         shown = ", ".join(f"{f.name.replace('_', ' ')}: {self.fields.get(f.name)}"
                           for f in self.input_fields() if self.fields.get(f.name) is not None)
-        return f"Shall I go ahead with this {self.label} ({shown})? Reply yes or no."
+        return f"{self.label.capitalize()}" + (f" ({shown})" if shown else "")
 
     def question_for(self, spec: InputField, problem: str | None = None,
                      given: Any = None) -> str:

@@ -14,6 +14,7 @@ file, line and what is wrong, all of them at once.
     tools:
       - module: agents.tools.clock       # registers the module's @tool functions
         only: [current_time]             # optional allow list
+        approval: never                  # always: every call waits for the user's OK
         settings: {}                     # merged over valet.yaml tools.<module>; this wins
 """
 
@@ -56,6 +57,7 @@ class _AgentEntry(_Strict):
 class _ToolEntry(_Strict):
     module: str = pydantic.Field(pattern=r"^[\w.]+$")
     only: list[str] | None = None
+    approval: Literal["always", "never"] = "never"
     settings: dict[str, Any] = {}
 
 
@@ -163,7 +165,8 @@ class _Loader:
             if entry.only is None or t.name in entry.only:
                 if self._claim(t.name, where()):
                     # A copy: the decorated function's Tool is shared by every registry.
-                    self.registry.tools.add(replace(t, settings=settings))
+                    self.registry.tools.add(replace(
+                        t, settings=settings, requires_approval=entry.approval == "always"))
 
     def _agent(self, entry: _AgentEntry, where: _Where) -> None:
         cls = self._agent_class(entry.class_, where("class"))

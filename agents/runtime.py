@@ -11,7 +11,6 @@ is simply asked for. Required fields say so in their description instead.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,8 @@ from typing import Any
 import pydantic
 
 from agents.base import AgentResult, AgentStatus, InputField, StandardAgent
+from bot.approval_flow import waiting_result
+from bot.approvals import ApprovalDraft
 from bot.pool import PausedTask
 from bot.resume import Fit, Resumed, Verdict
 from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolStatus, render_result
@@ -32,22 +33,6 @@ TASK_INSTRUCTION = (
     "with lunch\". Pass only parameter values the user actually gave (or that are certain "
     "from the conversation); anything missing is asked from the user for you.")
 ASK_USER = "ask_user"
-_POLITE = r"(?:,?\s*(?:please|thanks|thank you))?[.! ]*$"
-_YES = re.compile(r"(?:y|yes|yeah|yep|yup|sure|ok|okay|go ahead|do it|confirm|confirmed|"
-                  r"please do|approve|approved)" + _POLITE, re.IGNORECASE)
-_NO = re.compile(r"(?:n|no|nope|nah|don't|do not|stop|deny|denied|reject)" + _POLITE,
-                 re.IGNORECASE)
-
-
-def yes_or_no(text: str) -> bool | None:
-    text = text.strip()
-    if _YES.match(text):
-        return True
-    if _NO.match(text):
-        return False
-    return None
-
-
 @dataclass(frozen=True)
 class AgentSpec:
     """One agent entry of the registry, resolved."""
@@ -102,10 +87,55 @@ def agent_tool(spec: AgentSpec) -> Tool:
     async def run(ctx: ToolExecutionContext, **arguments: Any) -> ToolOutcome:
         return await start(spec, arguments, ctx)
 
+    async def run_approved(arguments: dict[str, Any], ctx: ToolExecutionContext
+                           ) -> ToolOutcome:
+        return await start(spec, dict(arguments), ctx, approved=True)
+
+    def check(arguments: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        return checked_arguments(spec, arguments, ctx)
+
+    def summarize(arguments: dict[str, Any]) -> str:
+        return _loaded(spec, arguments).approval_summary()
+
     return Tool(name=spec.name, description=description, parameters=agent_parameters(spec.cls),
                 fn=run, args_model=model, context_param="ctx", timeout=spec.timeout,
                 is_agent=True, settings=spec.settings,
-                progress=f"working on the {spec.cls.label}")
+                progress=f"working on the {spec.cls.label}",
+                requires_approval=spec.advertises_approval(), run_approved=run_approved,
+                check_arguments=check, summarize=summarize)
+
+
+def _loaded(spec: AgentSpec, arguments: dict[str, Any]) -> StandardAgent:
+    """An agent holding stored (JSON) field values, for describing them."""
+    agent = spec.cls(context=None, settings=spec.settings,  # type: ignore[arg-type]
+                     task_instruction=str(arguments.get("task_instruction") or ""))
+    specs = {f.name: f for f in agent.input_fields()}
+    agent.fields = {n: specs[n].load(v) for n, v in arguments.items() if n in specs}
+    return agent
+
+
+def checked_arguments(spec: AgentSpec, arguments: dict[str, Any], ctx: ToolExecutionContext
+                      ) -> dict[str, Any]:
+    """Edited arguments, each field cleaned like the LLM's would be; ValueError lists what is
+    wrong or missing."""
+    agent = spec.new_agent(ctx, str(arguments.get("task_instruction") or ""))
+    problems = []
+    out: dict[str, Any] = {}
+    for input_field in agent.input_fields():
+        value = arguments.get(input_field.name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if input_field.required:
+                problems.append(f"{input_field.name} is missing")
+            continue
+        try:
+            out[input_field.name] = input_field.dump(agent.clean(input_field, value))
+        except ValueError as err:
+            problems.append(f"{input_field.name}: {err}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    if agent.task_instruction:
+        out["task_instruction"] = agent.task_instruction
+    return out
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -113,8 +143,8 @@ def agent_tool(spec: AgentSpec) -> Tool:
 Problems = dict[str, list[Any]]  # field -> [what was wrong, the value given]
 
 
-async def start(spec: AgentSpec, arguments: dict[str, Any], ctx: ToolExecutionContext
-                ) -> ToolOutcome:
+async def start(spec: AgentSpec, arguments: dict[str, Any], ctx: ToolExecutionContext, *,
+                approved: bool = False) -> ToolOutcome:
     """A new agent from the LLM's call: extracted values are hints. Valid ones are adopted,
     invalid ones are asked again with what was wrong, missing optional ones take defaults,
     missing required ones are asked for."""
@@ -129,7 +159,7 @@ async def start(spec: AgentSpec, arguments: dict[str, Any], ctx: ToolExecutionCo
             agent.fields[input_field.name] = agent.clean(input_field, value)
         except ValueError as err:
             problems[input_field.name] = [str(err), value]
-    return await advance(spec, agent, problems)
+    return await advance(spec, agent, problems, approved=approved)
 
 
 async def advance(spec: AgentSpec, agent: StandardAgent, problems: Problems, *,
@@ -144,9 +174,24 @@ async def advance(spec: AgentSpec, agent: StandardAgent, problems: Problems, *,
         if input_field.required:
             return _ask(spec, agent, input_field, problems, agent.question_for(input_field))
     if not approved and spec.requires_approval(agent):
-        agent.status = AgentStatus.WAITING_FOR_APPROVAL
-        return _waiting(spec, agent, agent.approval_prompt(), asking="", problems=problems)
+        return _approval_needed(spec, agent)
     return await run_agent(spec, agent)
+
+
+def _approval_needed(spec: AgentSpec, agent: StandardAgent) -> ToolOutcome:
+    """Every field is in and the policy wants the user's OK: an ApprovalDraft bound to
+    exactly these values (the stored arguments are what runs, once approved)."""
+    agent.status = AgentStatus.WAITING_FOR_APPROVAL
+    specs = {f.name: f for f in agent.input_fields()}
+    details = {n: specs[n].dump(v) for n, v in agent.fields.items()}
+    arguments = dict(details)
+    if agent.task_instruction:
+        arguments["task_instruction"] = agent.task_instruction
+    draft = ApprovalDraft(spec.name, agent.context.call_id, arguments,
+                          agent.approval_summary(), details)
+    return ToolOutcome(agent.context.call_id, spec.name, ToolStatus.WAITING,
+                       waiting_result(draft), pause=draft,
+                       result_status=AgentStatus.WAITING_FOR_APPROVAL.value)
 
 
 async def run_agent(spec: AgentSpec, agent: StandardAgent) -> ToolOutcome:
@@ -218,8 +263,6 @@ class AgentTasks:
         if task.kind == ASK_USER:
             return Verdict(Fit.NEXT_MESSAGE)  # the LLM asked; what comes next is the answer
         spec, agent = self._restore(task, ctx)
-        if task.status == AgentStatus.WAITING_FOR_APPROVAL.value:
-            return Verdict(Fit.ANSWER if yes_or_no(text) is not None else Fit.NO)
         asked = _field(agent, task.state.get("asking", ""))
         if asked is None:
             return Verdict(Fit.NO)
@@ -236,23 +279,14 @@ class AgentTasks:
             return Resumed(outcome, {"question": task.question})
         spec, agent = self._restore(task, ctx)
         problems: Problems = {k: list(v) for k, v in task.state.get("problems", {}).items()}
-        if task.status == AgentStatus.WAITING_FOR_APPROVAL.value:
-            if yes_or_no(text):
-                outcome = await advance(spec, agent, problems, approved=True)
-            else:
-                agent.status = AgentStatus.CANCELLED
-                outcome = ToolOutcome(ctx.call_id, spec.name, ToolStatus.DENIED,
-                                      f"Okay, I won't go ahead with the {agent.label}.",
-                                      result_status="CANCELLED")
-        else:
-            asked = _field(agent, task.state.get("asking", ""))
-            if asked is not None:
-                problems.pop(asked.name, None)
-                try:
-                    agent.fields[asked.name] = agent.clean(asked, text)
-                except ValueError as err:
-                    problems[asked.name] = [str(err), text]
-            outcome = await advance(spec, agent, problems)
+        asked = _field(agent, task.state.get("asking", ""))
+        if asked is not None:
+            problems.pop(asked.name, None)
+            try:
+                agent.fields[asked.name] = agent.clean(asked, text)
+            except ValueError as err:
+                problems[asked.name] = [str(err), text]
+        outcome = await advance(spec, agent, problems)
         if isinstance(outcome.pause, PausedTask):  # still waiting: the same task, asked again
             outcome.pause.id, outcome.pause.user_id = task.id, task.user_id
             outcome.pause.created_at, outcome.pause.call_id = task.created_at, task.call_id

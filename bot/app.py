@@ -3,6 +3,8 @@ closes them in reverse."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -13,6 +15,8 @@ import aiohttp
 from agents.registry import Registry, load_registry, registry_paths
 from agents.stores import AgentStores
 from bot.access import AccessControl
+from bot.approval_flow import ApprovalFlow, ApprovalLines
+from bot.approvals import ApprovalStore
 from bot.clock import Clock, SystemClock
 from bot.config import ConfigError, Settings
 from bot.db import Database, connect
@@ -82,6 +86,8 @@ class App:
     _closers: list[Any] = field(default_factory=list)
     agents: Registry = field(default_factory=Registry)
     pool: AgentPool | None = None
+    approvals: ApprovalFlow | None = None  # type: ignore[assignment]
+    _sweeper: asyncio.Task[None] | None = None
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -102,13 +108,21 @@ class App:
                          lines=TaskLines.from_persona(persona.lines),
                          answer_check=settings.agents.answer_check)
         stores = AgentStores(db)
+        approvals = ApprovalFlow(
+            ApprovalStore(db, timeout=timedelta(minutes=settings.approvals.timeout_minutes)),
+            registry, clock, llm, lines=ApprovalLines(persona.lines.approval_intro,
+                                                      persona.lines.approval_expired),
+            confirm_edits=settings.approvals.confirm_edits,
+            tool_timeout=loop_config.tool_execution_timeout,
+            agent_timeout=loop_config.agent_tool_execution_timeout)
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
             tool_stores=stores, tool_services={"pool": pool}, resume=resume,
-            context_notes=[resume.context_note, stores.plans.context_note]))
+            approvals=approvals, context_notes=[
+                approvals.context_note, resume.context_note, stores.plans.context_note]))
         identities = IdentityStore(db, users)
         access = AccessControl(db, identities, settings.access, settings.timezone)
         senders: dict[str, ChannelSender] = {}
@@ -121,7 +135,8 @@ class App:
             handle_message=orchestrator.handle_message, locks=locks, senders=senders,
             failure_line=persona.lines.llm_unavailable))
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
-                  http, identities, access, gateway, senders, closers, agents=agents, pool=pool)
+                  http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
+                  approvals=approvals)
         await app.ensure_owner()
         return app
 
@@ -144,9 +159,29 @@ class App:
         return owner
 
     async def start(self) -> None:
+        await self.approvals.store.abandon_interrupted(self.clock.now() - timedelta(minutes=10))
         await self.gateway.start()
+        self._sweeper = asyncio.create_task(self._sweep_approvals())
+
+    async def _sweep_approvals(self) -> None:
+        """Expired approvals are closed and their owners told, without waiting for them to
+        write (the conversation hears of it at their next message)."""
+        while True:
+            try:
+                for approval, line in await self.approvals.sweep():
+                    user = await self.users.get(approval.user_id)
+                    if user is not None:
+                        await self.gateway.notify_user(
+                            user, line, dedupe_key=f"approval-expired:{approval.id}")
+            except Exception:
+                log.exception("approval sweep failed; trying again")
+            await asyncio.sleep(self.settings.approvals.sweep_seconds)
 
     async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         await self.gateway.stop()
         for closer in self._closers:
             await closer()

@@ -44,6 +44,20 @@ def args_hash(arguments: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class ApprovalDraft:
+    """What a gated call (or an agent at its approval point) leaves as its outcome's `pause`;
+    the orchestrator turns it into a durable ApprovalRequest when the turn is written."""
+
+    tool_name: str
+    call_id: str
+    arguments: dict[str, Any]
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+    allow_modification: bool = True
+    is_approval: bool = True  # read by the loop: this pause waits for an approval
+
+
+@dataclass(frozen=True)
 class ApprovalRequest:
     id: str
     code: str
@@ -198,6 +212,18 @@ class ApprovalStore:
         return await self.db.execute(
             "UPDATE approvals SET status = 'failed', result = 'interrupted: the action may not"
             " have completed' WHERE status = 'executing' AND executed_at < $1", older_than)
+
+    async def mark_reported(self, approval_ids: list[str]) -> None:
+        for approval_id in approval_ids:
+            await self.db.execute("UPDATE approvals SET reported = 1 WHERE id = $1",
+                                  approval_id)
+
+    async def unreported(self, user_id: str) -> list[ApprovalRequest]:
+        """Settled approvals whose outcome has not reached the conversation yet."""
+        rows = await self.db.fetch(
+            "SELECT * FROM approvals WHERE user_id = $1 AND reported = 0 AND status IN"
+            " ('expired', 'executed', 'failed', 'rejected') ORDER BY created_at, id", user_id)
+        return [_approval(r) for r in rows]
 
     async def list(self, user_id: str | None = None, status: str | None = None,
                    limit: int = 50) -> list[ApprovalRequest]:

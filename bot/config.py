@@ -47,6 +47,13 @@ class OwnerSettings(_Section):
     phone_numbers: list[str] = []
 
 
+class ApprovalSettings(_Section):
+    timeout_minutes: int = pydantic.Field(30, gt=0)  # a request not answered by then expires
+    # An edited request is shown again for a yes (true), or runs at once (false).
+    confirm_edits: bool = True
+    sweep_seconds: float = pydantic.Field(30.0, gt=0)  # how often expiries are looked for
+
+
 class AgentsSettings(_Section):
     # Registry files added to the built-in agents/registry.yaml; relative paths are read from
     # the directory of valet.yaml (the current directory when there is none).
@@ -77,6 +84,7 @@ class Settings(_Section):
     loop: dict[str, Any] = {}
     tools: dict[str, dict[str, Any]] = {}
     agents: AgentsSettings = AgentsSettings()
+    approvals: ApprovalSettings = ApprovalSettings()
     rate_limit_per_minute: int = 20
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.approval_flow import ApprovalFlow
+from bot.approvals import ApprovalDraft, ApprovalRequest
 from bot.clock import Clock
 from bot.context import ContextManager
 from bot.envelopes import Inbound, Reply
@@ -24,8 +26,9 @@ from bot.loop import (
     react_loop,
 )
 from bot.memory import HistoryStore
+from bot.pool import PausedTask
 from bot.ratelimit import SlidingWindowLimiter
-from bot.resume import Resumer
+from bot.resume import Answered, Resumer
 from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
 from bot.users import User, UserStore
@@ -45,6 +48,10 @@ class TurnContext:
     incoming: list[Message]
     tool_ctx: ToolExecutionContext
     notices: list[str] = field(default_factory=list)  # said before the reply (bot.resume)
+    # Approvals to show at the end of the turn (drafts from a resumed task, edited requests).
+    drafts: list[Any] = field(default_factory=list)
+    # Approvals whose outcome joined this turn: marked reported once the turn is written.
+    settled: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -62,6 +69,7 @@ class OrchestratorDeps:
     tool_stores: Any = None
     http: Any = None
     resume: Resumer | None = None  # waiting tasks get the message first (step 1)
+    approvals: ApprovalFlow | None = None  # pending approvals get it before them
     # Extra system context per user (waiting tasks, the plan): a line, or None.
     context_notes: list[Callable[[str], Awaitable[str | None]]] = field(default_factory=list)
 
@@ -70,7 +78,8 @@ class Orchestrator:
     def __init__(self, deps: OrchestratorDeps) -> None:
         self.deps = deps
         self.context = ContextManager(deps.loop_config)
-        self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock)
+        self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
+                                  gate=deps.approvals.gate if deps.approvals else None)
         lines = deps.persona.lines
         self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
                                       no_answer=lines.no_answer, cancelled=lines.cancelled)
@@ -80,12 +89,12 @@ class Orchestrator:
         rejection = self.should_process(ctx)
         if rejection is not None:
             return rejection
-        # Seam: a paused agent or a pending approval for this user is resumed here first.
-        resume = self.deps.resume
-        direct = await resume.before_loop(ctx) if resume is not None else None
+        direct = await self._before_loop(ctx)
         if direct is not None:
-            await self._persist(ctx, [{"role": "assistant", "content": direct.text}])
-            return self._reply(ctx, direct.text, stop_reason=direct.stop_reason)
+            approvals = await self._open_approvals(ctx)
+            text = self._with_prompt(direct.text, approvals)
+            await self._persist(ctx, [{"role": "assistant", "content": text}])
+            return self._reply(ctx, text, approvals=approvals, stop_reason=direct.stop_reason)
         await self._add_context_notes(ctx)
         try:
             result = await react_loop(self.loop_deps, ctx.system, ctx.history, ctx.tool_ctx,
@@ -97,10 +106,46 @@ class Orchestrator:
             await self._persist(ctx, [])
             return self._reply(ctx, self.deps.persona.lines.llm_unavailable,
                                stop_reason="llm_error")
+        resume = self.deps.resume
         text = await resume.after_loop(ctx, result) if resume is not None else result.response
+        approvals = await self._open_approvals(ctx, result)
+        if approvals:
+            asked = any(isinstance(p.pause, PausedTask) for p in result.pauses)
+            text = self._with_prompt(text if asked else "", approvals)
+            if asked:
+                result.new_messages[-1] = {"role": "assistant", "content": text}
+            else:
+                result.new_messages.append({"role": "assistant", "content": text})
         await self.post_process(ctx, result)
-        return self._reply(ctx, text, approvals=result.pending_approvals,
+        return self._reply(ctx, text, approvals=approvals,
                            stop_reason=result.stop_reason.value)
+
+    async def _before_loop(self, ctx: TurnContext) -> Answered | None:
+        """Step 1: pending approvals, then waiting tasks, get the message first."""
+        if self.deps.approvals is not None:
+            direct = await self.deps.approvals.before_loop(ctx)
+            if direct is not None:
+                return direct
+        if self.deps.resume is not None:
+            return await self.deps.resume.before_loop(ctx)
+        return None
+
+    async def _open_approvals(self, ctx: TurnContext, result: ReactLoopResult | None = None
+                              ) -> list[ApprovalRequest]:
+        """The approvals this turn asks for, durable before the reply goes out."""
+        flow = self.deps.approvals
+        drafts = [d for d in ctx.drafts if isinstance(d, ApprovalDraft)]
+        if result is not None:
+            drafts += [p.pause for p in result.pauses if isinstance(p.pause, ApprovalDraft)]
+        shown = [d for d in ctx.drafts if isinstance(d, ApprovalRequest)]
+        if flow is None or not (drafts or shown):
+            return []
+        return shown + await flow.open(ctx, drafts)
+
+    def _with_prompt(self, text: str, approvals: list[ApprovalRequest]) -> str:
+        if not approvals or self.deps.approvals is None:
+            return text
+        return "\n\n".join(t for t in (text, self.deps.approvals.prompt_text(approvals)) if t)
 
     def _reply(self, ctx: TurnContext, text: str, **fields: Any) -> Reply:
         return Reply("\n\n".join([*ctx.notices, text]), turn_id=ctx.turn_id, **fields)
@@ -172,6 +217,9 @@ class Orchestrator:
     async def _persist(self, ctx: TurnContext, produced: list[Message]) -> None:
         await self.deps.history.append(ctx.user.id, ctx.turn_id, ctx.incoming + produced,
                                        channel=ctx.msg.channel, at=self.deps.clock.now())
+        if ctx.settled and self.deps.approvals is not None:
+            # Only now: a turn cut short before this point flows the outcomes back again.
+            await self.deps.approvals.store.mark_reported(ctx.settled)
 
     def capabilities(self) -> list[str]:
         return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]

@@ -21,11 +21,12 @@ import json
 import logging
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bot.approvals import ApprovalDraft
 from bot.llm import LLM, LLMError
 from bot.loop import ReactLoopResult
 from bot.pool import AgentPool, PausedTask, PoolNotice
@@ -182,9 +183,15 @@ class Resumer:
         if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, PausedTask):
             await self.pool.put_back(outcome.pause)
             return Answered(outcome.pause.question, WAITING)
+        if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, ApprovalDraft):
+            # Every field is in and the action needs the user's OK: the call joins the turn
+            # with its "waiting" result, and the approval is shown (bot.approval_flow).
+            join_call(ctx, call_id, task.name, resumed.arguments, outcome.content)
+            ctx.drafts.append(replace(outcome.pause, call_id=call_id))
+            return Answered("", WAITING)
         if outcome.status is ToolStatus.DENIED:
             return Answered(outcome.content, CANCELLED)
-        _join(ctx, call_id, task.name, resumed)
+        join_call(ctx, call_id, task.name, resumed.arguments, resumed.outcome.content)
         return None
 
     async def _live_tasks(self, ctx: TurnContext) -> list[PausedTask]:
@@ -256,8 +263,7 @@ class Resumer:
             return result.response
         notices = await self.pool.pause(ctx.user.id, tasks, turn_id=ctx.turn_id,
                                         limit_for=self.handler.limit_for)
-        asked = [p.pause.question if isinstance(p.pause, PausedTask) else p.content
-                 for p in result.pauses]
+        asked = [p.pause.question for p in result.pauses if isinstance(p.pause, PausedTask)]
         text = "\n\n".join([*(self.lines.notice(n) for n in notices), *asked])
         result.new_messages.append({"role": "assistant", "content": text})
         return text
@@ -278,12 +284,14 @@ class Resumer:
                 "longer want it, call cancel_task with its id.")
 
 
-def _join(ctx: TurnContext, call_id: str, name: str, resumed: Resumed) -> None:
-    """The finished task's result joins the turn as a new call and its one result."""
+def join_call(ctx: TurnContext, call_id: str, name: str, arguments: dict[str, Any],
+              content: str) -> None:
+    """A result that arrives after its call's turn (a finished task, a decided approval)
+    joins this turn as a new call and its one result: every call keeps exactly one result."""
     call = {"role": "assistant", "content": None, "tool_calls": [{
         "id": call_id, "type": "function", "function": {
-            "name": name, "arguments": json.dumps(resumed.arguments, ensure_ascii=False)}}]}
-    result = {"role": "tool", "tool_call_id": call_id, "content": resumed.outcome.content}
+            "name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}]}
+    result = {"role": "tool", "tool_call_id": call_id, "content": content}
     for messages in (ctx.incoming, ctx.history):
         messages.extend([call, result])
 

@@ -108,6 +108,17 @@ class Tool:
     is_agent: bool = False
     settings: Mapping[str, Any] | None = None  # from configuration; None: the context's
     progress: str = ""  # what a person is shown while it runs ("checking the weather")
+    # Risk policy from the registry, enforced in code (the loop's approval gate): the LLM
+    # cannot skip it, whatever its arguments or any tool result say.
+    requires_approval: bool = False
+    # How an approved call runs, with the stored arguments (Agent-Tools skip their own
+    # approval step); None: `invoke`.
+    run_approved: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[Any]] | None = None
+    # How a call reads to the person approving it; None: the tool name and its arguments.
+    summarize: Callable[[dict[str, Any]], str] | None = None
+    # Checks edited arguments before they are offered for approval; None: `parse_arguments`.
+    check_arguments: Callable[[dict[str, Any], ToolExecutionContext], dict[str, Any]] | None \
+        = None
 
     def schema(self) -> dict[str, Any]:
         return {"type": "function", "function": {
@@ -130,6 +141,19 @@ class Tool:
                 for e in err.errors())
             raise ValueError(f"invalid arguments: {problems}") from err
         return {name: getattr(model, name) for name in type(model).model_fields}
+
+    def validated(self, arguments: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        """The arguments checked as for a call (ValueError says what is wrong)."""
+        if self.check_arguments is not None:
+            return self.check_arguments(arguments, ctx)
+        return self.parse_arguments(json.dumps(arguments))
+
+    async def run_with_approval(self, arguments: dict[str, Any], ctx: ToolExecutionContext
+                                ) -> Any:
+        """Run an approved call: the stored arguments, never regenerated ones."""
+        if self.run_approved is not None:
+            return await self.run_approved(arguments, ctx.for_call(ctx.call_id, self.settings))
+        return await self.invoke(self.parse_arguments(json.dumps(arguments)), ctx)
 
     async def invoke(self, arguments: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         if self.context_param:

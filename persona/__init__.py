@@ -28,6 +28,9 @@ class _Lines(pydantic.BaseModel):
     cancelled: str = "Okay, I stopped."
     # About tasks waiting for the user's answer (bot.resume); {task} is "note", "reminder"...,
     # {question} what was asked, {limit} how many may wait at once.
+    approval_intro: str = "Before I go ahead, I need your OK:"
+    approval_expired: str = ("“{summary}” waited {minutes} minutes for your OK, so I didn't "
+                             "do it. Ask again if you still want it.")
     task_cancelled: str = "Okay, I've cancelled the {task}."
     task_expired: str = ("I stopped waiting for your answer about the {task} (“{question}”): "
                          "it was open too long. Just ask again when you want it.")

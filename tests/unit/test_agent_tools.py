@@ -117,7 +117,9 @@ async def test_agent_policy_asks_for_confirmation_only_when_the_agent_says_so():
     outcome = await call(spec(EmailAgent), to="ann@elsewhere.org", subject="Hi")
     assert outcome.status is ToolStatus.WAITING
     assert outcome.result_status == "WAITING_FOR_APPROVAL"
-    assert outcome.pause.question == ("Shall I go ahead with this email (to: ann@elsewhere.org, "
-                                      "subject: Hi)? Reply yes or no.")
+    # An approval draft bound to exactly these values (bot.approval_flow makes it durable).
+    assert outcome.pause.is_approval
+    assert outcome.pause.summary == "Email (to: ann@elsewhere.org, subject: Hi)"
+    assert outcome.pause.arguments == {"to": "ann@elsewhere.org", "subject": "Hi"}
     never = await call(spec(EmailAgent, approval="never"), to="ann@elsewhere.org")
     assert never.status is ToolStatus.SUCCESS

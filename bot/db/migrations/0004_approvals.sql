@@ -24,7 +24,9 @@ CREATE TABLE approvals (
     decided_at TIMESTAMPTZ,
     decided_by TEXT,
     executed_at TIMESTAMPTZ,
-    result TEXT
+    result TEXT,
+    -- 1 once the outcome has joined the owner's conversation as the call's result.
+    reported INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX approvals_by_user ON approvals (user_id, status, created_at);
 -- The short code a person types on SMS is unique among their pending approvals.
