@@ -60,6 +60,13 @@ class NoteStore:
         return [Note(**r) for r in rows]
 
 
+    async def delete(self, user_id: str, note_id: int) -> Note | None:
+        row = await self.db.fetchrow(
+            "DELETE FROM notes WHERE user_id = $1 AND id = $2"
+            " RETURNING id, title, body, created_at", user_id, note_id)
+        return Note(**row) if row else None
+
+
 def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -123,3 +130,17 @@ async def search_notes(ctx: ToolExecutionContext, query: str, limit: int = 10) -
     if not notes:
         return f"No notes match {query!r}."
     return "\n".join(n.line(ctx.tz) for n in notes)
+
+
+@tool(progress="deleting the note")
+async def delete_note(ctx: ToolExecutionContext, note_id: int) -> str:
+    """Delete one of the user's notes for good, by its number (#12 -> 12). Look the number up
+    with list_notes or search_notes first.
+
+    Args:
+        note_id: The note's number.
+    """
+    note = await notes_of(ctx).delete(ctx.user_id, note_id)
+    if note is None:
+        raise ValueError(f"there is no note #{note_id}")
+    return f"Deleted note #{note.id} “{note.title}”."

@@ -22,6 +22,11 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore
     pair_sub.add_parser("list", help="requests waiting for approval")
     for action in ("approve", "deny"):
         pair_sub.add_parser(action, help=f"{action} a request").add_argument("code")
+    approvals = sub.add_parser("approvals", help="approval requests (pending and past)")
+    approvals_sub = approvals.add_subparsers(dest="action", required=True)
+    listing = approvals_sub.add_parser("list", help="newest first")
+    listing.add_argument("--user", help="user id, or channel:address")
+    listing.add_argument("--status", help="pending, executed, rejected, expired, failed...")
 
 
 async def run_admin(settings: Settings, args: argparse.Namespace,
@@ -32,6 +37,8 @@ async def run_admin(settings: Settings, args: argparse.Namespace,
     try:
         if args.command == "users":
             return await _users(app, args, say)
+        if args.command == "approvals":
+            return await _approvals(app, args, say)
         return await _pair(app, args, say)
     finally:
         await app.close()
@@ -108,4 +115,22 @@ async def _pair(app, args: argparse.Namespace, say: Callable[[str], None]) -> in
     await app.gateway.notify_user(user, "You're in! I'm your assistant now: ask me anything.",
                                   dedupe_key=f"paired:{code}")
     say(f"approved {code}: user {user.id}")
+    return 0
+
+
+async def _approvals(app, args: argparse.Namespace, say: Callable[[str], None]) -> int:  # type: ignore[no-untyped-def]
+    user_id = None
+    if args.user:
+        user = await _find_user(app, args.user)
+        if user is None:
+            say(f"no such user: {args.user}")
+            return 1
+        user_id = user.id
+    found = await app.approvals.store.list(user_id, args.status)
+    for a in found:
+        decided = f" by {a.decided_by}" if a.decided_by else ""
+        say(f"{a.created_at:%Y-%m-%d %H:%M}\t{a.user_id}\t{a.code}\t{a.status.value}{decided}"
+            f"\t{a.summary}" + (f"\t-> {a.result}" if a.result else ""))
+    if not found:
+        say("no approvals")
     return 0

@@ -51,7 +51,8 @@ class ApprovalLines:
 
 def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(summary, details) of a call, for the person deciding it."""
-    details = {k: v for k, v in arguments.items() if k != "task_instruction" and v is not None}
+    details = {k: v for k, v in arguments.items()
+               if k != "task_instruction" and v is not None and v != ""}
     shown = ", ".join(f"{k}: {_short(v)}" for k, v in details.items())
     return f"{tool.name.replace('_', ' ')}" + (f" ({shown})" if shown else ""), details
 
@@ -108,11 +109,13 @@ class ApprovalFlow:
             source="trigger" if trigger else "chat", trigger_task_id=trigger)
             for d in drafts]
 
-    def prompt_text(self, approvals: list[ApprovalRequest]) -> str:
-        """How the request reads in the history (the channel renders the buttons/choices)."""
-        listed = "\n".join(f"{i}. {a.summary} (code {a.code})"
-                           for i, a in enumerate(approvals, 1))
-        return f"{self.lines.intro}\n{listed}"
+    def prompt_text(self, approvals: list[ApprovalRequest], *, listed: bool = True) -> str:
+        """The intro, and with `listed` the requests themselves (for the history; channels
+        render them from the Reply's approvals)."""
+        if not listed:
+            return self.lines.intro
+        lines = "\n".join(f"{i}. {a.summary} (code {a.code})" for i, a in enumerate(approvals, 1))
+        return f"{self.lines.intro}\n{lines}"
 
     # --- 3. the next message decides -------------------------------------------------------
 

@@ -95,7 +95,7 @@ class ApprovalRequest:
 
 
 def render_console(approval: ApprovalRequest, position: int) -> str:
-    lines = [f"[{position}] {approval.summary}  (code {approval.code})"]
+    lines = [f"[{position}] {approval.summary} (code {approval.code})"]
     lines += [f"    {k}: {v}" for k, v in approval.details.items()]
     choices = "yes / no" + (" / or say what to change" if approval.allow_modification else "")
     lines.append(f"    Reply {position} yes or {position} no ({choices}).")

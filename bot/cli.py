@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
-        "chat": _chat, "doctor": _doctor, "users": run_admin, "pair": run_admin}
+        "chat": _chat, "doctor": _doctor, "users": run_admin, "pair": run_admin,
+        "approvals": run_admin}
     try:
         return asyncio.run(commands[args.command](settings, args))
     except ConfigError as err:

@@ -92,9 +92,10 @@ class Orchestrator:
         direct = await self._before_loop(ctx)
         if direct is not None:
             approvals = await self._open_approvals(ctx)
-            text = self._with_prompt(direct.text, approvals)
-            await self._persist(ctx, [{"role": "assistant", "content": text}])
-            return self._reply(ctx, text, approvals=approvals, stop_reason=direct.stop_reason)
+            stored = self._with_prompt(direct.text, approvals, listed=True)
+            await self._persist(ctx, [{"role": "assistant", "content": stored}])
+            return self._reply(ctx, self._with_prompt(direct.text, approvals),
+                               approvals=approvals, stop_reason=direct.stop_reason)
         await self._add_context_notes(ctx)
         try:
             result = await react_loop(self.loop_deps, ctx.system, ctx.history, ctx.tool_ctx,
@@ -111,11 +112,14 @@ class Orchestrator:
         approvals = await self._open_approvals(ctx, result)
         if approvals:
             asked = any(isinstance(p.pause, PausedTask) for p in result.pauses)
-            text = self._with_prompt(text if asked else "", approvals)
+            text = text if asked else ""
+            stored = {"role": "assistant",
+                      "content": self._with_prompt(text, approvals, listed=True)}
             if asked:
-                result.new_messages[-1] = {"role": "assistant", "content": text}
+                result.new_messages[-1] = stored
             else:
-                result.new_messages.append({"role": "assistant", "content": text})
+                result.new_messages.append(stored)
+            text = self._with_prompt(text, approvals)
         await self.post_process(ctx, result)
         return self._reply(ctx, text, approvals=approvals,
                            stop_reason=result.stop_reason.value)
@@ -142,10 +146,14 @@ class Orchestrator:
             return []
         return shown + await flow.open(ctx, drafts)
 
-    def _with_prompt(self, text: str, approvals: list[ApprovalRequest]) -> str:
+    def _with_prompt(self, text: str, approvals: list[ApprovalRequest], *,
+                     listed: bool = False) -> str:
+        """The reply's text when approvals wait: the intro (each channel renders the requests
+        its own way: buttons, numbered lines); `listed` for the history, which the LLM reads."""
         if not approvals or self.deps.approvals is None:
             return text
-        return "\n\n".join(t for t in (text, self.deps.approvals.prompt_text(approvals)) if t)
+        prompt = self.deps.approvals.prompt_text(approvals, listed=listed)
+        return "\n\n".join(t for t in (text, prompt) if t)
 
     def _reply(self, ctx: TurnContext, text: str, **fields: Any) -> Reply:
         return Reply("\n\n".join([*ctx.notices, text]), turn_id=ctx.turn_id, **fields)

@@ -1,0 +1,52 @@
+"""Kill -9 after the approval prompt went out; restart; approve: the action runs exactly once
+and the conversation continues."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+
+from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
+from tests.fakes.fake_openai import Reply, ToolCall
+
+
+async def test_approve_after_a_crash_runs_the_action_exactly_once(fake_llm, tmp_path):
+    log = tmp_path / "actions.jsonl"
+    registry = tmp_path / "risky.yaml"
+    registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [send_email]\n"
+                        f"    approval: always\n    settings: {{log: {log}}}\n")
+    env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m",
+                    VALET_AGENTS_FILES=str(registry))
+    fake_llm.script(Reply(tool_calls=[ToolCall("send_email", {
+        "to": "team@corp.example", "subject": "Q3"})]))
+    first = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "chat", "--pipe", env=env, cwd=ROOT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    assert first.stdin is not None and first.stdout is not None
+    first.stdin.write(b"email the team about Q3\n")
+    await first.stdin.drain()
+    shown = [await asyncio.wait_for(first.stdout.readline(), 30) for _ in range(2)]
+    assert shown[0] == b"Before I go ahead, I need your OK:\n"
+    assert b"send email (to: team@corp.example, subject: Q3)" in shown[1]
+    first.send_signal(signal.SIGKILL)  # the prompt is out; nobody has answered yet
+    await first.wait()
+    assert not log.exists()
+
+    fake_llm.script(Reply(content="Sent. Anything else?"))
+    code, out, err = await run_valet(["chat", "--pipe"], env, "yes\n")
+    assert code == 0, err
+    assert out == "Sent. Anything else?\n"
+    results = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[-1].startswith("Email sent to team@corp.example")
+
+    # Answering again, or restarting again, runs nothing more.
+    fake_llm.script(Reply(content="There's nothing waiting for your OK."))
+    code, out, _ = await run_valet(["chat", "--pipe"], env, "yes\n")
+    assert out == "There's nothing waiting for your OK.\n"
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(sent) == 1 and sent[0]["to"] == "team@corp.example"
+
+    code, out, _ = await run_valet(["approvals", "list"], env)
+    assert code == 0 and "executed" in out and "send email" in out
