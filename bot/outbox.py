@@ -158,10 +158,15 @@ class OutboxDeliverer:
 
     async def run(self) -> None:
         self._running = True
-        await self.store.abandon_stale(
-            self.clock.now() - timedelta(seconds=self.policy.stale_sending_seconds))
+        if self.store.db.dialect == "sqlite":
+            # The embedded database has one delivering process: whatever is `sending` at
+            # start-up was left by a crash. (Several processes share Postgres instead, where a
+            # claim is stale only after stale_sending_seconds.)
+            await self.store.abandon_stale(self.clock.now() + timedelta(seconds=1))
         while self._running:
             try:
+                await self.store.abandon_stale(
+                    self.clock.now() - timedelta(seconds=self.policy.stale_sending_seconds))
                 await self.deliver_due()
             except Exception:
                 log.exception("outbox delivery round failed; trying again")

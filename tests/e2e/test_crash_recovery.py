@@ -9,6 +9,7 @@ import sys
 
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.fakes.fake_openai import Hang, Reply
+from tests.fakes.fake_openai import Reply as LLMReply
 
 
 async def test_sigkill_mid_turn_then_restart_answers_once(fake_llm, tmp_path):
@@ -70,3 +71,25 @@ async def test_a_turn_written_before_the_crash_is_not_run_again(app_factory, fak
     assert sender.texts() == ["stored answer"]
     assert fake_llm.calls == 0
     assert await app.history.count("owner") == 2
+
+
+async def test_a_send_cut_short_by_a_crash_does_not_block_later_replies(app_factory,
+                                                                         fake_llm):
+    """A process died between claiming a reply and marking it sent: that reply's fate is
+    unknown (dead-lettered, never resent), and later replies to the address still go out."""
+    from tests.helpers import RecordingSender, incoming
+
+    app = await app_factory()
+    console = RecordingSender("console")
+    app.add_channel(console)
+    outbox = app.gateway.deps.outbox
+    stuck = await outbox.enqueue(app.db, dedupe_key="old", user_id="owner", channel="console",
+                                 address="local", text="cut short", at=app.clock.now())
+    assert await outbox.claim(stuck, app.clock.now())  # ...and then the process died
+    await app.start()
+    fake_llm.script(LLMReply(content="still here"))
+    await app.gateway.receive(incoming("hello?", channel="console", address="local"))
+    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    assert console.texts() == ["still here"]
+    [dead] = await outbox.list("dead")
+    assert "outcome unknown" in dead["last_error"]
