@@ -120,7 +120,7 @@ class App:
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
-            tool_stores=stores, tool_services={"pool": pool}, resume=resume,
+            tool_stores=stores, tool_services={"pool": pool, "users": users}, resume=resume,
             approvals=approvals, context_notes=[
                 approvals.context_note, resume.context_note, stores.plans.context_note]))
         identities = IdentityStore(db, users)

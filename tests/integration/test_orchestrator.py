@@ -96,3 +96,19 @@ async def test_stream_message_yields_progress_then_the_reply(app_factory, fake_l
     assert isinstance(items[-1], Reply) and items[-1].text == "4"
     names = [i.type.value for i in items if isinstance(i, LoopEvent)]
     assert "tool_call_start" in names and names[-1] == "execution_end"
+
+
+async def test_the_user_changes_their_timezone_by_saying_so(app_factory, fake_llm):
+    app = await app_factory()
+    owner = await app.ensure_owner()
+    fake_llm.script(
+        LLMReply(tool_calls=[ToolCall("set_my_timezone", {"timezone": "europe/lisbon"}),
+                             ToolCall("set_quiet_hours", {"start": "22:00", "end": "7:00"})]),
+        LLMReply(content="Done: Lisbon time, quiet 22:00-07:00."),
+        LLMReply(content="ok"))
+    await app.orchestrator.handle_message(inbound(owner.id, "I moved to Lisbon; no pings at night"))
+    user = await app.users.get(owner.id)
+    assert user.timezone == "Europe/Lisbon"
+    assert (user.quiet_hours_start, user.quiet_hours_end) == ("22:00", "07:00")
+    await app.orchestrator.handle_message(inbound(owner.id, "thanks"))
+    assert "Europe/Lisbon" in fake_llm.requests[-1]["messages"][0]["content"]

@@ -1,0 +1,72 @@
+"""The user's own settings, changed by saying so: timezone, quiet hours, preferred channel."""
+
+from __future__ import annotations
+
+import re
+
+from agents.tools.clock import resolve_zone
+from bot.tools import ToolExecutionContext, tool
+
+_HHMM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+CHANNELS = ("telegram", "sms", "console")
+
+
+def _users(ctx: ToolExecutionContext):  # type: ignore[no-untyped-def]
+    users = ctx.services.get("users")
+    if users is None:
+        raise RuntimeError("user settings are not available here")
+    return users
+
+
+@tool(progress="updating your timezone")
+async def set_my_timezone(ctx: ToolExecutionContext, timezone: str) -> str:
+    """Set the user's timezone when they say where they are or which zone they are in
+    ("I'm in Lisbon now", "use Pacific time"). Every time and reminder uses it from then on.
+
+    Args:
+        timezone: An IANA timezone name, e.g. "Europe/Lisbon" or "America/Los_Angeles".
+    """
+    zone = resolve_zone(timezone)
+    await _users(ctx).set_timezone(ctx.user_id, zone.key)
+    now = ctx.clock.now().astimezone(zone)
+    return f"Timezone set to {zone.key}; it is {now:%H:%M} there now."
+
+
+def _hhmm(value: str) -> str:
+    match = _HHMM.match(value.strip())
+    if not match:
+        raise ValueError(f"{value!r} is not a time like 22:00")
+    return f"{int(match.group(1)):02d}:{match.group(2)}"
+
+
+@tool(progress="updating your quiet hours")
+async def set_quiet_hours(ctx: ToolExecutionContext, start: str | None = None,
+                          end: str | None = None) -> str:
+    """Set (or clear, with no times) the hours when Valet sends no proactive messages, in the
+    user's timezone. Replies to their own messages are not affected.
+
+    Args:
+        start: When quiet time begins, "HH:MM" (24-hour), e.g. "22:00".
+        end: When it ends, "HH:MM", e.g. "07:00".
+    """
+    if not start and not end:
+        await _users(ctx).set_quiet_hours(ctx.user_id, None, None)
+        return "Quiet hours cleared."
+    if not (start and end):
+        raise ValueError("give both a start and an end time, or neither to clear them")
+    first, last = _hhmm(start), _hhmm(end)
+    await _users(ctx).set_quiet_hours(ctx.user_id, first, last)
+    return f"Quiet hours set: {first}-{last} ({ctx.timezone})."
+
+
+@tool(progress="updating where I reach you")
+async def set_preferred_channel(ctx: ToolExecutionContext, channel: str) -> str:
+    """Set where proactive messages (reminders, summaries) reach the user.
+
+    Args:
+        channel: "telegram", "sms" or "console".
+    """
+    if channel not in CHANNELS:
+        raise ValueError(f"unknown channel {channel!r}; one of {', '.join(CHANNELS)}")
+    await _users(ctx).set_preferred_channel(ctx.user_id, channel)
+    return f"I'll reach you on {channel} for reminders and summaries."
