@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.approval_replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
@@ -149,7 +149,7 @@ class ApprovalFlow:
         approval = await self.store.get(ctx.msg.button.approval_id)
         if approval is None:
             return Answered("I don't know that request.", WAITING)
-        if approval.user_id != ctx.user.id:
+        if approval.user_id != ctx.user.id and not ctx.user.is_owner:
             return Answered("That request isn't yours to decide.", WAITING)
         if approval.status is not ApprovalStatus.PENDING or approval.expires_at <= \
                 self.clock.now():
@@ -170,8 +170,11 @@ class ApprovalFlow:
         joined = 0
         for decision in decisions:
             approval = await self.store.get(decision.approval_id)
-            if approval is None or approval.user_id != ctx.user.id:
+            if approval is None or (approval.user_id != ctx.user.id and not ctx.user.is_owner):
                 said.append("That request isn't yours to decide.")
+                continue
+            if approval.user_id != ctx.user.id:
+                said.append(await self._decide_for_someone_else(ctx, approval, decision, by))
                 continue
             if decision.verdict is Verdict.EDIT:
                 outcome = await self._edit(ctx, approval, decision.changes, by)
@@ -202,13 +205,32 @@ class ApprovalFlow:
             return Answered("\n".join(said), WAITING)
         return Answered("\n".join(said) or "Nothing was waiting for that.", WAITING)
 
+    async def _decide_for_someone_else(self, ctx: TurnContext, approval: ApprovalRequest,
+                                       decision: Decision, by: str) -> str:
+        """The owner decides another user's request: it runs as that user, and its outcome
+        reaches their conversation with their next message (it stays unreported here)."""
+        if decision.verdict is Verdict.EDIT:
+            return "Only the person who asked can change their request; approve or cancel it."
+        status = ApprovalStatus.APPROVED if decision.verdict is Verdict.APPROVE \
+            else ApprovalStatus.REJECTED
+        if not await self.store.decide(approval.id, status, by=by, at=self.clock.now()):
+            current = await self.store.get(approval.id)
+            return f"“{approval.summary}” was already {_state(current or approval)}."
+        if status is ApprovalStatus.REJECTED:
+            await self.store.finish_rejected(approval.id, CANCELLED)
+            return f"Cancelled “{approval.summary}” for {approval.user_id}."
+        theirs = replace(ctx.tool_ctx, user_id=approval.user_id)
+        content = await self._execute(ctx, approval, theirs)
+        return f"Approved “{approval.summary}” for {approval.user_id}: {content}"
+
     async def _join(self, ctx: TurnContext, approval: ApprovalRequest,
                     arguments: dict[str, Any], content: str) -> None:
         join_call(ctx, f"call_approval_{uuid.uuid4().hex[:16]}", approval.tool_name, arguments,
                   content)
         ctx.settled.append(approval.id)
 
-    async def _execute(self, ctx: TurnContext, approval: ApprovalRequest) -> str:
+    async def _execute(self, ctx: TurnContext, approval: ApprovalRequest,
+                       tool_ctx: ToolExecutionContext | None = None) -> str:
         """Run the stored call once: whoever wins approved -> executing runs it."""
         now = self.clock.now()
         if not await self.store.begin_execution(approval.id, now):
@@ -223,7 +245,7 @@ class ApprovalFlow:
             return f"Not run: {problem}."
         assert tool is not None
         # The approval id is the action's idempotency key (ctx.call_id).
-        call_ctx = ctx.tool_ctx.for_call(approval.id)
+        call_ctx = (tool_ctx or ctx.tool_ctx).for_call(approval.id)
         try:
             async with asyncio.timeout(self.agent_timeout if tool.is_agent
                                        else self.tool_timeout):
@@ -322,6 +344,10 @@ class ApprovalFlow:
     async def sweep(self) -> list[tuple[ApprovalRequest, str]]:
         """Expire what is past its time; returns (approval, what to tell its owner)."""
         return [(a, self._expired_line(a)) for a in await self.store.expire_due(self.clock.now())]
+
+    async def list_pending_approvals(self, user_id: str) -> list[ApprovalRequest]:
+        """What waits for this user's OK now, chat and trigger requests alike."""
+        return await self.store.pending(user_id, self.clock.now())
 
     def listing(self, pending: list[ApprovalRequest]) -> str:
         if not pending:

@@ -177,6 +177,11 @@ class ApprovalStore:
             approval_id, status.value, by, at)
         return changed == 1
 
+    async def finish_rejected(self, approval_id: str, result: str) -> None:
+        """Record what the requester's conversation should hear of a rejection."""
+        await self.db.execute("UPDATE approvals SET result = $2 WHERE id = $1"
+                              " AND status = 'rejected'", approval_id, result)
+
     async def begin_execution(self, approval_id: str, at: datetime) -> bool:
         """approved -> executing: whoever wins this runs the action; nobody else ever will."""
         return await self.db.execute(

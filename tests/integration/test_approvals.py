@@ -296,3 +296,20 @@ async def test_a_builtin_delete_needs_approval(app_factory, fake_llm, tmp_path):
     fake_llm.script(LLMReply(content="Deleted."))
     await say(app, me, "yes")
     assert await app.orchestrator.deps.tool_stores.notes.recent(me) == []
+
+
+async def test_the_owner_can_decide_someone_elses_request_and_they_hear_of_it(
+        app_factory, fake_llm, tmp_path):
+    app, owner = await start(app_factory, tmp_path)
+    await app.users.ensure("kim", at=app.clock.now())
+    [approval] = (await ask_for_email(app, "kim", fake_llm)).approvals
+    reply = await say(app, owner, button=ButtonPress(approval.id, "approve"))
+    assert reply.text.startswith("Approved “send email") and "for kim" in reply.text
+    assert len(risky_tools.SENT) == 1
+    assert risky_tools.SENT[0]["idempotency_key"] == approval.id
+    # Kim's conversation gets the outcome as the call's result with her next message.
+    fake_llm.script(LLMReply(content="Your email went out."))
+    assert (await say(app, "kim", "did it go?")).text == "Your email went out."
+    assert "Email sent to team@corp.example" in tool_results(fake_llm.requests[-1])[-1]
+    assert_closed(await app.history.load("kim"))
+    assert await app.approvals.list_pending_approvals("kim") == []
