@@ -51,6 +51,8 @@ class ConsoleChannel:
             if message.payload.get("approvals"):
                 record["approvals"] = message.payload["approvals"]
             self.out.write(json.dumps(record) + "\n")
+        elif self.show_progress:  # a person at the terminal: mark who is speaking
+            self.out.write(f"valet › {render(message)}\n\n")
         else:
             self.out.write(render(message) + "\n")
         self.out.flush()
