@@ -49,9 +49,10 @@ def _check(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 class _Queries:
-    """The four query methods over one connection (a transaction's)."""
+    """The four query methods over a transaction's connection, or over the pool (which has
+    the same methods: each statement then borrows a connection for itself)."""
 
-    def __init__(self, conn: asyncpg.Connection) -> None:
+    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool) -> None:
         self._conn = conn
 
     async def execute(self, sql: str, *args: Any) -> int:
@@ -68,10 +69,11 @@ class _Queries:
         return await self._conn.fetchval(sql, *_check(args))
 
 
-class PostgresDatabase:
+class PostgresDatabase(_Queries):
     dialect = "postgres"
 
     def __init__(self, pool: asyncpg.Pool) -> None:
+        super().__init__(pool)
         self._pool = pool
 
     @classmethod
@@ -85,20 +87,6 @@ class PostgresDatabase:
         pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size, reset=_keep_session,
                                          server_settings={"timezone": "UTC"})
         return cls(pool)
-
-    # Outside a transaction each statement borrows a pool connection for itself.
-    async def execute(self, sql: str, *args: Any) -> int:
-        return rowcount(await self._pool.execute(sql, *_check(args)))
-
-    async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        return [dict(r) for r in await self._pool.fetch(sql, *_check(args))]
-
-    async def fetchrow(self, sql: str, *args: Any) -> Row | None:
-        record = await self._pool.fetchrow(sql, *_check(args))
-        return dict(record) if record is not None else None
-
-    async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self._pool.fetchval(sql, *_check(args))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Queries]:
