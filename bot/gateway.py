@@ -245,6 +245,6 @@ class Gateway:
 def reply_payload(reply: Reply) -> dict[str, Any] | None:
     if not reply.approvals:
         return None
-    return {"approvals": [a.to_payload() if hasattr(a, "to_payload") else {"text": str(a)}
-                          for a in reply.approvals]}
+    return {"approvals": [a.to_payload(i) if hasattr(a, "to_payload") else {"text": str(a)}
+                          for i, a in enumerate(reply.approvals, 1)]}
 

@@ -117,3 +117,13 @@ async def test_a_sentence_that_starts_with_an_answer_answers_one_pending():
     assert (await parse_reply("no worries, what's on tomorrow?", [EMAIL, FLIGHT])).clarify
     assert (await parse_reply("I said no to coffee today", [EMAIL])).unrelated
     assert (await parse_reply("let's go to the store", [EMAIL])).unrelated
+
+
+def test_several_approvals_are_rendered_with_their_own_numbers():
+    from bot.envelopes import Reply
+    from bot.gateway import reply_payload
+
+    payload = reply_payload(Reply("Before I go ahead, I need your OK:", approvals=[EMAIL, FLIGHT]))
+    rendered = [a["console"].splitlines()[0] for a in payload["approvals"]]
+    assert rendered[0].startswith("[1] Send email") and rendered[1].startswith("[2] Book flight")
+    assert [a["position"] for a in payload["approvals"]] == [1, 2]
