@@ -193,7 +193,7 @@ class ApprovalFlow:
                 continue
             content = await self._execute(ctx, approval) if status is \
                 ApprovalStatus.APPROVED else CANCELLED
-            await self._join(ctx, approval, approval.arguments, content)
+            self._join(ctx, approval, approval.arguments, content)
             joined += 1
         if joined:
             ctx.notices.extend(said)
@@ -223,7 +223,7 @@ class ApprovalFlow:
         content = await self._execute(ctx, approval, theirs)
         return f"Approved “{approval.summary}” for {approval.user_id}: {content}"
 
-    async def _join(self, ctx: TurnContext, approval: ApprovalRequest,
+    def _join(self, ctx: TurnContext, approval: ApprovalRequest,
                     arguments: dict[str, Any], content: str) -> None:
         join_call(ctx, f"call_approval_{uuid.uuid4().hex[:16]}", approval.tool_name, arguments,
                   content)
@@ -288,7 +288,7 @@ class ApprovalFlow:
         if self.confirm_edits:
             return edited
         await self.store.decide(edited.id, ApprovalStatus.APPROVED, by=by, at=now)
-        await self._join(ctx, edited, arguments, await self._execute(ctx, edited))
+        self._join(ctx, edited, arguments, await self._execute(ctx, edited))
         return None
 
     async def _rewrite(self, tool: Tool, approval: ApprovalRequest, changes: str
@@ -323,8 +323,7 @@ class ApprovalFlow:
         """Approvals settled outside this turn (expired, or finished in a turn that was cut
         short) join it as the calls' outcomes, once. The user hears of an expiry here unless
         the sweeper told them already."""
-        expired_now = {a.id for a in await self.store.expire_due(self.clock.now())
-                       if a.user_id == ctx.user.id}
+        expired_now = {a.id for a in await self.store.expire_due(self.clock.now(), ctx.user.id)}
         for approval in await self.store.unreported(ctx.user.id):
             if approval.status is ApprovalStatus.EXPIRED:
                 content = (f"Not run: the user did not approve “{approval.summary}” in time; "
@@ -333,7 +332,7 @@ class ApprovalFlow:
                     ctx.notices.append(self._expired_line(approval))
             else:
                 content = approval.result or f"Request {_state(approval)}."
-            await self._join(ctx, approval, approval.arguments, content)
+            self._join(ctx, approval, approval.arguments, content)
 
     def _expired_line(self, approval: ApprovalRequest) -> str:
         minutes = int((approval.expires_at - approval.created_at).total_seconds() // 60)

@@ -195,11 +195,13 @@ class ApprovalStore:
             approval_id, (ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED).value,
             result)
 
-    async def expire_due(self, at: datetime) -> list[ApprovalRequest]:
-        """pending -> expired for every approval past its time; returns the ones this call
-        expired (each exactly once, whoever else is sweeping)."""
+    async def expire_due(self, at: datetime, user_id: str | None = None
+                         ) -> list[ApprovalRequest]:
+        """pending -> expired for every approval past its time (one user's, or everyone's);
+        returns the ones this call expired (each exactly once, whoever else is sweeping)."""
         rows = await self.db.fetch(
-            "SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= $1", at)
+            "SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= $1"
+            " AND ($2 = '' OR user_id = $2)", at, user_id or "")
         expired = []
         for row in rows:
             changed = await self.db.execute(

@@ -29,5 +29,7 @@ CREATE TABLE approvals (
     reported INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX approvals_by_user ON approvals (user_id, status, created_at);
+-- The expiry sweep looks across users.
+CREATE INDEX approvals_expiring ON approvals (status, expires_at);
 -- The short code a person types on SMS is unique among their pending approvals.
 CREATE UNIQUE INDEX approvals_pending_code ON approvals (user_id, code) WHERE status = 'pending';
