@@ -18,10 +18,10 @@ from typing import Any
 import pydantic
 
 from agents.base import AgentResult, AgentStatus, InputField, StandardAgent
-from bot.approval_flow import waiting_result
-from bot.approvals import ApprovalDraft
-from bot.pool import PausedTask
-from bot.resume import Fit, Resumed, Verdict
+from bot.approvals.flow import waiting_result
+from bot.approvals.model import ApprovalDraft
+from bot.tasks.model import PausedTask
+from bot.tasks.resume import Fit, Resumed, Verdict
 from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolStatus, render_result
 
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ def _waiting(spec: AgentSpec, agent: StandardAgent, question: str, *, asking: st
 
 
 class AgentTasks:
-    """Restores and continues paused agents and `ask_user` questions (bot.resume's
+    """Restores and continues paused agents and `ask_user` questions (bot.tasks.resume's
     TaskHandler)."""
 
     def __init__(self, agents: Mapping[str, AgentSpec]) -> None:

@@ -14,26 +14,26 @@ import aiohttp
 
 from agents.registry import Registry, load_registry, registry_paths
 from agents.stores import AgentStores
-from bot.access import AccessControl
-from bot.approval_flow import ApprovalFlow, ApprovalLines
-from bot.approvals import ApprovalStore
+from bot.approvals.flow import ApprovalFlow, ApprovalLines
+from bot.approvals.store import ApprovalStore
 from bot.clock import Clock, SystemClock
 from bot.config import ConfigError, Settings
 from bot.db import Database, connect
-from bot.gateway import Gateway, GatewayDeps
-from bot.identity import IdentityStore
-from bot.inbox import InboxStore
+from bot.gateway.access import AccessControl
+from bot.gateway.gateway import Gateway, GatewayDeps
+from bot.gateway.identity import IdentityStore
+from bot.gateway.inbox import InboxStore
+from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
+from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
+from bot.gateway.ratelimit import SlidingWindowLimiter
+from bot.gateway.users import User, UserStore
 from bot.llm import LLM, OpenAILLM
-from bot.memory import HistoryStore
+from bot.memory.history import HistoryStore
 from bot.orchestrator import Orchestrator, OrchestratorDeps
-from bot.outbox import ChannelSender, OutboxDeliverer, OutboxStore
-from bot.pool import AgentPool
-from bot.ratelimit import SlidingWindowLimiter
-from bot.resume import Resumer, TaskLines
+from bot.tasks.pool import AgentPool
+from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
-from bot.userlocks import LocalUserLocks, RedisUserLocks, UserLocks
-from bot.users import User, UserStore
 from persona import Persona, load_persona
 
 log = logging.getLogger(__name__)
@@ -61,10 +61,6 @@ def build_agents(settings: Settings) -> Registry:
     paths = registry_paths(settings.agents.registries, settings.config_dir())
     return load_registry(paths, settings.tools)
 
-
-def build_registry(settings: Settings) -> ToolRegistry:
-    """The tools and Agent-Tools the LLM sees."""
-    return build_agents(settings).tools
 
 
 @dataclass

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pydantic
 import yaml
 
-from bot.access import AccessSettings
+from bot.gateway.access import AccessSettings
 from bot.loop import ReactLoopConfig
 
 

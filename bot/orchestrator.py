@@ -10,11 +10,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.approval_flow import ApprovalFlow
-from bot.approvals import ApprovalDraft, ApprovalRequest
+from bot.approvals.flow import ApprovalFlow
+from bot.approvals.model import ApprovalDraft, ApprovalRequest
 from bot.clock import Clock
 from bot.context import ContextManager
 from bot.envelopes import Inbound, Reply
+from bot.gateway.ratelimit import SlidingWindowLimiter
+from bot.gateway.users import User, UserStore
 from bot.llm import LLM, LLMError
 from bot.loop import (
     EventSink,
@@ -25,13 +27,11 @@ from bot.loop import (
     ReactLoopResult,
     react_loop,
 )
-from bot.memory import HistoryStore
-from bot.pool import PausedTask
-from bot.ratelimit import SlidingWindowLimiter
-from bot.resume import Answered, Resumer
+from bot.memory.history import HistoryStore
+from bot.tasks.model import PausedTask
+from bot.tasks.resume import Answered, Resumer
 from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
-from bot.users import User, UserStore
 from persona import Persona
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class TurnContext:
     history: list[Message]  # stored history followed by this turn's incoming message
     incoming: list[Message]
     tool_ctx: ToolExecutionContext
-    notices: list[str] = field(default_factory=list)  # said before the reply (bot.resume)
+    notices: list[str] = field(default_factory=list)  # said before the reply (bot.tasks.resume)
     # Approvals to show at the end of the turn (drafts from a resumed task, edited requests).
     drafts: list[Any] = field(default_factory=list)
     # Approvals whose outcome joined this turn: marked reported once the turn is written.

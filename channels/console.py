@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import IO, Any, Protocol
 
 from bot.envelopes import IncomingMessage
+from bot.gateway.outbox import OutboundMessage
 from bot.loop import EventType, LoopEvent
-from bot.outbox import OutboundMessage
 
 QUIT_WORDS = {"/quit", "/exit"}
 ADDRESS = "local"

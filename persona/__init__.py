@@ -26,7 +26,7 @@ class _Lines(pydantic.BaseModel):
     no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
     cancelled: str = "Okay, I stopped."
-    # About tasks waiting for the user's answer (bot.resume); {task} is "note", "reminder"...,
+    # About tasks waiting for the user's answer (bot.tasks.resume); {task} is "note", "reminder"...,
     # {question} what was asked, {limit} how many may wait at once.
     approval_intro: str = "Before I go ahead, I need your OK:"
     approval_expired: str = ("“{summary}” waited {minutes} minutes for your OK, so I didn't "

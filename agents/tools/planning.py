@@ -12,7 +12,7 @@ from typing import Any, Literal
 import pydantic
 
 from bot.db import Database
-from bot.pool import PausedTask
+from bot.tasks.model import PausedTask
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, tool
 
 STATUS_MARK = {"pending": "[ ]", "in_progress": "[in progress]", "completed": "[done]"}

@@ -15,10 +15,10 @@ import tempfile
 import time
 from datetime import UTC, datetime
 
-from bot.access import AccessSettings, ChannelAccess
 from bot.app import App
 from bot.config import load_settings
 from bot.envelopes import IncomingMessage
+from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.llm import LLMResponse, TokenUsage
 from tests.bench.stats import line, pct
 from tests.servers import ThrowawayPostgres, find_pg_bin

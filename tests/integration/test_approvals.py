@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.approvals import ApprovalStatus
+from bot.approvals.model import ApprovalStatus
 from bot.config import AgentsSettings, ApprovalSettings
 from bot.envelopes import ButtonPress, Inbound
 from tests.fakes import risky_tools

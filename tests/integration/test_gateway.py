@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from bot.access import AccessSettings, ChannelAccess
-from bot.gateway import ReceiveResult
-from bot.outbox import PermanentSendError, TransientSendError
+from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.gateway.gateway import ReceiveResult
+from bot.gateway.outbox import PermanentSendError, TransientSendError
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 
@@ -222,7 +222,7 @@ async def test_transient_send_failures_are_retried_and_permanent_ones_dead_lette
 
 
 async def test_two_deliverers_racing_send_each_message_once(gateway_app):
-    from bot.outbox import OutboxDeliverer
+    from bot.gateway.outbox import OutboxDeliverer
 
     app, _ = await gateway_app()
     slow = RecordingSender("slow")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.access import AccessSettings, ChannelAccess
+from bot.gateway.access import AccessSettings, ChannelAccess
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 

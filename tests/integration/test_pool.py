@@ -8,8 +8,9 @@ from agents.notes import NoteStore
 from agents.reminders import ReminderStore
 from agents.tools.planning import PlanStep, PlanStore
 from bot.clock import FakeClock
-from bot.pool import AgentPool, PausedTask
-from bot.users import UserStore
+from bot.gateway.users import UserStore
+from bot.tasks.model import PausedTask
+from bot.tasks.pool import AgentPool
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from agents.base import AgentStatus, InputField, StandardAgent
 from agents.runtime import APPROVAL_MARK, AgentSpec, agent_tool
 from bot.clock import FakeClock
 from bot.llm import ToolCall
-from bot.pool import PausedTask
+from bot.tasks.model import PausedTask
 from bot.tools import ToolExecutionContext, ToolRegistry, ToolStatus, run_tool_call
 from tests.fakes.sample_agents import EmailAgent, TicketAgentV1, TicketAgentV2
 
@@ -117,7 +117,7 @@ async def test_agent_policy_asks_for_confirmation_only_when_the_agent_says_so():
     outcome = await call(spec(EmailAgent), to="ann@elsewhere.org", subject="Hi")
     assert outcome.status is ToolStatus.WAITING
     assert outcome.result_status == "WAITING_FOR_APPROVAL"
-    # An approval draft bound to exactly these values (bot.approval_flow makes it durable).
+    # An approval draft bound to exactly these values (bot.approvals.flow makes it durable).
     assert outcome.pause.is_approval
     assert outcome.pause.summary == "Email (to: ann@elsewhere.org, subject: Hi)"
     assert outcome.pause.arguments == {"to": "ann@elsewhere.org", "subject": "Hi"}

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.approval_replies import Verdict, interpret_prompt, parse_reply
-from bot.approvals import ApprovalRequest, args_hash
+from bot.approvals.model import ApprovalRequest, args_hash
+from bot.approvals.replies import Verdict, interpret_prompt, parse_reply
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
@@ -121,7 +121,7 @@ async def test_a_sentence_that_starts_with_an_answer_answers_one_pending():
 
 def test_several_approvals_are_rendered_with_their_own_numbers():
     from bot.envelopes import Reply
-    from bot.gateway import reply_payload
+    from bot.gateway.gateway import reply_payload
 
     payload = reply_payload(Reply("Before I go ahead, I need your OK:", approvals=[EMAIL, FLIGHT]))
     rendered = [a["console"].splitlines()[0] for a in payload["approvals"]]

@@ -20,11 +20,12 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bot.approval_replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
-from bot.approvals import ApprovalDraft, ApprovalRequest, ApprovalStatus, ApprovalStore
+from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus
+from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
+from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
 from bot.llm import LLM, LLMError, ToolCall
-from bot.resume import Answered, fill, join_call
+from bot.tasks.resume import Answered, fill, join_call
 from bot.tools import (
     Tool,
     ToolExecutionContext,

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from bot.approvals import ApprovalRequest
+from bot.approvals.model import ApprovalRequest
 
 
 class Verdict(Enum):

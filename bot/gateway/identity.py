@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.db import Database
-from bot.users import User, UserStore
+from bot.gateway.users import User, UserStore
 
 # No 0/O, 1/I/L: codes are read aloud and typed on phones.
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"

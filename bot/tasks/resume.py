@@ -1,4 +1,4 @@
-"""Step 1 of handle_message: a task waiting for this user (bot.pool) gets the message first.
+"""Step 1 of handle_message: a task waiting for this user (bot.tasks.pool) gets the message first.
 
 - "cancel", "never mind", "/cancel" (alone) cancel the most recently asked task.
 - The reply answers a waiting question -> the task resumes. Finished: its result joins the
@@ -26,10 +26,11 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.approvals import ApprovalDraft
+from bot.approvals.model import ApprovalDraft
 from bot.llm import LLM, LLMError
 from bot.loop import ReactLoopResult
-from bot.pool import AgentPool, PausedTask, PoolNotice
+from bot.tasks.model import PausedTask, PoolNotice
+from bot.tasks.pool import AgentPool
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ class Resumer:
             return Answered(outcome.pause.question, WAITING)
         if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, ApprovalDraft):
             # Every field is in and the action needs the user's OK: the call joins the turn
-            # with its "waiting" result, and the approval is shown (bot.approval_flow).
+            # with its "waiting" result, and the approval is shown (bot.approvals.flow).
             join_call(ctx, call_id, task.name, resumed.arguments, outcome.content)
             ctx.drafts.append(replace(outcome.pause, call_id=call_id))
             return Answered("", WAITING)

@@ -14,18 +14,18 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from bot.access import AccessControl, Admission
 from bot.clock import Clock
 from bot.db import Database, Queries
 from bot.envelopes import Inbound, IncomingMessage, Reply
-from bot.gateway_commands import GatewayCommands
-from bot.identity import IdentityStore
-from bot.inbox import InboxRow, InboxStore
+from bot.gateway.access import AccessControl, Admission
+from bot.gateway.commands import GatewayCommands
+from bot.gateway.identity import IdentityStore
+from bot.gateway.inbox import InboxRow, InboxStore
+from bot.gateway.locks import UserLocks
+from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
+from bot.gateway.users import User, UserStore
 from bot.loop import LoopEvent
-from bot.memory import HistoryStore
-from bot.outbox import ChannelSender, OutboxDeliverer, OutboxStore
-from bot.userlocks import UserLocks
-from bot.users import User, UserStore
+from bot.memory.history import HistoryStore
 
 log = logging.getLogger(__name__)
 

@@ -13,47 +13,13 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from bot.clock import Clock
 from bot.db import Database, Row
+from bot.tasks.model import PausedTask, PoolNotice
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PausedTask:
-    """One waiting task. Made by an Agent-Tool (or `ask_user`) as its outcome's `pause`."""
-
-    kind: str  # "agent" or "ask_user"
-    name: str  # the tool name the LLM called
-    status: str  # "WAITING_FOR_INPUT" or "WAITING_FOR_APPROVAL"
-    question: str  # what the user was asked, word for word
-    label: str = "task"  # how the user hears about it: "note", "reminder"
-    call_id: str = ""  # the tool call that paused (it got a "waiting" result)
-    schema_version: str = ""
-    fields: dict[str, Any] = field(default_factory=dict)  # collected so far (JSON data)
-    state: dict[str, Any] = field(default_factory=dict)  # anything else to resume with
-    id: str = ""
-    user_id: str = ""
-    position: int = 0  # order among the tasks paused in the same turn
-    created_at: datetime | None = None
-    asked_at: datetime | None = None
-    expires_at: datetime | None = None
-    # Read by the loop (pending approvals): a task's own yes/no is not an ApprovalRequest.
-    is_approval: bool = False
-
-
-@dataclass(frozen=True)
-class PoolNotice:
-    """Something the pool did that the user must hear about."""
-
-    user_id: str
-    task: PausedTask
-    reason: str  # "expired", "evicted" (over the per-user limit), "dropped" (cannot restore)
-    detail: str = ""
 
 
 class AgentPool:
@@ -182,7 +148,3 @@ def _task(row: Row) -> PausedTask:
         fields=json.loads(row["fields"]), state=json.loads(row["state"]), id=row["id"],
         user_id=row["user_id"], position=row["position"], created_at=row["created_at"],
         asked_at=row["asked_at"], expires_at=row["expires_at"])
-
-
-def copy_task(task: PausedTask, **changes: Any) -> PausedTask:
-    return replace(task, fields=dict(task.fields), state=dict(task.state), **changes)

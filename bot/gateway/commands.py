@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.access import AccessControl
 from bot.clock import Clock
 from bot.envelopes import Reply
-from bot.identity import IdentityStore
-from bot.inbox import InboxRow
-from bot.users import User, UserStore
+from bot.gateway.access import AccessControl
+from bot.gateway.identity import IdentityStore
+from bot.gateway.inbox import InboxRow
+from bot.gateway.users import User, UserStore
 
 Notify = Callable[..., Awaitable[Any]]
 

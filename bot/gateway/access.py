@@ -15,8 +15,8 @@ from typing import Literal
 import pydantic
 
 from bot.db import Database, Row
-from bot.identity import IdentityStore, new_code
-from bot.users import User
+from bot.gateway.identity import IdentityStore, new_code
+from bot.gateway.users import User
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,98 @@
+"""The approval model: a risky action waiting for its owner's word, and its states.
+
+An approval is bound to its user, its tool call and the exact arguments (and their hash): on
+approval the stored arguments run, never regenerated ones; an edit is a new approval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+OPTIONS = ("approve", "edit", "cancel")
+
+
+class ApprovalStatus(Enum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"  # an edit replaced it with a new approval
+    EXECUTING = "executing"
+    EXECUTED = "executed"
+    FAILED = "failed"
+
+
+def _ordered_id() -> str:
+    """Unique, and sorting by it keeps creation order (approvals of one turn share a time)."""
+    return f"{time.time_ns():016x}{secrets.token_hex(8)}"
+
+
+def args_hash(arguments: dict[str, Any]) -> str:
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApprovalDraft:
+    """What a gated call (or an agent at its approval point) leaves as its outcome's `pause`;
+    the orchestrator turns it into a durable ApprovalRequest when the turn is written."""
+
+    tool_name: str
+    call_id: str
+    arguments: dict[str, Any]
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+    allow_modification: bool = True
+    is_approval: bool = True  # read by the loop: this pause waits for an approval
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    id: str
+    code: str
+    user_id: str
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    args_hash: str
+    summary: str
+    details: dict[str, Any]
+    expires_at: datetime
+    created_at: datetime
+    status: ApprovalStatus = ApprovalStatus.PENDING
+    options: tuple[str, ...] = OPTIONS
+    allow_modification: bool = True
+    task_id: str | None = None  # the paused task (agent) it belongs to
+    source: str = "chat"  # or "trigger"
+    trigger_task_id: str | None = None
+    replaces: str | None = None
+    turn_id: str | None = None
+    decided_by: str | None = None
+    result: str | None = None
+    is_approval: bool = field(default=True, repr=False)  # read by the loop
+
+    def intact(self) -> bool:
+        """The arguments are the ones that were approved (fail closed on tampering)."""
+        return args_hash(self.arguments) == self.args_hash
+
+    def to_payload(self, position: int = 1) -> dict[str, Any]:
+        """What channels render: Telegram buttons carry the id, SMS shows the code."""
+        return {"id": self.id, "code": self.code, "summary": self.summary,
+                "details": self.details, "options": list(self.options),
+                "position": position, "expires_at": self.expires_at.isoformat(),
+                "console": render_console(self, position)}
+
+
+def render_console(approval: ApprovalRequest, position: int) -> str:
+    lines = [f"[{position}] {approval.summary} (code {approval.code})"]
+    lines += [f"    {k}: {v}" for k, v in approval.details.items()]
+    choices = "yes / no" + (" / or say what to change" if approval.allow_modification else "")
+    lines.append(f"    Reply {position} yes or {position} no ({choices}).")
+    return "\n".join(lines)
