@@ -1,10 +1,32 @@
-"""What travels between channels and the core: `Inbound` in, `Reply` out."""
+"""What travels between channels and the core: `IncomingMessage` and `Inbound` in, `Reply` and
+`OutboundMessage` out, the typed approval prompt, the loop's progress events, and the
+`TurnStop` that says how a turn ended. Nothing here imports the core: a channel adapter
+depends on this module and `bot.channel`, never on the loop or the orchestrator."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any
+
+
+class TurnStop(Enum):
+    """How a turn ended: the loop's stop reasons and the ways a turn ends without it."""
+
+    FINAL_ANSWER = "final_answer"
+    WAITING_FOR_USER = "waiting_for_user"  # a question or an approval waits for the person
+    MAX_TURNS = "max_turns"
+    DEADLINE = "deadline"
+    REPEAT_GUARD = "repeat_guard"
+    CONTEXT_OVERFLOW = "context_overflow"
+    CANCELLED = "cancelled"  # the person stopped the turn or cancelled their waiting task
+    COMMAND = "command"  # answered without the LLM (a slash command, a listing)
+    BLOCKED = "blocked"
+    RATE_LIMITED = "rate_limited"
+    LLM_ERROR = "llm_error"  # the LLM could not be used; the person was told why
+    FAILED = "failed"  # the turn crashed repeatedly; the person was told
 
 
 @dataclass(frozen=True)
@@ -13,6 +35,8 @@ class ButtonPress:
 
     approval_id: str
     option: str
+    # The channel's handle for answering the press (Telegram callback query id), if any.
+    answer_ref: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,11 +66,100 @@ class Inbound:
     turn_id: str | None = None
 
 
+@dataclass(frozen=True)
+class ApprovalPrompt:
+    """One approval request as a channel shows it: each adapter renders it its own way
+    (Telegram: buttons whose data carries `id`; SMS: "reply 1" or the code; console: lines)."""
+
+    id: str
+    code: str  # the short code a person can type ("YES 4821")
+    position: int  # 1, 2... among the requests shown together (and in /pending)
+    summary: str  # what will happen, naming its object: "Delete the note “Dentist”"
+    details: tuple[tuple[str, str], ...] = ()  # every argument the action receives
+    options: tuple[str, ...] = ("approve", "edit", "cancel")
+    allow_modification: bool = True
+    expires_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["expires_at"] = self.expires_at.isoformat() if self.expires_at else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ApprovalPrompt:
+        expires = data.get("expires_at")
+        return cls(id=data["id"], code=data["code"], position=int(data["position"]),
+                   summary=data["summary"],
+                   details=tuple((str(k), str(v)) for k, v in data.get("details") or ()),
+                   options=tuple(data.get("options") or ()),
+                   allow_modification=bool(data.get("allow_modification", True)),
+                   expires_at=datetime.fromisoformat(expires) if expires else None)
+
+
 @dataclass
 class Reply:
     text: str
-    approvals: list[Any] = field(default_factory=list)
-    stop_reason: str | None = None
+    prompts: tuple[ApprovalPrompt, ...] = ()
+    stop: TurnStop | None = None
     turn_id: str | None = None
-    # True when nothing should be sent at all (e.g. a duplicate delivery).
+    # True when nothing should be sent at all (e.g. a blocked sender).
     silent: bool = False
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    """One row of the outbox, as a channel adapter receives it to send."""
+
+    id: int
+    user_id: str | None
+    channel: str
+    address: str
+    text: str
+    prompts: tuple[ApprovalPrompt, ...] = ()
+    stop: TurnStop | None = None
+    attempts: int = 0
+    # What the message is: "reply" (to the person's message), "notification" (no message
+    # asked for it), "edit:<channel message id>" (a change to a message already sent).
+    kind: str = "reply"
+
+
+def payload_of(prompts: tuple[ApprovalPrompt, ...], stop: TurnStop | None,
+               extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The outbox row's JSON payload: the typed parts of a message, no rendering."""
+    payload: dict[str, Any] = dict(extra or {})
+    if prompts:
+        payload["prompts"] = [p.to_json() for p in prompts]
+    if stop is not None:
+        payload["stop"] = stop.value
+    return payload or None
+
+
+def prompts_of(payload: dict[str, Any]) -> tuple[ApprovalPrompt, ...]:
+    return tuple(ApprovalPrompt.from_json(p) for p in payload.get("prompts") or ())
+
+
+def stop_of(payload: dict[str, Any]) -> TurnStop | None:
+    value = payload.get("stop")
+    return TurnStop(value) if value else None
+
+
+# --- the loop's progress, as events ---------------------------------------------------------
+
+
+class EventType(Enum):
+    MESSAGE_START = "message_start"
+    MESSAGE_CHUNK = "message_chunk"
+    MESSAGE_END = "message_end"
+    TOOL_CALL_START = "tool_call_start"
+    TOOL_RESULT = "tool_result"
+    STATE_CHANGE = "state_change"
+    EXECUTION_END = "execution_end"
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    type: EventType
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+EventSink = Callable[[LoopEvent], Awaitable[None]]

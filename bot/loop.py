@@ -14,11 +14,11 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from bot.clock import Clock
 from bot.context import MAX_LEVEL, ContextManager
+from bot.envelopes import EventSink, EventType, LoopEvent, TurnStop
 from bot.llm import (
     LLM,
     LLMContextExhaustedError,
@@ -73,16 +73,6 @@ class ReactLoopConfig:
         "from what you have gathered, and say plainly what you could not finish.")
 
 
-class StopReason(Enum):
-    FINAL_ANSWER = "final_answer"
-    WAITING_FOR_USER = "waiting_for_user"
-    MAX_TURNS = "max_turns"
-    DEADLINE = "deadline"
-    REPEAT_GUARD = "repeat_guard"
-    CONTEXT_OVERFLOW = "context_overflow"
-    CANCELLED = "cancelled"
-
-
 @dataclass(frozen=True)
 class FallbackLines:
     """What the user reads when the LLM cannot give the answer (the persona overrides these)."""
@@ -114,30 +104,12 @@ class ReactLoopResult:
     tool_calls: list[ToolCallRecord]
     token_usage: TokenUsage
     duration_ms: int
-    stop_reason: StopReason
-    pending_approvals: list[Any] = field(default_factory=list)
+    stop_reason: TurnStop
     pauses: list[ToolOutcome] = field(default_factory=list)
     new_messages: list[Message] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
 
 
-class EventType(Enum):
-    MESSAGE_START = "message_start"
-    MESSAGE_CHUNK = "message_chunk"
-    MESSAGE_END = "message_end"
-    TOOL_CALL_START = "tool_call_start"
-    TOOL_RESULT = "tool_result"
-    STATE_CHANGE = "state_change"
-    EXECUTION_END = "execution_end"
-
-
-@dataclass(frozen=True)
-class LoopEvent:
-    type: EventType
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-EventSink = Callable[[LoopEvent], Awaitable[None]]
 # Decides, before a call runs, that it must not run now (approval needed): returns its outcome.
 CallGate = Callable[[ToolCall, Tool, ToolExecutionContext], Awaitable[ToolOutcome | None]]
 
@@ -193,32 +165,30 @@ async def react_loop(
     try:
         stop, text, pauses = await _iterate(deps, run, system, tool_ctx, emit, lines, cancel)
     except LLMContextExhaustedError:
-        stop, text, pauses = StopReason.CONTEXT_OVERFLOW, lines.too_long, []
+        stop, text, pauses = TurnStop.CONTEXT_OVERFLOW, lines.too_long, []
         run.append({"role": "assistant", "content": text})
     await emit(LoopEvent(EventType.EXECUTION_END, {"stop_reason": stop.value}))
     return ReactLoopResult(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
         duration_ms=int((time.perf_counter() - run.started) * 1000), stop_reason=stop,
-        pending_approvals=[p.pause for p in pauses if p.status is ToolStatus.WAITING
-                           and getattr(p.pause, "is_approval", False)],
         pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics)
 
 
 async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
                    tool_ctx: ToolExecutionContext, emit: EventSink, lines: FallbackLines,
                    cancel: asyncio.Event | None,
-                   ) -> tuple[StopReason, str, list[ToolOutcome]]:
+                   ) -> tuple[TurnStop, str, list[ToolOutcome]]:
     while run.turns < run.cfg.max_turns:
         if cancel is not None and cancel.is_set():
-            return StopReason.CANCELLED, _final_text(run, lines.cancelled), []
+            return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         run.turns += 1
         response = await _call_llm(deps, run, system, emit, tools=deps.registry.schemas())
         if response is None:
-            return StopReason.DEADLINE, _final_text(run, lines.deadline), []
+            return TurnStop.DEADLINE, _final_text(run, lines.deadline), []
         if not response.tool_calls:
             text = response.content or lines.no_answer
             run.append({"role": "assistant", "content": text})
-            return StopReason.FINAL_ANSWER, text, []
+            return TurnStop.FINAL_ANSWER, text, []
         run.append(response.assistant_message())
         outcomes = await _run_calls(deps, run, response, tool_ctx, emit, cancel)
         for outcome in outcomes:
@@ -228,12 +198,12 @@ async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
             for p in pauses:
                 await emit(LoopEvent(EventType.STATE_CHANGE,
                                      {"call_id": p.call_id, "state": p.result_status}))
-            return StopReason.WAITING_FOR_USER, "\n\n".join(p.content for p in pauses), pauses
+            return TurnStop.WAITING_FOR_USER, "\n\n".join(p.content for p in pauses), pauses
         if cancel is not None and cancel.is_set():
-            return StopReason.CANCELLED, _final_text(run, lines.cancelled), []
+            return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         if run.repeat_tripped:
-            return StopReason.REPEAT_GUARD, await _last_word(deps, run, system, emit, lines), []
-    return StopReason.MAX_TURNS, await _last_word(deps, run, system, emit, lines), []
+            return TurnStop.REPEAT_GUARD, await _last_word(deps, run, system, emit, lines), []
+    return TurnStop.MAX_TURNS, await _last_word(deps, run, system, emit, lines), []
 
 
 async def _call_llm(deps: LoopDeps, run: _Run, system: list[Message], emit: EventSink, *,

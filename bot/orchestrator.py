@@ -14,15 +14,13 @@ from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft, ApprovalRequest
 from bot.clock import Clock
 from bot.context import ContextManager
-from bot.envelopes import Inbound, Reply
+from bot.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.llm import LLM, LLMError
 from bot.loop import (
-    EventSink,
     FallbackLines,
     LoopDeps,
-    LoopEvent,
     ReactLoopConfig,
     ReactLoopResult,
     react_loop,
@@ -95,7 +93,7 @@ class Orchestrator:
             stored = self._with_prompt(direct.text, approvals, listed=True)
             await self._persist(ctx, [{"role": "assistant", "content": stored}])
             return self._reply(ctx, self._with_prompt(direct.text, approvals),
-                               approvals=approvals, stop_reason=direct.stop_reason)
+                               approvals=approvals, stop=direct.stop)
         await self._add_context_notes(ctx)
         try:
             result = await react_loop(self.loop_deps, ctx.system, ctx.history, ctx.tool_ctx,
@@ -106,7 +104,7 @@ class Orchestrator:
             # The message stays in the history so the next turn sees it.
             await self._persist(ctx, [])
             return self._reply(ctx, self.deps.persona.lines.llm_unavailable,
-                               stop_reason="llm_error")
+                               stop=TurnStop.LLM_ERROR)
         resume = self.deps.resume
         text = await resume.after_loop(ctx, result) if resume is not None else result.response
         approvals = await self._open_approvals(ctx, result)
@@ -122,7 +120,7 @@ class Orchestrator:
             text = self._with_prompt(text, approvals)
         await self.post_process(ctx, result)
         return self._reply(ctx, text, approvals=approvals,
-                           stop_reason=result.stop_reason.value)
+                           stop=result.stop_reason)
 
     async def _before_loop(self, ctx: TurnContext) -> Answered | None:
         """Step 1: pending approvals, then waiting tasks, get the message first."""
@@ -155,8 +153,11 @@ class Orchestrator:
         prompt = self.deps.approvals.prompt_text(approvals, listed=listed)
         return "\n\n".join(t for t in (text, prompt) if t)
 
-    def _reply(self, ctx: TurnContext, text: str, **fields: Any) -> Reply:
-        return Reply("\n\n".join([*ctx.notices, text]), turn_id=ctx.turn_id, **fields)
+    def _reply(self, ctx: TurnContext, text: str, *,
+               approvals: list[ApprovalRequest] | None = None, stop: TurnStop) -> Reply:
+        prompts = tuple(a.prompt(i) for i, a in enumerate(approvals or [], 1))
+        return Reply("\n\n".join([*ctx.notices, text]), prompts=prompts, stop=stop,
+                     turn_id=ctx.turn_id)
 
     async def _add_context_notes(self, ctx: TurnContext) -> None:
         notes = [note for provider in self.deps.context_notes
@@ -210,10 +211,10 @@ class Orchestrator:
 
     def should_process(self, ctx: TurnContext) -> Reply | None:
         if ctx.user.blocked:
-            return Reply("", silent=True, stop_reason="blocked")
+            return Reply("", silent=True, stop=TurnStop.BLOCKED)
         limiter = self.deps.limiter
         if limiter is not None and not limiter.allow(ctx.user.id):
-            return Reply(self.deps.persona.lines.rate_limited, stop_reason="rate_limited")
+            return Reply(self.deps.persona.lines.rate_limited, stop=TurnStop.RATE_LIMITED)
         return None
 
     async def post_process(self, ctx: TurnContext, result: ReactLoopResult) -> None:

@@ -17,9 +17,14 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
 
-from bot.envelopes import IncomingMessage
-from bot.gateway.outbox import OutboundMessage
-from bot.loop import EventType, LoopEvent
+from bot.channel import ChannelFeatures
+from bot.envelopes import (
+    ApprovalPrompt,
+    EventType,
+    IncomingMessage,
+    LoopEvent,
+    OutboundMessage,
+)
 
 QUIT_WORDS = {"/quit", "/exit"}
 ADDRESS = "local"
@@ -37,6 +42,7 @@ class ConsoleChannel:
     """Sender side: prints what the outbox delivers, and progress while a turn runs."""
 
     name = "console"
+    features = ChannelFeatures(max_chars=1_000_000)
 
     def __init__(self, out: IO[str], *, jsonl: bool = False, show_progress: bool = False
                  ) -> None:
@@ -47,9 +53,10 @@ class ConsoleChannel:
 
     async def send(self, message: OutboundMessage) -> str:
         if self.jsonl:
-            record: dict[str, Any] = {"reply": message.text}
-            if message.payload.get("approvals"):
-                record["approvals"] = message.payload["approvals"]
+            record: dict[str, Any] = {"reply": message.text,
+                                      "stop_reason": message.stop.value if message.stop else None}
+            if message.prompts:
+                record["approvals"] = [p.to_json() for p in message.prompts]
             self.out.write(json.dumps(record) + "\n")
         elif self.show_progress:  # a person at the terminal: mark who is speaking
             self.out.write(f"valet › {render(message)}\n\n")
@@ -57,6 +64,20 @@ class ConsoleChannel:
             self.out.write(render(message) + "\n")
         self.out.flush()
         return f"console-{message.id}"
+
+    async def edit(self, address: str, message_id: str, text: str) -> None:
+        """A terminal cannot change what it printed: the outcome is a new line."""
+        await self._line(text)
+
+    async def answer_button(self, answer_ref: str, text: str) -> None:
+        return None  # no buttons on a terminal
+
+    async def typing(self, address: str) -> None:
+        return None
+
+    async def _line(self, text: str) -> None:
+        self.out.write((f"\033[2m{text}\033[0m" if self._dim else text) + "\n")
+        self.out.flush()
 
     async def progress(self, address: str, event: LoopEvent) -> None:
         if self.show_progress and event.type is EventType.TOOL_CALL_START:
@@ -68,9 +89,17 @@ class ConsoleChannel:
 def render(message: OutboundMessage) -> str:
     """Plain text, with numbered choices for anything waiting on the person."""
     parts = [message.text] if message.text else []
-    for i, approval in enumerate(message.payload.get("approvals", []), 1):
-        parts.append(approval.get("console") or f"{i}. {approval.get('text', '')}")
+    parts += [render_prompt(p) for p in message.prompts]
     return "\n".join(parts)
+
+
+def render_prompt(prompt: ApprovalPrompt) -> str:
+    n = prompt.position
+    lines = [f"[{n}] {prompt.summary} (code {prompt.code})"]
+    lines += [f"    {k}: {v}" for k, v in prompt.details]
+    choices = "yes / no" + (" / or say what to change" if prompt.allow_modification else "")
+    lines.append(f"    Reply {n} yes or {n} no ({choices}).")
+    return "\n".join(lines)
 
 
 class ConsoleChat:

@@ -119,3 +119,8 @@ def incoming(text: str, *, channel: str = "test", address: str = "alice", extern
     return IncomingMessage(channel=channel, address=address, text=text,
                            external_id=external_id or f"ext-{incoming.counter}",  # type: ignore[attr-defined]
                            received_at=datetime(2026, 1, 5, 9, tzinfo=UTC), display_name=name)
+
+
+async def requests_of(app, reply):  # type: ignore[no-untyped-def]
+    """The stored approval requests behind a reply's prompts, in the order shown."""
+    return [await app.approvals.store.get(p.id) for p in reply.prompts]

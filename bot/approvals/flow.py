@@ -24,6 +24,7 @@ from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
+from bot.envelopes import TurnStop
 from bot.llm import LLM, LLMError, ToolCall
 from bot.tasks.resume import Answered, fill, join_call
 from bot.tools import (
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED = "User cancelled this action."
-WAITING = "waiting_for_user"
 
 
 @dataclass(frozen=True)
@@ -132,36 +132,37 @@ class ApprovalFlow:
         else:
             pending = await self.store.pending(ctx.user.id, now)
             if ctx.msg.text.strip().lower() in ("/pending", "/approvals"):
-                return Answered(self.listing(pending), "command")
+                return Answered(self.listing(pending), TurnStop.COMMAND)
             if not pending:
                 return None
             parsed = await parse_reply(ctx.msg.text, pending, interpret=self._interpret)
             if parsed.unrelated:
                 return None
             if parsed.clarify:
-                return Answered(parsed.clarify, WAITING)
+                return Answered(parsed.clarify, TurnStop.WAITING_FOR_USER)
             if parsed.refused and not parsed.decisions:
                 return Answered(f"I have nothing waiting under {', '.join(parsed.refused)}. "
-                                + self.listing(pending), WAITING)
+                                + self.listing(pending), TurnStop.WAITING_FOR_USER)
         return await self._apply(ctx, parsed.decisions)
 
     async def _from_button(self, ctx: TurnContext) -> ParsedReply | Answered:
         assert ctx.msg.button is not None
         approval = await self.store.get(ctx.msg.button.approval_id)
         if approval is None:
-            return Answered("I don't know that request.", WAITING)
+            return Answered("I don't know that request.", TurnStop.WAITING_FOR_USER)
         if approval.user_id != ctx.user.id and not ctx.user.is_owner:
-            return Answered("That request isn't yours to decide.", WAITING)
+            return Answered("That request isn't yours to decide.", TurnStop.WAITING_FOR_USER)
         if approval.status is not ApprovalStatus.PENDING or approval.expires_at <= \
                 self.clock.now():
-            return Answered(f"“{approval.summary}” was already {_state(approval)}.", WAITING)
+            return Answered(f"“{approval.summary}” was already {_state(approval)}.",
+                            TurnStop.WAITING_FOR_USER)
         option = ctx.msg.button.option.lower()
         verdict = {"approve": Verdict.APPROVE, "yes": Verdict.APPROVE,
                    "cancel": Verdict.REJECT, "no": Verdict.REJECT,
                    "reject": Verdict.REJECT}.get(option)
         if verdict is None:  # "edit" on a button: ask for the change in words
             return Answered(f"What should I change in “{approval.summary}”? (Reply with the "
-                            "change, e.g. \"make the subject 'Q3'\".)", WAITING)
+                            "change, e.g. \"make the subject 'Q3'\".)", TurnStop.WAITING_FOR_USER)
         return ParsedReply([Decision(approval.id, verdict)])
 
     async def _apply(self, ctx: TurnContext, decisions: list[Decision]) -> Answered | None:
@@ -203,8 +204,9 @@ class ApprovalFlow:
             return None  # the loop answers in the persona's voice
         if to_confirm:
             ctx.drafts.extend(to_confirm)
-            return Answered("\n".join(said), WAITING)
-        return Answered("\n".join(said) or "Nothing was waiting for that.", WAITING)
+            return Answered("\n".join(said), TurnStop.WAITING_FOR_USER)
+        return Answered("\n".join(said) or "Nothing was waiting for that.",
+                        TurnStop.WAITING_FOR_USER)
 
     async def _decide_for_someone_else(self, ctx: TurnContext, approval: ApprovalRequest,
                                        decision: Decision, by: str) -> str:

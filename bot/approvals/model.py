@@ -15,6 +15,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from bot.envelopes import ApprovalPrompt
+
 OPTIONS = ("approve", "edit", "cancel")
 
 
@@ -50,7 +52,6 @@ class ApprovalDraft:
     summary: str
     details: dict[str, Any] = field(default_factory=dict)
     allow_modification: bool = True
-    is_approval: bool = True  # read by the loop: this pause waits for an approval
 
 
 @dataclass(frozen=True)
@@ -76,23 +77,21 @@ class ApprovalRequest:
     turn_id: str | None = None
     decided_by: str | None = None
     result: str | None = None
-    is_approval: bool = field(default=True, repr=False)  # read by the loop
 
     def intact(self) -> bool:
         """The arguments are the ones that were approved (fail closed on tampering)."""
         return args_hash(self.arguments) == self.args_hash
 
-    def to_payload(self, position: int = 1) -> dict[str, Any]:
-        """What channels render: Telegram buttons carry the id, SMS shows the code."""
-        return {"id": self.id, "code": self.code, "summary": self.summary,
-                "details": self.details, "options": list(self.options),
-                "position": position, "expires_at": self.expires_at.isoformat(),
-                "console": render_console(self, position)}
+    def prompt(self, position: int = 1) -> ApprovalPrompt:
+        """The request as channels show it (each renders it its own way)."""
+        return ApprovalPrompt(
+            id=self.id, code=self.code, position=position, summary=self.summary,
+            details=tuple((k, _shown(v)) for k, v in self.details.items()),
+            options=self.options if self.allow_modification else tuple(
+                o for o in self.options if o != "edit"),
+            allow_modification=self.allow_modification, expires_at=self.expires_at)
 
 
-def render_console(approval: ApprovalRequest, position: int) -> str:
-    lines = [f"[{position}] {approval.summary} (code {approval.code})"]
-    lines += [f"    {k}: {v}" for k, v in approval.details.items()]
-    choices = "yes / no" + (" / or say what to change" if approval.allow_modification else "")
-    lines.append(f"    Reply {position} yes or {position} no ({choices}).")
-    return "\n".join(lines)
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=str)

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.clock import Clock
-from bot.envelopes import Reply
+from bot.envelopes import Reply, TurnStop
 from bot.gateway.access import AccessControl
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow
@@ -43,38 +43,38 @@ class GatewayCommands:
         code = await self.identities.issue_link_code(user.id, at=self.clock.now())
         return Reply(f"Your link code is {code}. Within 10 minutes, send \"/link {code}\" to me "
                      "from your other account (Telegram or SMS) and I'll know it's you there "
-                     "too.", stop_reason="command")
+                     "too.", stop=TurnStop.COMMAND)
 
     async def _whoami(self, user: User) -> Reply:
         ids = await self.identities.of_user(user.id)
         linked = ", ".join(f"{i.channel} {i.address}" for i in ids) or "none"
         return Reply(f"You are {user.display_name or user.id} ({user.id}); timezone "
-                     f"{user.timezone}; linked: {linked}.", stop_reason="command")
+                     f"{user.timezone}; linked: {linked}.", stop=TurnStop.COMMAND)
 
     async def _pair(self, user: User, args: list[str]) -> Reply:
         if not user.is_owner:
-            return Reply("Only the owner can approve new people.", stop_reason="command")
+            return Reply("Only the owner can approve new people.", stop=TurnStop.COMMAND)
         now = self.clock.now()
         if not args or args[0].lower() == "list":
             pending = await self.access.list_pairings(now)
             if not pending:
-                return Reply("Nobody is waiting to be let in.", stop_reason="command")
+                return Reply("Nobody is waiting to be let in.", stop=TurnStop.COMMAND)
             lines = [f"{p.code}: {p.display_name or '(no name)'} on {p.channel} {p.address}"
                      for p in pending]
-            return Reply("Waiting to be let in:\n" + "\n".join(lines), stop_reason="command")
+            return Reply("Waiting to be let in:\n" + "\n".join(lines), stop=TurnStop.COMMAND)
         if len(args) != 2 or args[0].lower() not in ("approve", "deny"):
             return Reply("Use /pair list, /pair approve CODE or /pair deny CODE.",
-                         stop_reason="command")
+                         stop=TurnStop.COMMAND)
         code = args[1].upper()
         if args[0].lower() == "deny":
             denied = await self.access.deny(code, now)
             return Reply(f"Denied {code}." if denied else f"No pending request {code}.",
-                         stop_reason="command")
+                         stop=TurnStop.COMMAND)
         approved = await self.access.approve(code, now)
         if approved is None:
             return Reply(f"No pending request {code} (it may have expired).",
-                         stop_reason="command")
+                         stop=TurnStop.COMMAND)
         await self.notify_user(approved, "You're in! I'm your assistant now: ask me anything.",
                                dedupe_key=f"paired:{code}")
         return Reply(f"Approved {code}: {approved.display_name or approved.id} can talk to me "
-                     "now.", stop_reason="command")
+                     "now.", stop=TurnStop.COMMAND)

@@ -12,11 +12,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 from bot.clock import Clock
 from bot.db import Database, Queries
-from bot.envelopes import Inbound, IncomingMessage, Reply
+from bot.envelopes import Inbound, IncomingMessage, LoopEvent, Reply, TurnStop, payload_of
 from bot.gateway.access import AccessControl, Admission
 from bot.gateway.commands import GatewayCommands
 from bot.gateway.identity import IdentityStore
@@ -24,7 +23,6 @@ from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
 from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
 from bot.gateway.users import User, UserStore
-from bot.loop import LoopEvent
 from bot.memory.history import HistoryStore
 
 log = logging.getLogger(__name__)
@@ -177,7 +175,7 @@ class Gateway:
             if row.attempts < deps.max_attempts:
                 await deps.clock.sleep(0.2 * row.attempts)
                 return  # still `processing`: the drain claims it again
-            reply = Reply(deps.failure_line, stop_reason="failed")
+            reply = Reply(deps.failure_line, stop=TurnStop.FAILED)
             await self._finish(row, reply, status="failed", error=f"{type(err).__name__}: {err}")
             return
         await self._finish(row, reply)
@@ -194,10 +192,11 @@ class Gateway:
         deps = self.deps
         at = deps.clock.now()
         async with deps.db.transaction() as tx:
-            if not reply.silent and (reply.text or reply.approvals):
+            if not reply.silent and (reply.text or reply.prompts):
                 await deps.outbox.enqueue(
                     tx, dedupe_key=f"reply:{row.id}", user_id=row.user_id, channel=row.channel,
-                    address=row.address, text=reply.text, at=at, payload=reply_payload(reply))
+                    address=row.address, text=reply.text, at=at,
+                    payload=payload_of(reply.prompts, reply.stop))
             await deps.inbox.close(tx, row.id, status, at, error)
         deps.deliverer.wake()
 
@@ -241,10 +240,4 @@ class Gateway:
             sent |= await self.notify_user(owner, text, dedupe_key=f"{dedupe_key}:{owner.id}")
         return sent
 
-
-def reply_payload(reply: Reply) -> dict[str, Any] | None:
-    if not reply.approvals:
-        return None
-    return {"approvals": [a.to_payload(i) if hasattr(a, "to_payload") else {"text": str(a)}
-                          for i, a in enumerate(reply.approvals, 1)]}
 

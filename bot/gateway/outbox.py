@@ -12,49 +12,27 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
+from bot.channel import Channel, PermanentSendError, TransientSendError
 from bot.clock import Clock
 from bot.db import Database, Queries, Row
+from bot.envelopes import OutboundMessage, prompts_of, stop_of
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class OutboundMessage:
-    id: int
-    user_id: str | None
-    channel: str
-    address: str
-    text: str
-    payload: dict[str, Any] = field(default_factory=dict)
-    attempts: int = 0
-
-
-class TransientSendError(Exception):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class PermanentSendError(Exception):
-    pass
-
-
-class ChannelSender(Protocol):
-    name: str
-
-    async def send(self, message: OutboundMessage) -> str | None:
-        """Deliver; returns the channel's message id. Raises TransientSendError or
-        PermanentSendError."""
-        ...
+# A sender is a channel as the outbox sees it: only `send` is needed to deliver.
+ChannelSender = Channel
 
 
 def _message(r: Row) -> OutboundMessage:
+    payload = json.loads(r["payload"]) if r["payload"] else {}
     return OutboundMessage(r["id"], r["user_id"], r["channel"], r["address"], r["text"],
-                           json.loads(r["payload"]) if r["payload"] else {}, r["attempts"])
+                           prompts_of(payload), stop_of(payload), r["attempts"],
+                           kind=payload.get("kind", "reply"))
 
 
 class OutboxStore:

@@ -26,8 +26,6 @@ class PausedTask:
     created_at: datetime | None = None
     asked_at: datetime | None = None
     expires_at: datetime | None = None
-    # Read by the loop (pending approvals): a task's own yes/no is not an ApprovalRequest.
-    is_approval: bool = False
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.model import ApprovalDraft
+from bot.envelopes import TurnStop
 from bot.llm import LLM, LLMError
 from bot.loop import ReactLoopResult
 from bot.tasks.model import PausedTask, PoolNotice
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WAITING, CANCELLED = "waiting_for_user", "task_cancelled"  # stop reasons of a direct reply
 CANCEL_WORDS = frozenset({"cancel", "/cancel", "never mind", "nevermind", "nvm", "forget it",
                           "cancel that", "cancel it"})
 
@@ -62,7 +62,7 @@ class Answered:
     """The turn ends with this reply, without the loop."""
 
     text: str
-    stop_reason: str  # "waiting_for_user" (asked again) or "task_cancelled"
+    stop: TurnStop  # WAITING_FOR_USER (asked again) or CANCELLED
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Resumer:
             if await self.pool.take(task):
                 log.info("user %s cancelled %s %s", task.user_id, task.name, task.id)
                 return Answered(fill(self.lines.cancelled, task=task.label,
-                                     question=task.question), CANCELLED)
+                                     question=task.question), TurnStop.CANCELLED)
             return None
         task, verdict = await self._match(live, text, ctx.tool_ctx)
         if task is None or verdict is None:
@@ -175,7 +175,7 @@ class Resumer:
         if verdict.fit is Fit.INVALID:
             task.question = verdict.ask_again
             await self.pool.touch(task)
-            return Answered(verdict.ask_again, WAITING)
+            return Answered(verdict.ask_again, TurnStop.WAITING_FOR_USER)
         if not await self.pool.take(task):
             return None
         call_id = f"call_resume_{uuid.uuid4().hex[:16]}"
@@ -183,15 +183,15 @@ class Resumer:
         outcome = resumed.outcome
         if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, PausedTask):
             await self.pool.put_back(outcome.pause)
-            return Answered(outcome.pause.question, WAITING)
+            return Answered(outcome.pause.question, TurnStop.WAITING_FOR_USER)
         if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, ApprovalDraft):
             # Every field is in and the action needs the user's OK: the call joins the turn
             # with its "waiting" result, and the approval is shown (bot.approvals.flow).
             join_call(ctx, call_id, task.name, resumed.arguments, outcome.content)
             ctx.drafts.append(replace(outcome.pause, call_id=call_id))
-            return Answered("", WAITING)
+            return Answered("", TurnStop.WAITING_FOR_USER)
         if outcome.status is ToolStatus.DENIED:
-            return Answered(outcome.content, CANCELLED)
+            return Answered(outcome.content, TurnStop.CANCELLED)
         join_call(ctx, call_id, task.name, resumed.arguments, resumed.outcome.content)
         return None
 

@@ -56,7 +56,7 @@ async def test_jsonl_mode_for_scripts(fake_llm, tmp_path):
                     VALET_LLM_MODEL="fake-model")
     code, out, err = await run_valet(["chat", "--jsonl"], env, "hi\n")
     assert code == 0, err
-    assert json.loads(out) == {"reply": "line one\nline two"}
+    assert json.loads(out) == {"reply": "line one\nline two", "stop_reason": "final_answer"}
 
 
 async def test_no_llm_configured_says_how_in_one_line_and_exits_2(tmp_path):

@@ -13,7 +13,7 @@ from bot.envelopes import Inbound
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.fakes.sample_agents import SENT
-from tests.helpers import assert_closed
+from tests.helpers import assert_closed, requests_of
 
 REMINDER_QUESTION = "When should I remind you? (e.g. “tomorrow 15:00” or “in 2 hours”)"
 NOTE_QUESTION = "What should the note say?"
@@ -50,7 +50,7 @@ async def test_missing_field_is_asked_then_the_answer_completes_it_and_the_loop_
     fake_llm.script(LLMReply(tool_calls=[ToolCall("draft_reminder", {"what": "call mom"})]))
     reply = await say(app, me, "remind me to call mom")
     assert reply.text == REMINDER_QUESTION
-    assert reply.stop_reason == "waiting_for_user"
+    assert reply.stop.value == "waiting_for_user"
     assert [t.question for t in await app.pool.waiting(me)] == [REMINDER_QUESTION]
     assert await reminders(app) == []
 
@@ -259,7 +259,7 @@ async def test_cancel_words_cancel_the_waiting_agent_without_the_llm(app_factory
         calls = fake_llm.calls
         reply = await say(app, me, word)
         assert reply.text == "Okay, I've cancelled the note."
-        assert reply.stop_reason == "task_cancelled"
+        assert reply.stop.value == "cancelled"
         assert fake_llm.calls == calls
         assert await app.pool.waiting(me) == []
     assert await app.db.fetch("SELECT * FROM notes") == []
@@ -365,7 +365,7 @@ async def test_an_agent_that_needs_approval_runs_only_after_yes(app_factory, fak
     fake_llm.script(LLMReply(tool_calls=[call]))
     reply = await say(app, me, "email ann@elsewhere.org about lunch")
     assert reply.text == "Before I go ahead, I need your OK:"
-    [approval] = reply.approvals
+    [approval] = (await requests_of(app, reply))
     assert approval.summary == "Email (to: ann@elsewhere.org, subject: Lunch)"
     assert approval.arguments == {"to": "ann@elsewhere.org", "subject": "Lunch"}
     assert SENT == []

@@ -10,10 +10,11 @@ import pytest
 from bot.approvals.model import ApprovalStatus
 from bot.config import AgentsSettings, ApprovalSettings
 from bot.envelopes import ButtonPress, Inbound
+from channels.console import render_prompt
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
-from tests.helpers import assert_closed
+from tests.helpers import assert_closed, requests_of
 
 EMAIL = {"to": "team@corp.example", "subject": "Q3", "body": "Numbers attached."}
 FLIGHT = {"origin": "LHR", "destination": "JFK", "date": "2026-03-03"}
@@ -55,7 +56,7 @@ def tool_results(request) -> list[str]:
 async def ask_for_email(app, me, fake_llm, args=EMAIL):
     fake_llm.script(LLMReply(tool_calls=[ToolCall("send_email", args)]))
     reply = await say(app, me, "email the team the Q3 numbers")
-    assert len(reply.approvals) == 1
+    assert len(await requests_of(app, reply)) == 1
     return reply
 
 
@@ -63,12 +64,12 @@ async def test_approve_runs_the_stored_call_once_and_the_loop_answers(app_factor
                                                                       tmp_path):
     app, me = await start(app_factory, tmp_path)
     reply = await ask_for_email(app, me, fake_llm)
-    [approval] = reply.approvals
+    [approval] = (await requests_of(app, reply))
     assert reply.text == "Before I go ahead, I need your OK:"  # channels render the request
     assert approval.summary == ("send email (to: team@corp.example, subject: Q3, body: "
                                 "Numbers attached.)")
-    assert approval.code in approval.to_payload()["console"] and risky_tools.SENT == []
-    assert reply.stop_reason == "waiting_for_user"
+    assert approval.code in render_prompt(reply.prompts[0]) and risky_tools.SENT == []
+    assert reply.stop.value == "waiting_for_user"
     # The call got its "waiting" result at once: the history is valid while it waits.
     waiting = [m for m in await app.history.load(me) if m["role"] == "tool"]
     assert "waiting for the user's approval" in waiting[0]["content"]
@@ -99,7 +100,7 @@ async def test_the_same_decision_twice_and_concurrently_runs_the_action_once(
         app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path)
     reply = await ask_for_email(app, me, fake_llm)
-    [approval] = reply.approvals
+    [approval] = (await requests_of(app, reply))
     fake_llm.responder = lambda req: LLMReply(content="Sent.")
     press = ButtonPress(approval.id, "approve")
     replies = await asyncio.gather(*[say(app, me, button=press) for _ in range(5)])
@@ -112,11 +113,11 @@ async def test_the_same_decision_twice_and_concurrently_runs_the_action_once(
 async def test_edit_makes_a_new_approval_shown_for_confirmation(app_factory, fake_llm,
                                                                 tmp_path):
     app, me = await start(app_factory, tmp_path)
-    [first] = (await ask_for_email(app, me, fake_llm)).approvals
+    [first] = await requests_of(app, await ask_for_email(app, me, fake_llm))
     fake_llm.script(LLMReply(content='{"to": "team@corp.example", "subject": "Q3 numbers", '
                                      '"body": "Numbers attached."}'))
     reply = await say(app, me, "send it but make the subject 'Q3 numbers'")
-    [edited] = reply.approvals
+    [edited] = (await requests_of(app, reply))
     assert edited.id != first.id and edited.arguments["subject"] == "Q3 numbers"
     assert edited.replaces == first.id and "subject: Q3 numbers" in edited.summary
     assert risky_tools.SENT == []
@@ -139,7 +140,7 @@ async def test_edit_runs_at_once_when_confirm_edits_is_off(app_factory, fake_llm
 
 async def test_an_edit_that_does_not_validate_changes_nothing(app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path)
-    [first] = (await ask_for_email(app, me, fake_llm)).approvals
+    [first] = await requests_of(app, await ask_for_email(app, me, fake_llm))
     fake_llm.script(LLMReply(content='{"subject": "no recipient any more"}'))
     reply = await say(app, me, "change it so it has no recipient")
     assert "couldn't make that change" in reply.text
@@ -148,7 +149,7 @@ async def test_an_edit_that_does_not_validate_changes_nothing(app_factory, fake_
 
 async def test_expiry_runs_nothing_tells_the_user_and_the_llm(app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path)
-    [approval] = (await ask_for_email(app, me, fake_llm)).approvals
+    [approval] = await requests_of(app, await ask_for_email(app, me, fake_llm))
     app.clock.advance(minutes=31)
     fake_llm.script(LLMReply(content="It expired, so nothing was sent."))
     reply = await say(app, me, "yes")
@@ -189,7 +190,7 @@ async def test_two_approvals_of_one_turn_are_shown_together_and_answered_in_one_
                                          ToolCall("book_flight", FLIGHT),
                                          ToolCall("current_time", {})]))
     reply = await say(app, me, "email the team, book my flight, and what time is it?")
-    assert [a.tool_name for a in reply.approvals] == ["send_email", "book_flight"]
+    assert [a.tool_name for a in (await requests_of(app, reply))] == ["send_email", "book_flight"]
     history = await app.history.load(me)
     assert "1. send email" in history[-1]["content"] and "2. book flight" in history[-1]["content"]
     # The sibling that needs no approval ran in the same round; its result is kept.
@@ -210,7 +211,7 @@ async def test_two_approvals_answered_one_at_a_time_by_number_and_code(app_facto
     fake_llm.script(LLMReply(tool_calls=[ToolCall("send_email", EMAIL),
                                          ToolCall("book_flight", FLIGHT)]))
     reply = await say(app, me, "email the team and book my flight")
-    email, flight = reply.approvals
+    email, flight = (await requests_of(app, reply))
     calls = fake_llm.calls
     reply = await say(app, me, "yes")  # which one? never a guess
     assert "Which one" in reply.text and fake_llm.calls == calls
@@ -237,7 +238,7 @@ async def test_unknown_references_are_refused(app_factory, fake_llm, tmp_path):
 
 async def test_only_the_owner_of_a_request_can_decide_it(app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path)
-    [approval] = (await ask_for_email(app, me, fake_llm)).approvals
+    [approval] = await requests_of(app, await ask_for_email(app, me, fake_llm))
     await app.users.ensure("mallory", at=app.clock.now())
     reply = await say(app, "mallory", button=ButtonPress(approval.id, "approve"))
     assert "isn't yours" in reply.text
@@ -256,7 +257,7 @@ async def test_a_tool_result_cannot_talk_the_loop_past_approval(app_factory, fak
     reply = await say(app, me, "read my newest email")
     # ...which only produces an approval request for the person to refuse.
     assert risky_tools.SENT == []
-    assert [a.arguments["to"] for a in reply.approvals] == ["boss@corp.example"]
+    assert [a.arguments["to"] for a in (await requests_of(app, reply))] == ["boss@corp.example"]
     fake_llm.script(LLMReply(content="I didn't send anything."))
     await say(app, me, "no!")
     assert risky_tools.SENT == []
@@ -264,7 +265,7 @@ async def test_a_tool_result_cannot_talk_the_loop_past_approval(app_factory, fak
 
 async def test_slash_pending_lists_what_waits(app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path)
-    [approval] = (await ask_for_email(app, me, fake_llm)).approvals
+    [approval] = await requests_of(app, await ask_for_email(app, me, fake_llm))
     calls = fake_llm.calls
     reply = await say(app, me, "/pending")
     assert "Waiting for your OK" in reply.text and approval.code in reply.text
@@ -276,7 +277,7 @@ async def test_slash_pending_lists_what_waits(app_factory, fake_llm, tmp_path):
 async def test_an_unrelated_message_goes_to_the_loop_and_the_approval_stays(
         app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path)
-    [approval] = (await ask_for_email(app, me, fake_llm)).approvals
+    [approval] = await requests_of(app, await ask_for_email(app, me, fake_llm))
     fake_llm.script(LLMReply(content="It's sunny. (The email is still waiting for your OK.)"))
     reply = await say(app, me, "what's the weather like?")
     assert reply.text.startswith("It's sunny")
@@ -291,7 +292,7 @@ async def test_a_builtin_delete_needs_approval(app_factory, fake_llm, tmp_path):
                                                              app.clock.now())
     fake_llm.script(LLMReply(tool_calls=[ToolCall("delete_note", {"note_id": note.id})]))
     reply = await say(app, me, "delete the wifi note")
-    assert [a.tool_name for a in reply.approvals] == ["delete_note"]
+    assert [a.tool_name for a in (await requests_of(app, reply))] == ["delete_note"]
     assert await app.orchestrator.deps.tool_stores.notes.recent(me)
     fake_llm.script(LLMReply(content="Deleted."))
     await say(app, me, "yes")
@@ -302,7 +303,7 @@ async def test_the_owner_can_decide_someone_elses_request_and_they_hear_of_it(
         app_factory, fake_llm, tmp_path):
     app, owner = await start(app_factory, tmp_path)
     await app.users.ensure("kim", at=app.clock.now())
-    [approval] = (await ask_for_email(app, "kim", fake_llm)).approvals
+    [approval] = await requests_of(app, await ask_for_email(app, "kim", fake_llm))
     reply = await say(app, owner, button=ButtonPress(approval.id, "approve"))
     assert reply.text.startswith("Approved “send email") and "for kim" in reply.text
     assert len(risky_tools.SENT) == 1

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from bot.channel import PermanentSendError, TransientSendError
 from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
-from bot.gateway.outbox import PermanentSendError, TransientSendError
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.envelopes import Inbound, Reply
-from bot.loop import LoopEvent
+from bot.envelopes import Inbound, LoopEvent, Reply
 from tests.fakes.fake_openai import Fail, ToolCall
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import assert_closed
@@ -44,7 +43,7 @@ async def test_llm_down_gives_the_persona_apology_and_keeps_the_message(app_fact
     fake_llm.script(Fail(500), Fail(500))
     reply = await app.orchestrator.handle_message(inbound(owner.id, "remember the milk"))
     assert reply.text == app.persona.lines.llm_unavailable
-    assert reply.stop_reason == "llm_error"
+    assert reply.stop.value == "llm_error"
     fake_llm.script(LLMReply(content="Back now. Milk, noted."))
     await app.orchestrator.handle_message(inbound(owner.id, "are you there?"))
     contents = [m["content"] for m in fake_llm.requests[-1]["messages"]]
@@ -83,7 +82,7 @@ async def test_rate_limit_answers_without_calling_the_llm(app_factory, fake_llm)
     fake_llm.responder = lambda req: LLMReply(content="ok")
     replies = [await app.orchestrator.handle_message(inbound(owner.id, f"m{i}"))
                for i in range(3)]
-    assert [r.stop_reason for r in replies] == ["final_answer", "final_answer", "rate_limited"]
+    assert [r.stop.value for r in replies] == ["final_answer", "final_answer", "rate_limited"]
     assert fake_llm.calls == 2
 
 

@@ -7,6 +7,7 @@ import json
 
 from agents.base import AgentStatus, InputField, StandardAgent
 from agents.runtime import APPROVAL_MARK, AgentSpec, agent_tool
+from bot.approvals.model import ApprovalDraft
 from bot.clock import FakeClock
 from bot.llm import ToolCall
 from bot.tasks.model import PausedTask
@@ -118,7 +119,7 @@ async def test_agent_policy_asks_for_confirmation_only_when_the_agent_says_so():
     assert outcome.status is ToolStatus.WAITING
     assert outcome.result_status == "WAITING_FOR_APPROVAL"
     # An approval draft bound to exactly these values (bot.approvals.flow makes it durable).
-    assert outcome.pause.is_approval
+    assert isinstance(outcome.pause, ApprovalDraft)
     assert outcome.pause.summary == "Email (to: ann@elsewhere.org, subject: Hi)"
     assert outcome.pause.arguments == {"to": "ann@elsewhere.org", "subject": "Hi"}
     never = await call(spec(EmailAgent, approval="never"), to="ann@elsewhere.org")

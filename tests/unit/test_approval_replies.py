@@ -120,10 +120,9 @@ async def test_a_sentence_that_starts_with_an_answer_answers_one_pending():
 
 
 def test_several_approvals_are_rendered_with_their_own_numbers():
-    from bot.envelopes import Reply
-    from bot.gateway.gateway import reply_payload
+    from channels.console import render_prompt
 
-    payload = reply_payload(Reply("Before I go ahead, I need your OK:", approvals=[EMAIL, FLIGHT]))
-    rendered = [a["console"].splitlines()[0] for a in payload["approvals"]]
+    prompts = [EMAIL.prompt(1), FLIGHT.prompt(2)]
+    rendered = [render_prompt(p).splitlines()[0] for p in prompts]
     assert rendered[0].startswith("[1] Send email") and rendered[1].startswith("[2] Book flight")
-    assert [a["position"] for a in payload["approvals"]] == [1, 2]
+    assert [p.position for p in prompts] == [1, 2]

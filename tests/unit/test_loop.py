@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from bot.clock import FakeClock
+from bot.envelopes import EventType, LoopEvent, TurnStop
 from bot.llm import LLMAuthError, LLMServerError
-from bot.loop import EventType, LoopEvent, StopReason
 from bot.tools import ToolStatus
 from tests.fakes.fake_openai import ContextOverflow, Fail, Hang, Reply, ToolCall
 from tests.helpers import CountingTools, assert_closed, loop_config, run_loop
@@ -18,7 +18,7 @@ async def test_plain_answer_needs_no_tools(fake_llm, llm):
     fake_llm.script(Reply(content="Hi there!"))
     result = await run_loop(llm, CountingTools().registry())
     assert result.response == "Hi there!"
-    assert result.stop_reason is StopReason.FINAL_ANSWER
+    assert result.stop_reason is TurnStop.FINAL_ANSWER
     assert result.turns == 1
     assert result.new_messages == [{"role": "assistant", "content": "Hi there!"}]
     assert "tools" in fake_llm.requests[0]
@@ -48,7 +48,7 @@ async def test_failures_become_tool_results_and_the_loop_goes_on(fake_llm, llm):
         Reply(content="partial answer"))
     result = await run_loop(llm, CountingTools().registry(),
                             cfg=loop_config(tool_execution_timeout=0.2))
-    assert result.stop_reason is StopReason.FINAL_ANSWER
+    assert result.stop_reason is TurnStop.FINAL_ANSWER
     statuses = [r.result_status for r in result.tool_calls]
     assert statuses == ["failed", "invalid", "invalid", "invalid", "timeout", "success"]
     results = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
@@ -67,7 +67,7 @@ async def test_max_turns_forces_a_final_answer_without_tools(fake_llm, llm):
         Reply(tool_calls=[ToolCall("lookup", {"topic": f"t{next(counter)}"})])
         if req.get("tools") else Reply(content="here is what I found"))
     result = await run_loop(llm, CountingTools().registry(), cfg=loop_config(max_turns=3))
-    assert result.stop_reason is StopReason.MAX_TURNS
+    assert result.stop_reason is TurnStop.MAX_TURNS
     assert result.response == "here is what I found"
     last = fake_llm.requests[-1]
     assert "tools" not in last
@@ -80,7 +80,7 @@ async def test_tool_calls_in_the_last_no_tools_call_still_get_results(fake_llm, 
     fake_llm.responder = lambda req: Reply(tool_calls=[ToolCall("lookup", {"topic": "again"})])
     result = await run_loop(llm, CountingTools().registry(),
                             cfg=loop_config(max_turns=1, repeat_guard_limit=5))
-    assert result.stop_reason is StopReason.MAX_TURNS
+    assert result.stop_reason is TurnStop.MAX_TURNS
     skipped = [m for m in result.new_messages if m["role"] == "tool"][-1]
     assert "step limit" in skipped["content"]
     assert result.new_messages[-1]["role"] == "assistant"
@@ -94,7 +94,7 @@ async def test_repeat_guard_stops_the_same_call_again_and_again(fake_llm, llm):
         Reply(tool_calls=[ToolCall("lookup", {"topic": "same"})]) if req.get("tools")
         else Reply(content="I keep finding the same thing"))
     result = await run_loop(llm, tools.registry(), cfg=loop_config(repeat_guard_limit=2))
-    assert result.stop_reason is StopReason.REPEAT_GUARD
+    assert result.stop_reason is TurnStop.REPEAT_GUARD
     assert tools.calls == ["lookup:same", "lookup:same"]
     assert result.tool_calls[-1].result_status == "skipped"
     assert_closed(result.new_messages)
@@ -105,7 +105,7 @@ async def test_deadline_closes_unfinished_calls(fake_llm, llm):
                                       ToolCall("lookup", {"topic": "fast"})]))
     result = await run_loop(llm, CountingTools().registry(),
                             cfg=loop_config(turn_deadline_seconds=0.5))
-    assert result.stop_reason is StopReason.DEADLINE
+    assert result.stop_reason is TurnStop.DEADLINE
     assert [r.result_status for r in result.tool_calls] == ["skipped", "success"]
     assert_closed(result.new_messages)
     assert fake_llm.calls == 1
@@ -120,7 +120,7 @@ async def test_cancel_closes_running_calls(fake_llm, llm):
     await asyncio.sleep(0.05)
     cancel.set()
     result = await task
-    assert result.stop_reason is StopReason.CANCELLED
+    assert result.stop_reason is TurnStop.CANCELLED
     assert "cancelled by the user" in result.new_messages[1]["content"]
     assert_closed(result.new_messages)
 
@@ -188,7 +188,7 @@ async def test_context_overflow_recovers_by_shrinking_the_view(fake_llm, llm):
 async def test_context_overflow_gives_up_kindly(fake_llm, llm):
     fake_llm.responder = lambda req: ContextOverflow()
     result = await run_loop(llm, CountingTools().registry())
-    assert result.stop_reason is StopReason.CONTEXT_OVERFLOW
+    assert result.stop_reason is TurnStop.CONTEXT_OVERFLOW
     assert "too long" in result.response
     assert fake_llm.calls == 4  # normal, trim, truncate all, force trim
 

@@ -1,0 +1,68 @@
+"""The channel port: the few things every adapter (console, Telegram, SMS) does for the core.
+
+Adapters only translate: inbound, they verify and normalise to an `IncomingMessage` for the
+gateway; outbound, they render an `OutboundMessage` (text + typed approval prompts) their own
+way. The core renders nothing for any channel. What a channel cannot do (SMS cannot edit a
+message or show typing) it does as a no-op, and says so in `features`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.envelopes import LoopEvent, OutboundMessage
+
+
+class TransientSendError(Exception):
+    """Worth retrying (network trouble, 5xx, rate limits); `retry_after` when the channel
+    said how long to wait."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentSendError(Exception):
+    """No retry will help (bad address, blocked by the person, opted out). `unreachable`:
+    the identity should not be written to again until the person writes first."""
+
+    def __init__(self, message: str, *, unreachable: bool = False,
+                 opted_out: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
+        self.opted_out = opted_out
+
+
+@dataclass(frozen=True)
+class ChannelFeatures:
+    edit: bool = False  # can change a message already sent
+    buttons: bool = False  # approval prompts as buttons (else typed replies)
+    typing: bool = False  # a typing indicator
+    max_chars: int = 4096  # one message, after rendering
+
+
+class Channel(Protocol):
+    name: str
+    features: ChannelFeatures
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        """Deliver one outbox message; returns the channel's id for it (for later edits).
+        Raises TransientSendError or PermanentSendError."""
+        ...
+
+    async def edit(self, address: str, message_id: str, text: str) -> None:
+        """Change a message already sent (and drop its buttons): an approval's outcome."""
+        ...
+
+    async def answer_button(self, answer_ref: str, text: str) -> None:
+        """Acknowledge a button press at once ("Approved", "Already decided")."""
+        ...
+
+    async def typing(self, address: str) -> None:
+        """Show that a turn is under way."""
+        ...
+
+    async def progress(self, address: str, event: LoopEvent) -> None:
+        """What the turn is doing now (tool calls, streamed text), as the channel shows it."""
+        ...
