@@ -16,15 +16,18 @@ from agents.registry import Registry, load_registry, registry_paths
 from agents.stores import AgentStores
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
 from bot.approvals.store import ApprovalStore
+from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.config import ConfigError, Settings
 from bot.db import Database, connect
+from bot.envelopes import OutboundMessage
 from bot.gateway.access import AccessControl
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
-from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
+from bot.gateway.notify import Notifier, ReachStore
+from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.llm import LLM, OpenAILLM
@@ -123,13 +126,17 @@ class App:
         access = AccessControl(db, identities, settings.access, settings.timezone)
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
+        reach = ReachStore(db)
         locks, closers = await _user_locks(settings)
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbox=outbox,
-            deliverer=OutboxDeliverer(outbox, senders, clock), history=history,
-            handle_message=orchestrator.handle_message, locks=locks, senders=senders,
-            failure_line=persona.lines.llm_unavailable))
+            deliverer=OutboxDeliverer(outbox, senders, clock,
+                                      on_permanent=_mark_unwritable(reach, clock)),
+            history=history, handle_message=orchestrator.handle_message, locks=locks,
+            senders=senders, failure_line=persona.lines.llm_unavailable,
+            notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
+            answer_button=approvals.answer_button))
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
                   http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
                   approvals=approvals)
@@ -184,6 +191,18 @@ class App:
         await self.http.close()
         await self.llm.close()
         await self.db.close()
+
+
+def _mark_unwritable(reach: ReachStore, clock: Clock) -> OnPermanent:
+    async def mark(message: OutboundMessage, err: PermanentSendError) -> None:
+        if err.opted_out:
+            await reach.set_opted_out(message.channel, message.address, clock.now())
+        else:
+            await reach.set_unreachable(message.channel, message.address, clock.now())
+        log.warning("%s %s can no longer be written to: %s", message.channel,
+                    message.address, err)
+
+    return mark
 
 
 async def _user_locks(settings: Settings) -> tuple[UserLocks, list[Any]]:

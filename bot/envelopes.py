@@ -66,6 +66,29 @@ class Inbound:
     turn_id: str | None = None
 
 
+class Urgency(Enum):
+    """How a message that no one asked for may be delivered: LOW and NORMAL wait out the
+    person's quiet hours, URGENT does not."""
+
+    LOW = "low"
+    NORMAL = "normal"
+    URGENT = "urgent"
+
+
+@dataclass(frozen=True)
+class TriggerMessage:
+    """A turn for a user that no channel message started (a schedule, an event, a condition).
+    It enters that user's queue through the gateway's entry by user, ordered with their own
+    messages; its reply goes out as a notification."""
+
+    user_id: str
+    text: str  # "[Scheduled Task] ...": what the turn is asked to do
+    key: str  # unique per run, e.g. "task:42:2026-11-24T07:30Z": a second submit is a no-op
+    task_id: str
+    channel: str | None = None  # where the reply goes; None: the user's preferred channel
+    urgency: Urgency = Urgency.NORMAL
+
+
 @dataclass(frozen=True)
 class ApprovalPrompt:
     """One approval request as a channel shows it: each adapter renders it its own way
@@ -104,6 +127,21 @@ class Reply:
     turn_id: str | None = None
     # True when nothing should be sent at all (e.g. a blocked sender).
     silent: bool = False
+
+
+@dataclass(frozen=True)
+class Notification:
+    """A message for a user that no inbound message asked for (a reminder, an expiry notice,
+    a triggered run's result). Routed to `channel`, else the user's preferred channel, else
+    another linked channel that is reachable and not opted out."""
+
+    user_id: str
+    text: str
+    dedupe_key: str  # a second notification with the same key is a no-op
+    channel: str | None = None
+    urgency: Urgency = Urgency.NORMAL
+    not_before: datetime | None = None  # not delivered before this time (UTC)
+    prompts: tuple[ApprovalPrompt, ...] = ()
 
 
 @dataclass(frozen=True)

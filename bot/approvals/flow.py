@@ -24,7 +24,8 @@ from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
-from bot.envelopes import TurnStop
+from bot.envelopes import ButtonPress, TurnStop
+from bot.gateway.users import User
 from bot.llm import LLM, LLMError, ToolCall
 from bot.tasks.resume import Answered, fill, join_call
 from bot.tools import (
@@ -164,6 +165,20 @@ class ApprovalFlow:
             return Answered(f"What should I change in “{approval.summary}”? (Reply with the "
                             "change, e.g. \"make the subject 'Q3'\".)", TurnStop.WAITING_FOR_USER)
         return ParsedReply([Decision(approval.id, verdict)])
+
+    async def answer_button(self, user: User, button: ButtonPress) -> str:
+        """The short answer to a button press, at once (the decision itself is made by the
+        turn, with a compare-and-set): what will happen, or why nothing will."""
+        approval = await self.store.get(button.approval_id)
+        if approval is None:
+            return "I don't know that request."
+        if approval.user_id != user.id and not user.is_owner:
+            return "That request isn't yours to decide."
+        if approval.status is not ApprovalStatus.PENDING or \
+                approval.expires_at <= self.clock.now():
+            return f"Already {_state(approval)}."
+        return {"approve": "Approving…", "yes": "Approving…", "edit": "Tell me what to change."
+                }.get(button.option.lower(), "Cancelling…")
 
     async def _apply(self, ctx: TurnContext, decisions: list[Decision]) -> Answered | None:
         by = f"{ctx.msg.channel}:{ctx.msg.address or ctx.user.id}"

@@ -2,6 +2,8 @@
 LLM), one turn at a time per user, and every reply through the outbox.
 
     channel -> receive() -> inbox row -> admit -> kick(user) -> drain: claim, turn, outbox
+    trigger -> submit()  -> inbox row (the user's queue) -> drain -> reply as a notification
+    anyone  -> notify()  -> routed to the person's channel -> outbox
 """
 
 from __future__ import annotations
@@ -15,12 +17,25 @@ from enum import Enum
 
 from bot.clock import Clock
 from bot.db import Database, Queries
-from bot.envelopes import Inbound, IncomingMessage, LoopEvent, Reply, TurnStop, payload_of
+from bot.envelopes import (
+    ButtonPress,
+    EventSink,
+    Inbound,
+    IncomingMessage,
+    LoopEvent,
+    Notification,
+    Reply,
+    TriggerMessage,
+    TurnStop,
+    Urgency,
+    payload_of,
+)
 from bot.gateway.access import AccessControl, Admission
 from bot.gateway.commands import GatewayCommands
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
+from bot.gateway.notify import Notifier, ReachStore
 from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
 from bot.gateway.users import User, UserStore
 from bot.memory.history import HistoryStore
@@ -28,6 +43,7 @@ from bot.memory.history import HistoryStore
 log = logging.getLogger(__name__)
 
 HandleMessage = Callable[..., Awaitable[Reply]]
+ButtonAnswer = Callable[[User, ButtonPress], Awaitable[str]]
 
 
 class ReceiveResult(Enum):
@@ -52,7 +68,12 @@ class GatewayDeps:
     locks: UserLocks
     senders: dict[str, ChannelSender]
     failure_line: str  # what the user reads when their message could not be handled
+    notifier: Notifier
+    reach: ReachStore
     max_attempts: int = 3
+    # The short answer to a button press, given at once (before the turn runs): "Approving...",
+    # "Already decided", "That isn't yours to decide".
+    answer_button: ButtonAnswer | None = None
 
 
 class Gateway:
@@ -106,8 +127,31 @@ class Gateway:
             await self._close_at_the_door(msg, row_id, admission)
             return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
         await deps.inbox.assign(row_id, admission.user.id)
+        await deps.reach.wrote_again(msg.channel, msg.address)
         self.kick(admission.user.id)
+        if msg.button is not None and msg.button.answer_ref:
+            await self._answer_button(msg.channel, admission.user, msg.button)
         return ReceiveResult.ACCEPTED
+
+    async def submit(self, msg: TriggerMessage) -> bool:
+        """The entry by user: a turn no channel message started, queued in the user's order
+        (after the messages they already sent). False when this run key was seen before."""
+        row_id = await self.deps.inbox.record_for_user(msg, self.deps.clock.now())
+        if row_id is None:
+            return False
+        self.kick(msg.user_id)
+        return True
+
+    async def _answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
+        """A button press is acknowledged at once, whatever the turn does next."""
+        sender = self.deps.senders.get(channel)
+        answer = getattr(sender, "answer_button", None)
+        if answer is None or self.deps.answer_button is None:
+            return
+        try:
+            await answer(button.answer_ref, await self.deps.answer_button(user, button))
+        except Exception:  # the press is stored and will be decided; only the toast failed
+            log.warning("answering a %s button press failed", channel, exc_info=True)
 
     async def _close_at_the_door(self, msg: IncomingMessage, row_id: int,
                                  admission: Admission) -> None:
@@ -165,9 +209,18 @@ class Gateway:
             async with deps.db.transaction() as tx:
                 await deps.inbox.close(tx, row.id, "rejected", deps.clock.now())
             return
+        target = await self._reply_target(row)
+        if target is None:
+            log.warning("trigger run %s for %s: no reachable channel; dropped", row.id, user.id)
+            async with deps.db.transaction() as tx:
+                await deps.inbox.close(tx, row.id, "failed", deps.clock.now(), "unreachable")
+            return
+        channel, address = target
+        await self._typing(channel, address)
         try:
             reply = await self.commands.handle(row, user) or await deps.handle_message(
-                self._inbound(row, turn_id), emit=self._progress(row))
+                self._inbound(row, turn_id, channel, address),
+                emit=self._progress(channel, address))
         except asyncio.CancelledError:
             raise
         except Exception as err:
@@ -180,19 +233,36 @@ class Gateway:
             return
         await self._finish(row, reply)
 
-    def _inbound(self, row: InboxRow, turn_id: str) -> Inbound:
+    async def _reply_target(self, row: InboxRow) -> tuple[str, str] | None:
+        """Where the turn's reply goes: back where the message came from, or, for a
+        trigger's run, where a notification for the person goes."""
+        if row.trigger_task_id is None:
+            return row.channel, row.address
         assert row.user_id is not None
-        return Inbound(user_id=row.user_id, channel=row.channel, text=row.text,
+        found = await self.deps.notifier.route(row.user_id, row.reply_channel)
+        return (found.channel, found.address) if found else None
+
+    def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str) -> Inbound:
+        assert row.user_id is not None
+        return Inbound(user_id=row.user_id, channel=channel, text=row.text,
                        received_at=row.received_at, external_id=row.external_id,
-                       address=row.address, button=row.button, turn_id=turn_id)
+                       address=address, button=row.button, turn_id=turn_id,
+                       from_trigger=row.trigger_task_id)
 
     async def _finish(self, row: InboxRow, reply: Reply, *, status: str = "done",
                       error: str | None = None) -> None:
-        """The reply is queued and the message closed in one transaction: exactly once."""
+        """The reply is queued and the message closed in one transaction: exactly once. A
+        trigger's reply is a notification: routed to the person, quiet hours respected."""
         deps = self.deps
         at = deps.clock.now()
+        speaks = not reply.silent and bool(reply.text or reply.prompts)
         async with deps.db.transaction() as tx:
-            if not reply.silent and (reply.text or reply.prompts):
+            if speaks and row.trigger_task_id is not None and row.user_id is not None:
+                await deps.notifier.notify(Notification(
+                    row.user_id, reply.text, dedupe_key=f"reply:{row.id}",
+                    channel=row.reply_channel, urgency=row.urgency, prompts=reply.prompts),
+                    q=tx)
+            elif speaks:
                 await deps.outbox.enqueue(
                     tx, dedupe_key=f"reply:{row.id}", user_id=row.user_id, channel=row.channel,
                     address=row.address, text=reply.text, at=at,
@@ -200,15 +270,23 @@ class Gateway:
             await deps.inbox.close(tx, row.id, status, at, error)
         deps.deliverer.wake()
 
-    def _progress(self, row: InboxRow) -> Callable[[LoopEvent], Awaitable[None]] | None:
-        sender = self.deps.senders.get(row.channel)
-        show = getattr(sender, "progress", None)
+    async def _typing(self, channel: str, address: str) -> None:
+        show = getattr(self.deps.senders.get(channel), "typing", None)
+        if show is None:
+            return
+        try:
+            await show(address)
+        except Exception:  # a courtesy: the turn goes on
+            log.debug("typing indicator failed", exc_info=True)
+
+    def _progress(self, channel: str, address: str) -> EventSink | None:
+        show = getattr(self.deps.senders.get(channel), "progress", None)
         if show is None:
             return None
 
         async def emit(event: LoopEvent) -> None:
             try:
-                await show(row.address, event)
+                await show(address, event)
             except Exception:  # progress is a courtesy; the reply still matters
                 log.debug("progress display failed", exc_info=True)
 
@@ -216,22 +294,19 @@ class Gateway:
 
     # --- outbound that no inbound message asked for -----------------------------------------
 
-    async def notify_user(self, user: User, text: str, *, dedupe_key: str,
-                          channel: str | None = None, q: Queries | None = None) -> bool:
-        """Queue a message to the user on their preferred channel (or the one named)."""
-        identities = await self.deps.identities.of_user(user.id)
-        wanted = channel or user.preferred_channel
-        target = (next((i for i in identities if i.channel == wanted), None)
-                  or next((i for i in identities if i.channel in self.deps.senders), None)
-                  or (identities[0] if identities else None))
-        if target is None:
-            log.info("no channel to reach %s for %r", user.id, dedupe_key)
-            return False
-        queued = await self.deps.outbox.enqueue(
-            q or self.deps.db, dedupe_key=dedupe_key, user_id=user.id, channel=target.channel,
-            address=target.address, text=text, at=self.deps.clock.now())
+    async def notify(self, note: Notification, q: Queries | None = None) -> bool:
+        """A message for a person that no inbound message asked for (see bot.gateway.notify):
+        routed to their channel, quiet hours respected, through the outbox."""
+        queued = await self.deps.notifier.notify(note, q)
         self.deps.deliverer.wake()
-        return queued is not None
+        return queued
+
+    async def notify_user(self, user: User, text: str, *, dedupe_key: str,
+                          channel: str | None = None, q: Queries | None = None,
+                          urgency: Urgency = Urgency.URGENT) -> bool:
+        """A notice about the person's own conversation (an expiry, "you're in"): sent now."""
+        return await self.notify(Notification(user.id, text, dedupe_key, channel=channel,
+                                              urgency=urgency), q)
 
     async def notify_owner(self, text: str, *, dedupe_key: str) -> bool:
         owners = [u for u in await self.deps.users.list() if u.is_owner]

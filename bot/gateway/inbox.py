@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.db import Database, Queries, Row
-from bot.envelopes import ButtonPress, IncomingMessage
+from bot.envelopes import ButtonPress, IncomingMessage, TriggerMessage, Urgency
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ class InboxRow:
     status: str
     attempts: int
     received_at: datetime
+    trigger_task_id: str | None = None  # a trigger's run, not a person's message
+    reply_channel: str | None = None  # where a trigger's reply goes (None: preferred)
+    urgency: Urgency = Urgency.NORMAL
 
 
 def _row(r: Row) -> InboxRow:
@@ -34,7 +37,8 @@ def _row(r: Row) -> InboxRow:
         if r["button_approval_id"] else None
     return InboxRow(r["id"], r["channel"], r["external_id"], r["address"], r["user_id"],
                     r["text"], button, r["display_name"], r["status"], r["attempts"],
-                    r["received_at"])
+                    r["received_at"], r["trigger_task_id"], r["reply_channel"],
+                    Urgency(r["urgency"] or "normal"))
 
 
 class InboxStore:
@@ -51,6 +55,15 @@ class InboxStore:
             msg.channel, msg.external_id, msg.address, msg.text,
             msg.button.approval_id if msg.button else None,
             msg.button.option if msg.button else None, msg.display_name, msg.received_at)
+
+    async def record_for_user(self, msg: TriggerMessage, at: datetime) -> int | None:
+        """A trigger's run for a user: queued like their messages, unique by its run key."""
+        return await self.db.fetchval(
+            "INSERT INTO inbox (channel, external_id, address, user_id, text, status,"
+            " received_at, trigger_task_id, reply_channel, urgency)"
+            " VALUES ('trigger', $1, '', $2, $3, 'received', $4, $5, $6, $7)"
+            " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id",
+            msg.key, msg.user_id, msg.text, at, msg.task_id, msg.channel, msg.urgency.value)
 
     async def assign(self, row_id: int, user_id: str) -> None:
         await self.db.execute("UPDATE inbox SET user_id = $1 WHERE id = $2", user_id, row_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 # A sender is a channel as the outbox sees it: only `send` is needed to deliver.
 ChannelSender = Channel
+# Told when a send failed for good because the address cannot be written to any more.
+OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
 
 
 def _message(r: Row) -> OutboundMessage:
@@ -65,13 +67,17 @@ class OutboxStore:
 
     async def claim(self, message_id: int, at: datetime) -> bool:
         """pending -> sending, only while no earlier message to the same address is still
-        on its way: order holds even with several processes delivering."""
+        on its way: order holds even with several processes delivering. A message held for
+        later that was never tried (quiet hours) is not on its way: it does not hold back
+        an urgent one."""
         return await self.db.execute(
             "UPDATE outbox SET status = 'sending', claimed_at = $2, attempts = attempts + 1"
             " WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2"
             " AND NOT EXISTS (SELECT 1 FROM outbox AS earlier"
             " WHERE earlier.channel = outbox.channel AND earlier.address = outbox.address"
-            " AND earlier.id < outbox.id AND earlier.status IN ('pending', 'sending'))",
+            " AND earlier.id < outbox.id AND (earlier.status = 'sending'"
+            " OR (earlier.status = 'pending'"
+            " AND (earlier.attempts > 0 OR earlier.next_attempt_at <= $2))))",
             message_id, at) == 1
 
     async def mark_sent(self, message_id: int, channel_message_id: str | None,
@@ -122,8 +128,10 @@ class OutboxDeliverer:
     holds back the later ones to that address."""
 
     def __init__(self, store: OutboxStore, senders: Mapping[str, ChannelSender], clock: Clock,
-                 policy: DeliveryPolicy | None = None) -> None:
+                 policy: DeliveryPolicy | None = None, *,
+                 on_permanent: OnPermanent | None = None) -> None:
         self.store = store
+        self.on_permanent = on_permanent
         self.senders = senders
         self.clock = clock
         self.policy = policy or DeliveryPolicy()
@@ -198,6 +206,8 @@ class OutboxDeliverer:
         except PermanentSendError as err:
             await self.store.dead(message.id, str(err))
             log.error("outbox %s dead: %s", message.id, err)
+            if self.on_permanent is not None and (err.unreachable or err.opted_out):
+                await self.on_permanent(message, err)
             return True
         except Exception as err:
             if not isinstance(err, TransientSendError):  # an adapter bug: retry, bounded

@@ -1,0 +1,141 @@
+"""Notifications by user: a message no inbound message asked for, routed to a person.
+
+    route: the named channel, else the user's preferred one, else another linked channel
+           that has a sender; never an identity that opted out or cannot be reached
+    when:  URGENT at once; anything else waits out the person's quiet hours (in their
+           timezone) and goes once when they end
+    how:   through the outbox like every reply (ordered, retried, exactly once per key)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Container
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from bot.clock import Clock
+from bot.db import Database, Queries, Row
+from bot.envelopes import Notification, Urgency, payload_of
+from bot.gateway.outbox import OutboxStore
+from bot.gateway.users import User, UserStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reachable:
+    """One identity a person can be reached on now."""
+
+    channel: str
+    address: str
+
+
+class ReachStore:
+    """Whether an identity can be written to: opted out (SMS STOP) or unreachable (a
+    permanent send failure). Both clear when the person writes from it again."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def set_opted_out(self, channel: str, address: str, at: datetime | None) -> None:
+        await self.db.execute(
+            "UPDATE identities SET opted_out_at = $3 WHERE channel = $1 AND address = $2",
+            channel, address, at)
+
+    async def set_unreachable(self, channel: str, address: str, at: datetime | None) -> None:
+        await self.db.execute(
+            "UPDATE identities SET unreachable_at = $3 WHERE channel = $1 AND address = $2",
+            channel, address, at)
+
+    async def wrote_again(self, channel: str, address: str) -> None:
+        """The person wrote from this identity: it is reachable again (an opt-out stays
+        until they say START: only their channel's own keyword lifts it)."""
+        await self.db.execute(
+            "UPDATE identities SET unreachable_at = NULL WHERE channel = $1 AND address = $2"
+            " AND unreachable_at IS NOT NULL", channel, address)
+
+    async def of_user(self, user_id: str) -> list[tuple[Reachable, bool]]:
+        """Every identity of the user, oldest first, with whether it can be written to."""
+        rows = await self.db.fetch(
+            "SELECT channel, address, opted_out_at, unreachable_at FROM identities"
+            " WHERE user_id = $1 ORDER BY created_at", user_id)
+        return [(Reachable(r["channel"], r["address"]), _writable(r)) for r in rows]
+
+
+def _writable(row: Row) -> bool:
+    return row["opted_out_at"] is None and row["unreachable_at"] is None
+
+
+def quiet_until(user: User, now: datetime) -> datetime | None:
+    """When the person's quiet hours end, if `now` falls inside them (UTC); else None."""
+    if not (user.quiet_hours_start and user.quiet_hours_end):
+        return None
+    tz = ZoneInfo(user.timezone)
+    local = now.astimezone(tz)
+    start, end = _hhmm(user.quiet_hours_start), _hhmm(user.quiet_hours_end)
+    if start == end:
+        return None
+    at = local.time().replace(second=0, microsecond=0)
+    inside = (start <= at < end) if start < end else (at >= start or at < end)
+    if not inside:
+        return None
+    day = local.date() if (start < end or at < end) else local.date() + timedelta(days=1)
+    ends = datetime.combine(day, end, tzinfo=tz)
+    # Round-tripping through UTC moves a wall time skipped by a DST jump past the gap.
+    return ends.astimezone(ZoneInfo("UTC"))
+
+
+def _hhmm(text: str) -> time:
+    hours, minutes = text.split(":", 1)
+    return time(int(hours), int(minutes))
+
+
+class Notifier:
+    def __init__(self, db: Database, users: UserStore, reach: ReachStore, outbox: OutboxStore,
+                 clock: Clock, senders: Container[str]) -> None:
+        self.db = db
+        self.users = users
+        self.reach = reach
+        self.outbox = outbox
+        self.clock = clock
+        self.senders = senders
+
+    async def route(self, user_id: str, wanted: str | None) -> Reachable | None:
+        """Where a message for this person goes now; None when nowhere."""
+        user = await self.users.get(user_id)
+        if user is None:
+            return None
+        writable = [r for r, ok in await self.reach.of_user(user_id) if ok]
+        for choice in (wanted, user.preferred_channel):
+            found = next((r for r in writable if choice and r.channel == choice), None)
+            if found is not None:
+                return found
+        return next((r for r in writable if r.channel in self.senders), None)
+
+    async def send_after(self, user_id: str, urgency: Urgency,
+                         not_before: datetime | None) -> datetime | None:
+        """The earliest delivery time: quiet hours hold anything that is not urgent."""
+        if urgency is Urgency.URGENT:
+            return not_before
+        user = await self.users.get(user_id)
+        now = self.clock.now()
+        at = max(not_before or now, now)
+        held = quiet_until(user, at) if user is not None else None
+        return held or not_before
+
+    async def notify(self, note: Notification, q: Queries | None = None) -> bool:
+        """Queue the notification; False when the person cannot be reached or it was queued
+        before (same dedupe key)."""
+        target = await self.route(note.user_id, note.channel)
+        if target is None:
+            log.info("no reachable channel for %s (%s)", note.user_id, note.dedupe_key)
+            return False
+        not_before = await self.send_after(note.user_id, note.urgency, note.not_before)
+        queued = await self.outbox.enqueue(
+            q or self.db, dedupe_key=note.dedupe_key, user_id=note.user_id,
+            channel=target.channel, address=target.address, text=note.text,
+            at=self.clock.now(), not_before=not_before,
+            payload=payload_of(note.prompts, None, {"kind": "notification"}))
+        return queued is not None
