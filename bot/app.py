@@ -14,10 +14,12 @@ import aiohttp
 
 from agents.registry import Registry, load_registry, registry_paths
 from agents.stores import AgentStores
+from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
 from bot.approvals.store import ApprovalStore
 from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
+from bot.commands import Commands
 from bot.config import ConfigError, Settings
 from bot.db import Database, connect
 from bot.envelopes import OutboundMessage
@@ -33,6 +35,7 @@ from bot.gateway.users import User, UserStore
 from bot.llm import LLM, OpenAILLM
 from bot.memory.history import HistoryStore
 from bot.orchestrator import Orchestrator, OrchestratorDeps
+from bot.steps import ContextStep
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
@@ -114,16 +117,30 @@ class App:
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
+        decisions = ApprovalStep(approvals, users)
+        identities = IdentityStore(db, users)
+        access = AccessControl(db, identities, settings.access, settings.timezone)
+        gateway_box: list[Gateway] = []  # the gateway is built after the orchestrator
+
+        async def notify_user(user: User, text: str, **kwargs: Any) -> bool:
+            return await gateway_box[0].notify_user(user, text, **kwargs)
+
+        commands = Commands(access=access, identities=identities, approvals=approvals,
+                            tasks=resume, notify_user=notify_user,
+                            assistant_name=persona.name)
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
-            tool_stores=stores, tool_services={"pool": pool, "users": users}, resume=resume,
-            approvals=approvals, context_notes=[
-                approvals.context_note, resume.context_note, stores.plans.context_note]))
-        identities = IdentityStore(db, users)
-        access = AccessControl(db, identities, settings.access, settings.timezone)
+            tool_stores=stores, tool_services={"pool": pool, "users": users},
+            approvals=approvals, tasks=resume, steps=[
+                commands,  # slash commands answer at once, without the LLM;
+                decisions,  # pending approvals get the message first,
+                resume,  # then tasks waiting for an answer;
+                ContextStep("pending approvals", approvals.context_note),  # what still waits
+                ContextStep("waiting tasks", resume.context_note),
+                ContextStep("plan", stores.plans.context_note)]))
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
         reach = ReachStore(db)
@@ -136,7 +153,8 @@ class App:
             history=history, handle_message=orchestrator.handle_message, locks=locks,
             senders=senders, failure_line=persona.lines.llm_unavailable,
             notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
-            answer_button=approvals.answer_button))
+            answer_button=decisions.answer_button))
+        gateway_box.append(gateway)
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
                   http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
                   approvals=approvals)

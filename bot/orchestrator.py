@@ -1,55 +1,42 @@
-"""handle_message: prepare the context, decide whether to process, run the loop, and write
-the turn down once. The orchestrator does not know whether a person or a trigger spoke."""
+"""handle_message: a turn as a pipeline of values.
+
+    prepare_context -> should_process -> steps (each returns a value) -> the loop
+    -> open_waits (tasks paused, approvals opened: durable before the reply)
+    -> compose_turn (the one place the stored turn is built) -> post_process (write once)
+
+The orchestrator does not know whether a person or a trigger spoke, nor which channel will
+render the reply.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.approvals.flow import ApprovalFlow
-from bot.approvals.model import ApprovalDraft, ApprovalRequest
+from bot.approvals.model import ApprovalDraft
+from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
+from bot.compose import LLMFailure, Waits, compose_turn
 from bot.context import ContextManager
 from bot.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.gateway.ratelimit import SlidingWindowLimiter
-from bot.gateway.users import User, UserStore
+from bot.gateway.users import UserStore
 from bot.llm import LLM, LLMError
-from bot.loop import (
-    FallbackLines,
-    LoopDeps,
-    ReactLoopConfig,
-    ReactLoopResult,
-    react_loop,
-)
+from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
 from bot.tasks.model import PausedTask
-from bot.tasks.resume import Answered, Resumer
+from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
+from bot.turn import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
 from persona import Persona
 
 log = logging.getLogger(__name__)
-Message = dict[str, Any]
-
-
-@dataclass
-class TurnContext:
-    msg: Inbound
-    user: User
-    turn_id: str
-    system: list[Message]
-    history: list[Message]  # stored history followed by this turn's incoming message
-    incoming: list[Message]
-    tool_ctx: ToolExecutionContext
-    notices: list[str] = field(default_factory=list)  # said before the reply (bot.tasks.resume)
-    # Approvals to show at the end of the turn (drafts from a resumed task, edited requests).
-    drafts: list[Any] = field(default_factory=list)
-    # Approvals whose outcome joined this turn: marked reported once the turn is written.
-    settled: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -66,10 +53,9 @@ class OrchestratorDeps:
     tool_services: dict[str, Any] = field(default_factory=dict)
     tool_stores: Any = None
     http: Any = None
-    resume: Resumer | None = None  # waiting tasks get the message first (step 1)
-    approvals: ApprovalFlow | None = None  # pending approvals get it before them
-    # Extra system context per user (waiting tasks, the plan): a line, or None.
-    context_notes: list[Callable[[str], Awaitable[str | None]]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)  # before the loop, in this order
+    approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
+    tasks: Resumer | None = None  # stores the tasks that paused this turn
 
 
 class Orchestrator:
@@ -82,90 +68,104 @@ class Orchestrator:
         self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
                                       no_answer=lines.no_answer, cancelled=lines.cancelled)
 
-    async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None) -> Reply:
-        ctx = await self.prepare_context(msg)
+    async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
+                             cancel: asyncio.Event | None = None) -> Reply:
+        ctx = await self.prepare_context(msg, cancel)
         rejection = self.should_process(ctx)
         if rejection is not None:
             return rejection
-        direct = await self._before_loop(ctx)
-        if direct is not None:
-            approvals = await self._open_approvals(ctx)
-            stored = self._with_prompt(direct.text, approvals, listed=True)
-            await self._persist(ctx, [{"role": "assistant", "content": stored}])
-            return self._reply(ctx, self._with_prompt(direct.text, approvals),
-                               approvals=approvals, stop=direct.stop)
-        await self._add_context_notes(ctx)
+        before = await self.run_steps(ctx)
+        run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
+        waits = await self.open_waits(ctx, before, run)
+        turn = compose_turn(ctx, before, run, waits,
+                            approval_intro=self.deps.persona.lines.approval_intro)
+        await self.post_process(ctx, turn, run)
+        return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
+                                              enumerate(turn.prompts, 1)),
+                     stop=turn.stop, turn_id=ctx.turn_id)
+
+    async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None
+                              ) -> TurnContext:
+        deps = self.deps
+        user = await deps.users.get(msg.user_id)
+        if user is None:
+            raise LookupError(f"unknown user {msg.user_id!r}: the gateway admits users first")
+        tool_ctx = ToolExecutionContext(
+            user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
+            stores=deps.tool_stores, channel=msg.channel, services=deps.tool_services)
+        system = deps.persona.system_prompt(
+            channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
+            capabilities=self.capabilities())
+        return TurnContext(msg, user, msg.turn_id or uuid.uuid4().hex, system,
+                           await deps.history.load(user.id), tool_ctx,
+                           cancel or asyncio.Event())
+
+    def should_process(self, ctx: TurnContext) -> Reply | None:
+        if ctx.user.blocked:
+            return Reply("", silent=True, stop=TurnStop.BLOCKED)
+        limiter = self.deps.limiter
+        # The limit protects Valet from other people, not from its owner (nor from triggers).
+        exempt = ctx.user.is_owner or ctx.msg.from_trigger is not None
+        if limiter is not None and not exempt and not limiter.allow(ctx.user.id):
+            return Reply(self.deps.persona.lines.rate_limited, stop=TurnStop.RATE_LIMITED)
+        return None
+
+    async def run_steps(self, ctx: TurnContext) -> StepResult:
+        """Each step in order gets the turn; the first that answers ends the turn there."""
+        outcome: StepResult = Continue()
+        for step in self.deps.steps:
+            outcome = merge(outcome, await step.before(ctx))
+            if isinstance(outcome, Answered):
+                break
+        return outcome
+
+    async def run_loop(self, ctx: TurnContext, before: StepResult, emit: EventSink | None
+                       ) -> ReactLoopResult | LLMFailure:
+        system = "\n\n".join([ctx.system, *before.context])
+        conversation = [*ctx.history, *_said_before(before), ctx.user_message,
+                        *(m for late in before.joined for m in late.messages())]
         try:
-            result = await react_loop(self.loop_deps, ctx.system, ctx.history, ctx.tool_ctx,
-                                      self.deps.loop_config, emit=emit, fallback=self.fallback)
+            return await react_loop(self.loop_deps, [{"role": "system", "content": system}],
+                                    conversation, ctx.tool_ctx, self.deps.loop_config,
+                                    emit=emit, fallback=self.fallback, cancel=ctx.cancel)
         except LLMError as err:
             log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
                       type(err).__name__, err)
-            # The message stays in the history so the next turn sees it.
-            await self._persist(ctx, [])
-            return self._reply(ctx, self.deps.persona.lines.llm_unavailable,
-                               stop=TurnStop.LLM_ERROR)
-        resume = self.deps.resume
-        text = await resume.after_loop(ctx, result) if resume is not None else result.response
-        approvals = await self._open_approvals(ctx, result)
-        if approvals:
-            asked = any(isinstance(p.pause, PausedTask) for p in result.pauses)
-            text = text if asked else ""
-            stored = {"role": "assistant",
-                      "content": self._with_prompt(text, approvals, listed=True)}
-            if asked:
-                result.new_messages[-1] = stored
-            else:
-                result.new_messages.append(stored)
-            text = self._with_prompt(text, approvals)
-        await self.post_process(ctx, result)
-        return self._reply(ctx, text, approvals=approvals,
-                           stop=result.stop_reason)
+            return LLMFailure(self.deps.persona.lines.llm_unavailable,
+                              f"{type(err).__name__}: {err}")
 
-    async def _before_loop(self, ctx: TurnContext) -> Answered | None:
-        """Step 1: pending approvals, then waiting tasks, get the message first."""
-        if self.deps.approvals is not None:
-            direct = await self.deps.approvals.before_loop(ctx)
-            if direct is not None:
-                return direct
-        if self.deps.resume is not None:
-            return await self.deps.resume.before_loop(ctx)
-        return None
+    async def open_waits(self, ctx: TurnContext, before: StepResult,
+                         run: ReactLoopResult | LLMFailure | None) -> Waits:
+        """What this turn leaves waiting, made durable before the reply goes out."""
+        pauses = [o.pause for o in run.pauses] if isinstance(run, ReactLoopResult) else []
+        tasks = [p for p in pauses if isinstance(p, PausedTask)]
+        drafts = [*before.drafts, *(p for p in pauses if isinstance(p, ApprovalDraft))]
+        notices = await self.deps.tasks.pause(ctx, tasks) if self.deps.tasks else []
+        opened = await self.deps.approvals.open(ctx, drafts) \
+            if self.deps.approvals and drafts else []
+        return Waits(prompts=(*before.prompts, *opened),
+                     questions=tuple(t.question for t in tasks), notices=tuple(notices))
 
-    async def _open_approvals(self, ctx: TurnContext, result: ReactLoopResult | None = None
-                              ) -> list[ApprovalRequest]:
-        """The approvals this turn asks for, durable before the reply goes out."""
-        flow = self.deps.approvals
-        drafts = [d for d in ctx.drafts if isinstance(d, ApprovalDraft)]
-        if result is not None:
-            drafts += [p.pause for p in result.pauses if isinstance(p.pause, ApprovalDraft)]
-        shown = [d for d in ctx.drafts if isinstance(d, ApprovalRequest)]
-        if flow is None or not (drafts or shown):
-            return []
-        return shown + await flow.open(ctx, drafts)
+    async def post_process(self, ctx: TurnContext, turn: ComposedTurn,
+                           run: ReactLoopResult | LLMFailure | None) -> None:
+        """Write the raw turn once; only then are late outcomes marked reported (a turn cut
+        short before this point flows them back again). A command is not conversation: the
+        LLM never reads it (a command that changes the conversation, like /cancel, ends as
+        CANCELLED and is kept)."""
+        if turn.stop is TurnStop.COMMAND and not turn.settled:
+            return
+        await self.deps.history.append(ctx.user.id, ctx.turn_id, turn.stored,
+                                       channel=ctx.msg.channel, at=self.deps.clock.now())
+        if turn.settled and self.deps.approvals is not None:
+            await self.approval_store.mark_reported(list(turn.settled))
+        if isinstance(run, ReactLoopResult):
+            self.deps.transcripts.write(turn_record(
+                ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
 
-    def _with_prompt(self, text: str, approvals: list[ApprovalRequest], *,
-                     listed: bool = False) -> str:
-        """The reply's text when approvals wait: the intro (each channel renders the requests
-        its own way: buttons, numbered lines); `listed` for the history, which the LLM reads."""
-        if not approvals or self.deps.approvals is None:
-            return text
-        prompt = self.deps.approvals.prompt_text(approvals, listed=listed)
-        return "\n\n".join(t for t in (text, prompt) if t)
-
-    def _reply(self, ctx: TurnContext, text: str, *,
-               approvals: list[ApprovalRequest] | None = None, stop: TurnStop) -> Reply:
-        prompts = tuple(a.prompt(i) for i, a in enumerate(approvals or [], 1))
-        return Reply("\n\n".join([*ctx.notices, text]), prompts=prompts, stop=stop,
-                     turn_id=ctx.turn_id)
-
-    async def _add_context_notes(self, ctx: TurnContext) -> None:
-        notes = [note for provider in self.deps.context_notes
-                 if (note := await provider(ctx.user.id))]
-        if notes:
-            first = ctx.system[0]
-            ctx.system = [{**first, "content": "\n\n".join([first["content"], *notes])},
-                          *ctx.system[1:]]
+    @property
+    def approval_store(self) -> ApprovalStore:
+        assert self.deps.approvals is not None
+        return self.deps.approvals.store
 
     async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
         """The same run as `handle_message`, as events, ending with the Reply."""
@@ -193,45 +193,14 @@ class Orchestrator:
             if not task.done():
                 task.cancel()
 
-    async def prepare_context(self, msg: Inbound) -> TurnContext:
-        deps = self.deps
-        user = await deps.users.get(msg.user_id)
-        if user is None:
-            raise LookupError(f"unknown user {msg.user_id!r}: the gateway admits users first")
-        tool_ctx = ToolExecutionContext(
-            user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
-            stores=deps.tool_stores, channel=msg.channel, services=deps.tool_services)
-        system = [{"role": "system", "content": deps.persona.system_prompt(
-            channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
-            capabilities=self.capabilities())}]
-        incoming = [{"role": "user", "content": msg.text}]
-        history = await deps.history.load(user.id)
-        return TurnContext(msg, user, msg.turn_id or uuid.uuid4().hex, system,
-                           history + incoming, incoming, tool_ctx)
-
-    def should_process(self, ctx: TurnContext) -> Reply | None:
-        if ctx.user.blocked:
-            return Reply("", silent=True, stop=TurnStop.BLOCKED)
-        limiter = self.deps.limiter
-        if limiter is not None and not limiter.allow(ctx.user.id):
-            return Reply(self.deps.persona.lines.rate_limited, stop=TurnStop.RATE_LIMITED)
-        return None
-
-    async def post_process(self, ctx: TurnContext, result: ReactLoopResult) -> None:
-        """Write the raw turn once: the user's message, tool calls, results, final answer."""
-        await self._persist(ctx, result.new_messages)
-        self.deps.transcripts.write(turn_record(
-            ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), result))
-
-    async def _persist(self, ctx: TurnContext, produced: list[Message]) -> None:
-        await self.deps.history.append(ctx.user.id, ctx.turn_id, ctx.incoming + produced,
-                                       channel=ctx.msg.channel, at=self.deps.clock.now())
-        if ctx.settled and self.deps.approvals is not None:
-            # Only now: a turn cut short before this point flows the outcomes back again.
-            await self.deps.approvals.store.mark_reported(ctx.settled)
-
     def capabilities(self) -> list[str]:
         return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]
+
+
+def _said_before(before: StepResult) -> list[dict[str, Any]]:
+    if not before.notices:
+        return []
+    return [{"role": "assistant", "content": "\n\n".join(before.notices)}]
 
 
 def _first_sentence(text: str) -> str:

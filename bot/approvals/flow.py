@@ -3,8 +3,8 @@
     gate        a call whose tool needs approval does not start; its outcome is an
                 ApprovalDraft (siblings run as usual; the loop stops after the round)
     open        after the turn, drafts become durable ApprovalRequests, shown together
-    before_loop the next message (or button) decides them: the stored arguments run once,
-                the outcome joins the turn as a tool result, and the loop goes on
+    decide      the next message (or button) decides them (bot.approvals.decide): the
+                stored arguments run once (`_execute`), the outcome joins the turn
     sweep       expired requests are closed and their owners told
 
 The policy comes from the registry (Tool.requires_approval, an agent's own check), never from
@@ -16,18 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus
-from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
-from bot.envelopes import ButtonPress, TurnStop
-from bot.gateway.users import User
-from bot.llm import LLM, LLMError, ToolCall
-from bot.tasks.resume import Answered, fill, join_call
+from bot.lines import fill
+from bot.llm import LLM, ToolCall
 from bot.tools import (
     Tool,
     ToolExecutionContext,
@@ -38,7 +34,7 @@ from bot.tools import (
 )
 
 if TYPE_CHECKING:
-    from bot.orchestrator import TurnContext
+    from bot.turn import TurnContext
 
 log = logging.getLogger(__name__)
 
@@ -119,134 +115,6 @@ class ApprovalFlow:
         lines = "\n".join(f"{i}. {a.summary} (code {a.code})" for i, a in enumerate(approvals, 1))
         return f"{self.lines.intro}\n{lines}"
 
-    # --- 3. the next message decides -------------------------------------------------------
-
-    async def before_loop(self, ctx: TurnContext) -> Answered | None:
-        """Apply the decisions in this message. None: the loop runs (with any outcomes joined
-        into the turn); an Answered: the turn ends with that reply."""
-        await self._flow_back_settled(ctx)
-        now = self.clock.now()
-        if ctx.msg.button is not None:
-            parsed = await self._from_button(ctx)
-            if isinstance(parsed, Answered):
-                return parsed
-        else:
-            pending = await self.store.pending(ctx.user.id, now)
-            if ctx.msg.text.strip().lower() in ("/pending", "/approvals"):
-                return Answered(self.listing(pending), TurnStop.COMMAND)
-            if not pending:
-                return None
-            parsed = await parse_reply(ctx.msg.text, pending, interpret=self._interpret)
-            if parsed.unrelated:
-                return None
-            if parsed.clarify:
-                return Answered(parsed.clarify, TurnStop.WAITING_FOR_USER)
-            if parsed.refused and not parsed.decisions:
-                return Answered(f"I have nothing waiting under {', '.join(parsed.refused)}. "
-                                + self.listing(pending), TurnStop.WAITING_FOR_USER)
-        return await self._apply(ctx, parsed.decisions)
-
-    async def _from_button(self, ctx: TurnContext) -> ParsedReply | Answered:
-        assert ctx.msg.button is not None
-        approval = await self.store.get(ctx.msg.button.approval_id)
-        if approval is None:
-            return Answered("I don't know that request.", TurnStop.WAITING_FOR_USER)
-        if approval.user_id != ctx.user.id and not ctx.user.is_owner:
-            return Answered("That request isn't yours to decide.", TurnStop.WAITING_FOR_USER)
-        if approval.status is not ApprovalStatus.PENDING or approval.expires_at <= \
-                self.clock.now():
-            return Answered(f"“{approval.summary}” was already {_state(approval)}.",
-                            TurnStop.WAITING_FOR_USER)
-        option = ctx.msg.button.option.lower()
-        verdict = {"approve": Verdict.APPROVE, "yes": Verdict.APPROVE,
-                   "cancel": Verdict.REJECT, "no": Verdict.REJECT,
-                   "reject": Verdict.REJECT}.get(option)
-        if verdict is None:  # "edit" on a button: ask for the change in words
-            return Answered(f"What should I change in “{approval.summary}”? (Reply with the "
-                            "change, e.g. \"make the subject 'Q3'\".)", TurnStop.WAITING_FOR_USER)
-        return ParsedReply([Decision(approval.id, verdict)])
-
-    async def answer_button(self, user: User, button: ButtonPress) -> str:
-        """The short answer to a button press, at once (the decision itself is made by the
-        turn, with a compare-and-set): what will happen, or why nothing will."""
-        approval = await self.store.get(button.approval_id)
-        if approval is None:
-            return "I don't know that request."
-        if approval.user_id != user.id and not user.is_owner:
-            return "That request isn't yours to decide."
-        if approval.status is not ApprovalStatus.PENDING or \
-                approval.expires_at <= self.clock.now():
-            return f"Already {_state(approval)}."
-        return {"approve": "Approving…", "yes": "Approving…", "edit": "Tell me what to change."
-                }.get(button.option.lower(), "Cancelling…")
-
-    async def _apply(self, ctx: TurnContext, decisions: list[Decision]) -> Answered | None:
-        by = f"{ctx.msg.channel}:{ctx.msg.address or ctx.user.id}"
-        said: list[str] = []
-        to_confirm: list[ApprovalRequest] = []
-        joined = 0
-        for decision in decisions:
-            approval = await self.store.get(decision.approval_id)
-            if approval is None or (approval.user_id != ctx.user.id and not ctx.user.is_owner):
-                said.append("That request isn't yours to decide.")
-                continue
-            if approval.user_id != ctx.user.id:
-                said.append(await self._decide_for_someone_else(ctx, approval, decision, by))
-                continue
-            if decision.verdict is Verdict.EDIT:
-                outcome = await self._edit(ctx, approval, decision.changes, by)
-                if isinstance(outcome, ApprovalRequest):
-                    to_confirm.append(outcome)
-                elif isinstance(outcome, str):
-                    said.append(outcome)
-                else:
-                    joined += 1
-                continue
-            status = ApprovalStatus.APPROVED if decision.verdict is Verdict.APPROVE \
-                else ApprovalStatus.REJECTED
-            if not await self.store.decide(approval.id, status, by=by, at=self.clock.now()):
-                current = await self.store.get(approval.id)
-                said.append(f"“{approval.summary}” was already {_state(current or approval)}.")
-                continue
-            content = await self._execute(ctx, approval) if status is \
-                ApprovalStatus.APPROVED else CANCELLED
-            self._join(ctx, approval, approval.arguments, content)
-            joined += 1
-        if joined:
-            ctx.notices.extend(said)
-            if to_confirm:
-                ctx.drafts.extend(to_confirm)
-            return None  # the loop answers in the persona's voice
-        if to_confirm:
-            ctx.drafts.extend(to_confirm)
-            return Answered("\n".join(said), TurnStop.WAITING_FOR_USER)
-        return Answered("\n".join(said) or "Nothing was waiting for that.",
-                        TurnStop.WAITING_FOR_USER)
-
-    async def _decide_for_someone_else(self, ctx: TurnContext, approval: ApprovalRequest,
-                                       decision: Decision, by: str) -> str:
-        """The owner decides another user's request: it runs as that user, and its outcome
-        reaches their conversation with their next message (it stays unreported here)."""
-        if decision.verdict is Verdict.EDIT:
-            return "Only the person who asked can change their request; approve or cancel it."
-        status = ApprovalStatus.APPROVED if decision.verdict is Verdict.APPROVE \
-            else ApprovalStatus.REJECTED
-        if not await self.store.decide(approval.id, status, by=by, at=self.clock.now()):
-            current = await self.store.get(approval.id)
-            return f"“{approval.summary}” was already {_state(current or approval)}."
-        if status is ApprovalStatus.REJECTED:
-            await self.store.finish_rejected(approval.id, CANCELLED)
-            return f"Cancelled “{approval.summary}” for {approval.user_id}."
-        theirs = replace(ctx.tool_ctx, user_id=approval.user_id)
-        content = await self._execute(ctx, approval, theirs)
-        return f"Approved “{approval.summary}” for {approval.user_id}: {content}"
-
-    def _join(self, ctx: TurnContext, approval: ApprovalRequest,
-                    arguments: dict[str, Any], content: str) -> None:
-        join_call(ctx, f"call_approval_{uuid.uuid4().hex[:16]}", approval.tool_name, arguments,
-                  content)
-        ctx.settled.append(approval.id)
-
     async def _execute(self, ctx: TurnContext, approval: ApprovalRequest,
                        tool_ctx: ToolExecutionContext | None = None) -> str:
         """Run the stored call once: whoever wins approved -> executing runs it."""
@@ -280,79 +148,7 @@ class ApprovalFlow:
         await self.store.finish(approval.id, ok, content)
         return content
 
-    async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
-                    ) -> ApprovalRequest | str | None:
-        """A change: a new approval bound to the new arguments (shown for confirmation, or run
-        at once when confirm_edits is off). Returns the new request, what to say, or None
-        when the edited action ran."""
-        tool = self.registry.get(approval.tool_name)
-        if tool is None or not approval.allow_modification:
-            return f"“{approval.summary}” can't be changed, only approved or cancelled."
-        try:
-            arguments = tool.validated(await self._rewrite(tool, approval, changes),
-                                       ctx.tool_ctx)
-        except (ValueError, LLMError) as err:
-            return f"I couldn't make that change to “{approval.summary}”: {err}"
-        now = self.clock.now()
-        if not await self.store.decide(approval.id, ApprovalStatus.SUPERSEDED, by=by, at=now):
-            return f"“{approval.summary}” was already {_state(approval)}."
-        summary, details = describe(tool, arguments)
-        summary = tool.summarize(arguments) if tool.summarize else summary
-        edited = await self.store.create(
-            user_id=ctx.user.id, call_id=approval.call_id, tool_name=tool.name,
-            arguments=arguments, summary=summary, details=details, at=now,
-            replaces=approval.id, turn_id=ctx.turn_id, source=approval.source,
-            trigger_task_id=approval.trigger_task_id)
-        if self.confirm_edits:
-            return edited
-        await self.store.decide(edited.id, ApprovalStatus.APPROVED, by=by, at=now)
-        self._join(ctx, edited, arguments, await self._execute(ctx, edited))
-        return None
-
-    async def _rewrite(self, tool: Tool, approval: ApprovalRequest, changes: str
-                       ) -> dict[str, Any]:
-        prompt = (
-            f"Tool: {tool.name}: {tool.description}\nParameters (JSON schema): "
-            f"{json.dumps(tool.parameters)}\nCurrent arguments: "
-            f"{json.dumps(approval.arguments, default=str)}\nThe user asked for this change: "
-            f"{json.dumps(changes)}\n\nReply with the complete new arguments as one JSON "
-            "object and nothing else. Change only what the user asked for.")
-        response = await self.llm.complete(
-            [{"role": "system", "content": "You edit the arguments of a pending action."},
-             {"role": "user", "content": prompt}], None)
-        text = response.content or ""
-        try:
-            start, end = text.index("{"), text.rindex("}") + 1
-            edited = json.loads(text[start:end])
-        except ValueError as err:
-            raise ValueError("I couldn't work out the new details") from err
-        if not isinstance(edited, dict):
-            raise ValueError("I couldn't work out the new details")
-        return edited
-
-    async def _interpret(self, text: str, pending: list[ApprovalRequest]) -> str:
-        response = await self.llm.complete(
-            [{"role": "system", "content": "You read replies to approval requests. Answer "
-                                           "with JSON only."},
-             {"role": "user", "content": interpret_prompt(text, pending)}], None)
-        return response.content or ""
-
-    async def _flow_back_settled(self, ctx: TurnContext) -> None:
-        """Approvals settled outside this turn (expired, or finished in a turn that was cut
-        short) join it as the calls' outcomes, once. The user hears of an expiry here unless
-        the sweeper told them already."""
-        expired_now = {a.id for a in await self.store.expire_due(self.clock.now(), ctx.user.id)}
-        for approval in await self.store.unreported(ctx.user.id):
-            if approval.status is ApprovalStatus.EXPIRED:
-                content = (f"Not run: the user did not approve “{approval.summary}” in time; "
-                           "the request expired.")
-                if approval.id in expired_now:
-                    ctx.notices.append(self._expired_line(approval))
-            else:
-                content = approval.result or f"Request {_state(approval)}."
-            self._join(ctx, approval, approval.arguments, content)
-
-    def _expired_line(self, approval: ApprovalRequest) -> str:
+    def expired_line(self, approval: ApprovalRequest) -> str:
         minutes = int((approval.expires_at - approval.created_at).total_seconds() // 60)
         return fill(self.lines.expired, summary=approval.summary, minutes=minutes)
 
@@ -360,7 +156,7 @@ class ApprovalFlow:
 
     async def sweep(self) -> list[tuple[ApprovalRequest, str]]:
         """Expire what is past its time; returns (approval, what to tell its owner)."""
-        return [(a, self._expired_line(a)) for a in await self.store.expire_due(self.clock.now())]
+        return [(a, self.expired_line(a)) for a in await self.store.expire_due(self.clock.now())]
 
     async def list_pending_approvals(self, user_id: str) -> list[ApprovalRequest]:
         """What waits for this user's OK now, chat and trigger requests alike."""
@@ -383,7 +179,7 @@ class ApprovalFlow:
                 "if they ask, remind them what is waiting.")
 
 
-def _state(approval: ApprovalRequest) -> str:
+def state_word(approval: ApprovalRequest) -> str:
     return {ApprovalStatus.APPROVED: "approved", ApprovalStatus.EXECUTING: "approved",
             ApprovalStatus.EXECUTED: "done", ApprovalStatus.FAILED: "tried, and it failed",
             ApprovalStatus.REJECTED: "cancelled", ApprovalStatus.EXPIRED: "expired",

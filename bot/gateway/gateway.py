@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from bot.clock import Clock
+from bot.commands import command_word
 from bot.db import Database, Queries
 from bot.envelopes import (
     ButtonPress,
@@ -31,7 +32,6 @@ from bot.envelopes import (
     payload_of,
 )
 from bot.gateway.access import AccessControl, Admission
-from bot.gateway.commands import GatewayCommands
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
@@ -79,8 +79,7 @@ class GatewayDeps:
 class Gateway:
     def __init__(self, deps: GatewayDeps) -> None:
         self.deps = deps
-        self.commands = GatewayCommands(deps.access, deps.identities, deps.users, deps.clock,
-                                        self.notify_user)
+        self._running: dict[str, asyncio.Event] = {}  # user -> their running turn's /stop
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._delivery: asyncio.Task[None] | None = None
@@ -128,10 +127,24 @@ class Gateway:
             return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
         await deps.inbox.assign(row_id, admission.user.id)
         await deps.reach.wrote_again(msg.channel, msg.address)
+        if self._stop_running_turn(admission.user.id, msg.text):
+            async with deps.db.transaction() as tx:  # the stopped turn's reply says it
+                await deps.inbox.close(tx, row_id, "done", at)
+            return ReceiveResult.HANDLED
         self.kick(admission.user.id)
         if msg.button is not None and msg.button.answer_ref:
             await self._answer_button(msg.channel, admission.user, msg.button)
         return ReceiveResult.ACCEPTED
+
+    def _stop_running_turn(self, user_id: str, text: str) -> bool:
+        """/stop reaches a turn that is already running (it cannot wait in the queue behind
+        it): its calls are cancelled and it ends with a short reply."""
+        word = command_word(text)
+        running = self._running.get(user_id)
+        if word is None or word[0] != "/stop" or running is None:
+            return False
+        running.set()
+        return True
 
     async def submit(self, msg: TriggerMessage) -> bool:
         """The entry by user: a turn no channel message started, queued in the user's order
@@ -217,10 +230,11 @@ class Gateway:
             return
         channel, address = target
         await self._typing(channel, address)
+        stop = self._running[user.id] = asyncio.Event()
         try:
-            reply = await self.commands.handle(row, user) or await deps.handle_message(
+            reply = await deps.handle_message(
                 self._inbound(row, turn_id, channel, address),
-                emit=self._progress(channel, address))
+                emit=self._progress(channel, address), cancel=stop)
         except asyncio.CancelledError:
             raise
         except Exception as err:
@@ -231,6 +245,8 @@ class Gateway:
             reply = Reply(deps.failure_line, stop=TurnStop.FAILED)
             await self._finish(row, reply, status="failed", error=f"{type(err).__name__}: {err}")
             return
+        finally:
+            self._running.pop(user.id, None)
         await self._finish(row, reply)
 
     async def _reply_target(self, row: InboxRow) -> tuple[str, str] | None:

@@ -204,10 +204,12 @@ class OutboxDeliverer:
         try:
             channel_id = await sender.send(message)
         except PermanentSendError as err:
-            await self.store.dead(message.id, str(err))
-            log.error("outbox %s dead: %s", message.id, err)
+            # Marked before the row settles: whoever waits for the outbox to go quiet then
+            # also sees the address as unwritable.
             if self.on_permanent is not None and (err.unreachable or err.opted_out):
                 await self.on_permanent(message, err)
+            await self.store.dead(message.id, str(err))
+            log.error("outbox %s dead: %s", message.id, err)
             return True
         except Exception as err:
             if not isinstance(err, TransientSendError):  # an adapter bug: retry, bounded

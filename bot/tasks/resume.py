@@ -17,25 +17,22 @@ guessing wrong swallows the user's message, the one thing this step must never d
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from bot.approvals.model import ApprovalDraft
 from bot.envelopes import TurnStop
+from bot.lines import fill
 from bot.llm import LLM, LLMError
-from bot.loop import ReactLoopResult
 from bot.tasks.model import PausedTask, PoolNotice
 from bot.tasks.pool import AgentPool
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
-
-if TYPE_CHECKING:
-    from bot.orchestrator import TurnContext
+from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +52,6 @@ class Fit(Enum):
 class Verdict:
     fit: Fit
     ask_again: str = ""  # for INVALID: the question to repeat, with what was wrong
-
-
-@dataclass(frozen=True)
-class Answered:
-    """The turn ends with this reply, without the loop."""
-
-    text: str
-    stop: TurnStop  # WAITING_FOR_USER (asked again) or CANCELLED
 
 
 @dataclass(frozen=True)
@@ -114,11 +103,6 @@ class TaskLines:
                     limit=notice.detail)
 
 
-def fill(template: str, **values: Any) -> str:
-    """str.format that leaves unknown {placeholders} alone (lines come from persona files)."""
-    return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), m.group(0))), template)
-
-
 def is_cancel(text: str) -> bool:
     return " ".join(text.lower().strip(" \t\n.!").split()) in CANCEL_WORDS
 
@@ -152,50 +136,64 @@ class Resumer:
 
     # --- before the loop ----------------------------------------------------------------------
 
-    async def before_loop(self, ctx: TurnContext) -> Answered | None:
-        """Resume a waiting task with this message. Returns the reply when the turn ends here
-        (a question again, a cancellation); None when the loop runs (maybe with a finished
-        task's result added to the turn). Notices (expired, dropped) go to `ctx.notices`."""
+    name = "tasks"
+
+    async def before(self, ctx: TurnContext) -> StepResult:
+        """Step: a waiting task gets the message first. Answered when the turn ends here (a
+        question again, a cancellation); Continue when the loop runs (maybe with a finished
+        task's result joined to the turn). Expired or dropped tasks become notices."""
         if ctx.msg.from_trigger or ctx.msg.button is not None:
-            return None  # a trigger's text or a button press is not an answer to a question
-        live = await self._live_tasks(ctx)
+            return Continue()  # a trigger's text or a button press answers no question
+        live, notices = await self._live_tasks(ctx)
+        said = Continue(notices=tuple(notices))
         if not live:
-            return None
+            return said
         text = (ctx.msg.text or "").strip()
         if is_cancel(text):
             task = live[0]
             if await self.pool.take(task):
                 log.info("user %s cancelled %s %s", task.user_id, task.name, task.id)
-                return Answered(fill(self.lines.cancelled, task=task.label,
-                                     question=task.question), TurnStop.CANCELLED)
-            return None
+                return merge(said, Answered(text=fill(self.lines.cancelled, task=task.label,
+                                                      question=task.question),
+                                            stop=TurnStop.CANCELLED))
+            return said
         task, verdict = await self._match(live, text, ctx.tool_ctx)
         if task is None or verdict is None:
-            return None
+            return said
         if verdict.fit is Fit.INVALID:
             task.question = verdict.ask_again
             await self.pool.touch(task)
-            return Answered(verdict.ask_again, TurnStop.WAITING_FOR_USER)
+            return merge(said, Answered(text=verdict.ask_again, stop=TurnStop.WAITING_FOR_USER))
         if not await self.pool.take(task):
-            return None
+            return said
+        return merge(said, await self._resume(ctx, task, text))
+
+    async def cancel_latest(self, user_id: str) -> str | None:
+        """/cancel: drop the task whose question was asked last; what to say, or None."""
+        for task in await self.pool.waiting(user_id):
+            if await self.pool.take(task):
+                log.info("user %s cancelled %s %s", user_id, task.name, task.id)
+                return fill(self.lines.cancelled, task=task.label, question=task.question)
+        return None
+
+    async def _resume(self, ctx: TurnContext, task: PausedTask, text: str) -> StepResult:
         call_id = f"call_resume_{uuid.uuid4().hex[:16]}"
         resumed = await self.handler.answer(task, text, ctx.tool_ctx.for_call(call_id))
         outcome = resumed.outcome
+        joined = Joined(call_id, task.name, resumed.arguments, outcome.content)
         if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, PausedTask):
             await self.pool.put_back(outcome.pause)
-            return Answered(outcome.pause.question, TurnStop.WAITING_FOR_USER)
+            return Answered(text=outcome.pause.question, stop=TurnStop.WAITING_FOR_USER)
         if outcome.status is ToolStatus.WAITING and isinstance(outcome.pause, ApprovalDraft):
-            # Every field is in and the action needs the user's OK: the call joins the turn
-            # with its "waiting" result, and the approval is shown (bot.approvals.flow).
-            join_call(ctx, call_id, task.name, resumed.arguments, outcome.content)
-            ctx.drafts.append(replace(outcome.pause, call_id=call_id))
-            return Answered("", TurnStop.WAITING_FOR_USER)
+            # Every field is in and the action needs the person's OK: the call joins the
+            # turn with its "waiting" result, and the approval is shown.
+            return Answered(joined=(joined,), drafts=(replace(outcome.pause, call_id=call_id),),
+                            stop=TurnStop.WAITING_FOR_USER)
         if outcome.status is ToolStatus.DENIED:
-            return Answered(outcome.content, TurnStop.CANCELLED)
-        join_call(ctx, call_id, task.name, resumed.arguments, resumed.outcome.content)
-        return None
+            return Answered(text=outcome.content, stop=TurnStop.CANCELLED)
+        return Continue(joined=(joined,))
 
-    async def _live_tasks(self, ctx: TurnContext) -> list[PausedTask]:
+    async def _live_tasks(self, ctx: TurnContext) -> tuple[list[PausedTask], list[str]]:
         notices = await self.pool.sweep(ctx.user.id)
         live = []
         for task in await self.pool.waiting(ctx.user.id):
@@ -204,12 +202,7 @@ class Resumer:
                 live.append(task)
             elif (notice := await self.pool.discard(task, why)) is not None:
                 notices.append(notice)
-        if notices:
-            said = [self.lines.notice(n) for n in notices]
-            ctx.notices.extend(said)
-            # Said before the user's message is answered: the history keeps it in that place.
-            _insert_before_user(ctx, {"role": "assistant", "content": "\n\n".join(said)})
-        return live
+        return live, [self.lines.notice(n) for n in notices]
 
     async def _match(self, live: list[PausedTask], text: str, ctx: ToolExecutionContext
                      ) -> tuple[PausedTask | None, Verdict | None]:
@@ -257,17 +250,14 @@ class Resumer:
 
     # --- after the loop -----------------------------------------------------------------------
 
-    async def after_loop(self, ctx: TurnContext, result: ReactLoopResult) -> str:
-        """Store the tasks that paused this turn; the reply is their questions."""
-        tasks = [p.pause for p in result.pauses if isinstance(p.pause, PausedTask)]
+    async def pause(self, ctx: TurnContext, tasks: list[PausedTask]) -> list[str]:
+        """Store the tasks that paused this turn; returns what the person must hear about
+        the pool (older tasks dropped to make room)."""
         if not tasks:
-            return result.response
+            return []
         notices = await self.pool.pause(ctx.user.id, tasks, turn_id=ctx.turn_id,
                                         limit_for=self.handler.limit_for)
-        asked = [p.pause.question for p in result.pauses if isinstance(p.pause, PausedTask)]
-        text = "\n\n".join([*(self.lines.notice(n) for n in notices), *asked])
-        result.new_messages.append({"role": "assistant", "content": text})
-        return text
+        return [self.lines.notice(n) for n in notices]
 
     # --- the LLM's view -----------------------------------------------------------------------
 
@@ -283,24 +273,6 @@ class Resumer:
                 f"it answers one):\n{listed}\nIf the user's message is about something else, "
                 "help with that and briefly remind them of the open question; if they no "
                 "longer want it, call cancel_task with its id.")
-
-
-def join_call(ctx: TurnContext, call_id: str, name: str, arguments: dict[str, Any],
-              content: str) -> None:
-    """A result that arrives after its call's turn (a finished task, a decided approval)
-    joins this turn as a new call and its one result: every call keeps exactly one result."""
-    call = {"role": "assistant", "content": None, "tool_calls": [{
-        "id": call_id, "type": "function", "function": {
-            "name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}]}
-    result = {"role": "tool", "tool_call_id": call_id, "content": content}
-    for messages in (ctx.incoming, ctx.history):
-        messages.extend([call, result])
-
-
-def _insert_before_user(ctx: TurnContext, message: dict[str, Any]) -> None:
-    stored = ctx.history[:len(ctx.history) - len(ctx.incoming)]
-    ctx.incoming = [message, *ctx.incoming]
-    ctx.history = [*stored, *ctx.incoming]
 
 
 def _age(now: datetime, then: datetime | None) -> str:

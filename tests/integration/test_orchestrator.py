@@ -78,12 +78,22 @@ async def test_the_system_prompt_has_time_zone_and_capabilities(app_factory, fak
 
 async def test_rate_limit_answers_without_calling_the_llm(app_factory, fake_llm):
     app = await app_factory(rate_limit_per_minute=2)
-    owner = await app.ensure_owner()
+    guest = await app.users.ensure("guest", at=datetime(2026, 1, 5, tzinfo=UTC))
     fake_llm.responder = lambda req: LLMReply(content="ok")
-    replies = [await app.orchestrator.handle_message(inbound(owner.id, f"m{i}"))
+    replies = [await app.orchestrator.handle_message(inbound(guest.id, f"m{i}"))
                for i in range(3)]
     assert [r.stop.value for r in replies] == ["final_answer", "final_answer", "rate_limited"]
     assert fake_llm.calls == 2
+
+
+async def test_the_owner_is_not_rate_limited(app_factory, fake_llm):
+    """The limit protects Valet from other people, not from its owner."""
+    app = await app_factory(rate_limit_per_minute=2)
+    owner = await app.ensure_owner()
+    fake_llm.responder = lambda req: LLMReply(content="ok")
+    replies = [await app.orchestrator.handle_message(inbound(owner.id, f"m{i}"))
+               for i in range(5)]
+    assert [r.stop.value for r in replies] == ["final_answer"] * 5
 
 
 async def test_stream_message_yields_progress_then_the_reply(app_factory, fake_llm):

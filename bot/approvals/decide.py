@@ -1,0 +1,246 @@
+"""The approvals step of a turn: the person's next message (or button) decides what waits.
+
+Decisions are compare-and-sets in the store; an approved call runs its stored arguments once
+(bot.approvals.flow); the outcome joins the turn as a fresh call with its result and the loop
+answers in the persona's voice. Outcomes settled outside any turn (expired, or finished in a
+turn cut short) join the next turn of their owner, once. The step returns a value; it never
+changes the turn's context.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from typing import Any
+
+from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, state_word
+from bot.approvals.model import ApprovalRequest, ApprovalStatus
+from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
+from bot.envelopes import ButtonPress, TurnStop
+from bot.gateway.users import User, UserStore
+from bot.llm import LLMError
+from bot.tools import Tool
+from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
+
+log = logging.getLogger(__name__)
+
+WAITING = TurnStop.WAITING_FOR_USER
+
+
+class ApprovalStep:
+    """Step: pending approvals get the message first."""
+
+    name = "approvals"
+
+    def __init__(self, flow: ApprovalFlow, users: UserStore) -> None:
+        self.flow = flow
+        self.store = flow.store
+        self.users = users
+
+    async def before(self, ctx: TurnContext) -> StepResult:
+        settled = await self._flow_back_settled(ctx)
+        if ctx.msg.button is not None:
+            parsed = await self._from_button(ctx, ctx.msg.button)
+        else:
+            parsed = await self._from_text(ctx)
+        if isinstance(parsed, Answered | Continue):
+            return merge(settled, parsed)
+        return merge(settled, await self._apply(ctx, parsed.decisions))
+
+    async def _from_text(self, ctx: TurnContext) -> ParsedReply | StepResult:
+        pending = await self.store.pending(ctx.user.id, self.flow.clock.now())
+        if not pending or ctx.msg.from_trigger:
+            return Continue()
+        parsed = await parse_reply(ctx.msg.text, pending, interpret=self._interpret)
+        if parsed.unrelated:
+            return Continue()
+        if parsed.clarify:
+            return Answered(text=parsed.clarify, stop=WAITING)
+        if parsed.refused and not parsed.decisions:
+            return Answered(text=f"I have nothing waiting under {', '.join(parsed.refused)}. "
+                            + self.flow.listing(pending), stop=WAITING)
+        return parsed
+
+    async def _from_button(self, ctx: TurnContext, button: ButtonPress
+                           ) -> ParsedReply | StepResult:
+        approval = await self.store.get(button.approval_id)
+        if approval is None:
+            return Answered(text="I don't know that request.", stop=WAITING)
+        if approval.user_id != ctx.user.id and not ctx.user.is_owner:
+            return Answered(text="That request isn't yours to decide.", stop=WAITING)
+        if approval.status is not ApprovalStatus.PENDING or \
+                approval.expires_at <= self.flow.clock.now():
+            return Answered(text=f"“{approval.summary}” was already {state_word(approval)}.",
+                            stop=WAITING)
+        verdict = {"approve": Verdict.APPROVE, "yes": Verdict.APPROVE,
+                   "cancel": Verdict.REJECT, "no": Verdict.REJECT,
+                   "reject": Verdict.REJECT}.get(button.option.lower())
+        if verdict is None:  # "edit" on a button: ask for the change in words
+            return Answered(text=f"What should I change in “{approval.summary}”? (Reply with "
+                            "the change, e.g. \"make the subject 'Q3'\".)", stop=WAITING)
+        return ParsedReply([Decision(approval.id, verdict)])
+
+    async def answer_button(self, user: User, button: ButtonPress) -> str:
+        """The short answer to a button press, at once (the decision itself is made by the
+        turn, with a compare-and-set): what will happen, or why nothing will."""
+        approval = await self.store.get(button.approval_id)
+        if approval is None:
+            return "I don't know that request."
+        if approval.user_id != user.id and not user.is_owner:
+            return "That request isn't yours to decide."
+        if approval.status is not ApprovalStatus.PENDING or \
+                approval.expires_at <= self.flow.clock.now():
+            return f"Already {state_word(approval)}."
+        return {"approve": "Approving…", "yes": "Approving…",
+                "edit": "Tell me what to change."}.get(button.option.lower(), "Cancelling…")
+
+    async def _apply(self, ctx: TurnContext, decisions: list[Decision]) -> StepResult:
+        by = f"{ctx.msg.channel}:{ctx.msg.address or ctx.user.id}"
+        said: list[str] = []
+        to_confirm: list[ApprovalRequest] = []
+        joined: list[Joined] = []
+        settled: list[str] = []
+        for decision in decisions:
+            approval = await self.store.get(decision.approval_id)
+            if approval is None or (approval.user_id != ctx.user.id and not ctx.user.is_owner):
+                said.append("That request isn't yours to decide.")
+                continue
+            if approval.user_id != ctx.user.id:
+                said.append(await self._decide_for_someone_else(ctx, approval, decision, by))
+                continue
+            if decision.verdict is Verdict.EDIT:
+                outcome = await self._edit(ctx, approval, decision.changes, by)
+                if isinstance(outcome, ApprovalRequest):
+                    to_confirm.append(outcome)
+                elif isinstance(outcome, tuple):
+                    edited, ran = outcome
+                    joined.append(ran)
+                    settled.append(edited.id)
+                else:
+                    said.append(outcome)
+                continue
+            status = ApprovalStatus.APPROVED if decision.verdict is Verdict.APPROVE \
+                else ApprovalStatus.REJECTED
+            if not await self.store.decide(approval.id, status, by=by, at=self.flow.clock.now()):
+                current = await self.store.get(approval.id)
+                said.append(f"“{approval.summary}” was already "
+                            f"{state_word(current or approval)}.")
+                continue
+            content = await self.flow._execute(ctx, approval) if status is \
+                ApprovalStatus.APPROVED else CANCELLED
+            joined.append(_joined(approval, approval.arguments, content))
+            settled.append(approval.id)
+        if joined:  # the loop answers in the persona's voice
+            return Continue(joined=tuple(joined), notices=tuple(said),
+                            prompts=tuple(to_confirm), settled=tuple(settled))
+        text = "\n".join(said) or ("" if to_confirm else "Nothing was waiting for that.")
+        return Answered(text=text, stop=WAITING, prompts=tuple(to_confirm))
+
+    async def _decide_for_someone_else(self, ctx: TurnContext, approval: ApprovalRequest,
+                                       decision: Decision, by: str) -> str:
+        """The owner decides another user's request: it runs as that user (their timezone,
+        their channel), and its outcome reaches their conversation with their next turn."""
+        if decision.verdict is Verdict.EDIT:
+            return "Only the person who asked can change their request; approve or cancel it."
+        status = ApprovalStatus.APPROVED if decision.verdict is Verdict.APPROVE \
+            else ApprovalStatus.REJECTED
+        if not await self.store.decide(approval.id, status, by=by, at=self.flow.clock.now()):
+            current = await self.store.get(approval.id)
+            return f"“{approval.summary}” was already {state_word(current or approval)}."
+        if status is ApprovalStatus.REJECTED:
+            await self.store.finish_rejected(approval.id, CANCELLED)
+            return f"Cancelled “{approval.summary}” for {approval.user_id}."
+        requester = await self.users.get(approval.user_id)
+        if requester is None:
+            await self.store.begin_execution(approval.id, self.flow.clock.now())
+            await self.store.finish(approval.id, False, "refused: the requester is gone")
+            return f"Not run: {approval.user_id} no longer exists."
+        theirs = replace(ctx.tool_ctx, user_id=requester.id, timezone=requester.timezone,
+                         channel=requester.preferred_channel or ctx.tool_ctx.channel)
+        content = await self.flow._execute(ctx, approval, theirs)
+        return f"Approved “{approval.summary}” for {approval.user_id}: {content}"
+
+    async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
+                    ) -> ApprovalRequest | tuple[ApprovalRequest, Joined] | str:
+        """A change: a new approval bound to the new arguments (shown for confirmation, or run
+        at once when confirm_edits is off). Returns the new request, the edited action's
+        outcome, or what to say."""
+        flow = self.flow
+        tool = flow.registry.get(approval.tool_name)
+        if tool is None or not approval.allow_modification:
+            return f"“{approval.summary}” can't be changed, only approved or cancelled."
+        try:
+            arguments = tool.validated(await self._rewrite(tool, approval, changes),
+                                       ctx.tool_ctx)
+        except (ValueError, LLMError) as err:
+            return f"I couldn't make that change to “{approval.summary}”: {err}"
+        now = flow.clock.now()
+        if not await self.store.decide(approval.id, ApprovalStatus.SUPERSEDED, by=by, at=now):
+            return f"“{approval.summary}” was already {state_word(approval)}."
+        summary, details = describe(tool, arguments)
+        summary = tool.summarize(arguments) if tool.summarize else summary
+        edited = await self.store.create(
+            user_id=ctx.user.id, call_id=approval.call_id, tool_name=tool.name,
+            arguments=arguments, summary=summary, details=details, at=now,
+            replaces=approval.id, turn_id=ctx.turn_id, source=approval.source,
+            trigger_task_id=approval.trigger_task_id)
+        if flow.confirm_edits:
+            return edited
+        await self.store.decide(edited.id, ApprovalStatus.APPROVED, by=by, at=now)
+        return edited, _joined(edited, arguments, await flow._execute(ctx, edited))
+
+    async def _rewrite(self, tool: Tool, approval: ApprovalRequest, changes: str
+                       ) -> dict[str, Any]:
+        prompt = (
+            f"Tool: {tool.name}: {tool.description}\nParameters (JSON schema): "
+            f"{json.dumps(tool.parameters)}\nCurrent arguments: "
+            f"{json.dumps(approval.arguments, default=str)}\nThe user asked for this change: "
+            f"{json.dumps(changes)}\n\nReply with the complete new arguments as one JSON "
+            "object and nothing else. Change only what the user asked for.")
+        response = await self.flow.llm.complete(
+            [{"role": "system", "content": "You edit the arguments of a pending action."},
+             {"role": "user", "content": prompt}], None)
+        text = response.content or ""
+        try:
+            start, end = text.index("{"), text.rindex("}") + 1
+            edited = json.loads(text[start:end])
+        except ValueError as err:
+            raise ValueError("I couldn't work out the new details") from err
+        if not isinstance(edited, dict):
+            raise ValueError("I couldn't work out the new details")
+        return edited
+
+    async def _interpret(self, text: str, pending: list[ApprovalRequest]) -> str:
+        response = await self.flow.llm.complete(
+            [{"role": "system", "content": "You read replies to approval requests. Answer "
+                                           "with JSON only."},
+             {"role": "user", "content": interpret_prompt(text, pending)}], None)
+        return response.content or ""
+
+    async def _flow_back_settled(self, ctx: TurnContext) -> Continue:
+        """Approvals settled outside this turn (expired, or finished in a turn that was cut
+        short) join it as the calls' outcomes, once. The person hears of an expiry here
+        unless the sweeper told them already."""
+        now = self.flow.clock.now()
+        expired_now = {a.id for a in await self.store.expire_due(now, ctx.user.id)}
+        joined: list[Joined] = []
+        notices: list[str] = []
+        settled: list[str] = []
+        for approval in await self.store.unreported(ctx.user.id):
+            if approval.status is ApprovalStatus.EXPIRED:
+                content = (f"Not run: the user did not approve “{approval.summary}” in time; "
+                           "the request expired.")
+                if approval.id in expired_now:
+                    notices.append(self.flow.expired_line(approval))
+            else:
+                content = approval.result or f"Request {state_word(approval)}."
+            joined.append(_joined(approval, approval.arguments, content))
+            settled.append(approval.id)
+        return Continue(joined=tuple(joined), notices=tuple(notices), settled=tuple(settled))
+
+
+def _joined(approval: ApprovalRequest, arguments: dict[str, Any], content: str) -> Joined:
+    """The approval's outcome as a fresh call; its id carries the approval id, so the turn
+    can mark it reported once stored."""
+    return Joined(f"call_approval_{approval.id}", approval.tool_name, arguments, content)
