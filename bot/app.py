@@ -27,6 +27,7 @@ from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
+from bot.journal import TurnJournal
 from bot.llm import LLM, OpenAILLM
 from bot.memory.history import HistoryStore
 from bot.orchestrator import Orchestrator, OrchestratorDeps
@@ -118,7 +119,8 @@ class App:
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
             tool_stores=stores, tool_services={"pool": pool, "users": users}, resume=resume,
             approvals=approvals, context_notes=[
-                approvals.context_note, resume.context_note, stores.plans.context_note]))
+                approvals.context_note, resume.context_note, stores.plans.context_note],
+            journal=TurnJournal(db, clock)))
         identities = IdentityStore(db, users)
         access = AccessControl(db, identities, settings.access, settings.timezone)
         senders: dict[str, ChannelSender] = {}

@@ -302,7 +302,12 @@ async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
         return outcome
 
     tasks = [asyncio.create_task(one(call)) for call in response.tool_calls]
-    await _wait_or_cancel(tasks, run, cancel)
+    try:
+        await _wait_or_cancel(tasks, run, cancel)
+    except asyncio.CancelledError:  # the turn itself is cancelled: its calls go with it
+        for task in tasks:
+            task.cancel()
+        raise
     outcomes = []
     for call, task in zip(response.tool_calls, tasks, strict=True):
         if task.done() and not task.cancelled() and task.exception() is None:

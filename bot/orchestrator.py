@@ -17,7 +17,8 @@ from bot.context import ContextManager
 from bot.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
-from bot.llm import LLM, LLMError
+from bot.journal import TurnJournal
+from bot.llm import LLM, LLMError, LLMMalformedResponseError
 from bot.loop import (
     FallbackLines,
     LoopDeps,
@@ -70,6 +71,7 @@ class OrchestratorDeps:
     approvals: ApprovalFlow | None = None  # pending approvals get it before them
     # Extra system context per user (waiting tasks, the plan): a line, or None.
     context_notes: list[Callable[[str], Awaitable[str | None]]] = field(default_factory=list)
+    journal: TurnJournal | None = None  # a redone turn continues from it (bot.journal)
 
 
 class Orchestrator:
@@ -77,7 +79,8 @@ class Orchestrator:
         self.deps = deps
         self.context = ContextManager(deps.loop_config)
         self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
-                                  gate=deps.approvals.gate if deps.approvals else None)
+                                  gate=deps.approvals.gate if deps.approvals else None,
+                                  journal=deps.journal)
         lines = deps.persona.lines
         self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
                                       no_answer=lines.no_answer, cancelled=lines.cancelled)
@@ -97,14 +100,17 @@ class Orchestrator:
         await self._add_context_notes(ctx)
         try:
             result = await react_loop(self.loop_deps, ctx.system, ctx.history, ctx.tool_ctx,
-                                      self.deps.loop_config, emit=emit, fallback=self.fallback)
+                                      self.deps.loop_config, emit=emit, fallback=self.fallback,
+                                      turn_id=ctx.turn_id)
         except LLMError as err:
             log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
                       type(err).__name__, err)
             # The message stays in the history so the next turn sees it.
             await self._persist(ctx, [])
-            return self._reply(ctx, self.deps.persona.lines.llm_unavailable,
-                               stop=TurnStop.LLM_ERROR)
+            lines = self.deps.persona.lines
+            said = lines.llm_malformed if isinstance(err, LLMMalformedResponseError) \
+                else lines.llm_unavailable
+            return self._reply(ctx, said, stop=TurnStop.LLM_ERROR)
         resume = self.deps.resume
         text = await resume.after_loop(ctx, result) if resume is not None else result.response
         approvals = await self._open_approvals(ctx, result)
@@ -226,6 +232,8 @@ class Orchestrator:
     async def _persist(self, ctx: TurnContext, produced: list[Message]) -> None:
         await self.deps.history.append(ctx.user.id, ctx.turn_id, ctx.incoming + produced,
                                        channel=ctx.msg.channel, at=self.deps.clock.now())
+        if self.deps.journal is not None:  # the turn is stored: nothing left to replay
+            await self.deps.journal.finish(ctx.turn_id)
         if ctx.settled and self.deps.approvals is not None:
             # Only now: a turn cut short before this point flows the outcomes back again.
             await self.deps.approvals.store.mark_reported(ctx.settled)
