@@ -121,6 +121,22 @@ async def test_deadline_closes_unfinished_calls(fake_llm, llm):
     assert fake_llm.calls == 1
 
 
+async def test_a_hanging_llm_call_stops_at_the_deadline_on_the_clock(fake_llm, llm):
+    fake_llm.script(Hang(60))
+    clock = FakeClock()
+    task = asyncio.create_task(run_loop(llm, CountingTools().registry(), clock=clock,
+                                        cfg=loop_config(turn_deadline_seconds=300)))
+    while fake_llm.calls < 1:  # noqa: ASYNC110 (the fake server has no event to wait on)
+        await asyncio.sleep(0.01)
+    clock.advance(299)
+    await asyncio.sleep(0.05)
+    assert not task.done()  # one second left
+    clock.advance(2)
+    result = await asyncio.wait_for(task, 10)  # no real waiting for the five minutes
+    assert result.stop_reason is TurnStop.DEADLINE
+    assert fake_llm.calls == 1
+
+
 async def test_cancel_closes_running_calls(fake_llm, llm):
     fake_llm.script(Reply(tool_calls=[ToolCall("sleepy", {"seconds": 30})]))
     cancel = asyncio.Event()
