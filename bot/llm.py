@@ -331,8 +331,10 @@ class OpenAILLM:
                                             f"{_short(err)}") from err
         except openai.OpenAIError as err:
             raise classify_openai_error(err) from err
-        except ValueError as err:
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             # A 200 whose body (or a stream event) is not JSON: the client's json() raises.
+            # (With another content type the client returns the text instead: see
+            # _from_completion. Its strict mode, off here, would raise the validation error.)
             raise LLMMalformedResponseError(
                 f"the endpoint's answer is not JSON: {_short(err)}") from err
 
