@@ -105,7 +105,7 @@ class NoteAgent(StandardAgent):
         return self.make_result(f"Saved note #{note.id} “{title}”.", id=note.id, title=title)
 
 
-@tool(progress="looking through your notes")
+@tool(progress="looking through your notes", safe_to_repeat=True)
 async def list_notes(ctx: ToolExecutionContext, limit: int = 10) -> str:
     """List the user's most recent notes, newest first.
 
@@ -118,7 +118,7 @@ async def list_notes(ctx: ToolExecutionContext, limit: int = 10) -> str:
     return "\n".join(n.line(ctx.tz) for n in notes)
 
 
-@tool(progress="searching your notes")
+@tool(progress="searching your notes", safe_to_repeat=True)
 async def search_notes(ctx: ToolExecutionContext, query: str, limit: int = 10) -> str:
     """Find the user's notes whose title or text contains all the given words.
 

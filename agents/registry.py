@@ -10,11 +10,14 @@ file, line and what is wrong, all of them at once.
         approval: never                  # always | never | agent (its needs_approval() decides)
         timeout: 60                      # seconds (default: loop.agent_tool_execution_timeout)
         max_instances: 3                 # waiting at once per user (default: the pool's limit)
+        safe_to_repeat: false            # true only if running it twice does no harm (reads
+                                         # only): a call cut short by a crash then runs again
         settings: {}                     # free-form, handed to the agent as self.settings
     tools:
       - module: agents.tools.clock       # registers the module's @tool functions
         only: [current_time]             # optional allow list
         approval: never                  # always: every call waits for the user's OK
+        safe_to_repeat: true             # optional: overrides @tool(safe_to_repeat=...)
         settings: {}                     # merged over valet.yaml tools.<module>; this wins
 """
 
@@ -51,6 +54,7 @@ class _AgentEntry(_Strict):
     approval: Literal["always", "never", "agent"] = "agent"
     timeout: float | None = pydantic.Field(None, gt=0)
     max_instances: int | None = pydantic.Field(None, ge=1)
+    safe_to_repeat: bool = False
     settings: dict[str, Any] = {}
 
 
@@ -58,6 +62,7 @@ class _ToolEntry(_Strict):
     module: str = pydantic.Field(pattern=r"^[\w.]+$")
     only: list[str] | None = None
     approval: Literal["always", "never"] = "never"
+    safe_to_repeat: bool | None = None  # None: as the @tool declares (default: not safe)
     settings: dict[str, Any] = {}
 
 
@@ -165,8 +170,11 @@ class _Loader:
             if entry.only is None or t.name in entry.only:
                 if self._claim(t.name, where()):
                     # A copy: the decorated function's Tool is shared by every registry.
+                    safe = t.safe_to_repeat if entry.safe_to_repeat is None \
+                        else entry.safe_to_repeat
                     self.registry.tools.add(replace(
-                        t, settings=settings, requires_approval=entry.approval == "always"))
+                        t, settings=settings, requires_approval=entry.approval == "always",
+                        safe_to_repeat=safe))
 
     def _agent(self, entry: _AgentEntry, where: _Where) -> None:
         cls = self._agent_class(entry.class_, where("class"))
@@ -183,6 +191,7 @@ class _Loader:
         spec = AgentSpec(name=name, cls=cls, description=entry.description or cls.description(),
                          expose_as_tool=entry.expose_as_tool, approval=entry.approval,
                          timeout=entry.timeout, max_instances=entry.max_instances,
+                         safe_to_repeat=entry.safe_to_repeat,
                          settings=dict(entry.settings), where=where())
         self.registry.agents[name] = spec
         if spec.expose_as_tool:

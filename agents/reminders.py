@@ -204,7 +204,7 @@ class ReminderDraftAgent(StandardAgent):
             "them yet.", id=reminder.id, due=due.isoformat())
 
 
-@tool(progress="checking your reminders")
+@tool(progress="checking your reminders", safe_to_repeat=True)
 async def list_reminders(ctx: ToolExecutionContext) -> str:
     """List the user's upcoming reminders (saved, not yet delivered)."""
     found = await reminders_of(ctx).upcoming(ctx.user_id)

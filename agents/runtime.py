@@ -44,6 +44,7 @@ class AgentSpec:
     approval: str = "agent"  # always | never | agent (the agent's needs_approval() decides)
     timeout: float | None = None
     max_instances: int | None = None  # waiting at once, per user
+    safe_to_repeat: bool = False  # a call cut short by a crash may simply run again
     settings: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""  # file:line of the entry
 
@@ -100,7 +101,7 @@ def agent_tool(spec: AgentSpec) -> Tool:
     return Tool(name=spec.name, description=description, parameters=agent_parameters(spec.cls),
                 fn=run, args_model=model, context_param="ctx", timeout=spec.timeout,
                 is_agent=True, settings=spec.settings,
-                progress=f"working on the {spec.cls.label}",
+                progress=f"working on the {spec.cls.label}", safe_to_repeat=spec.safe_to_repeat,
                 requires_approval=spec.advertises_approval(), run_approved=run_approved,
                 check_arguments=check, summarize=summarize)
 

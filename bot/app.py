@@ -32,6 +32,7 @@ from bot.gateway.notify import Notifier, ReachStore
 from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
+from bot.journal import TurnJournal
 from bot.llm import LLM, OpenAILLM
 from bot.memory.history import HistoryStore
 from bot.orchestrator import Orchestrator, OrchestratorDeps
@@ -140,7 +141,8 @@ class App:
                 resume,  # then tasks waiting for an answer;
                 ContextStep("pending approvals", approvals.context_note),  # what still waits
                 ContextStep("waiting tasks", resume.context_note),
-                ContextStep("plan", stores.plans.context_note)]))
+                ContextStep("plan", stores.plans.context_note)],
+            journal=TurnJournal(db, clock)))
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
         reach = ReachStore(db)

@@ -14,6 +14,7 @@ import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from bot.backoff import backoff_delay
 from bot.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,12 @@ class LLMBadRequestError(LLMError):
     """The request is wrong in a way no retry fixes (unknown model, bad parameter)."""
 
 
+class LLMMalformedResponseError(LLMError):
+    """The endpoint answered, but not with a usable completion: a body that is not JSON, no
+    choices, a null message, tool-call arguments nested absurdly deep. Retried like a server
+    error, at the call: the turn is never re-run for it (its tools already ran)."""
+
+
 _OVERFLOW_PATTERN = re.compile(
     r"context.length|context.window|maximum context|too many tokens|prompt is too long"
     r"|reduce the length|exceeds the (?:model'?s )?(?:maximum|max)",
@@ -189,18 +196,14 @@ Decision = Retry | Escalate | GiveUp
 ErrorHandler = Callable[[LLMError, int, RetrySettings], Decision]
 
 
-def _backoff(attempt: int, cfg: RetrySettings) -> float:
-    return min(cfg.llm_retry_max_delay, cfg.llm_retry_base_delay * 2 ** (attempt - 1))
-
-
 def retry_with_backoff(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision:
     if attempt > cfg.llm_max_retries:
         return GiveUp()
-    delay = _backoff(attempt, cfg)
-    if isinstance(err, LLMRateLimitError) and err.retry_after is not None:
-        # The server knows when it will take us again; never retry earlier than that.
-        delay = max(delay, min(err.retry_after, cfg.llm_retry_max_delay))
-    return Retry(delay)
+    # The server knows when it will take us again; never retry earlier than that (but wait
+    # no longer than the cap: past it, giving up and telling the user is better).
+    retry_after = err.retry_after if isinstance(err, LLMRateLimitError) else None
+    return Retry(backoff_delay(attempt, base=cfg.llm_retry_base_delay,
+                               cap=cfg.llm_retry_max_delay, retry_after=retry_after))
 
 
 def retry_once(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision:
@@ -218,6 +221,7 @@ def recover_context(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision
 ERROR_HANDLERS: dict[type[LLMError], ErrorHandler] = {
     LLMRateLimitError: retry_with_backoff,
     LLMServerError: retry_with_backoff,
+    LLMMalformedResponseError: retry_with_backoff,
     LLMTimeoutError: retry_once,
     LLMAuthError: raise_to_caller,
     LLMBadRequestError: raise_to_caller,
@@ -322,8 +326,17 @@ class OpenAILLM:
                 "/chat/completions", body=body, cast_to=ChatCompletion,
                 stream=True, stream_cls=AsyncStream[ChatCompletionChunk])
             return await _collect_stream(stream, on_text)
+        except openai.APIResponseValidationError as err:
+            raise LLMMalformedResponseError(f"the endpoint's answer is not a completion: "
+                                            f"{_short(err)}") from err
         except openai.OpenAIError as err:
             raise classify_openai_error(err) from err
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            # A 200 whose body (or a stream event) is not JSON: the client's json() raises.
+            # (With another content type the client returns the text instead: see
+            # _from_completion. Its strict mode, off here, would raise the validation error.)
+            raise LLMMalformedResponseError(
+                f"the endpoint's answer is not JSON: {_short(err)}") from err
 
     async def list_models(self) -> list[str]:
         try:
@@ -336,20 +349,72 @@ class OpenAILLM:
         await self._client.close()
 
 
-def _from_completion(completion: ChatCompletion) -> LLMResponse:
-    if not completion.choices:
-        raise LLMServerError("the endpoint returned no choices")
-    choice = completion.choices[0]
-    message = choice.message
-    calls = [
-        ToolCall(tc.id, tc.function.name, tc.function.arguments or "")
-        for tc in (message.tool_calls or [])
-        if getattr(tc, "function", None) is not None
-    ]
+# Deeper than this, tool-call arguments are not something a person asked for: refusing them
+# at the port keeps a recursive parse (and everything after it) safe.
+MAX_ARGUMENT_DEPTH = 32
+
+
+def _from_completion(completion: Any) -> LLMResponse:
+    """Our response from the client's parse. Without strict validation the client hands back
+    whatever the body held (a str for a non-JSON body, None for `null`, a model missing
+    fields), so every part is checked here."""
+    if not isinstance(completion, ChatCompletion):
+        raise LLMMalformedResponseError(
+            f"the endpoint's answer is not a completion ({type(completion).__name__})")
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise LLMMalformedResponseError("the endpoint returned no choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise LLMMalformedResponseError("the endpoint returned a choice without a message")
+    calls = []
+    for tc in getattr(message, "tool_calls", None) or []:
+        function = getattr(tc, "function", None)
+        if function is None:
+            continue
+        calls.append(ToolCall(getattr(tc, "id", "") or f"call_{len(calls)}",
+                              getattr(function, "name", "") or "",
+                              getattr(function, "arguments", "") or ""))
+    _check_depth(calls)
     usage = TokenUsage()
-    if completion.usage:
-        usage = TokenUsage(completion.usage.prompt_tokens, completion.usage.completion_tokens)
-    return LLMResponse(message.content, calls, usage, choice.finish_reason)
+    raw_usage = getattr(completion, "usage", None)
+    if raw_usage:
+        usage = TokenUsage(getattr(raw_usage, "prompt_tokens", 0) or 0,
+                           getattr(raw_usage, "completion_tokens", 0) or 0)
+    return LLMResponse(getattr(message, "content", None), calls, usage,
+                       getattr(choice, "finish_reason", None))
+
+
+def _check_depth(calls: list[ToolCall]) -> None:
+    for call in calls:
+        if json_depth(call.arguments) > MAX_ARGUMENT_DEPTH:
+            raise LLMMalformedResponseError(
+                f"the arguments of {call.name or 'a tool call'} are nested more than "
+                f"{MAX_ARGUMENT_DEPTH} levels deep")
+
+
+def json_depth(text: str) -> int:
+    """How deep the brackets of a JSON text nest, in one linear pass (no parse, no recursion:
+    the text may be hostile). Brackets inside strings do not count."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
@@ -378,6 +443,7 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
                 finish = choice.finish_reason
     tool_calls = [ToolCall(s["id"] or f"call_{i}", s["name"], s["arguments"])
                   for i, s in sorted(calls.items())]
+    _check_depth(tool_calls)
     return LLMResponse("".join(text) or None, tool_calls, usage, finish)
 
 

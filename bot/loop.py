@@ -19,6 +19,7 @@ from typing import Any
 from bot.clock import Clock
 from bot.context import MAX_LEVEL, ContextManager
 from bot.envelopes import EventSink, EventType, LoopEvent, TurnStop
+from bot.journal import TurnJournal, TurnRecorder
 from bot.llm import (
     LLM,
     LLMContextExhaustedError,
@@ -65,8 +66,6 @@ class ReactLoopConfig:
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0
     llm_retry_max_delay: float = 30.0
-
-    approval_timeout_minutes: int = 30
 
     final_answer_instruction: str = (
         "You have used all the steps available for this request. Give your final answer now "
@@ -123,8 +122,10 @@ class _Run:
     """The state of one loop run (never shared between runs)."""
 
     cfg: ReactLoopConfig
-    started: float
+    clock: Clock
+    deadline: float  # on the clock's monotonic reading
     messages: list[Message]  # raw history + this turn, sent through the ContextManager
+    journal: TurnRecorder = field(default_factory=TurnRecorder)
     new: list[Message] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage)
     records: list[ToolCallRecord] = field(default_factory=list)
@@ -132,6 +133,7 @@ class _Run:
     seen: Counter[tuple[str, str]] = field(default_factory=Counter)
     level: int = 0
     turns: int = 0
+    llm_step: int = 0  # LLM calls so far: the journal's key for each response
     repeat_tripped: bool = False
 
     def append(self, msg: Message) -> None:
@@ -139,7 +141,7 @@ class _Run:
         self.new.append(msg)
 
     def remaining(self) -> float:
-        return self.cfg.turn_deadline_seconds - (time.perf_counter() - self.started)
+        return self.deadline - self.clock.monotonic()
 
 
 @dataclass
@@ -149,28 +151,35 @@ class LoopDeps:
     context: ContextManager
     clock: Clock
     gate: CallGate | None = None
+    journal: TurnJournal | None = None  # None: nothing recorded, nothing replayed
 
 
 async def react_loop(
     deps: LoopDeps, system: list[Message], history: list[Message],
     tool_ctx: ToolExecutionContext, cfg: ReactLoopConfig, *,
     emit: EventSink | None = None, fallback: FallbackLines | None = None,
-    cancel: asyncio.Event | None = None,
+    cancel: asyncio.Event | None = None, turn_id: str | None = None,
 ) -> ReactLoopResult:
     """Run the loop over `history` (which ends with the user's message). The caller persists
-    `result.new_messages`; `history` itself is not modified."""
-    run = _Run(cfg, time.perf_counter(), list(history))
+    `result.new_messages`; `history` itself is not modified. With `deps.journal` and a
+    `turn_id`, every step is journalled, and a turn redone continues from its journal."""
+    started = time.perf_counter()  # for the duration reported; the deadline is the clock's
+    run = _Run(cfg, deps.clock, deps.clock.monotonic() + cfg.turn_deadline_seconds,
+               list(history), await TurnRecorder.open(deps.journal, turn_id))
     emit = emit or _no_events
     lines = fallback or FallbackLines()
     try:
-        stop, text, pauses = await _iterate(deps, run, system, tool_ctx, emit, lines, cancel)
+        if run.journal.closed:  # stopped (/stop) before a restart: never replayed
+            stop, text, pauses = TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
+        else:
+            stop, text, pauses = await _iterate(deps, run, system, tool_ctx, emit, lines, cancel)
     except LLMContextExhaustedError:
         stop, text, pauses = TurnStop.CONTEXT_OVERFLOW, lines.too_long, []
         run.append({"role": "assistant", "content": text})
     await emit(LoopEvent(EventType.EXECUTION_END, {"stop_reason": stop.value}))
     return ReactLoopResult(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
-        duration_ms=int((time.perf_counter() - run.started) * 1000), stop_reason=stop,
+        duration_ms=int((time.perf_counter() - started) * 1000), stop_reason=stop,
         pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics)
 
 
@@ -209,7 +218,14 @@ async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
 async def _call_llm(deps: LoopDeps, run: _Run, system: list[Message], emit: EventSink, *,
                     tools: list[dict[str, Any]] | None,
                     extra: list[Message] | None = None) -> LLMResponse | None:
-    """One LLM call within the turn's deadline; None when the deadline passed."""
+    """One LLM call within the turn's deadline; None when the deadline passed. A response the
+    journal holds for this step is reused: no request is made."""
+    run.llm_step += 1
+    replayed = run.journal.response(run.llm_step)
+    if replayed is not None:
+        response, run.level = replayed
+        run.usage.add(response.usage)
+        return response
     if run.remaining() <= 0:
         return None
 
@@ -226,12 +242,12 @@ async def _call_llm(deps: LoopDeps, run: _Run, system: list[Message], emit: Even
 
     await emit(LoopEvent(EventType.MESSAGE_START, {"turn": run.turns}))
     try:
-        async with asyncio.timeout(run.remaining()):
-            outcome = await call_with_recovery(
-                deps.llm, view, tools, run.cfg, deps.clock, max_recovery_level=MAX_LEVEL,
-                start_level=run.level, on_text=on_text)
+        outcome = await _before_deadline(run, call_with_recovery(
+            deps.llm, view, tools, run.cfg, deps.clock, max_recovery_level=MAX_LEVEL,
+            start_level=run.level, on_text=on_text))
     except TimeoutError:
         return None
+    await run.journal.responded(run.llm_step, outcome.response, outcome.recovery_level)
     run.level = outcome.recovery_level
     run.usage.add(outcome.response.usage)
     await emit(LoopEvent(EventType.MESSAGE_END, {
@@ -271,19 +287,27 @@ async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
     """All calls of one LLM turn, concurrently, each with its own timeout; one outcome each,
     in the order the LLM asked for them."""
 
+    step = run.llm_step
+
     async def one(call: ToolCall) -> ToolOutcome:
         found = deps.registry.get(call.name)
         await emit(LoopEvent(EventType.TOOL_CALL_START, {
             "call_id": call.id, "name": call.name, "arguments": summarize_args(call.arguments),
             "progress": found.progress if found else call.name}))
-        outcome = await _run_one(deps, run, call, tool_ctx)
+        outcome = await _run_one(deps, run, step, call, tool_ctx)
+        await run.journal.finished(step, outcome)  # durable as soon as it is known
         await emit(LoopEvent(EventType.TOOL_RESULT, {
             "call_id": call.id, "name": call.name, "status": outcome.status.value,
             "duration_ms": outcome.duration_ms}))
         return outcome
 
     tasks = [asyncio.create_task(one(call)) for call in response.tool_calls]
-    await _wait_or_cancel(tasks, run.remaining(), cancel)
+    try:
+        await _wait_or_cancel(tasks, run, cancel)
+    except asyncio.CancelledError:  # the turn itself is cancelled: its calls go with it
+        for task in tasks:
+            task.cancel()
+        raise
     outcomes = []
     for call, task in zip(response.tool_calls, tasks, strict=True):
         if task.done() and not task.cancelled() and task.exception() is None:
@@ -293,6 +317,7 @@ async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
             why = "cancelled by the user" if cancel is not None and cancel.is_set() \
                 else "the time for this request ran out"
             outcome = _synthetic(call, ToolStatus.SKIPPED, f"Not finished: {why}.")
+            await run.journal.finished(step, outcome)
         outcome = _cap_size(deps.context, run.cfg, outcome)
         outcomes.append(outcome)
         run.records.append(ToolCallRecord(
@@ -304,23 +329,44 @@ async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
     return outcomes
 
 
-async def _wait_or_cancel(tasks: list[asyncio.Task[ToolOutcome]], timeout: float,
+async def _wait_or_cancel(tasks: list[asyncio.Task[ToolOutcome]], run: _Run,
                           cancel: asyncio.Event | None) -> None:
+    """Until every task is done, the turn's deadline passes (on the clock), or the user
+    stops the turn."""
     if not tasks:
         return
-    waiters: set[asyncio.Future[Any]] = {asyncio.gather(*tasks, return_exceptions=True)}
-    stopper = asyncio.create_task(cancel.wait()) if cancel is not None else None
-    if stopper:
+    alarm = asyncio.ensure_future(run.clock.wait_until(run.deadline))
+    stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    waiters: set[asyncio.Future[Any]] = {asyncio.gather(*tasks, return_exceptions=True), alarm}
+    if stopper is not None:
         waiters.add(stopper)
     try:
-        await asyncio.wait(waiters, timeout=max(0.0, timeout),
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        if stopper:
+        alarm.cancel()
+        if stopper is not None:
             stopper.cancel()
 
 
-async def _run_one(deps: LoopDeps, run: _Run, call: ToolCall,
+async def _before_deadline(run: _Run, work: Awaitable[Any]) -> Any:
+    """`work`'s result, or TimeoutError once the turn's deadline passes on the clock."""
+    task = asyncio.ensure_future(work)
+    alarm = asyncio.ensure_future(run.clock.wait_until(run.deadline))
+    try:
+        await asyncio.wait({task, alarm}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        alarm.cancel()
+    if not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise TimeoutError
+    return task.result()
+
+
+async def _run_one(deps: LoopDeps, run: _Run, step: int, call: ToolCall,
                    tool_ctx: ToolExecutionContext) -> ToolOutcome:
     signature = (call.name, _canonical(call.arguments))
     run.seen[signature] += 1
@@ -331,12 +377,17 @@ async def _run_one(deps: LoopDeps, run: _Run, call: ToolCall,
                           f"{run.cfg.repeat_guard_limit} times in this request. Use the earlier "
                           "results.")
     found = deps.registry.get(call.name)
+    known = run.journal.known_outcome(step, call, found)
+    if known is not None:  # done (or cut short) in an earlier run of this turn
+        return known
     if found is not None and deps.gate is not None:
         gated = await deps.gate(call, found, tool_ctx.for_call(call.id))
         if gated is not None:
             return gated
     timeout = run.cfg.agent_tool_execution_timeout if found is not None and found.is_agent \
         else run.cfg.tool_execution_timeout
+    if found is not None:
+        await run.journal.starting(step, call)
     return await run_tool_call(deps.registry, call, tool_ctx, timeout)
 
 

@@ -26,7 +26,8 @@ from bot.context import ContextManager
 from bot.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import UserStore
-from bot.llm import LLM, LLMError
+from bot.journal import TurnJournal
+from bot.llm import LLM, LLMError, LLMMalformedResponseError
 from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
 from bot.tasks.model import PausedTask
@@ -56,6 +57,7 @@ class OrchestratorDeps:
     steps: list[Step] = field(default_factory=list)  # before the loop, in this order
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
     tasks: Resumer | None = None  # stores the tasks that paused this turn
+    journal: TurnJournal | None = None  # a redone turn continues from it (bot.journal)
 
 
 class Orchestrator:
@@ -63,7 +65,8 @@ class Orchestrator:
         self.deps = deps
         self.context = ContextManager(deps.loop_config)
         self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
-                                  gate=deps.approvals.gate if deps.approvals else None)
+                                  gate=deps.approvals.gate if deps.approvals else None,
+                                  journal=deps.journal)
         lines = deps.persona.lines
         self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
                                       no_answer=lines.no_answer, cancelled=lines.cancelled)
@@ -127,12 +130,19 @@ class Orchestrator:
         try:
             return await react_loop(self.loop_deps, [{"role": "system", "content": system}],
                                     conversation, ctx.tool_ctx, self.deps.loop_config,
-                                    emit=emit, fallback=self.fallback, cancel=ctx.cancel)
+                                    emit=emit, fallback=self.fallback, cancel=ctx.cancel,
+                                    turn_id=ctx.turn_id)
         except LLMError as err:
             log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
                       type(err).__name__, err)
-            return LLMFailure(self.deps.persona.lines.llm_unavailable,
-                              f"{type(err).__name__}: {err}")
+            return LLMFailure(self.line_for(err), f"{type(err).__name__}: {err}")
+
+    def line_for(self, err: LLMError) -> str:
+        """What the person reads when the LLM could not be used: what actually happened."""
+        lines = self.deps.persona.lines
+        if isinstance(err, LLMMalformedResponseError):
+            return lines.llm_malformed
+        return lines.llm_unavailable
 
     async def open_waits(self, ctx: TurnContext, before: StepResult,
                          run: ReactLoopResult | LLMFailure | None) -> Waits:
@@ -156,6 +166,8 @@ class Orchestrator:
             return
         await self.deps.history.append(ctx.user.id, ctx.turn_id, turn.stored,
                                        channel=ctx.msg.channel, at=self.deps.clock.now())
+        if self.deps.journal is not None:  # the turn is stored: nothing left to replay
+            await self.deps.journal.finish(ctx.turn_id)
         if turn.settled and self.deps.approvals is not None:
             await self.approval_store.mark_reported(list(turn.settled))
         if isinstance(run, ReactLoopResult):

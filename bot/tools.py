@@ -36,6 +36,7 @@ class ToolStatus(Enum):
     SKIPPED = "skipped"  # a stop reason closed it before it ran
     INVALID = "invalid"  # unknown tool or bad arguments
     WAITING = "waiting"  # paused for the user (input or approval); see `pause`
+    INTERRUPTED = "interrupted"  # started before a restart; whether it took effect is unknown
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ class Tool:
     is_agent: bool = False
     settings: Mapping[str, Any] | None = None  # from configuration; None: the context's
     progress: str = ""  # what a person is shown while it runs ("checking the weather")
+    # Running it twice does no harm (it only reads): a call cut short by a crash runs again
+    # when its turn is redone. Otherwise it gets an "interrupted, outcome unknown" result.
+    safe_to_repeat: bool = False
     # Risk policy from the registry, enforced in code (the loop's approval gate): the LLM
     # cannot skip it, whatever its arguments or any tool result say.
     requires_approval: bool = False
@@ -164,19 +168,22 @@ class Tool:
 
 def tool(fn: ToolFunction | None = None, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None,
-         progress: str = "") -> Any:
-    """Mark an async function as a tool. Use bare (`@tool`) or with options."""
+         progress: str = "", safe_to_repeat: bool = False) -> Any:
+    """Mark an async function as a tool. Use bare (`@tool`) or with options.
+    `safe_to_repeat=True` only for tools without side effects (they only read)."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         f.__valet_tool__ = build_tool(  # type: ignore[attr-defined]
-            f, name=name, description=description, timeout=timeout, progress=progress)
+            f, name=name, description=description, timeout=timeout, progress=progress,
+            safe_to_repeat=safe_to_repeat)
         return f
 
     return wrap(fn) if fn is not None else wrap
 
 
 def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | None = None,
-               timeout: float | None = None, progress: str = "") -> Tool:
+               timeout: float | None = None, progress: str = "",
+               safe_to_repeat: bool = False) -> Tool:
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"tool {fn.__qualname__} must be an async function")
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
@@ -198,6 +205,7 @@ def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | 
         parameters=clean_schema(model.model_json_schema()),
         fn=fn, args_model=model, context_param=context_param, timeout=timeout,
         progress=progress or f"using {tool_name.replace('_', ' ')}",
+        safe_to_repeat=safe_to_repeat,
     )
 
 

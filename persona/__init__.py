@@ -19,6 +19,11 @@ CHANNELS = ("console", "telegram", "sms")
 class _Lines(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     llm_unavailable: str = "Sorry, I can't think straight right now. Try me again in a minute?"
+    # The LLM service answered with something unreadable, several times: say so, and that
+    # what was already done stays done (the turn is not re-run, so nothing is done twice).
+    llm_malformed: str = ("The AI service I use sent back an answer I couldn't read, several "
+                          "times in a row, so I stopped there. Anything I had already done "
+                          "for you is done; ask me again in a minute for the rest.")
     too_long: str = ("This conversation got too long for me to follow. "
                      "Could you start over with a short summary of what you need?")
     deadline: str = ("That took longer than I can spend on one message, so I stopped. "

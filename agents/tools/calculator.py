@@ -162,7 +162,7 @@ def evaluate(expression: str) -> tuple[str, int | float]:
     return ast.unparse(tree), value
 
 
-@tool
+@tool(safe_to_repeat=True)
 async def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression safely and exactly; use it for any non-trivial math.
 

@@ -50,7 +50,7 @@ def describe(dt: datetime) -> str:
             f"({_offset(dt)}), {dt.tzinfo}")
 
 
-@tool
+@tool(safe_to_repeat=True)
 async def current_time(ctx: ToolExecutionContext, timezone: str | None = None) -> str:
     """Get the current date, time and weekday, in the user's timezone or a given one.
 
@@ -88,7 +88,7 @@ def _parse_wall_time(text: str, today: date) -> datetime:
     return datetime(day.year, day.month, day.day, hour, int(minute or 0), int(second or 0))
 
 
-@tool
+@tool(safe_to_repeat=True)
 async def convert_time(ctx: ToolExecutionContext, time: str, to_timezone: str,
                        from_timezone: str | None = None) -> str:
     """Convert a date/time from one timezone to another (handles daylight saving time).

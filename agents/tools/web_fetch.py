@@ -218,7 +218,7 @@ def _render(response: aiohttp.ClientResponse, body: bytes, capped: bool, max_cha
     return "\n".join(line.rstrip() for line in header) + "\n\n" + text
 
 
-@tool
+@tool(safe_to_repeat=True)
 async def web_fetch(ctx: ToolExecutionContext, url: str, max_chars: int = 20000) -> str:
     """Fetch a web page (http or https) and return its status, final URL, title and readable
     text. Use it to read a specific page or API URL; it does not search the web.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.backoff import backoff_delay
 from bot.channel import Channel, PermanentSendError, TransientSendError
 from bot.clock import Clock
 from bot.db import Database, Queries, Row
@@ -223,8 +224,10 @@ class OutboxDeliverer:
             await self.store.dead(message.id, f"gave up after {attempt} attempts: {err}")
             log.error("outbox %s dead after %s attempts: %s", message.id, attempt, err)
             return True
-        delay = min(self.policy.max_delay, self.policy.base_delay * 2 ** (attempt - 1))
-        delay = max(delay, getattr(err, "retry_after", None) or 0.0)
+        # The channel's retry_after (Telegram's) is honoured exactly, even past max_delay.
+        delay = backoff_delay(attempt, base=self.policy.base_delay, cap=self.policy.max_delay,
+                              retry_after=getattr(err, "retry_after", None),
+                              cap_retry_after=False)
         await self.store.retry_at(message.id, self.clock.now() + timedelta(seconds=delay),
                                   f"{type(err).__name__}: {err}")
         log.warning("outbox %s: send failed (%s); retry in %.1fs", message.id, err, delay)

@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["ContextOverflow", "Fail", "FakeOpenAI", "Hang", "Reply", "ToolCall"]
+__all__ = ["ContextOverflow", "Fail", "FakeOpenAI", "Hang", "Raw", "Reply", "ToolCall"]
 
 
 @dataclass
@@ -69,7 +69,17 @@ class ContextOverflow:
     max_tokens: int = 8192
 
 
-Item = Reply | Fail | Hang | ContextOverflow
+@dataclass
+class Raw:
+    """A response body sent exactly as given (a proxy's HTML error page with status 200, a
+    truncated JSON document, `null`...)."""
+
+    body: str
+    status: int = 200
+    content_type: str = "text/html"
+
+
+Item = Reply | Fail | Hang | ContextOverflow | Raw
 Responder = Callable[[dict[str, Any]], Item | Awaitable[Item]]
 
 _SERVER_ERROR: tuple[str, str, str | None] = ("server_error", "Server error.", None)
@@ -176,6 +186,9 @@ class FakeOpenAI:
             headers = {} if item.retry_after is None else {"Retry-After": f"{item.retry_after:g}"}
             msg, code, type_ = item.message or message, item.code or code, item.type or type_
             return _error(item.status, msg, code, type_, headers=headers)
+        if isinstance(item, Raw):
+            return web.Response(text=item.body, status=item.status,
+                                content_type=item.content_type)
         if isinstance(item, Hang):
             await self._sleep(item.seconds)
             return _error(500, "fake_openai: hang elapsed")

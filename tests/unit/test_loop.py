@@ -103,11 +103,37 @@ async def test_repeat_guard_stops_the_same_call_again_and_again(fake_llm, llm):
 async def test_deadline_closes_unfinished_calls(fake_llm, llm):
     fake_llm.script(Reply(tool_calls=[ToolCall("sleepy", {"seconds": 30}),
                                       ToolCall("lookup", {"topic": "fast"})]))
-    result = await run_loop(llm, CountingTools().registry(),
-                            cfg=loop_config(turn_deadline_seconds=0.5))
+    clock = FakeClock()  # the deadline is on the injected clock: the test moves it
+    fast_done = asyncio.Event()
+
+    async def emit(event: LoopEvent) -> None:
+        if event.type is EventType.TOOL_RESULT and event.data["name"] == "lookup":
+            fast_done.set()
+
+    task = asyncio.create_task(run_loop(llm, CountingTools().registry(), clock=clock,
+                                        emit=emit, cfg=loop_config(turn_deadline_seconds=0.5)))
+    await asyncio.wait_for(fast_done.wait(), 10)
+    clock.advance(1)
+    result = await asyncio.wait_for(task, 10)
     assert result.stop_reason is TurnStop.DEADLINE
     assert [r.result_status for r in result.tool_calls] == ["skipped", "success"]
     assert_closed(result.new_messages)
+    assert fake_llm.calls == 1
+
+
+async def test_a_hanging_llm_call_stops_at_the_deadline_on_the_clock(fake_llm, llm):
+    fake_llm.script(Hang(60))
+    clock = FakeClock()
+    task = asyncio.create_task(run_loop(llm, CountingTools().registry(), clock=clock,
+                                        cfg=loop_config(turn_deadline_seconds=300)))
+    while fake_llm.calls < 1:  # noqa: ASYNC110 (the fake server has no event to wait on)
+        await asyncio.sleep(0.01)
+    clock.advance(299)
+    await asyncio.sleep(0.05)
+    assert not task.done()  # one second left
+    clock.advance(2)
+    result = await asyncio.wait_for(task, 10)  # no real waiting for the five minutes
+    assert result.stop_reason is TurnStop.DEADLINE
     assert fake_llm.calls == 1
 
 

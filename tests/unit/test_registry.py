@@ -184,3 +184,41 @@ def test_approval_marker_follows_the_policy(tmp_path):
     assert APPROVAL_MARK not in tools.get("mail_never").description
     assert tools.get("ticket_always").description.endswith(APPROVAL_MARK)
     assert APPROVAL_MARK not in tools.get("ticket_by_agent").description  # base: no approval
+
+
+def test_only_read_only_built_ins_are_safe_to_repeat_after_a_crash():
+    tools = load_registry(registry_paths([])).tools
+    safe = sorted(t.name for t in tools if t.safe_to_repeat)
+    assert safe == sorted(["current_time", "convert_time", "calculate", "web_fetch",
+                           "list_notes", "search_notes", "list_reminders"])
+    for name in ("take_note", "delete_note", "draft_reminder", "set_my_timezone",
+                 "set_quiet_hours", "set_preferred_channel", "ask_user", "update_plan"):
+        assert not tools.get(name).safe_to_repeat, name
+
+
+def test_a_deployment_declares_its_tools_and_agents_safe_to_repeat(tmp_path):
+    path = write(tmp_path, """
+agents:
+  - name: look_up_ticket
+    class: tests.fakes.sample_agents:TicketAgentV1
+    safe_to_repeat: true
+  - name: open_ticket
+    class: tests.fakes.sample_agents:TicketAgentV1
+tools:
+  - module: tests.fakes.risky_tools
+    only: [slow_balance]
+    safe_to_repeat: true
+  - module: tests.fakes.risky_tools
+    only: [send_email]
+""")
+    tools = load_registry(registry_paths([str(path)])).tools
+    assert tools.get("look_up_ticket").safe_to_repeat
+    assert not tools.get("open_ticket").safe_to_repeat  # not safe unless declared
+    assert tools.get("slow_balance").safe_to_repeat
+    assert not tools.get("send_email").safe_to_repeat
+    assert "safe_to_repeat" in problems(tmp_path, """
+tools:
+  - module: tests.fakes.risky_tools
+    only: [send_email]
+    safe_to_repeat: sometimes
+""")
