@@ -91,6 +91,6 @@ async def test_an_interrupted_execution_fails_closed(db):
     approval = await make(store)
     await store.decide(approval.id, ApprovalStatus.APPROVED, by="u1", at=NOW)
     assert await store.begin_execution(approval.id, NOW)
-    assert await store.abandon_interrupted(NOW + timedelta(minutes=5)) == 1
+    assert len(await store.interrupt_lapsed(NOW + timedelta(minutes=5))) == 1
     assert (await store.get(approval.id)).status is ApprovalStatus.FAILED
     assert not await store.begin_execution(approval.id, NOW)
