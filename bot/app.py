@@ -112,8 +112,8 @@ class App:
             db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
             lease=timedelta(seconds=settings.approvals.lease_seconds))
         approvals = ApprovalFlow(
-            approval_store, registry, clock, llm, lines=ApprovalLines(persona.lines.approval_intro,
-                                                      persona.lines.approval_expired),
+            approval_store, registry, clock, llm,
+            lines=ApprovalLines(persona.lines.approval_intro, persona.lines.approval_expired),
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
