@@ -181,15 +181,16 @@ async def advance(spec: AgentSpec, agent: StandardAgent, problems: Problems, *,
 
 def _approval_needed(spec: AgentSpec, agent: StandardAgent) -> ToolOutcome:
     """Every field is in and the policy wants the user's OK: an ApprovalDraft bound to
-    exactly these values (the stored arguments are what runs, once approved)."""
+    exactly these values (the stored arguments are what runs, once approved). The details
+    show every one of them, the task_instruction too: the person approves all the agent
+    will receive, not only its fields."""
     agent.status = AgentStatus.WAITING_FOR_APPROVAL
     specs = {f.name: f for f in agent.input_fields()}
-    details = {n: specs[n].dump(v) for n, v in agent.fields.items()}
-    arguments = dict(details)
+    arguments = {n: specs[n].dump(v) for n, v in agent.fields.items()}
     if agent.task_instruction:
         arguments["task_instruction"] = agent.task_instruction
     draft = ApprovalDraft(spec.name, agent.context.call_id, arguments,
-                          agent.approval_summary(), details)
+                          agent.approval_summary(), dict(arguments))
     return ToolOutcome(agent.context.call_id, spec.name, ToolStatus.WAITING,
                        waiting_result(draft), pause=draft,
                        result_status=AgentStatus.WAITING_FOR_APPROVAL.value)

@@ -17,11 +17,13 @@ from agents.stores import AgentStores
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
 from bot.approvals.store import ApprovalStore
+from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Commands
 from bot.config import ConfigError, Settings
 from bot.db import Database, connect
+from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import OutboundMessage
 from bot.gateway.access import AccessControl
 from bot.gateway.gateway import Gateway, GatewayDeps
@@ -90,7 +92,9 @@ class App:
     agents: Registry = field(default_factory=Registry)
     pool: AgentPool | None = None
     approvals: ApprovalFlow | None = None  # type: ignore[assignment]
+    sweeper: ApprovalSweeper | None = None  # type: ignore[assignment]
     _sweeper: asyncio.Task[None] | None = None
+    _owner: SQLiteOwner | None = None
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -111,10 +115,12 @@ class App:
                          lines=TaskLines.from_persona(persona.lines),
                          answer_check=settings.agents.answer_check)
         stores = AgentStores(db)
+        approval_store = ApprovalStore(
+            db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
+            lease=timedelta(seconds=settings.approvals.lease_seconds))
         approvals = ApprovalFlow(
-            ApprovalStore(db, timeout=timedelta(minutes=settings.approvals.timeout_minutes)),
-            registry, clock, llm, lines=ApprovalLines(persona.lines.approval_intro,
-                                                      persona.lines.approval_expired),
+            approval_store, registry, clock, llm,
+            lines=ApprovalLines(persona.lines.approval_intro, persona.lines.approval_expired),
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
@@ -159,7 +165,9 @@ class App:
         gateway_box.append(gateway)
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
                   http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
-                  approvals=approvals)
+                  approvals=approvals, sweeper=ApprovalSweeper(
+                      approval_store, clock,
+                      expired_template=persona.lines.approval_expired))
         await app.ensure_owner()
         return app
 
@@ -182,20 +190,29 @@ class App:
         return owner
 
     async def start(self) -> None:
-        await self.approvals.store.abandon_interrupted(self.clock.now() - timedelta(minutes=10))
+        """Start running turns. On SQLite this process must be the file's only one (raises
+        DatabaseInUse, a ConfigError, otherwise); approvals a dead process left approved or
+        executing are settled as interrupted, and their owners told, before any turn runs."""
+        self._owner = claim(self.settings.database_url)
+        await self._tell(await self.sweeper.at_startup(sole_owner=self.db.dialect == "sqlite"))
         await self.gateway.start()
         self._sweeper = asyncio.create_task(self._sweep_approvals())
 
+    async def sweep_approvals(self) -> None:
+        """One pass of the approval sweeper (expiries, lapsed leases); owners are told without
+        waiting for them to write (the conversation hears of it at their next message)."""
+        await self._tell(await self.sweeper.sweep())
+
+    async def _tell(self, notices: list[Notice]) -> None:
+        for notice in notices:
+            user = await self.users.get(notice.user_id)
+            if user is not None:
+                await self.gateway.notify_user(user, notice.line, dedupe_key=notice.dedupe_key)
+
     async def _sweep_approvals(self) -> None:
-        """Expired approvals are closed and their owners told, without waiting for them to
-        write (the conversation hears of it at their next message)."""
         while True:
             try:
-                for approval, line in await self.approvals.sweep():
-                    user = await self.users.get(approval.user_id)
-                    if user is not None:
-                        await self.gateway.notify_user(
-                            user, line, dedupe_key=f"approval-expired:{approval.id}")
+                await self.sweep_approvals()
             except Exception:
                 log.exception("approval sweep failed; trying again")
             await asyncio.sleep(self.settings.approvals.sweep_seconds)
@@ -211,6 +228,8 @@ class App:
         await self.http.close()
         await self.llm.close()
         await self.db.close()
+        if self._owner is not None:
+            self._owner.release()
 
 
 def _mark_unwritable(reach: ReachStore, clock: Clock) -> OnPermanent:

@@ -19,8 +19,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bot.approvals.lease import LeaseLost, run_leased
 from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus
-from bot.approvals.store import ApprovalStore
+from bot.approvals.store import INTERRUPTED, ApprovalStore
 from bot.clock import Clock
 from bot.lines import fill
 from bot.llm import LLM, ToolCall
@@ -48,9 +49,9 @@ class ApprovalLines:
 
 
 def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(summary, details) of a call, for the person deciding it."""
-    details = {k: v for k, v in arguments.items()
-               if k != "task_instruction" and v is not None and v != ""}
+    """(summary, details) of a call, for the person deciding it: every argument the action
+    will receive, an agent's task_instruction included (it is part of what runs)."""
+    details = {k: v for k, v in arguments.items() if v is not None and v != ""}
     shown = ", ".join(f"{k}: {_short(v)}" for k, v in details.items())
     return f"{tool.name.replace('_', ' ')}" + (f" ({shown})" if shown else ""), details
 
@@ -135,7 +136,15 @@ class ApprovalFlow:
         try:
             async with asyncio.timeout(self.agent_timeout if tool.is_agent
                                        else self.tool_timeout):
-                result = await tool.run_with_approval(approval.arguments, call_ctx)
+                # The heartbeat keeps this execution's lease while it runs (wall time).
+                result = await run_leased(
+                    tool.run_with_approval(approval.arguments, call_ctx),
+                    renew=lambda: self.store.renew_lease(approval.id, self.clock.now()),
+                    every=self.store.lease.total_seconds() / 3)
+        except LeaseLost:  # settled as interrupted meanwhile; its owner was told so
+            log.error("approval %s: lease lost while running; the action was stopped",
+                      approval.id)
+            return f"Not completed: {INTERRUPTED}."
         except Exception as err:  # the action failed: say so, never retry it silently
             content = f"Error: {type(err).__name__}: {err}" if str(err) else \
                 f"Error: {type(err).__name__}"
@@ -145,7 +154,9 @@ class ApprovalFlow:
         content = result.content if isinstance(result, ToolOutcome) else render_result(result)
         if isinstance(result, ToolOutcome) and result.status is ToolStatus.WAITING:
             ok, content = False, f"Not completed: {content}"
-        await self.store.finish(approval.id, ok, content)
+        if not await self.store.finish(approval.id, ok, content):
+            log.warning("approval %s finished after it was settled as interrupted",
+                        approval.id)
         return content
 
     def expired_line(self, approval: ApprovalRequest) -> str:

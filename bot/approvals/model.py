@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -31,9 +30,10 @@ class ApprovalStatus(Enum):
     FAILED = "failed"
 
 
-def _ordered_id() -> str:
-    """Unique, and sorting by it keeps creation order (approvals of one turn share a time)."""
-    return f"{time.time_ns():016x}{secrets.token_hex(8)}"
+def new_approval_id() -> str:
+    """Random and unique; it says nothing about order (the store orders by created_at and a
+    per-user sequence, never by a wall-clock id)."""
+    return secrets.token_hex(16)
 
 
 def args_hash(arguments: dict[str, Any]) -> str:
@@ -77,6 +77,7 @@ class ApprovalRequest:
     turn_id: str | None = None
     decided_by: str | None = None
     result: str | None = None
+    lease_until: datetime | None = None  # while approved or executing: a live process owns it
 
     def intact(self) -> bool:
         """The arguments are the ones that were approved (fail closed on tampering)."""

@@ -11,12 +11,15 @@ rules cannot, and its answer is validated like any other.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
 from bot.approvals.model import ApprovalRequest
+
+log = logging.getLogger(__name__)
 
 
 class Verdict(Enum):
@@ -197,6 +200,9 @@ async def _interpreted(text: str, pending: list[ApprovalRequest], interpret: Int
                                            "approved or cancelled. Which?")
             decisions.append(Decision(approval.id, verdict, str(item.get("changes") or "")))
     except Exception:  # anything unexpected from the interpreter: ask, never guess
+        log.warning("could not read the interpreter's decisions (LLM down, or an answer "
+                    "that is not the JSON asked for); asking the user which they meant",
+                    exc_info=True)
         return ParsedReply(clarify=_ask_which(pending))
     if not decisions:
         return None

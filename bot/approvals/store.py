@@ -14,8 +14,8 @@ from typing import Any
 from bot.approvals.model import (
     ApprovalRequest,
     ApprovalStatus,
-    _ordered_id,
     args_hash,
+    new_approval_id,
 )
 from bot.db import Database, Queries, Row
 
@@ -30,15 +30,27 @@ def _approval(row: Row) -> ApprovalRequest:
         allow_modification=bool(row["allow_modification"]), task_id=row["task_id"],
         source=row["source"], trigger_task_id=row["trigger_task_id"],
         replaces=row["replaces"], turn_id=row["turn_id"], decided_by=row["decided_by"],
-        result=row["result"])
+        result=row["result"], lease_until=row["lease_until"])
+
+
+# What a request's conversation hears when its process died under it (fail closed: it is
+# never run again).
+INTERRUPTED = "interrupted: the action may not have completed"
+NOT_STARTED = "interrupted before it started: nothing was done"
 
 
 class ApprovalStore:
-    """The only place approval state changes."""
+    """The only place approval state changes.
 
-    def __init__(self, db: Database, *, timeout: timedelta = timedelta(minutes=30)) -> None:
+    A request that is `approved` or `executing` holds a lease (`lease_until`): the process
+    that decided or runs it renews it while it works. A lease that lapsed means that process
+    died; `interrupt_lapsed` settles such requests as failed, never runs them again."""
+
+    def __init__(self, db: Database, *, timeout: timedelta = timedelta(minutes=30),
+                 lease: timedelta = timedelta(seconds=30)) -> None:
         self.db = db
         self.timeout = timeout
+        self.lease = lease
 
     async def create(self, *, user_id: str, call_id: str, tool_name: str,
                      arguments: dict[str, Any], summary: str, at: datetime,
@@ -48,7 +60,7 @@ class ApprovalStore:
                      turn_id: str | None = None, q: Queries | None = None,
                      timeout: timedelta | None = None) -> ApprovalRequest:
         approval = ApprovalRequest(
-            id=_ordered_id(), code="", user_id=user_id, call_id=call_id,
+            id=new_approval_id(), code="", user_id=user_id, call_id=call_id,
             tool_name=tool_name, arguments=arguments, args_hash=args_hash(arguments),
             summary=summary, details=details or {}, created_at=at,
             expires_at=at + (timeout or self.timeout), task_id=task_id,
@@ -60,9 +72,10 @@ class ApprovalStore:
             inserted = await db.fetchval(
                 "INSERT INTO approvals (id, code, user_id, task_id, call_id, tool_name,"
                 " arguments, args_hash, summary, details, options, allow_modification, status,"
-                " source, trigger_task_id, replaces, turn_id, created_at, expires_at)"
+                " source, trigger_task_id, replaces, turn_id, created_at, expires_at, seq)"
                 " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13,"
-                " $14, $15, $16, $17, $18 WHERE NOT EXISTS (SELECT 1 FROM approvals"
+                " $14, $15, $16, $17, $18, (SELECT COALESCE(MAX(seq), 0) + 1 FROM approvals"
+                " WHERE user_id = $3) WHERE NOT EXISTS (SELECT 1 FROM approvals"
                 " WHERE user_id = $3 AND code = $2 AND status = 'pending') RETURNING id",
                 approval.id, code, user_id, task_id, call_id, tool_name,
                 json.dumps(arguments), approval.args_hash, summary,
@@ -81,18 +94,20 @@ class ApprovalStore:
         """What waits for this user now (expired ones are not listed), oldest first."""
         rows = await self.db.fetch(
             "SELECT * FROM approvals WHERE user_id = $1 AND status = 'pending'"
-            " AND expires_at > $2 ORDER BY created_at, id", user_id, at)
+            " AND expires_at > $2 ORDER BY created_at, seq, id", user_id, at)
         return [_approval(r) for r in rows]
 
     async def decide(self, approval_id: str, status: ApprovalStatus, *, by: str,
                      at: datetime) -> bool:
-        """pending -> approved | rejected | superseded, once, and only before it expires."""
+        """pending -> approved | rejected | superseded, once, and only before it expires. An
+        approved request is leased to this process until its execution begins."""
         assert status in (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED,
                           ApprovalStatus.SUPERSEDED)
+        lease_until = at + self.lease if status is ApprovalStatus.APPROVED else None
         changed = await self.db.execute(
-            "UPDATE approvals SET status = $2, decided_by = $3, decided_at = $4"
-            " WHERE id = $1 AND status = 'pending' AND expires_at > $4",
-            approval_id, status.value, by, at)
+            "UPDATE approvals SET status = $2, decided_by = $3, decided_at = $4,"
+            " lease_until = $5 WHERE id = $1 AND status = 'pending' AND expires_at > $4",
+            approval_id, status.value, by, at, lease_until)
         return changed == 1
 
     async def finish_rejected(self, approval_id: str, result: str) -> None:
@@ -101,17 +116,27 @@ class ApprovalStore:
                               " AND status = 'rejected'", approval_id, result)
 
     async def begin_execution(self, approval_id: str, at: datetime) -> bool:
-        """approved -> executing: whoever wins this runs the action; nobody else ever will."""
+        """approved -> executing: whoever wins this runs the action; nobody else ever will.
+        The winner holds the execution's lease and renews it (`renew_lease`) while it runs."""
         return await self.db.execute(
-            "UPDATE approvals SET status = 'executing', executed_at = $2"
-            " WHERE id = $1 AND status = 'approved'", approval_id, at) == 1
+            "UPDATE approvals SET status = 'executing', executed_at = $2, lease_until = $3"
+            " WHERE id = $1 AND status = 'approved'", approval_id, at, at + self.lease) == 1
 
-    async def finish(self, approval_id: str, ok: bool, result: str) -> None:
-        await self.db.execute(
-            "UPDATE approvals SET status = $2, result = $3 WHERE id = $1"
+    async def renew_lease(self, approval_id: str, at: datetime) -> bool:
+        """The execution is still alive. False: it is no longer ours (it was settled as
+        interrupted), and the caller must stop the action."""
+        return await self.db.execute(
+            "UPDATE approvals SET lease_until = $2 WHERE id = $1 AND status = 'executing'",
+            approval_id, at + self.lease) == 1
+
+    async def finish(self, approval_id: str, ok: bool, result: str) -> bool:
+        """executing -> executed | failed. False when the request was settled meanwhile (its
+        lease lapsed and it was reported as interrupted)."""
+        return await self.db.execute(
+            "UPDATE approvals SET status = $2, result = $3, lease_until = NULL WHERE id = $1"
             " AND status = 'executing'",
             approval_id, (ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED).value,
-            result)
+            result) == 1
 
     async def expire_due(self, at: datetime, user_id: str | None = None
                          ) -> list[ApprovalRequest]:
@@ -131,12 +156,34 @@ class ApprovalStore:
                     expired.append(approval)
         return expired
 
-    async def abandon_interrupted(self, older_than: datetime) -> int:
-        """An `executing` row whose process died: the action may or may not have run. Fail
-        closed: mark it failed, never run it again."""
-        return await self.db.execute(
-            "UPDATE approvals SET status = 'failed', result = 'interrupted: the action may not"
-            " have completed' WHERE status = 'executing' AND executed_at < $1", older_than)
+    async def interrupt_lapsed(self, at: datetime) -> list[ApprovalRequest]:
+        """approved | executing -> failed for every request whose lease lapsed (the process
+        that held it died). Returns the ones this call settled, each exactly once."""
+        return await self._interrupt(at, lapsed_only=True)
+
+    async def interrupt_all(self, at: datetime) -> list[ApprovalRequest]:
+        """At start-up of the only process that may own leases (SQLite): whatever is still
+        approved or executing was left by a dead process, whatever its lease says."""
+        return await self._interrupt(at, lapsed_only=False)
+
+    async def _interrupt(self, at: datetime, *, lapsed_only: bool) -> list[ApprovalRequest]:
+        # A NULL lease is a row from before leases existed: it has no owner either.
+        lapsed = "($2 = 0 OR lease_until IS NULL OR lease_until <= $1)"
+        rows = await self.db.fetch(
+            "SELECT id, status FROM approvals WHERE status IN ('approved', 'executing')"
+            f" AND {lapsed}", at, int(lapsed_only))
+        settled = []
+        for row in rows:
+            result = INTERRUPTED if row["status"] == "executing" else NOT_STARTED
+            changed = await self.db.execute(
+                "UPDATE approvals SET status = 'failed', result = $3, lease_until = NULL"
+                f" WHERE id = $4 AND status = $5 AND {lapsed}",
+                at, int(lapsed_only), result, row["id"], row["status"])
+            if changed:
+                approval = await self.get(row["id"])
+                if approval:
+                    settled.append(approval)
+        return settled
 
     async def mark_reported(self, approval_ids: list[str]) -> None:
         for approval_id in approval_ids:
@@ -147,12 +194,13 @@ class ApprovalStore:
         """Settled approvals whose outcome has not reached the conversation yet."""
         rows = await self.db.fetch(
             "SELECT * FROM approvals WHERE user_id = $1 AND reported = 0 AND status IN"
-            " ('expired', 'executed', 'failed', 'rejected') ORDER BY created_at, id", user_id)
+            " ('expired', 'executed', 'failed', 'rejected') ORDER BY created_at, seq, id",
+            user_id)
         return [_approval(r) for r in rows]
 
     async def list(self, user_id: str | None = None, status: str | None = None,
                    limit: int = 50) -> list[ApprovalRequest]:
         rows = await self.db.fetch(
             "SELECT * FROM approvals WHERE ($1 = '' OR user_id = $1) AND ($2 = '' OR status = $2)"
-            " ORDER BY created_at DESC LIMIT $3", user_id or "", status or "", limit)
+            " ORDER BY created_at DESC, seq DESC, id LIMIT $3", user_id or "", status or "", limit)
         return [_approval(r) for r in rows]

@@ -71,7 +71,7 @@ class SQLiteDatabase:
 
     @classmethod
     async def open(cls, url: str) -> SQLiteDatabase:
-        path = url.removeprefix("sqlite://").removeprefix("/") or ":memory:"
+        path = file_of(url)
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         return cls(_open_connection(path))
@@ -128,6 +128,11 @@ class SQLiteDatabase:
     async def close(self) -> None:
         async with self._lock:
             self._conn.close()
+
+
+def file_of(url: str) -> str:
+    """The file a sqlite:// URL names (sqlite:////abs/path.db), or ":memory:"."""
+    return url.removeprefix("sqlite://").removeprefix("/") or ":memory:"
 
 
 def _open_connection(path: str) -> sqlite3.Connection:

@@ -50,3 +50,57 @@ async def test_approve_after_a_crash_runs_the_action_exactly_once(fake_llm, tmp_
 
     code, out, _ = await run_valet(["approvals", "list"], env)
     assert code == 0 and "executed" in out and "send email" in out
+
+
+def _logged(path) -> list[str]:
+    if not path.exists():
+        return []
+    return [json.loads(line)["kind"] for line in path.read_text().splitlines()]
+
+
+async def test_kill_during_an_approved_action_fails_it_visibly_and_a_later_yes_runs_nothing(
+        fake_llm, tmp_path):
+    log = tmp_path / "actions.jsonl"
+    registry = tmp_path / "money.yaml"
+    registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [transfer_money]\n"
+                        f"    approval: always\n    settings: {{log: {log}, hold_seconds: 60}}\n")
+    env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m",
+                    VALET_AGENTS_FILES=str(registry))
+    fake_llm.script(Reply(tool_calls=[ToolCall("transfer_money", {"to": "bob", "amount": 5})]))
+    first = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "chat", "--pipe", env=env, cwd=ROOT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    assert first.stdin is not None and first.stdout is not None
+    first.stdin.write(b"send bob 5\n")
+    await first.stdin.drain()
+    shown = [await asyncio.wait_for(first.stdout.readline(), 30) for _ in range(2)]
+    assert b"transfer money (to: bob, amount: 5)" in shown[1]
+    first.stdin.write(b"yes\n")
+    await first.stdin.drain()
+    for _ in range(600):  # the approved transfer is under way...
+        if _logged(log):
+            break
+        await asyncio.sleep(0.05)
+    assert _logged(log) == ["transfer-started"]
+    first.send_signal(signal.SIGKILL)  # ...and the process dies in the middle of it
+    await first.wait()
+
+    # The restart settles it before any turn runs; the "yes" the crash cut short is redone
+    # and reaches the LLM with the call's real outcome; a later "yes" runs nothing.
+    fake_llm.script(Reply(content="The transfer was interrupted; check your bank first."),
+                    Reply(content="Nothing is waiting for your OK."))
+    code, out, err = await run_valet(["chat", "--pipe"], env, "yes\n")
+    assert code == 0, err
+    assert out.splitlines() == [
+        "“transfer money (to: bob, amount: 5)” was interrupted: it may or may not have "
+        "happened. Check before trying again.",
+        "The transfer was interrupted; check your bank first.",
+        "Nothing is waiting for your OK."]
+    redone = [m["content"] for m in fake_llm.requests[-2]["messages"] if m["role"] == "tool"]
+    assert redone[-1] == "interrupted: the action may not have completed"
+    assert _logged(log) == ["transfer-started"]  # never started again, never completed
+
+    code, out, _ = await run_valet(["approvals", "list"], env)
+    assert code == 0 and "failed" in out and "transfer money" in out
+    code, out, _ = await run_valet(["chat", "--pipe"], env, "")  # a third start: told once
+    assert code == 0 and out == ""

@@ -11,6 +11,11 @@ from bot.tools import ToolExecutionContext, tool
 
 SENT: list[dict[str, str]] = []
 BOOKED: list[dict[str, str]] = []
+TRANSFERS_STARTED: list[dict[str, str]] = []
+TRANSFERS_DONE: list[dict[str, str]] = []
+# A test sets this to hold a transfer mid-way (in-process tests); a subprocess holds it for
+# `settings.hold_seconds` instead.
+TRANSFER_GATE: asyncio.Event | None = None
 
 
 def _record(ctx: ToolExecutionContext, kind: str, entry: dict[str, str]) -> None:
@@ -91,3 +96,22 @@ async def slow_balance(ctx: ToolExecutionContext, account: str) -> str:
     _record(ctx, "balance", {"account": account})
     await _held(ctx)
     return f"The {account} account holds 120."
+
+
+@tool(progress="transferring the money")
+async def transfer_money(ctx: ToolExecutionContext, to: str, amount: int) -> str:
+    """Transfer money to someone (slow: it is logged when it starts and when it is done).
+
+    Args:
+        to: Payee.
+        amount: How much.
+    """
+    entry = {"to": to, "amount": str(amount)}
+    TRANSFERS_STARTED.append(entry)
+    _record(ctx, "transfer-started", entry)
+    if TRANSFER_GATE is not None:
+        await TRANSFER_GATE.wait()
+    await asyncio.sleep(float(ctx.settings.get("hold_seconds", 0)))
+    TRANSFERS_DONE.append(entry)
+    _record(ctx, "transfer-done", entry)
+    return f"Transferred {amount} to {to}."

@@ -91,6 +91,58 @@ async def test_an_interrupted_execution_fails_closed(db):
     approval = await make(store)
     await store.decide(approval.id, ApprovalStatus.APPROVED, by="u1", at=NOW)
     assert await store.begin_execution(approval.id, NOW)
-    assert await store.abandon_interrupted(NOW + timedelta(minutes=5)) == 1
+    assert len(await store.interrupt_lapsed(NOW + timedelta(minutes=5))) == 1
     assert (await store.get(approval.id)).status is ApprovalStatus.FAILED
     assert not await store.begin_execution(approval.id, NOW)
+
+
+async def test_a_running_execution_keeps_its_lease_and_a_lapsed_one_is_settled_once(db):
+    from bot.approvals.store import INTERRUPTED
+
+    store = await store_with_user(db)  # leases of 30 seconds
+    approval = await make(store)
+    await store.decide(approval.id, ApprovalStatus.APPROVED, by="u1", at=NOW)
+    assert await store.begin_execution(approval.id, NOW)
+    assert await store.interrupt_lapsed(NOW + timedelta(seconds=20)) == []
+    assert await store.renew_lease(approval.id, NOW + timedelta(seconds=20))  # the heartbeat
+    assert await store.interrupt_lapsed(NOW + timedelta(seconds=45)) == []
+    later = NOW + timedelta(seconds=51)
+    first, second = await asyncio.gather(store.interrupt_lapsed(later),
+                                         store.interrupt_lapsed(later))
+    [settled] = first + second
+    assert (settled.id, settled.status, settled.result) == (
+        approval.id, ApprovalStatus.FAILED, INTERRUPTED)
+    assert not await store.renew_lease(approval.id, later)  # the runner learns it lost it
+    assert not await store.finish(approval.id, True, "sent")  # and cannot claim success
+    assert (await store.get(approval.id)).status is ApprovalStatus.FAILED
+
+
+async def test_an_approval_that_never_started_fails_visibly_and_can_never_start(db):
+    from bot.approvals.store import NOT_STARTED
+
+    store = await store_with_user(db)
+    approval = await make(store)
+    await store.decide(approval.id, ApprovalStatus.APPROVED, by="u1", at=NOW)
+    assert await store.interrupt_lapsed(NOW + timedelta(seconds=29)) == []
+    [settled] = await store.interrupt_lapsed(NOW + timedelta(seconds=31))
+    assert (settled.status, settled.result) == (ApprovalStatus.FAILED, NOT_STARTED)
+    assert not await store.begin_execution(approval.id, NOW + timedelta(seconds=31))
+    assert [a.id for a in await store.unreported("u1")] == [approval.id]  # the LLM hears
+
+
+async def test_at_start_up_the_sole_owner_settles_every_unfinished_request(db):
+    store = await store_with_user(db)
+    running, decided, waiting = [await make(store, n=i) for i in range(3)]
+    for a in (running, decided):
+        await store.decide(a.id, ApprovalStatus.APPROVED, by="u1", at=NOW)
+    await store.begin_execution(running.id, NOW)
+    settled = await store.interrupt_all(NOW)  # leases still fresh: the process is gone anyway
+    assert sorted(a.id for a in settled) == sorted([running.id, decided.id])
+    assert (await store.get(waiting.id)).status is ApprovalStatus.PENDING
+
+
+async def test_requests_made_at_one_instant_keep_their_order(db):
+    store = await store_with_user(db)
+    made = [await make(store, n=i) for i in range(12)]  # same created_at, random ids
+    assert [p.id for p in await store.pending("u1", NOW)] == [a.id for a in made]
+    assert [a.id for a in await store.list("u1")] == [a.id for a in reversed(made)]
