@@ -30,8 +30,12 @@ class ChannelAccess(pydantic.BaseModel):
 class AccessSettings(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     channels: dict[str, ChannelAccess] = {}
-    pairing_ttl_minutes: int = 60
-    max_pending_pairings: int = 3
+    pairing_ttl_minutes: int = pydantic.Field(60, gt=0)
+    # Per channel: when full, the oldest pending request expires to make room for a new one.
+    max_pending_pairings: int = pydantic.Field(3, gt=0)
+    # Wrong /link codes (and other guessable codes) a sender may try per window, then silence.
+    max_code_guesses: int = pydantic.Field(5, gt=0)
+    code_guess_window_minutes: int = pydantic.Field(60, gt=0)
 
     def for_channel(self, channel: str) -> ChannelAccess:
         return self.channels.get(channel, ChannelAccess())
