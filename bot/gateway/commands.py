@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.clock import Clock
 from bot.envelopes import Reply, TurnStop
-from bot.gateway.access import AccessControl
+from bot.gateway.access import AccessControl, one_line, quoted
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow
 from bot.gateway.users import User, UserStore
@@ -59,8 +59,8 @@ class GatewayCommands:
             pending = await self.access.list_pairings(now)
             if not pending:
                 return Reply("Nobody is waiting to be let in.", stop=TurnStop.COMMAND)
-            lines = [f"{p.code}: {p.display_name or '(no name)'} on {p.channel} {p.address}"
-                     for p in pending]
+            lines = [f"{p.code}: {quoted(p.display_name) if p.display_name else '(no name)'}"
+                     f" on {p.channel} {one_line(p.address)}" for p in pending]
             return Reply("Waiting to be let in:\n" + "\n".join(lines), stop=TurnStop.COMMAND)
         if len(args) != 2 or args[0].lower() not in ("approve", "deny"):
             return Reply("Use /pair list, /pair approve CODE or /pair deny CODE.",
