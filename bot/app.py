@@ -55,7 +55,7 @@ def build_llm(settings: Settings) -> LLM:
     llm = settings.llm
     if not llm.configured:
         raise ConfigError(NO_LLM_MESSAGE)
-    return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key or "not-needed",
+    return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
                      model=llm.model or "", timeout=llm.timeout_seconds,
                      extra_body=llm.extra_body)
 
@@ -105,7 +105,13 @@ class App:
         registry = agents.tools
         loop_config = settings.loop_config()
         llm = llm or build_llm(settings)
-        db = await connect(settings.database_url)
+        locks, closers = await _user_locks(settings)  # Redis checked before anything opens
+        try:
+            db = await connect(settings.database_url)
+        except BaseException:
+            for closer in closers:
+                await closer()
+            raise
         http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
         users = UserStore(db)
         history = HistoryStore(db)
@@ -152,7 +158,6 @@ class App:
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
         reach = ReachStore(db)
-        locks, closers = await _user_locks(settings)
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbox=outbox,
@@ -247,7 +252,7 @@ def _mark_unwritable(reach: ReachStore, clock: Clock) -> OnPermanent:
 async def _user_locks(settings: Settings) -> tuple[UserLocks, list[Any]]:
     if not settings.redis_url:
         return LocalUserLocks(), []
-    import redis.asyncio as redis_asyncio
+    from bot.redis_service import open_redis
 
-    client = redis_asyncio.from_url(settings.redis_url)
+    client = await open_redis(settings.redis_url)  # RedisUnavailable: one line at start-up
     return RedisUserLocks(client), [client.aclose]

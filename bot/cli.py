@@ -10,6 +10,9 @@ from collections.abc import Awaitable, Callable
 
 from bot.admin_cli import add_admin_commands, run_admin
 from bot.config import ConfigError, Settings, load_settings
+from bot.db import DatabaseUnavailable, DatabaseURLError, as_unavailable
+from bot.redact import install_redaction, redact_text
+from bot.redis_service import RedisUnavailable
 
 EXIT_CONFIG = 2
 
@@ -31,20 +34,33 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(args.config)
     except ConfigError as err:
-        print(f"valet: {err}", file=sys.stderr)
-        return EXIT_CONFIG
-    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+        return _stop(err)
+    logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_redaction()  # every library's log lines too: URL credentials never reach a log
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
         "chat": _chat, "doctor": _doctor, "users": run_admin, "pair": run_admin,
         "approvals": run_admin}
     try:
         return asyncio.run(commands[args.command](settings, args))
-    except ConfigError as err:
-        print(f"valet: {err}", file=sys.stderr)
-        return EXIT_CONFIG
+    except (ConfigError, DatabaseUnavailable, DatabaseURLError, RedisUnavailable) as err:
+        return _stop(err)
     except KeyboardInterrupt:
         return 130
+    except Exception as err:
+        # The database failing while running (disk full, server gone): one line, not a
+        # traceback. Messages already acknowledged stay in the inbox for the next start.
+        failure = as_unavailable(err, settings.database_url)
+        if failure is None:
+            raise
+        return _stop(failure)
+
+
+def _stop(err: Exception) -> int:
+    """An operator's problem, one line each, and the exit status that says so."""
+    for line in str(err).splitlines() or [type(err).__name__]:
+        print(f"valet: {redact_text(line)}", file=sys.stderr)
+    return EXIT_CONFIG
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:

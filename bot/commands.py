@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bot.approvals.flow import ApprovalFlow
 from bot.envelopes import TurnStop
-from bot.gateway.access import AccessControl
+from bot.gateway.access import AccessControl, one_line, quoted
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import User
 from bot.tasks.resume import Resumer
@@ -148,8 +148,8 @@ class Commands:
             pending = await self.access.list_pairings(now)
             if not pending:
                 return "Nobody is waiting to be let in."
-            lines = [f"{p.code}: {p.display_name or '(no name)'} on {p.channel} {p.address}"
-                     for p in pending]
+            lines = [f"{p.code}: {quoted(p.display_name) if p.display_name else '(no name)'}"
+                     f" on {p.channel} {one_line(p.address)}" for p in pending]
             return "Waiting to be let in:\n" + "\n".join(lines)
         if len(args) != 2 or args[0].lower() not in ("approve", "deny"):
             return "Use /pair list, /pair approve CODE or /pair deny CODE."

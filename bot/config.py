@@ -1,27 +1,42 @@
-"""Settings: `valet.yaml` (optional) plus environment overrides, validated once at start-up.
+"""Settings: `valet.yaml` (optional) plus environment overrides, checked whole at start-up.
 
-Secrets come only from the environment. A mistake stops start-up with the file, the key and,
-where the YAML has one, the line.
+Secrets come only from the environment and are kept in `SecretStr` (never printed). Every
+mistake of the file is reported at once, each as `file:line: key: what is wrong`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pydantic
 import yaml
 
+from bot.config_problems import Problem, did_you_mean, in_file_order, validation_problems
+from bot.config_problems import yaml_line as yaml_line  # re-exported for persona files
+from bot.db import database_url_problem
 from bot.gateway.access import AccessSettings
 from bot.loop import ReactLoopConfig
+from bot.redis_service import redis_url_problem
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Keys of llm.extra_body that would put a credential into the file (and every request log).
+SECRET_WORDS = re.compile(r"api.?key|authori[sz]ation|token|password|passwd|secret|cookie"
+                          r"|credential|bearer", re.IGNORECASE)
 
 
 class ConfigError(Exception):
-    """A configuration problem, worded for the person who has to fix it."""
+    """A configuration problem, worded for the person who has to fix it. Several problems of
+    one file travel together: one line each."""
+
+    def __init__(self, message: str | list[Problem] | list[str]) -> None:
+        lines = [message] if isinstance(message, str) else [str(p) for p in message]
+        super().__init__("\n".join(lines))
+        self.lines = lines
 
 
 class _Section(pydantic.BaseModel):
@@ -31,14 +46,48 @@ class _Section(pydantic.BaseModel):
 class LLMSettings(_Section):
     base_url: str | None = None  # None: the client's default (api.openai.com)
     model: str | None = None
-    timeout_seconds: float = 60.0
+    timeout_seconds: float = pydantic.Field(60.0, gt=0)
     extra_body: dict[str, Any] = {}
     # Only from the environment (VALET_LLM_API_KEY, else OPENAI_API_KEY); never from the file.
-    api_key: str | None = pydantic.Field(default=None, exclude=True)
+    api_key: pydantic.SecretStr | None = pydantic.Field(default=None, exclude=True)
 
     @property
     def configured(self) -> bool:
         return bool(self.model and (self.api_key or self.base_url))
+
+    def api_key_value(self) -> str | None:
+        """The key itself, for the one place that sends it (the LLM client)."""
+        return self.api_key.get_secret_value() if self.api_key else None
+
+    @pydantic.field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]", value):
+            raise ValueError("must be an http:// or https:// URL such as "
+                             "http://localhost:11434/v1")
+        return value
+
+    @pydantic.field_validator("extra_body")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        found = sorted(_secret_looking_keys(value))
+        if found:
+            raise ValueError(f"{', '.join(found)} looks like a secret; extra_body is written "
+                             "into every request and kept in the file: put the key in "
+                             "VALET_LLM_API_KEY instead")
+        return value
+
+
+def _secret_looking_keys(value: Any, prefix: str = "") -> list[str]:
+    if not isinstance(value, dict):
+        return []
+    found = []
+    for key, inner in value.items():
+        name = f"{prefix}{key}"
+        if SECRET_WORDS.search(str(key)):
+            found.append(name)
+        found += _secret_looking_keys(inner, f"{name}.")
+    return found
 
 
 class OwnerSettings(_Section):
@@ -76,6 +125,32 @@ class AgentsSettings(_Section):
         return value
 
 
+# Loop knobs whose range is not simply "more than 0".
+_LOOP_RANGES: dict[str, dict[str, float]] = {
+    "llm_max_retries": {"ge": 0},
+    "llm_retry_base_delay": {"ge": 0},
+    "max_tool_result_share": {"gt": 0, "le": 1},
+    "context_trim_threshold": {"gt": 0, "le": 1},
+}
+
+
+def _loop_settings_model() -> type[pydantic.BaseModel]:
+    """`loop:` in valet.yaml, checked field by field against ReactLoopConfig (one source of
+    the knobs): numbers must be more than 0 unless _LOOP_RANGES says otherwise."""
+    hints = get_type_hints(ReactLoopConfig)
+    spec: dict[str, Any] = {}
+    for f in fields(ReactLoopConfig):
+        kind = hints[f.name]
+        limits = _LOOP_RANGES.get(f.name, {"gt": 0} if kind in (int, float) else {})
+        default = f.default if f.default is not MISSING else None
+        spec[f.name] = (kind, pydantic.Field(default, **limits))
+    return pydantic.create_model(  # type: ignore[call-overload,no-any-return]
+        "LoopSettings", __config__=pydantic.ConfigDict(extra="forbid", strict=False), **spec)
+
+
+LoopSettings = _loop_settings_model()
+
+
 class Settings(_Section):
     source: str = "<defaults>"
     llm: LLMSettings = LLMSettings()
@@ -84,11 +159,11 @@ class Settings(_Section):
     timezone: str = "UTC"
     log_level: str = "WARNING"
     owner: OwnerSettings = OwnerSettings()
-    loop: dict[str, Any] = {}
+    loop: LoopSettings = LoopSettings()  # type: ignore[valid-type]
     tools: dict[str, dict[str, Any]] = {}
     agents: AgentsSettings = AgentsSettings()
     approvals: ApprovalSettings = ApprovalSettings()
-    rate_limit_per_minute: int = 20
+    rate_limit_per_minute: int = pydantic.Field(20, gt=0)
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()
     redis_url: str | None = None  # several processes: per-user locks across them
@@ -103,17 +178,36 @@ class Settings(_Section):
                              "'Europe/Paris')") from err
         return value
 
-    @pydantic.field_validator("loop")
+    @pydantic.field_validator("log_level")
     @classmethod
-    def _known_loop_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        known = {f.name for f in fields(ReactLoopConfig)}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise ValueError(f"unknown loop setting(s) {unknown}; known: {sorted(known)}")
+    def _known_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"{value!r} is not a log level; use one of "
+                             f"{', '.join(LOG_LEVELS)}")
+        return level
+
+    @pydantic.field_validator("database_url")
+    @classmethod
+    def _usable_database(cls, value: str) -> str:
+        problem = database_url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @pydantic.field_validator("redis_url")
+    @classmethod
+    def _usable_redis(cls, value: str | None) -> str | None:
+        problem = redis_url_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     def loop_config(self) -> ReactLoopConfig:
-        return ReactLoopConfig(**self.loop)
+        # A dict when a test or caller replaced the section with model_copy(update=...).
+        loop = self.loop if isinstance(self.loop, dict) else self.loop.model_dump(
+            exclude_unset=True)
+        return ReactLoopConfig(**loop)
 
     def config_dir(self) -> Path:
         """Where relative paths in the configuration are read from."""
@@ -146,6 +240,7 @@ def config_path(cli_path: str | None, env: dict[str, str]) -> tuple[Path, bool]:
 
 
 def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None) -> Settings:
+    """The settings, or ConfigError naming every mistake (file:line or variable, key, what)."""
     env = dict(os.environ) if env is None else env
     path, explicit = config_path(cli_path, env)
     raw: dict[str, Any] = {}
@@ -154,24 +249,73 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
         raw, root = _read_yaml(path)
     elif explicit:
         raise ConfigError(f"{path}: configuration file not found")
-    for secret in SECRET_KEYS:
-        if _get(raw, secret) is not None:
-            raise ConfigError(f"{path}:{_line(root, secret)}: {'.'.join(secret)}: secrets are "
-                              "read only from the environment (VALET_LLM_API_KEY); remove it")
+    from_env: dict[tuple[str, ...], str] = {}
     for var, key_path in ENV_OVERRIDES.items():
         if env.get(var):
             _set(raw, key_path, env[var])
-    api_key = env.get("VALET_LLM_API_KEY") or env.get("OPENAI_API_KEY")
+            from_env[key_path] = var
+
+    def where(loc: tuple[str, ...]) -> str:
+        for key_path, var in from_env.items():
+            if loc[:len(key_path)] == key_path:
+                return f"environment {var}"
+        return f"{path}:{yaml_line(root, loc)}" if path.exists() else "environment"
+
+    problems = [Problem(where(secret), ".".join(secret), "secrets are read only from the "
+                        "environment (VALET_LLM_API_KEY); remove it from the file")
+                for secret in SECRET_KEYS if _get(raw, secret) is not None]
+    for secret in SECRET_KEYS:
+        _pop(raw, secret)
     raw["source"] = str(path) if path.exists() else "<defaults>"
+    settings: Settings | None = None
     try:
         settings = Settings.model_validate(raw)
     except pydantic.ValidationError as err:
-        first = err.errors()[0]
-        loc = tuple(str(p) for p in first["loc"])
-        where = f"{path}:{_line(root, loc)}" if path.exists() else "environment"
-        raise ConfigError(f"{where}: {'.'.join(loc)}: {first['msg']}") from err
-    settings.llm.api_key = api_key
+        problems += validation_problems(err, Settings, where)
+    problems += _unknown_tool_modules(raw, path if path.exists() else None, where)
+    if problems:
+        raise ConfigError(in_file_order(problems))
+    assert settings is not None
+    api_key = env.get("VALET_LLM_API_KEY") or env.get("OPENAI_API_KEY")
+    settings.llm.api_key = pydantic.SecretStr(api_key) if api_key else None
     return settings
+
+
+def _unknown_tool_modules(raw: dict[str, Any], path: Path | None,
+                          where: Any) -> list[Problem]:
+    """`tools.<module>:` must name a tool module of the registry files (web_fetch, clock...):
+    a typo would otherwise be ignored and its settings silently not applied."""
+    tools = raw.get("tools")
+    if not isinstance(tools, dict) or not tools:
+        return []
+    known = known_tool_modules(raw, path)
+    if known is None:
+        return []
+    return [Problem(where(("tools", str(name))), f"tools.{name}",
+                    "no tool module of that name" + did_you_mean(str(name), known))
+            for name in tools if name not in known]
+
+
+def known_tool_modules(raw: dict[str, Any], path: Path | None) -> set[str] | None:
+    """Short module names (`web_fetch`) listed in the registry files; None if they cannot be
+    read here (the registry loader reports that, with its own file and line)."""
+    from agents.registry import registry_paths
+
+    agents = raw.get("agents") if isinstance(raw.get("agents"), dict) else {}
+    extra = agents.get("registries") or []
+    if isinstance(extra, str):
+        extra = [p.strip() for p in re.split(r"[,:]", extra) if p.strip()]
+    base = path.parent if path is not None else Path.cwd()
+    names: set[str] = set()
+    try:
+        for registry in registry_paths([str(e) for e in extra], base):
+            data = yaml.safe_load(registry.read_text(encoding="utf-8")) or {}
+            for entry in data.get("tools") or []:
+                if isinstance(entry, dict) and isinstance(entry.get("module"), str):
+                    names.add(entry["module"].rsplit(".", 1)[-1])
+    except (OSError, yaml.YAMLError, AttributeError, TypeError):
+        return None
+    return names
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
@@ -192,29 +336,6 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
     return data, root
 
 
-def yaml_line(root: yaml.Node | None, keys: tuple[str, ...]) -> str:
-    """The 1-based line of a key path in a composed YAML document ('?' if unknown)."""
-    return _line(root, keys)
-
-
-def _line(root: yaml.Node | None, keys: tuple[str, ...]) -> str:
-    node, line = root, "?"
-    for key in keys:
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if str(k.value) == key:
-                    line, node = str(k.start_mark.line + 1), v
-                    break
-            else:
-                return line
-        elif isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
-            node = node.value[int(key)]
-            line = str(node.start_mark.line + 1)
-        else:
-            return line
-    return line
-
-
 def _get(data: dict[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
         if not isinstance(data, dict) or key not in data:
@@ -227,3 +348,9 @@ def _set(data: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
     for key in keys[:-1]:
         data = data.setdefault(key, {})
     data[keys[-1]] = value
+
+
+def _pop(data: dict[str, Any], keys: tuple[str, ...]) -> None:
+    parent = _get(data, keys[:-1]) if len(keys) > 1 else data
+    if isinstance(parent, dict):
+        parent.pop(keys[-1], None)

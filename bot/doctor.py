@@ -1,27 +1,34 @@
-"""`valet doctor`: checks what Valet needs and says in plain words what is missing."""
+"""`valet doctor`: checks what Valet needs and says in plain words what is missing.
+
+Nothing it prints carries a secret: URLs are shown with their credentials masked."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from bot.config import ConfigError, Settings
-from bot.db import connect, redact_url
-from bot.llm import LLMAuthError, LLMError
+from bot.db import connect
+from bot.llm import LLM, LLMAuthError, LLMError, LLMModelNotFoundError
+from bot.redact import redact_text, redact_url
+from bot.redis_service import RedisUnavailable, open_redis
+
+Say = Callable[[str], None]
+MODELS_SHOWN = 10  # a server may list hundreds; a few are enough to spot the right name
 
 
-async def run_doctor(settings: Settings, say: Callable[[str], None]) -> int:
+async def run_doctor(settings: Settings, say: Say) -> int:
     from bot.app import NO_LLM_MESSAGE, build_agents, build_llm
     from persona import load_persona
 
     problems = 0
 
     def ok(text: str) -> None:
-        say(f"  ok    {text}")
+        say(f"  ok    {redact_text(text)}")
 
     def bad(text: str) -> None:
         nonlocal problems
         problems += 1
-        say(f"  FAIL  {text}")
+        say(f"  FAIL  {redact_text(text)}")
 
     say(f"configuration: {settings.source}")
     try:
@@ -35,32 +42,69 @@ async def run_doctor(settings: Settings, say: Callable[[str], None]) -> int:
            f"{', '.join(agents.files)}")
     except Exception as err:
         bad(f"tools: {err}")
-    try:
-        db = await connect(settings.database_url)
-        await db.close()
-        ok(f"database {redact_url(settings.database_url)}")
-    except Exception as err:
-        bad(f"database {redact_url(settings.database_url)}: {err}")
+    await _check_database(settings, ok, bad)
+    if settings.redis_url:
+        await _check_redis(settings.redis_url, ok, bad)
     if not settings.llm.configured:
         bad(NO_LLM_MESSAGE)
     else:
-        await _check_llm(settings, ok, bad, build_llm)
+        llm = build_llm(settings)
+        try:
+            await _check_llm(settings, llm, ok, bad)
+        finally:
+            await llm.close()
     say("all good" if not problems else f"{problems} problem(s) found")
     return 0 if not problems else 1
 
 
-async def _check_llm(settings: Settings, ok: Callable[[str], None],
-                     bad: Callable[[str], None], build_llm) -> None:  # type: ignore[no-untyped-def]
-    where = settings.llm.base_url or "OpenAI"
-    llm = build_llm(settings)
+async def _check_database(settings: Settings, ok: Say, bad: Say) -> None:
+    where = redact_url(settings.database_url)
+    try:
+        db = await connect(settings.database_url)
+        await db.close()
+        ok(f"database {where}")
+    except Exception as err:
+        bad(f"database {where}: {err}")
+
+
+async def _check_redis(url: str, ok: Say, bad: Say) -> None:
+    try:
+        client = await open_redis(url)
+        await client.aclose()
+        ok(f"redis {redact_url(url)}")
+    except RedisUnavailable as err:
+        bad(str(err))
+
+
+async def _check_llm(settings: Settings, llm: LLM, ok: Say, bad: Say) -> None:
+    where = redact_url(settings.llm.base_url or "OpenAI")
+    model = settings.llm.model
+    try:
+        offered = await llm.list_models()
+    except LLMAuthError:
+        bad(f"LLM at {where} refused the API key: check VALET_LLM_API_KEY / OPENAI_API_KEY")
+        return
+    except LLMError:
+        offered = []  # not every server lists its models; the call below still tells
+    if offered and model not in offered:
+        bad(f"LLM at {where} does not offer the model {model!r}: set VALET_LLM_MODEL (or "
+            f"llm.model) to one it lists: {_some(offered)}")
+        return
     try:
         response = await llm.complete(
             [{"role": "user", "content": "Reply with the single word: ready"}], None)
-        ok(f"LLM {settings.llm.model} at {where} answered ({(response.content or '')[:40]!r})")
+        ok(f"LLM {model} at {where} answered ({(response.content or '')[:40]!r})")
     except LLMAuthError:
         bad(f"LLM at {where} refused the API key: check VALET_LLM_API_KEY / OPENAI_API_KEY")
+    except LLMModelNotFoundError:
+        bad(f"LLM at {where} does not know the model {model!r}: check VALET_LLM_MODEL "
+            "(or llm.model)")
     except LLMError as err:
-        bad(f"LLM {settings.llm.model} at {where} did not answer: {type(err).__name__}: "
+        bad(f"LLM {model} at {where} did not answer: {type(err).__name__}: "
             f"{str(err)[:200]}")
-    finally:
-        await llm.close()
+
+
+def _some(names: list[str]) -> str:
+    shown = ", ".join(sorted(names)[:MODELS_SHOWN])
+    return shown + (f" (and {len(names) - MODELS_SHOWN} more)" if len(names) > MODELS_SHOWN
+                    else "")

@@ -125,6 +125,27 @@ class LLMMalformedResponseError(LLMError):
     error, at the call: the turn is never re-run for it (its tools already ran)."""
 
 
+class LLMModelNotFoundError(LLMBadRequestError):
+    """The endpoint does not know the configured model (404 / model_not_found)."""
+
+
+def is_misconfiguration(err: BaseException) -> bool:
+    """True when waiting will not help: the key was refused or the model does not exist. The
+    user is told the assistant is misconfigured, the owner what to fix (`valet doctor`)."""
+    return isinstance(err, LLMAuthError | LLMModelNotFoundError)
+
+
+def misconfiguration_hint(err: BaseException) -> str:
+    """One line for the owner's log: what is wrong and what to check."""
+    if isinstance(err, LLMAuthError):
+        return ("the LLM endpoint refused the API key: check VALET_LLM_API_KEY / "
+                "OPENAI_API_KEY, then run `valet doctor`")
+    if isinstance(err, LLMModelNotFoundError):
+        return ("the LLM endpoint does not know the model: check VALET_LLM_MODEL (or "
+                "llm.model) against `valet doctor`, which lists the models it offers")
+    return str(err)
+
+
 _OVERFLOW_PATTERN = re.compile(
     r"context.length|context.window|maximum context|too many tokens|prompt is too long"
     r"|reduce the length|exceeds the (?:model'?s )?(?:maximum|max)",
@@ -151,6 +172,8 @@ def classify_openai_error(err: openai.OpenAIError) -> LLMError:
             return LLMContextOverflowError(text)
         if err.status_code >= 500:
             return LLMServerError(text)
+        if err.status_code == 404 or code == "model_not_found":
+            return LLMModelNotFoundError(text)
         return LLMBadRequestError(text)
     return LLMServerError(text)
 

@@ -27,7 +27,13 @@ from bot.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import UserStore
 from bot.journal import TurnJournal
-from bot.llm import LLM, LLMError, LLMMalformedResponseError
+from bot.llm import (
+    LLM,
+    LLMError,
+    LLMMalformedResponseError,
+    is_misconfiguration,
+    misconfiguration_hint,
+)
 from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
 from bot.tasks.model import PausedTask
@@ -140,6 +146,9 @@ class Orchestrator:
     def line_for(self, err: LLMError) -> str:
         """What the person reads when the LLM could not be used: what actually happened."""
         lines = self.deps.persona.lines
+        if is_misconfiguration(err):
+            log.error("Valet is misconfigured: %s", misconfiguration_hint(err))
+            return lines.misconfigured
         if isinstance(err, LLMMalformedResponseError):
             return lines.llm_malformed
         return lines.llm_unavailable

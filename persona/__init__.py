@@ -10,7 +10,8 @@ from pathlib import Path
 import pydantic
 import yaml
 
-from bot.config import ConfigError, yaml_line
+from bot.config import ConfigError
+from bot.config_problems import did_you_mean, in_file_order, validation_problems, yaml_line
 
 PERSONA_DIR = Path(__file__).parent
 CHANNELS = ("console", "telegram", "sms")
@@ -24,6 +25,9 @@ class _Lines(pydantic.BaseModel):
     llm_malformed: str = ("The AI service I use sent back an answer I couldn't read, several "
                           "times in a row, so I stopped there. Anything I had already done "
                           "for you is done; ask me again in a minute for the rest.")
+    # The LLM refused the key or does not know the model: waiting will not fix it.
+    misconfigured: str = ("I'm not set up correctly right now, so I can't answer. "
+                          "My owner has been told.")
     too_long: str = ("This conversation got too long for me to follow. "
                      "Could you start over with a short summary of what you need?")
     deadline: str = ("That took longer than I can spend on one message, so I stopped. "
@@ -57,7 +61,8 @@ class _PersonaFile(pydantic.BaseModel):
     def _known_channels(cls, value: dict[str, str]) -> dict[str, str]:
         unknown = sorted(set(value) - set(CHANNELS))
         if unknown:
-            raise ValueError(f"unknown channel(s) {unknown}; known: {list(CHANNELS)}")
+            raise ValueError("; ".join(f"unknown channel {name!r}" + did_you_mean(name, CHANNELS)
+                                       for name in unknown))
         return value
 
 
@@ -119,8 +124,7 @@ def load_persona(name_or_path: str) -> Persona:
     try:
         parsed = _PersonaFile.model_validate(data)
     except pydantic.ValidationError as err:
-        first = err.errors()[0]
-        loc = tuple(str(p) for p in first["loc"])
-        raise ConfigError(f"{path}:{yaml_line(root, loc)}: {'.'.join(loc)}: "
-                          f"{first['msg']}") from err
+        problems = validation_problems(err, _PersonaFile,
+                                       lambda loc: f"{path}:{yaml_line(root, loc)}")
+        raise ConfigError(in_file_order(problems)) from err
     return Persona(parsed.name, parsed.system_prompt, dict(parsed.style), parsed.lines, str(path))

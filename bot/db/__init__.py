@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from bot.redact import redact_text
+from bot.redact import redact_url as redact_url  # re-exported: older imports use bot.db
 
 Row = dict[str, Any]
 
@@ -34,31 +38,109 @@ class Database(Queries, Protocol):
     async def close(self) -> None: ...
 
 
-async def connect(url: str, *, migrate: bool = True) -> Database:
-    """Open the database a URL names (sqlite:///path, sqlite:///:memory:, postgresql://...)."""
+class DatabaseUnavailable(Exception):
+    """The database cannot be opened or written: said in one line, with what to check."""
+
+
+class DatabaseURLError(ValueError):
+    """The database URL is not one Valet can use."""
+
+
+def database_url_problem(url: str) -> str | None:
+    """What is wrong with the form of a database URL, in plain words; None if it is usable."""
     if url.startswith("sqlite:"):
-        from bot.db.sqlite import SQLiteDatabase
+        if not url.startswith("sqlite://"):
+            return (f"{redact_url(url)!r} is not a SQLite URL: write sqlite:///relative/path.db "
+                    "or sqlite:////absolute/path.db (three or four slashes)")
+        rest = url.removeprefix("sqlite://")
+        if rest and not rest.startswith("/"):
+            return (f"{redact_url(url)!r} names a host; SQLite has none: write "
+                    f"sqlite:///{rest} (three slashes) for a file")
+        if rest.strip("/") == "":
+            return "names no file: write sqlite:///path/to/valet.db or sqlite:///:memory:"
+        return None
+    if url.startswith(("postgres://", "postgresql://")):
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018  (raises on a port that is not a number)
+        except ValueError as err:
+            return f"{redact_url(url)!r} is not a valid Postgres URL ({err})"
+        if not parts.hostname and "host=" not in parts.query:
+            return f"{redact_url(url)!r} names no server: write postgresql://user@host/dbname"
+        return None
+    scheme = url.split(":", 1)[0] if ":" in url else url
+    return (f"{scheme!r} databases are not supported: use sqlite:///path/to/valet.db "
+            "(embedded) or postgresql://user@host/dbname")
 
-        db: Database = await SQLiteDatabase.open(url)
-    elif url.startswith(("postgres://", "postgresql://")):
-        from bot.db.postgres import PostgresDatabase
 
-        db = await PostgresDatabase.open(url)
-    else:
-        raise ValueError(f"unsupported database URL {redact_url(url)!r} "
-                         "(use sqlite:///path/to/file.db or postgresql://...)")
+async def connect(url: str, *, migrate: bool = True) -> Database:
+    """Open the database a URL names (sqlite:///path, sqlite:///:memory:, postgresql://...).
+
+    Raises DatabaseURLError for a URL of the wrong form and DatabaseUnavailable when the
+    database is there on paper but cannot be reached, opened or written."""
+    problem = database_url_problem(url)
+    if problem:
+        raise DatabaseURLError(f"database URL: {problem}")
+    try:
+        db = await _open(url)
+    except DatabaseUnavailable:
+        raise
+    except OSError as err:  # refused, unreachable, no such directory, read-only...
+        raise DatabaseUnavailable(_unavailable(url, err)) from err
+    except Exception as err:
+        if not _is_database_failure(err):
+            raise
+        raise DatabaseUnavailable(_unavailable(url, err)) from err
     if migrate:
         from bot.db.migrate import apply_migrations
 
-        await apply_migrations(db)
+        try:
+            await apply_migrations(db)
+        except Exception as err:
+            await db.close()
+            if not _is_database_failure(err):
+                raise
+            raise DatabaseUnavailable(_unavailable(url, err, step="prepare")) from err
     return db
 
 
-def redact_url(url: str) -> str:
-    """A URL fit for logs: the password replaced."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in creds else url
+async def _open(url: str) -> Database:
+    if url.startswith("sqlite:"):
+        from bot.db.sqlite import SQLiteDatabase
+
+        return await SQLiteDatabase.open(url)
+    from bot.db.postgres import PostgresDatabase
+
+    return await PostgresDatabase.open(url)
+
+
+def as_unavailable(err: BaseException, url: str) -> DatabaseUnavailable | None:
+    """A driver error met while running (disk full, server gone) as one plain line; None
+    when the error is not the database's."""
+    if isinstance(err, DatabaseUnavailable):
+        return err
+    if _is_database_failure(err):
+        return DatabaseUnavailable(_unavailable(url, err, step="use"))
+    return None
+
+
+def _is_database_failure(err: BaseException) -> bool:
+    """An error of the database itself (driver-level), as opposed to a bug of ours."""
+    import sqlite3
+
+    import asyncpg
+
+    return isinstance(err, sqlite3.OperationalError | asyncpg.PostgresError
+                      | asyncpg.InterfaceError)
+
+
+def _unavailable(url: str, err: BaseException, *, step: str = "open") -> str:
+    where = redact_url(url)
+    reason = str(err).strip() or type(err).__name__
+    if url.startswith("sqlite:"):
+        hint = ("check that the directory exists and is writable by this user and that the "
+                "disk is not full")
+    else:
+        hint = ("check that the Postgres server is running and reachable, and the user, "
+                "password and database name in VALET_DATABASE_URL")
+    return f"cannot {step} the database {where}: {redact_text(reason)}; {hint}"

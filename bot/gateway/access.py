@@ -8,6 +8,8 @@ a code; the owner approves it). An unknown or blocked sender costs at most one s
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -15,10 +17,33 @@ from typing import Literal
 import pydantic
 
 from bot.db import Database, Row
+from bot.gateway.guesses import GuessLimiter, GuessVerdict
 from bot.gateway.identity import IdentityStore, new_code
 from bot.gateway.users import User
 
 log = logging.getLogger(__name__)
+
+NAME_LIMIT = 40  # characters of a sender-chosen name shown to the owner
+LINKED = "Linked. I'll know you here too from now on."
+UNKNOWN_LINK_CODE = "That link code is unknown or has expired."
+NO_MORE_GUESSES = ("That link code is unknown or has expired, and that was one wrong code too "
+                   "many: I'll ignore link codes from you for a while.")
+
+
+def one_line(text: str, limit: int = NAME_LIMIT) -> str:
+    """Sender-chosen text made safe to show: control characters and line breaks become
+    spaces, runs of space collapse, and it is cut to `limit` characters."""
+    cleaned = "".join(" " if unicodedata.category(c)[0] == "C" or c in "\u2028\u2029" else c
+                      for c in text)
+    cleaned = re.sub(r"\s+", " ", cleaned).strip()
+    return cleaned if len(cleaned) <= limit else cleaned[:limit - 1].rstrip() + "…"
+
+
+def quoted(text: str, limit: int = NAME_LIMIT) -> str:
+    """Sender-chosen text visibly as the sender's words: one line, capped, in quotes."""
+    # The sender cannot close our quotes early: their own curly quotes become straight ones.
+    inner = one_line(text, limit).replace("“", '"').replace("”", '"')
+    return f"“{inner}”"
 
 
 class ChannelAccess(pydantic.BaseModel):
@@ -30,8 +55,12 @@ class ChannelAccess(pydantic.BaseModel):
 class AccessSettings(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     channels: dict[str, ChannelAccess] = {}
-    pairing_ttl_minutes: int = 60
-    max_pending_pairings: int = 3
+    pairing_ttl_minutes: int = pydantic.Field(60, gt=0)
+    # Per channel: when full, the oldest pending request expires to make room for a new one.
+    max_pending_pairings: int = pydantic.Field(3, gt=0)
+    # Wrong /link codes (and other guessable codes) a sender may try per window, then silence.
+    max_code_guesses: int = pydantic.Field(5, gt=0)
+    code_guess_window_minutes: int = pydantic.Field(60, gt=0)
 
     def for_channel(self, channel: str) -> ChannelAccess:
         return self.channels.get(channel, ChannelAccess())
@@ -69,20 +98,18 @@ class AccessControl:
         self.identities = identities
         self.settings = settings
         self.default_timezone = default_timezone
+        self.guesses = GuessLimiter(db, settings.max_code_guesses,
+                                    timedelta(minutes=settings.code_guess_window_minutes))
 
     async def admit(self, channel: str, address: str, display_name: str, text: str,
                     at: datetime) -> Admission:
         user = await self.identities.resolve(channel, address)
         if user is not None:
             return Admission(None if user.blocked else user)
+        display_name = one_line(display_name)  # stored and shown to the owner: one line
         words = text.strip().split()
         if len(words) == 2 and words[0].lower() == "/link":
-            linked = await self.identities.redeem_link_code(
-                words[1], channel, address, display_name=display_name, at=at)
-            if linked:
-                return Admission(await self.identities.users.get(linked), handled=True,
-                                 reply="Linked. I'll know you here too from now on.")
-            return Admission(None, reply="That link code is unknown or has expired.")
+            return await self._redeem_link(words[1], channel, address, display_name, at)
         policy = self.settings.for_channel(channel)
         if address in policy.allow:
             return Admission(await self.identities.create_user(
@@ -93,6 +120,24 @@ class AccessControl:
             return Admission(None)
         return await self._pairing(channel, address, display_name, at)
 
+    async def _redeem_link(self, code: str, channel: str, address: str, display_name: str,
+                           at: datetime) -> Admission:
+        """A stranger's /link CODE, counted against their allowance before it is looked at."""
+        verdict = await self.guesses.take_try("link", channel, address, at)
+        if verdict is GuessVerdict.REFUSED:
+            log.info("ignored a /link code from %s %s: too many wrong codes", channel, address)
+            return Admission(None)
+        linked = await self.identities.redeem_link_code(
+            code, channel, address, display_name=display_name, at=at)
+        if linked:
+            await self.guesses.forget("link", channel, address)
+            return Admission(await self.identities.users.get(linked), handled=True,
+                             reply=LINKED)
+        if verdict is GuessVerdict.LAST_TRY:
+            log.warning("%s %s reached the limit of wrong /link codes", channel, address)
+            return Admission(None, reply=NO_MORE_GUESSES)
+        return Admission(None, reply=UNKNOWN_LINK_CODE)
+
     async def _pairing(self, channel: str, address: str, display_name: str,
                        at: datetime) -> Admission:
         await self.expire(at)
@@ -101,12 +146,7 @@ class AccessControl:
             " AND status IN ('pending', 'denied') LIMIT 1", channel, address)
         if earlier is not None:
             return Admission(None)  # already answered once (or refused): stay quiet
-        pending = await self.db.fetchval(
-            "SELECT COUNT(*) FROM pairing_requests WHERE status = 'pending'")
-        if int(pending or 0) >= self.settings.max_pending_pairings:
-            log.warning("pairing request from %s %s dropped: %s already pending",
-                        channel, address, pending)
-            return Admission(None)
+        await self._make_room(channel, at)
         code = new_code()
         inserted = await self.db.execute(
             "INSERT INTO pairing_requests (code, channel, address, display_name, status,"
@@ -116,13 +156,32 @@ class AccessControl:
             at + timedelta(minutes=self.settings.pairing_ttl_minutes))
         if not inserted:
             return Admission(None)
-        who = f"{display_name} ({channel} {address})" if display_name else f"{channel} {address}"
+        where = f"{channel} {one_line(address)}"
+        who = (f"Someone calling themselves {quoted(display_name)} ({where})" if display_name
+               else f"Someone on {where}")
         return Admission(
             None,
             reply=(f"Hi! This is a private assistant and I don't know you yet. If you know its "
                    f"owner, ask them to approve code {code}."),
             notify_owner=f"{who} wants to talk to me. Reply /pair approve {code} to let them "
                          f"in, or /pair deny {code}.")
+
+    async def _make_room(self, channel: str, at: datetime) -> None:
+        """At most `max_pending_pairings` wait per channel: the oldest ones expire so that a
+        new person still gets their answer (nobody is dropped without a word)."""
+        pending = int(await self.db.fetchval(
+            "SELECT COUNT(*) FROM pairing_requests WHERE channel = $1 AND status = 'pending'",
+            channel) or 0)
+        excess = pending - self.settings.max_pending_pairings + 1
+        if excess <= 0:
+            return
+        rows = await self.db.fetch(
+            "UPDATE pairing_requests SET status = 'expired', decided_at = $3 WHERE code IN ("
+            " SELECT code FROM pairing_requests WHERE channel = $1 AND status = 'pending'"
+            " ORDER BY created_at, code LIMIT $2) RETURNING code, address", channel, excess, at)
+        for row in rows:
+            log.warning("pairing request %s from %s %s expired early: %s requests are waiting "
+                        "on %s", row["code"], channel, row["address"], pending, channel)
 
     async def expire(self, at: datetime) -> None:
         await self.db.execute(

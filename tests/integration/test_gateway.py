@@ -132,9 +132,13 @@ async def test_pairing_requests_are_capped_and_expire(gateway_app, fake_llm):
     app, sender = await gateway_app()
     for i in range(5):
         await app.gateway.receive(incoming("hi", address=f"stranger{i}"))
+        app.clock.advance(seconds=1)
     await app.gateway.wait_idle()
-    assert len(await app.access.list_pairings(app.clock.now())) == 3
-    assert len(sender.sent) == 3
+    pending = await app.access.list_pairings(app.clock.now())
+    assert len(pending) == 3
+    # Nobody is dropped without a word: the two oldest requests made room for the newest.
+    assert len(sender.sent) == 5
+    assert [p.address for p in pending] == ["stranger2", "stranger3", "stranger4"]
     app.clock.advance(minutes=61)
     assert await app.access.list_pairings(app.clock.now()) == []
 

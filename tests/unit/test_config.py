@@ -29,11 +29,12 @@ def test_environment_overrides_the_file_and_keys_come_only_from_it(tmp_path):
                                         "OPENAI_API_KEY": "sk-fallback"})
     assert settings.llm.model == "from-env"
     assert settings.timezone == "Europe/Paris"
-    assert settings.llm.api_key == "sk-fallback"
+    assert settings.llm.api_key_value() == "sk-fallback"
     assert settings.llm.configured
     both = load_settings(path, env={"VALET_LLM_API_KEY": "sk-valet", "OPENAI_API_KEY": "sk-o"})
-    assert both.llm.api_key == "sk-valet"
+    assert both.llm.api_key_value() == "sk-valet"
     assert "sk-valet" not in both.model_dump_json()
+    assert "sk-valet" not in repr(both) and "sk-valet" not in str(both)
 
 
 def test_config_path_order_cli_then_env(tmp_path):
@@ -55,13 +56,13 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path):
 
 def test_unknown_key_and_bad_value_name_the_key_and_line(tmp_path):
     path = write(tmp_path, "valet.yaml", "persona: default\nllm:\n  modle: x\n")
-    with pytest.raises(ConfigError, match=r"valet.yaml:3: llm.modle: Extra inputs"):
+    with pytest.raises(ConfigError, match=r"valet.yaml:3: llm.modle: unknown setting"):
         load_settings(path, env={})
     path = write(tmp_path, "tz.yaml", "\n\ntimezone: Mars/Olympus\n")
     with pytest.raises(ConfigError, match=r"tz.yaml:3: timezone: .*unknown timezone"):
         load_settings(path, env={})
     path = write(tmp_path, "loop.yaml", "loop:\n  max_turnz: 3\n")
-    with pytest.raises(ConfigError, match=r"loop.yaml:1: loop: .*max_turnz"):
+    with pytest.raises(ConfigError, match=r"loop.yaml:2: loop.max_turnz: .*max_turns"):
         load_settings(path, env={})
 
 
@@ -86,3 +87,101 @@ def test_broken_persona_names_file_key_and_line(tmp_path):
         load_persona(path)
     with pytest.raises(ConfigError, match="built-in personas: default, jeeves"):
         load_persona("nobody")
+
+
+def problems_of(tmp_path, text: str, env: dict[str, str] | None = None) -> list[str]:
+    path = write(tmp_path, "valet.yaml", text)
+    with pytest.raises(ConfigError) as err:
+        load_settings(path, env=env or {})
+    return [line.removeprefix(f"{path}:") for line in err.value.lines]
+
+
+def test_ranges_are_checked_for_every_loop_knob_and_section(tmp_path):
+    said = problems_of(tmp_path, "loop:\n  max_turns: 0\n  tool_execution_timeout: -1\n"
+                                 "  llm_max_retries: -1\n  context_trim_threshold: 1.5\n"
+                                 "llm:\n  timeout_seconds: 0\nagents:\n  pool_max_per_user: 0\n"
+                                 "access:\n  max_pending_pairings: 0\n"
+                                 "rate_limit_per_minute: -5\n")
+    assert said == [
+        "2: loop.max_turns: must be more than 0 (it is 0)",
+        "3: loop.tool_execution_timeout: must be more than 0 (it is -1)",
+        "4: loop.llm_max_retries: must be at least 0 (it is -1)",
+        "5: loop.context_trim_threshold: must be at most 1 (it is 1.5)",
+        "7: llm.timeout_seconds: must be more than 0 (it is 0)",
+        "9: agents.pool_max_per_user: must be at least 1 (it is 0)",
+        "11: access.max_pending_pairings: must be more than 0 (it is 0)",
+        "12: rate_limit_per_minute: must be more than 0 (it is -5)",
+    ]
+
+
+def test_valid_loop_settings_reach_the_loop(tmp_path):
+    path = write(tmp_path, "valet.yaml", "loop:\n  max_turns: 4\n  stream: true\n")
+    config = load_settings(path, env={}).loop_config()
+    assert config.max_turns == 4 and config.stream is True
+    assert config.tool_execution_timeout == 30.0
+
+
+def test_unknown_keys_anywhere_name_the_nearest_known_one(tmp_path):
+    said = problems_of(tmp_path, "tools:\n  clock: {}\n  calculater: {}\n  zzz: {}\n"
+                                 "agents:\n  answer_chek: llm\naccess:\n  channels:\n"
+                                 "    sms:\n      polcy: pairing\npersonna: jeeves\n")
+    assert said[0] == "3: tools.calculater: no tool module of that name; did you mean calculator?"
+    assert said[1].startswith("4: tools.zzz: no tool module of that name; known: calculator, "
+                              "clock, notes, planning, profile, reminders, web_fetch")
+    assert said[2] == "6: agents.answer_chek: unknown setting; did you mean answer_check?"
+    assert said[3] == "10: access.channels.sms.polcy: unknown setting; did you mean policy?"
+    assert said[4] == "11: personna: unknown setting; did you mean persona?"
+
+
+def test_a_deployment_registry_adds_tool_module_names(tmp_path):
+    write(tmp_path, "extra.yaml", "tools:\n  - module: tests.helpers_tools\n")
+    path = write(tmp_path, "valet.yaml", "agents:\n  registries: [extra.yaml]\n"
+                                         "tools:\n  helpers_tools: {x: 1}\n")
+    assert load_settings(path, env={}).tools == {"helpers_tools": {"x": 1}}
+
+
+def test_database_and_redis_urls_are_checked_by_form(tmp_path):
+    write(tmp_path, "valet.yaml", "")
+    for url, words in [("mysql://u:pw@h/db", "'mysql' databases are not supported"),
+                       ("sqlite:/data/x.db", "is not a SQLite URL"),
+                       ("sqlite://data/x.db", "names a host; SQLite has none"),
+                       ("postgresql://h:port/db", "is not a valid Postgres URL")]:
+        with pytest.raises(ConfigError) as err:
+            load_settings(str(tmp_path / "valet.yaml"), env={"VALET_DATABASE_URL": url})
+        [line] = err.value.lines
+        assert line.startswith("environment VALET_DATABASE_URL: database_url: ") and words in line
+        assert "pw" not in line
+    for url in ("sqlite:///data/valet.db", "sqlite:////abs/valet.db", "sqlite:///:memory:",
+                "postgresql://valet@db:5432/valet?pool_size=4"):
+        assert load_settings(str(tmp_path / "valet.yaml"),
+                             env={"VALET_DATABASE_URL": url}).database_url == url
+    with pytest.raises(ConfigError, match="redis_url: 'localhost:6379' is not a Redis URL"):
+        load_settings(str(tmp_path / "valet.yaml"), env={"VALET_REDIS_URL": "localhost:6379"})
+
+
+def test_secret_looking_keys_in_extra_body_are_refused_at_any_depth(tmp_path):
+    said = problems_of(tmp_path, "llm:\n  extra_body:\n    options:\n"
+                                 "      Authorization: Bearer x\n    temperature: 0.2\n")
+    assert said == ["2: llm.extra_body: options.Authorization looks like a secret; extra_body "
+                    "is written into every request and kept in the file: put the key in "
+                    "VALET_LLM_API_KEY instead"]
+    path = write(tmp_path, "ok.yaml", "llm:\n  extra_body:\n    options: {num_ctx: 8192}\n")
+    assert load_settings(path, env={}).llm.extra_body == {"options": {"num_ctx": 8192}}
+
+
+def test_the_log_level_is_checked_and_any_case_works(tmp_path):
+    path = write(tmp_path, "valet.yaml", "log_level: debug\n")
+    assert load_settings(path, env={}).log_level == "DEBUG"
+    with pytest.raises(ConfigError, match="environment VALET_LOG_LEVEL: log_level: 'LOUD'"):
+        load_settings(path, env={"VALET_LOG_LEVEL": "LOUD"})
+
+
+def test_a_persona_file_reports_every_mistake_at_once(tmp_path):
+    path = write(tmp_path, "p.yaml", "name: X\nsytem_prompt: hi\nlines:\n  llm_unavalable: x\n")
+    with pytest.raises(ConfigError) as err:
+        load_persona(path)
+    assert err.value.lines == [
+        f"{path}:1: system_prompt: is required",
+        f"{path}:2: sytem_prompt: unknown setting; did you mean system_prompt?",
+        f"{path}:4: lines.llm_unavalable: unknown setting; did you mean llm_unavailable?",
+    ]
