@@ -29,7 +29,9 @@ from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.llm import LLM, OpenAILLM
 from bot.memory.history import HistoryStore
+from bot.offload import shutdown as stop_offload_workers
 from bot.orchestrator import Orchestrator, OrchestratorDeps
+from bot.stall import StallMonitor
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
@@ -84,6 +86,7 @@ class App:
     pool: AgentPool | None = None
     approvals: ApprovalFlow | None = None  # type: ignore[assignment]
     _sweeper: asyncio.Task[None] | None = None
+    stall_monitor: StallMonitor | None = None
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -155,6 +158,8 @@ class App:
         return owner
 
     async def start(self) -> None:
+        self.stall_monitor = StallMonitor(self.settings.stall_warning_ms / 1000)
+        self.stall_monitor.start()
         await self.approvals.store.abandon_interrupted(self.clock.now() - timedelta(minutes=10))
         await self.gateway.start()
         self._sweeper = asyncio.create_task(self._sweep_approvals())
@@ -179,6 +184,9 @@ class App:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         await self.gateway.stop()
+        if self.stall_monitor is not None:
+            await self.stall_monitor.stop()
+        stop_offload_workers()
         for closer in self._closers:
             await closer()
         await self.http.close()

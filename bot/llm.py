@@ -15,6 +15,7 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.clock import Clock
+from bot.sanitize import clean_json_text, clean_text
 
 log = logging.getLogger(__name__)
 
@@ -342,14 +343,15 @@ def _from_completion(completion: ChatCompletion) -> LLMResponse:
     choice = completion.choices[0]
     message = choice.message
     calls = [
-        ToolCall(tc.id, tc.function.name, tc.function.arguments or "")
+        ToolCall(tc.id, clean_text(tc.function.name), clean_json_text(tc.function.arguments))
         for tc in (message.tool_calls or [])
         if getattr(tc, "function", None) is not None
     ]
     usage = TokenUsage()
     if completion.usage:
         usage = TokenUsage(completion.usage.prompt_tokens, completion.usage.completion_tokens)
-    return LLMResponse(message.content, calls, usage, choice.finish_reason)
+    content = None if message.content is None else clean_text(message.content)
+    return LLMResponse(content, calls, usage, choice.finish_reason)
 
 
 async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
@@ -365,7 +367,7 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
             delta = choice.delta
             if delta.content:
                 text.append(delta.content)
-                await on_text(delta.content)
+                await on_text(clean_text(delta.content))
             for tc in delta.tool_calls or []:
                 slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                 if tc.id:
@@ -376,9 +378,11 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
                     slot["arguments"] += tc.function.arguments
             if choice.finish_reason:
                 finish = choice.finish_reason
-    tool_calls = [ToolCall(s["id"] or f"call_{i}", s["name"], s["arguments"])
+    tool_calls = [ToolCall(s["id"] or f"call_{i}", clean_text(s["name"]),
+                           clean_json_text(s["arguments"]))
                   for i, s in sorted(calls.items())]
-    return LLMResponse("".join(text) or None, tool_calls, usage, finish)
+    # Cleaned whole, not per chunk: an emoji's two surrogate halves may come in two chunks.
+    return LLMResponse(clean_text("".join(text)) or None, tool_calls, usage, finish)
 
 
 def summarize_args(arguments: str, limit: int = 80) -> dict[str, Any]:
