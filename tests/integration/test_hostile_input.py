@@ -4,6 +4,7 @@ message that is not valid text, a huge message before a long turn. On SQLite and
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -11,9 +12,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from agents.tools import web_fetch
 from bot.envelopes import Inbound
 from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
+from bot.llm import ToolCall as LLMToolCall
+from bot.tools import ToolExecutionContext, ToolRegistry, ToolStatus, run_tool_call
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming
@@ -21,6 +25,12 @@ from tests.helpers import RecordingSender, incoming
 HOSTILE_PAGE = "<a" * 150_000  # html.parser: ~11 s of CPU on the event loop
 DIRTY_BYTES = b"ok\x00 then \xff\xfe bad bytes \x1b[31m and \xc3"
 SERVED = web.AppKey("served", asyncio.Event)
+
+
+def page(html: str):  # type: ignore[no-untyped-def]
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
+    return handler
 
 
 @pytest.fixture
@@ -37,6 +47,8 @@ async def pages() -> AsyncIterator[TestServer]:
     app[SERVED] = asyncio.Event()
     app.router.add_get("/hostile", hostile)
     app.router.add_get("/dirty", dirty)
+    app.router.add_get("/many", page("<p>x" * 500_000))  # 2 MB, ~2.5 s to walk in the worker
+    app.router.add_get("/deep", page("<div>" * 300 + "buried" + "</div>" * 300 + "<p>after"))
     async with TestServer(app, host="127.0.0.1") as server:
         yield server
 
@@ -95,6 +107,25 @@ async def test_a_page_built_to_freeze_the_parser_does_not_hold_up_another_user(
     fetched = next(tool_results(r) for r in fake_llm.requests if tool_results(r))
     assert fetched[0].startswith(f"URL: {url}\nStatus: 200 OK\nContent-Type: text/html")
     assert list(app.stall_monitor.stalls) == []
+
+
+async def test_a_page_too_slow_to_turn_into_text_is_given_up_at_its_bound(pages):
+    ctx = ToolExecutionContext(user_id="u", settings={"allow_private_addresses": True,
+                                                      "parse_timeout_seconds": 0.05})
+    registry = ToolRegistry([web_fetch.web_fetch.__valet_tool__])
+    call = LLMToolCall("c1", "web_fetch",
+                       json.dumps({"url": f"http://127.0.0.1:{pages.port}/many"}))
+    outcome = await run_tool_call(registry, call, ctx, timeout=30)
+    assert outcome.status is ToolStatus.FAILED
+    assert outcome.content == ("Error: ValueError: the page could not be turned into text "
+                               "within 0.05 s")
+
+
+async def test_a_page_nested_past_the_parser_limit_says_what_is_missing(pages):
+    ctx = ToolExecutionContext(user_id="u", settings={"allow_private_addresses": True})
+    text = await web_fetch.web_fetch(ctx, f"http://127.0.0.1:{pages.port}/deep")
+    assert "Note: the page nests deeper than the parser follows" in text
+    assert "buried" not in text
 
 
 async def test_a_message_with_broken_bytes_is_stored_and_answered(gateway_app, fake_llm):
@@ -166,3 +197,19 @@ async def test_a_huge_question_with_a_fifty_call_turn_is_sent_cut_in_every_reque
         assert "the message was cut to fit" in users[-1]
     stored = [m["content"] for m in await app.history.load(owner.id) if m["role"] == "user"]
     assert stored == [question]  # the history keeps it whole
+
+
+async def test_llm_output_with_nul_and_broken_surrogates_is_stored_and_delivered(
+        gateway_app, fake_llm):
+    app, sender = await gateway_app()
+    fake_llm.script(
+        LLMReply(tool_calls=[ToolCall("calculate", {"expression": "6*7\u0000"})]),
+        LLMReply(content="It is 42\u0000 \ud83d!"))
+    await app.gateway.receive(incoming("6 times 7?", address="alice"))
+    await app.gateway.wait_idle()
+    assert sender.texts("alice") == ["It is 42 \ufffd!"]
+    stored = await history_of(app, "alice")
+    assert json.loads(stored[1]["tool_calls"][0]["function"]["arguments"]) == {
+        "expression": "6*7"}
+    assert stored[2]["content"].endswith("= 42")
+    assert stored[-1]["content"] == "It is 42 \ufffd!"
