@@ -37,7 +37,9 @@ from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM, OpenAILLM
 from bot.memory.history import HistoryStore
+from bot.offload import shutdown as stop_offload_workers
 from bot.orchestrator import Orchestrator, OrchestratorDeps
+from bot.stall import StallMonitor
 from bot.steps import ContextStep
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer, TaskLines
@@ -95,6 +97,7 @@ class App:
     sweeper: ApprovalSweeper | None = None  # type: ignore[assignment]
     _sweeper: asyncio.Task[None] | None = None
     _owner: SQLiteOwner | None = None
+    stall_monitor: StallMonitor | None = None
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -200,6 +203,8 @@ class App:
         executing are settled as interrupted, and their owners told, before any turn runs."""
         self._owner = claim(self.settings.database_url)
         await self._tell(await self.sweeper.at_startup(sole_owner=self.db.dialect == "sqlite"))
+        self.stall_monitor = StallMonitor(self.settings.stall_warning_ms / 1000)
+        self.stall_monitor.start()
         await self.gateway.start()
         self._sweeper = asyncio.create_task(self._sweep_approvals())
 
@@ -228,6 +233,9 @@ class App:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         await self.gateway.stop()
+        if self.stall_monitor is not None:
+            await self.stall_monitor.stop()
+        stop_offload_workers()
         for closer in self._closers:
             await closer()
         await self.http.close()

@@ -167,6 +167,7 @@ class Settings(_Section):
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()
     redis_url: str | None = None  # several processes: per-user locks across them
+    stall_warning_ms: int = pydantic.Field(250, gt=0)  # log an event-loop stall longer than this
 
     @pydantic.field_validator("timezone")
     @classmethod

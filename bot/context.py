@@ -2,6 +2,10 @@
 
 The raw history is never rewritten. Truncating tool results, trimming old messages and the
 overflow recovery steps all act on a copy (the request view), and the view says what it cut.
+
+The current user message (the last `user` message: the one this turn answers) is pinned: no
+trim drops it, at any recovery level, just as no trim separates a call from its result. When
+it alone does not fit, it is cut, and the view says so.
 """
 
 from __future__ import annotations
@@ -81,11 +85,13 @@ class ContextManager:
         fixed = self.estimate_tokens(system, tools_chars)
         if level >= FORCE_TRIM:
             body = self._keep_last(body, self.cfg.force_trim_messages, cuts, "force trim")
+            body = self._shrink_current(body, budget / 2 - fixed, cuts)
         elif level >= TRIM or fixed + self.estimate_tokens(body) > budget:
             # Overflow said our estimate was low: aim well under the window from now on.
             target = budget if level == NORMAL else budget / 2
             body = self._keep_last(body, self.cfg.max_history_messages, cuts, "trim")
             body = self._fit(body, target - fixed, cuts)
+            body = self._shrink_current(body, target - fixed, cuts)
         view = system + body
         return ContextView(view, fixed + self.estimate_tokens(body), cuts)
 
@@ -107,23 +113,67 @@ class ContextManager:
                    why: str) -> list[Message]:
         if len(body) <= count:
             return body
-        start = safe_start(body, len(body) - count)
-        if start:
-            cuts.append(f"{why}: dropped {start} older messages")
-        return body[start:]
+        return _from(body, safe_start(body, len(body) - count), cuts, why)
+
+    def _sizes(self, body: list[Message]) -> list[int]:
+        return [int(message_chars(m) / self.cfg.chars_per_token)
+                + self.PER_MESSAGE_OVERHEAD_TOKENS for m in body]
 
     def _fit(self, body: list[Message], target_tokens: float, cuts: list[str]) -> list[Message]:
-        sizes = [int(message_chars(m) / self.cfg.chars_per_token)
-                 + self.PER_MESSAGE_OVERHEAD_TOKENS for m in body]
+        sizes = self._sizes(body)
+        pinned = current_user_index(body)
         total = sum(sizes)
         start = 0
         while total > target_tokens and start < len(body) - 1:
-            total -= sizes[start]
+            if start != pinned:  # the current message stays whatever it costs
+                total -= sizes[start]
             start += 1
-        start = safe_start(body, start)
-        if start:
-            cuts.append(f"trim to fit: dropped {start} older messages")
-        return body[start:]
+        return _from(body, safe_start(body, start), cuts, "trim to fit")
+
+    def _shrink_current(self, body: list[Message], target_tokens: float,
+                        cuts: list[str]) -> list[Message]:
+        """Cut the current user message when the view is still over the target with it."""
+        pinned = current_user_index(body)
+        if pinned is None or not isinstance(body[pinned].get("content"), str):
+            return body
+        over = self.estimate_tokens(body) - target_tokens
+        if over <= 0:
+            return body
+        text = body[pinned]["content"]
+        marker = 100  # room for the note that says it was cut, and for rounding
+        keep = max(MIN_CURRENT_MESSAGE_CHARS,
+                   len(text) - int(over * self.cfg.chars_per_token) - marker)
+        if keep >= len(text):
+            return body
+        cut = text[:keep] + (f"\n[... the message was cut to fit: showing {keep} of "
+                             f"{len(text)} characters]")
+        cuts.append(f"truncated the current user message from {len(text)} to {keep} chars")
+        return [*body[:pinned], {**body[pinned], "content": cut}, *body[pinned + 1:]]
+
+
+# However small the window, this much of the message being answered is sent.
+MIN_CURRENT_MESSAGE_CHARS = 2_000
+
+
+def current_user_index(body: list[Message]) -> int | None:
+    """Where the message this turn answers is: the last `user` message."""
+    for i in range(len(body) - 1, -1, -1):
+        if body[i].get("role") == "user":
+            return i
+    return None
+
+
+def _from(body: list[Message], start: int, cuts: list[str], why: str) -> list[Message]:
+    """`body[start:]`, with the current user message kept in front when it is older."""
+    if not start:
+        return body
+    pinned = current_user_index(body)
+    keep_pinned = pinned is not None and pinned < start
+    dropped = start - (1 if keep_pinned else 0)
+    if dropped:
+        cuts.append(f"{why}: dropped {dropped} older messages"
+                    + (" (kept the current user message)" if keep_pinned else ""))
+    return [body[pinned], *body[start:]] if keep_pinned else body[start:]  # type: ignore[index]
 
 
 def safe_start(body: list[Message], start: int) -> int:

@@ -16,6 +16,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.backoff import backoff_delay
 from bot.clock import Clock
+from bot.sanitize import clean_json_text, clean_text
 
 log = logging.getLogger(__name__)
 
@@ -397,15 +398,16 @@ def _from_completion(completion: Any) -> LLMResponse:
         if function is None:
             continue
         calls.append(ToolCall(getattr(tc, "id", "") or f"call_{len(calls)}",
-                              getattr(function, "name", "") or "",
-                              getattr(function, "arguments", "") or ""))
+                              clean_text(getattr(function, "name", "") or ""),
+                              clean_json_text(getattr(function, "arguments", "") or "")))
     _check_depth(calls)
     usage = TokenUsage()
     raw_usage = getattr(completion, "usage", None)
     if raw_usage:
         usage = TokenUsage(getattr(raw_usage, "prompt_tokens", 0) or 0,
                            getattr(raw_usage, "completion_tokens", 0) or 0)
-    return LLMResponse(getattr(message, "content", None), calls, usage,
+    content = getattr(message, "content", None)
+    return LLMResponse(None if content is None else clean_text(content), calls, usage,
                        getattr(choice, "finish_reason", None))
 
 
@@ -453,7 +455,7 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
             delta = choice.delta
             if delta.content:
                 text.append(delta.content)
-                await on_text(delta.content)
+                await on_text(clean_text(delta.content))
             for tc in delta.tool_calls or []:
                 slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                 if tc.id:
@@ -464,10 +466,12 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
                     slot["arguments"] += tc.function.arguments
             if choice.finish_reason:
                 finish = choice.finish_reason
-    tool_calls = [ToolCall(s["id"] or f"call_{i}", s["name"], s["arguments"])
+    tool_calls = [ToolCall(s["id"] or f"call_{i}", clean_text(s["name"]),
+                           clean_json_text(s["arguments"]))
                   for i, s in sorted(calls.items())]
     _check_depth(tool_calls)
-    return LLMResponse("".join(text) or None, tool_calls, usage, finish)
+    # Cleaned whole, not per chunk: an emoji's two surrogate halves may come in two chunks.
+    return LLMResponse(clean_text("".join(text)) or None, tool_calls, usage, finish)
 
 
 def summarize_args(arguments: str, limit: int = 80) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import pydantic
 
 from bot.clock import Clock, SystemClock
 from bot.llm import ToolCall
+from bot.sanitize import clean_text
 
 log = logging.getLogger(__name__)
 
@@ -298,7 +299,15 @@ def _outcome(call: ToolCall, status: ToolStatus, content: str, started: float,
 
 async def run_tool_call(registry: ToolRegistry, call: ToolCall, ctx: ToolExecutionContext,
                         timeout: float) -> ToolOutcome:
-    """Run one call to exactly one outcome; never raises (except cancellation)."""
+    """Run one call to exactly one outcome; never raises (except cancellation). The content
+    is cleaned (bot.sanitize): a page or a file may carry NUL or bytes no store can take."""
+    outcome = await _run_tool_call(registry, call, ctx, timeout)
+    content = clean_text(outcome.content)
+    return outcome if content == outcome.content else replace(outcome, content=content)
+
+
+async def _run_tool_call(registry: ToolRegistry, call: ToolCall, ctx: ToolExecutionContext,
+                         timeout: float) -> ToolOutcome:
     started = time.perf_counter()
     found = registry.get(call.name)
     if found is None:

@@ -25,6 +25,7 @@ from bot.envelopes import (
     LoopEvent,
     OutboundMessage,
 )
+from bot.sanitize import clean_text
 
 QUIT_WORDS = {"/quit", "/exit"}
 ADDRESS = "local"
@@ -118,14 +119,18 @@ class ConsoleChat:
             external_id=f"console-{self._session}-{next(self._ids)}"))
         await self.door.wait_idle()
 
-    async def run_pipe(self, stdin: IO[str]) -> int:
+    async def run_pipe(self, stdin: IO[str] | IO[bytes]) -> int:
+        # Bytes, decoded here with replacement: a line that is not UTF-8 is still a message,
+        # and never an exception that ends the chat before the next line is read.
+        source: IO[Any] = getattr(stdin, "buffer", stdin)
         while True:
-            line = await asyncio.to_thread(stdin.readline)
+            line = await asyncio.to_thread(source.readline)
             if not line:
                 await self.door.wait_idle()  # messages recovered at start-up finish too
                 return 0
-            if line.strip():
-                await self.say(line.strip())
+            text = clean_text(line).strip()
+            if text:
+                await self.say(text)
 
     async def run_interactive(self, banner: str,
                               read: Callable[[str], Awaitable[str]] | None = None) -> int:
@@ -133,7 +138,7 @@ class ConsoleChat:
         print(banner)
         while True:
             try:
-                text = (await read("you › ")).strip()
+                text = clean_text(await read("you › ")).strip()
             except (EOFError, KeyboardInterrupt):
                 print()
                 return 0
@@ -144,4 +149,6 @@ class ConsoleChat:
 
 
 def stdout_channel(jsonl: bool, interactive: bool) -> ConsoleChannel:
+    if hasattr(sys.stdout, "reconfigure"):  # a terminal that cannot show a character gets "?"
+        sys.stdout.reconfigure(errors="replace")
     return ConsoleChannel(sys.stdout, jsonl=jsonl, show_progress=interactive)

@@ -10,7 +10,9 @@ checked before connecting. Redirects are followed by hand (at most 5), each hop 
 per-call session costs well under a millisecond next to a fetch's network round trips.
 
 Settings (tools.web_fetch.*): allow_private_addresses (bool), allowed_hosts (names or IPs exempt
-from the guard), max_bytes (download cap, default 2 MB), timeout_seconds (default 20).
+from the guard), max_bytes (download cap, default 2 MB), timeout_seconds (default 20, the whole
+fetch including turning HTML into text), parse_timeout_seconds (default 10: HTML to text runs
+in a worker process killed after this; see bot/offload.py and agents/tools/html_text.py).
 """
 
 from __future__ import annotations
@@ -18,17 +20,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import re
 import socket
-from html.parser import HTMLParser
-from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 from yarl import URL
 
+from agents.tools.html_text import PageText, html_to_text, page_text
+from bot.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.tools import ToolExecutionContext, tool
+
+__all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
 
 MAX_REDIRECTS = 5
 HINT = ("set tools.web_fetch.allow_private_addresses (or list the host in "
@@ -112,75 +115,22 @@ def _check_url(url: str | URL, allow_private: bool, allowed: frozenset[str]) -> 
     return parsed
 
 
-_SKIP = {"script", "style", "nav", "noscript", "svg", "template", "iframe", "canvas"}
-_HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
-_BREAKS = {**dict.fromkeys(["div", "br", "li", "tr", "dt", "dd", "figcaption", "summary",
-                            "details", "form", "address", "option"], 1),
-           **dict.fromkeys(["p", "ul", "ol", "table", "blockquote", "pre", "section", "article",
-                            "header", "footer", "main", "aside", "figure", "dl", "hr",
-                            *_HEADINGS], 2)}
-
-
-class _TextExtractor(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str | int] = []  # text, or a break of 1 or 2 newlines
-        self.title: list[str] = []
-        self._skip = 0
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in _SKIP:
-            self._skip += 1
-        elif tag == "title":
-            self._in_title = True
-        elif tag in _BREAKS:
-            self.parts.append(_BREAKS[tag])
-            if tag in _HEADINGS or tag == "li":
-                self.parts.append("#" * int(tag[1]) + " " if tag in _HEADINGS else "- ")
-        elif tag in ("td", "th"):
-            self.parts.append(" ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _SKIP:
-            self._skip = max(0, self._skip - 1)
-        elif tag == "title":
-            self._in_title = False
-        elif tag in _BREAKS:
-            self.parts.append(_BREAKS[tag])
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title.append(data)
-        elif not self._skip:
-            self.parts.append(re.sub(r"\s+", " ", data))
-
-
-def html_to_text(html: str) -> tuple[str, str]:
-    """(title, readable text) of an HTML document."""
-    parser = _TextExtractor()
-    parser.feed(html)
-    parser.close()
-    out: list[str] = []
-    pending = 0  # adjacent breaks merge into the largest, whitespace between them is dropped
-    for part in parser.parts:
-        if isinstance(part, int):
-            pending = max(pending, part)
-        elif not pending or part.strip():
-            out.extend(("\n" * pending, part))
-            pending = 0
-    lines = (" ".join(line.split()) for line in "".join(out).split("\n"))
-    text = "\n".join(line if line.strip("#- ") else "" for line in lines)
-    return " ".join("".join(parser.title).split()), re.sub(r"\n{3,}", "\n\n", text).strip()
-
-
-def _decode(body: bytes, charset: str | None, is_html: bool) -> str:
-    meta = rb"<meta[^>]+charset=[\"']?([\w.:-]+)"
-    if not charset and is_html and (found := re.search(meta, body[:4096], re.IGNORECASE)):
-        charset = found.group(1).decode("ascii")
+def _decode_text(body: bytes, charset: str | None) -> str:
     with contextlib.suppress(LookupError):
         return body.decode(charset or "utf-8", errors="replace")
     return body.decode("utf-8", errors="replace")
+
+
+async def _page_text(body: bytes, charset: str | None, timeout: float) -> PageText:
+    """Parsing runs in a worker process, killed after `timeout` s: a hostile page costs at
+    most that, and never the event loop's time."""
+    try:
+        return await run_bounded(page_text, body, charset, timeout=timeout)
+    except WorkTimeout:
+        raise ValueError(f"the page could not be turned into text within {timeout:g} s"
+                         ) from None
+    except WorkFailed as err:
+        raise ValueError(f"the page could not be turned into text ({err})") from None
 
 
 async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
@@ -193,8 +143,8 @@ async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> tuple[by
     return b"".join(chunks), False
 
 
-def _render(response: aiohttp.ClientResponse, body: bytes, capped: bool, max_chars: int,
-            redirected_from: str | None) -> str:
+async def _render(response: aiohttp.ClientResponse, body: bytes, capped: bool, max_chars: int,
+                  redirected_from: str | None, parse_timeout: float) -> str:
     mime = response.content_type
     is_html = mime in ("text/html", "application/xhtml+xml") or (
         mime == "application/octet-stream"
@@ -204,10 +154,14 @@ def _render(response: aiohttp.ClientResponse, body: bytes, capped: bool, max_cha
     if redirected_from:
         header[0] += f" (redirected from {redirected_from})"
     if is_html:
-        title, text = html_to_text(_decode(body, response.charset, True))
-        header.append(f"Title: {title or '(none)'}")
+        page = await _page_text(body, response.charset, parse_timeout)
+        text = page.text
+        header.append(f"Title: {page.title or '(none)'}")
+        if page.too_deep:
+            header.append("Note: the page nests deeper than the parser follows; text inside "
+                          "the deepest parts is not shown.")
     elif mime.startswith("text/") or mime.endswith(("json", "xml", "javascript", "yaml")):
-        text = _decode(body, response.charset, False).strip()
+        text = _decode_text(body, response.charset).strip()
     else:
         text = f"(binary content, {len(body)} bytes read; not shown)"
     if capped:
@@ -233,6 +187,7 @@ async def web_fetch(ctx: ToolExecutionContext, url: str, max_chars: int = 20000)
     allowed = frozenset(_host_key(h) for h in ([hosts] if isinstance(hosts, str) else hosts))
     max_bytes = int(settings.get("max_bytes", 2_000_000))
     timeout = float(settings.get("timeout_seconds", 20))
+    parse_timeout = float(settings.get("parse_timeout_seconds", 10))
     max_chars = max(100, min(int(max_chars), 100_000))
     current = _check_url(url, allow_private, allowed)
     connector = aiohttp.TCPConnector(
@@ -249,8 +204,8 @@ async def web_fetch(ctx: ToolExecutionContext, url: str, max_chars: int = 20000)
                                                      allow_private, allowed)
                                 continue
                             body, capped = await _read_capped(response, max_bytes)
-                            return _render(response, body, capped, max_chars,
-                                           url if hop else None)
+                            return await _render(response, body, capped, max_chars,
+                                                 url if hop else None, parse_timeout)
                     except AddressRefused as err:  # from the resolver, at connect time
                         raise FetchRefused(f"refusing to fetch {current}: {err}; {HINT}"
                                            ) from None

@@ -39,6 +39,7 @@ from bot.gateway.notify import Notifier, ReachStore
 from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
 from bot.gateway.users import User, UserStore
 from bot.memory.history import HistoryStore
+from bot.sanitize import clean_incoming
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Gateway:
     async def receive(self, msg: IncomingMessage) -> ReceiveResult:
         """Called by a channel before it acknowledges: when this returns, the message is
         durable. The turn itself runs in the background."""
-        deps = self.deps
+        msg, deps = clean_incoming(msg), self.deps  # bytes a store or a terminal cannot take
         row_id = await deps.inbox.record(msg)
         if row_id is None:
             return ReceiveResult.DUPLICATE

@@ -88,3 +88,41 @@ def test_dangling_calls_and_orphans_are_repaired_in_the_view_only():
     assert_closed(fixed)
     assert len(broken) == 4
     assert any("orphan" in c for c in cuts) and any("unanswered" in c for c in cuts)
+
+
+def fifty_call_turn(question: str) -> list[dict]:
+    calls = [{"id": f"k{i}", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+             for i in range(50)]
+    return ([{"role": "user", "content": question},
+             {"role": "assistant", "content": None, "tool_calls": calls}]
+            + [{"role": "tool", "tool_call_id": f"k{i}", "content": "ok"} for i in range(50)])
+
+
+def test_the_current_question_survives_every_level_after_a_long_turn():
+    cm = ContextManager(ReactLoopConfig())
+    history = exchange(1, "x" * 500_000) + fifty_call_turn("and now the fifty checks?")
+    for level in (NORMAL, TRIM, TRUNCATE_ALL, FORCE_TRIM):
+        view = cm.build(SYSTEM, history, level)
+        users = [m["content"] for m in view.messages if m["role"] == "user"]
+        assert users[-1] == "and now the fifty checks?", level
+        assert_closed(view.messages[1:])
+        assert view.messages[-1] == history[-1]
+    forced = cm.build(SYSTEM, history, FORCE_TRIM)
+    assert [m["role"] for m in forced.messages[:3]] == ["system", "user", "assistant"]
+    assert any("kept the current user message" in c for c in forced.cuts)
+
+
+def test_a_current_message_too_big_for_the_window_is_cut_and_the_cut_is_said():
+    cm = ContextManager(ReactLoopConfig(context_token_limit=10_000))
+    huge = "".join(f"{i:09d}\n" for i in range(50_000))  # 500 KB
+    history = exchange(0) + fifty_call_turn(huge)
+    for level in (NORMAL, TRIM, TRUNCATE_ALL, FORCE_TRIM):
+        view = cm.build(SYSTEM, history, level)
+        current = [m["content"] for m in view.messages if m["role"] == "user"][-1]
+        assert current.startswith("000000000\n000000001\n"), level
+        assert "the message was cut to fit: showing" in current
+        assert any(c.startswith("truncated the current user message from 500000")
+                   for c in view.cuts)
+        assert view.estimated_tokens <= 10_000 * 0.8
+        assert_closed(view.messages[1:])
+    assert history[4]["content"] == huge  # the raw history is untouched
