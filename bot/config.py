@@ -18,6 +18,7 @@ import yaml
 
 from bot.gateway.access import AccessSettings
 from bot.loop import ReactLoopConfig
+from bot.phones import PhoneNumberError, normalize
 
 
 class ConfigError(Exception):
@@ -73,6 +74,18 @@ class AgentsSettings(_Section):
         return value
 
 
+class SmsSettings(_Section):
+    """SMS over Twilio. Credentials come only from the environment (VALET_TWILIO_ACCOUNT_SID,
+    VALET_TWILIO_AUTH_TOKEN)."""
+
+    from_number: str | None = None  # Valet's Twilio number, E.164
+    messaging_service_sid: str | None = None  # or a Messaging Service (MG...) instead
+    # Numbers written without a country code (allowlists, owner numbers) are read as this
+    # country's (ISO code, e.g. "US", "GB"); None: every number must start with "+".
+    default_region: str | None = None
+    max_request_bytes: int = pydantic.Field(64 * 1024, ge=1024)  # a webhook body, at most
+
+
 class Settings(_Section):
     source: str = "<defaults>"
     llm: LLMSettings = LLMSettings()
@@ -89,6 +102,10 @@ class Settings(_Section):
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()
     redis_url: str | None = None  # several processes: per-user locks across them
+    sms: SmsSettings = SmsSettings()
+    # Where this server is reached from outside (https://valet.example.com): webhooks are
+    # signed for this address, not the one a proxy forwards to.
+    public_url: str | None = None
 
     @pydantic.field_validator("timezone")
     @classmethod
@@ -129,6 +146,9 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
     "VALET_AGENTS_FILES": ("agents", "registries"),
     "VALET_REDIS_URL": ("redis_url",),
+    "VALET_PUBLIC_URL": ("public_url",),
+    "VALET_SMS_FROM_NUMBER": ("sms", "from_number"),
+    "VALET_SMS_MESSAGING_SERVICE_SID": ("sms", "messaging_service_sid"),
 }
 SECRET_KEYS = {("llm", "api_key")}
 
@@ -168,7 +188,31 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
         where = f"{path}:{_line(root, loc)}" if path.exists() else "environment"
         raise ConfigError(f"{where}: {'.'.join(loc)}: {first['msg']}") from err
     settings.llm.api_key = api_key
+    _phone_numbers_in_e164(settings, path, root)
     return settings
+
+
+def _phone_numbers_in_e164(settings: Settings, path: Path, root: yaml.Node | None) -> None:
+    """Numbers are compared as E.164 everywhere: "+1 (212) 555-0123" is "+12125550123"."""
+    region = settings.sms.default_region
+    lists: list[tuple[tuple[str, ...], list[str]]] = [
+        (("owner", "phone_numbers"), settings.owner.phone_numbers)]
+    if "sms" in settings.access.channels:
+        lists.append((("access", "channels", "sms", "allow"),
+                      settings.access.channels["sms"].allow))
+    for keys, numbers in lists:
+        for i, number in enumerate(numbers):
+            try:
+                numbers[i] = normalize(number, region)
+            except PhoneNumberError as err:
+                where = f"{path}:{_line(root, (*keys, str(i)))}" if path.exists() \
+                    else "environment"
+                raise ConfigError(f"{where}: {'.'.join(keys)}: {err}") from err
+    if settings.sms.from_number:
+        try:
+            settings.sms.from_number = normalize(settings.sms.from_number, region)
+        except PhoneNumberError as err:
+            raise ConfigError(f"sms.from_number: {err}") from err
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
