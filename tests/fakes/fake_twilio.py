@@ -3,6 +3,7 @@ test webhooks that uses twilio's own `RequestValidator` algorithm.
 
     async with FakeTwilio(account_sid, auth_token) as fake:
         fake.fail_next(503)                       # the next create answers 503
+        fake.pass_next(); fake.fail_next(503)     # the second one does
         fake.fail_next(429, retry_after=7)        # ... or 429 with Retry-After
         fake.fail_to("+447700900123", 21610)      # every message to this number: opted out
         client = Client(sid, token, http_client=...)  # base URL: fake.base_url
@@ -56,7 +57,7 @@ class FakeTwilio:
         self.sent: list[SentMessage] = []
         self.requests = 0
         self.refused_auth = 0
-        self._failures: deque[Failure] = deque()
+        self._failures: deque[Failure | None] = deque()  # None: this one succeeds
         self._by_number: dict[str, Failure] = {}
         self._sids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -69,6 +70,10 @@ class FakeTwilio:
                   times: int = 1) -> None:
         for _ in range(times):
             self._failures.append(Failure(status, code, retry_after))
+
+    def pass_next(self, times: int = 1) -> None:
+        """The next requests succeed (before failures queued after this)."""
+        self._failures.extend([None] * times)
 
     def fail_to(self, number: str, code: int) -> None:
         self._by_number[number] = Failure(ERROR_STATUS.get(code, 400), code)
@@ -113,7 +118,8 @@ class FakeTwilio:
             return _error(Failure(401, 20003, message="Authenticate"))
         form = await request.post()
         to = str(form.get("To", ""))
-        failure = self._failures.popleft() if self._failures else self._by_number.get(to)
+        failure = self._failures.popleft() if self._failures else None
+        failure = failure or self._by_number.get(to)
         if failure is not None:
             return _error(failure)
         if not form.get("Body") or not (form.get("From") or form.get("MessagingServiceSid")):
