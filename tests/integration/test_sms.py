@@ -307,3 +307,27 @@ async def test_link_code_joins_the_number_with_the_same_persons_telegram_account
         assert fake_llm.requests == []
     finally:
         await close()
+
+
+async def test_on_sqlite_and_postgres_a_retried_text_is_answered_once_and_reported(
+        app_factory, fake_llm, db_url):
+    world, close = await sms_world(app_factory, database_url=db_url)
+    try:
+        fake_llm.responder = lambda request: LLMReply(content="Got it.")
+        sid = new_sid()
+        await asyncio.gather(*[world.text("remember the milk", sid=sid) for _ in range(3)])
+        await world.idle()
+        assert world.replies() == ["Got it."] and len(fake_llm.requests) == 1
+        row = await world.last_outbox()
+        await world.status(row["id"], "delivered")
+        await world.status(row["id"], "sent")  # late and less final: ignored
+        row = await world.outbox_row(row["id"])
+        assert (row["delivery_status"], row["segments"], row["encoding"]) == \
+            ("delivered", 1, "GSM-7")
+        await world.text("STOP")
+        assert (await world.app.identities.get("sms", ALICE)).opted_out_at is not None
+        me = await alice(world)
+        assert await world.app.gateway.deps.outbox.segments_since(
+            me.id, "sms", world.app.clock.now().replace(day=1, hour=0)) == 1
+    finally:
+        await close()
