@@ -11,7 +11,6 @@ import pytest
 from bot.channel import PermanentSendError
 from bot.envelopes import OutboundMessage
 from tests.fakes.fake_openai import Reply as LLMReply
-from tests.fakes.fake_openai import ToolCall
 from tests.integration.sms_harness import (
     ALICE,
     FROM_NUMBER,
