@@ -9,7 +9,9 @@ guess is provisional and the person is asked once.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from importlib import resources
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import phonenumbers
@@ -72,20 +74,40 @@ def _known(zone: str) -> str | None:
     return zone
 
 
+@functools.cache
+def _main_zones() -> dict[str, str]:
+    """Country (ISO code) -> the zone tzdata lists first for it (GB: Europe/London)."""
+    first: dict[str, str] = {}
+    try:
+        table = resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text("utf-8")
+    except (OSError, ModuleNotFoundError):
+        return first
+    for line in table.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 3 and not line.startswith("#"):
+            first.setdefault(fields[0], fields[2])
+    return first
+
+
+def _zones_of(number: phonenumbers.PhoneNumber) -> list[str]:
+    raw = phone_timezones.time_zones_for_number(number)
+    if raw == (phone_timezones.UNKNOWN_TIMEZONE,):
+        # A number libphonenumber cannot place (unassigned, a drama range): its country's.
+        raw = phone_timezones._country_level_time_zones_for_number(number)
+    return list(dict.fromkeys(z for z in (_known(r) for r in raw) if z))
+
+
 def guess_timezone(e164: str, default: str) -> TimezoneGuess:
     try:
         number = phonenumbers.parse(e164)
     except phonenumbers.NumberParseException:
         return TimezoneGuess(default)
-    zones = [z for z in (_known(raw) for raw in
-                         phone_timezones.time_zones_for_number(number)) if z]
-    zones = list(dict.fromkeys(zones))
+    zones = _zones_of(number)
     if not zones:
         return TimezoneGuess(default)
     if len(zones) == 1:
         return TimezoneGuess(zones[0])
-    if len(zones) > MAX_CANDIDATES:
-        zone = default if default in zones else zones[0]
-        return TimezoneGuess(zone, (zone,))
-    zone = default if default in zones else zones[0]
-    return TimezoneGuess(zone, tuple(zones))
+    country = phonenumbers.region_code_for_country_code(number.country_code)
+    main = _main_zones().get(country)
+    zone = default if default in zones else main if main in zones else zones[0]
+    return TimezoneGuess(zone, tuple(zones) if len(zones) <= MAX_CANDIDATES else (zone,))

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+from argparse import Namespace
 
 import pytest
 
+from bot.admin_cli import _users
 from bot.channel import PermanentSendError
 from bot.envelopes import OutboundMessage
 from tests.fakes.fake_openai import Reply as LLMReply
@@ -330,3 +332,14 @@ async def test_on_sqlite_and_postgres_a_retried_text_is_answered_once_and_report
             me.id, "sms", world.app.clock.now().replace(day=1, hour=0)) == 1
     finally:
         await close()
+
+
+async def test_users_show_prints_the_sms_segments_sent_this_month(world, fake_llm):
+    fake_llm.script(LLMReply(content="a" * 200), LLMReply(content="Short."))
+    await world.text("first")
+    await world.text("second")
+    await world.idle()
+    said: list[str] = []
+    assert await _users(world.app, Namespace(action="show", user=f"sms:{ALICE}"),
+                        said.append) == 0
+    assert "sms segments this month: 3" in said[0]  # 200 GSM-7 characters: 2, then 1
