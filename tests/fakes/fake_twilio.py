@@ -189,3 +189,26 @@ def inbound_params(from_: str, body: str, *, sid: str, to: str = "+15005550006",
         params[f"MediaUrl{i}"] = url
         params[f"MediaContentType{i}"] = "image/jpeg"
     return params
+
+
+async def _serve_forever(port: int, account_sid: str, auth_token: str) -> None:
+    fake = FakeTwilio(account_sid, auth_token)
+    app = web.Application()
+    app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", fake._create)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    print(site._server.sockets[0].getsockname()[1], flush=True)  # type: ignore[union-attr]
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":  # a server of its own (benchmarks): prints its port
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--account-sid", required=True)
+    parser.add_argument("--auth-token", required=True)
+    args = parser.parse_args()
+    asyncio.run(_serve_forever(args.port, args.account_sid, args.auth_token))
