@@ -56,9 +56,7 @@ class SmsWebhook:
         if request.content_length is not None and request.content_length > self.max_bytes:
             raise web.HTTPRequestEntityTooLarge(max_size=self.max_bytes,
                                                 actual_size=request.content_length)
-        raw = await request.content.read(self.max_bytes + 1)
-        if len(raw) > self.max_bytes:
-            raise web.HTTPRequestEntityTooLarge(max_size=self.max_bytes, actual_size=len(raw))
+        raw = await self._body(request)
         signature = request.headers.get("X-Twilio-Signature", "")
         try:
             form = MultiDict(parse_qsl(raw.decode("utf-8"), keep_blank_values=True,
@@ -72,6 +70,17 @@ class SmsWebhook:
                         "missing" if not signature else "wrong")
             raise web.HTTPForbidden(text="invalid signature")
         return form
+
+    async def _body(self, request: web.Request) -> bytes:
+        """The whole body, never more than the limit (chunked bodies have no length)."""
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await request.content.read(self.max_bytes + 1 - size):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise web.HTTPRequestEntityTooLarge(max_size=self.max_bytes, actual_size=size)
+        return b"".join(chunks)
 
     async def handle_inbound(self, request: web.Request) -> web.Response:
         form = await self._verified_form(request)

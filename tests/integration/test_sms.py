@@ -343,3 +343,44 @@ async def test_users_show_prints_the_sms_segments_sent_this_month(world, fake_ll
     assert await _users(world.app, Namespace(action="show", user=f"sms:{ALICE}"),
                         said.append) == 0
     assert "sms segments this month: 3" in said[0]  # 200 GSM-7 characters: 2, then 1
+
+
+async def test_link_alone_asks_for_a_code_to_use_on_telegram(world, fake_llm):
+    await world.app.identities.create_user("sms", ALICE, display_name="Alice",
+                                           default_timezone="UTC", at=world.app.clock.now())
+    await world.text("LINK")
+    await world.idle()
+    [reply] = world.replies()
+    assert reply.startswith("Your link code is ") and fake_llm.requests == []
+
+
+async def test_stop_from_an_unknown_number_is_recorded_and_answers_nothing(world, fake_llm):
+    await world.text("STOP", sender="+442079460000")
+    await world.text("HELP", sender="+442079460000")  # the access policy: allowlist, silence
+    await world.idle()
+    assert world.twilio.sent == [] and fake_llm.requests == []
+    assert await world.inbox_rows() == 2
+
+
+async def test_sms_without_credentials_or_public_url_is_a_clear_configuration_error(
+        app_factory):
+    from bot.config import ConfigError
+    from channels.sms import build_sms_channel
+
+    app = await app_factory()
+    with pytest.raises(ConfigError) as err:
+        await build_sms_channel(app, env={"VALET_TWILIO_AUTH_TOKEN": "secret-token"})
+    message = str(err.value)
+    assert "VALET_TWILIO_ACCOUNT_SID" in message and "VALET_PUBLIC_URL" in message
+    assert "sms.from_number" in message and "secret-token" not in message
+
+
+async def test_a_chunked_body_over_the_limit_is_refused_too(world):
+    async def chunks():
+        for _ in range(80):
+            yield b"Body=" + b"x" * 1000 + b"&"
+
+    response = await world.http.post(world.url("/sms/inbound"), data=chunks(),
+                                     headers={"X-Twilio-Signature": "c2ln"})
+    assert response.status == 413
+    assert await world.inbox_rows() == 0
