@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from datetime import UTC
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.config import Settings
 
@@ -83,6 +85,7 @@ async def _users(app, args: argparse.Namespace, say: Callable[[str], None]) -> i
         say(f"id: {user.id}\nname: {user.display_name or '-'}\ntimezone: {user.timezone}\n"
             f"preferred channel: {user.preferred_channel or '-'}\nowner: {user.is_owner}\n"
             f"blocked: {user.blocked}\nmessages: {await app.history.count(user.id)}\n"
+            f"sms segments this month: {await _sms_segments_this_month(app, user)}\n"
             "linked: " + (", ".join(f"{i.channel}:{i.address}" for i in ids) or "-"))
         return 0
     if user.is_owner and args.action == "block":
@@ -91,6 +94,17 @@ async def _users(app, args: argparse.Namespace, say: Callable[[str], None]) -> i
     await app.users.set_blocked(user.id, args.action == "block")
     say(f"{user.id} {'blocked' if args.action == 'block' else 'unblocked'}")
     return 0
+
+
+async def _sms_segments_this_month(app, user) -> int:  # type: ignore[no-untyped-def]
+    """SMS cost: segments sent to the user since the 1st of this month in their timezone."""
+    try:
+        zone = ZoneInfo(user.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = ZoneInfo("UTC")
+    local = app.clock.now().astimezone(zone)
+    month_start = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return await app.gateway.deps.outbox.segments_since(user.id, "sms", month_start.astimezone(UTC))
 
 
 async def _pair(app, args: argparse.Namespace, say: Callable[[str], None]) -> int:  # type: ignore[no-untyped-def]

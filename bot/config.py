@@ -21,6 +21,7 @@ from bot.config_problems import yaml_line as yaml_line  # re-exported for person
 from bot.db import database_url_problem
 from bot.gateway.access import AccessSettings
 from bot.loop import ReactLoopConfig
+from bot.phones import PhoneNumberError, normalize
 from bot.redis_service import redis_url_problem
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -151,6 +152,18 @@ def _loop_settings_model() -> type[pydantic.BaseModel]:
 LoopSettings = _loop_settings_model()
 
 
+class SmsSettings(_Section):
+    """SMS over Twilio. Credentials come only from the environment (VALET_TWILIO_ACCOUNT_SID,
+    VALET_TWILIO_AUTH_TOKEN)."""
+
+    from_number: str | None = None  # Valet's Twilio number, E.164
+    messaging_service_sid: str | None = None  # or a Messaging Service (MG...) instead
+    # Numbers written without a country code (allowlists, owner numbers) are read as this
+    # country's (ISO code, e.g. "US", "GB"); None: every number must start with "+".
+    default_region: str | None = None
+    max_request_bytes: int = pydantic.Field(64 * 1024, ge=1024)  # a webhook body, at most
+
+
 class Settings(_Section):
     source: str = "<defaults>"
     llm: LLMSettings = LLMSettings()
@@ -168,6 +181,10 @@ class Settings(_Section):
     access: AccessSettings = AccessSettings()
     redis_url: str | None = None  # several processes: per-user locks across them
     stall_warning_ms: int = pydantic.Field(250, gt=0)  # log an event-loop stall longer than this
+    sms: SmsSettings = SmsSettings()
+    # Where this server is reached from outside (https://valet.example.com): webhooks are
+    # signed for this address, not the one a proxy forwards to.
+    public_url: str | None = None
 
     @pydantic.field_validator("timezone")
     @classmethod
@@ -227,6 +244,9 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
     "VALET_AGENTS_FILES": ("agents", "registries"),
     "VALET_REDIS_URL": ("redis_url",),
+    "VALET_PUBLIC_URL": ("public_url",),
+    "VALET_SMS_FROM_NUMBER": ("sms", "from_number"),
+    "VALET_SMS_MESSAGING_SERVICE_SID": ("sms", "messaging_service_sid"),
 }
 SECRET_KEYS = {("llm", "api_key")}
 
@@ -274,6 +294,8 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
     except pydantic.ValidationError as err:
         problems += validation_problems(err, Settings, where)
     problems += _unknown_tool_modules(raw, path if path.exists() else None, where)
+    if settings is not None:
+        problems += _phone_numbers_in_e164(settings, where)
     if problems:
         raise ConfigError(in_file_order(problems))
     assert settings is not None
@@ -317,6 +339,29 @@ def known_tool_modules(raw: dict[str, Any], path: Path | None) -> set[str] | Non
     except (OSError, yaml.YAMLError, AttributeError, TypeError):
         return None
     return names
+
+
+def _phone_numbers_in_e164(settings: Settings, where: Any) -> list[Problem]:
+    """Numbers are compared as E.164 everywhere: "+1 (212) 555-0123" is "+12125550123"."""
+    region = settings.sms.default_region
+    lists: list[tuple[tuple[str, ...], list[str]]] = [
+        (("owner", "phone_numbers"), settings.owner.phone_numbers)]
+    if "sms" in settings.access.channels:
+        lists.append((("access", "channels", "sms", "allow"),
+                      settings.access.channels["sms"].allow))
+    if settings.sms.from_number:
+        lists.append((("sms", "from_number"), [settings.sms.from_number]))
+    problems = []
+    for keys, numbers in lists:
+        for i, number in enumerate(numbers):
+            try:
+                numbers[i] = normalize(number, region)
+            except PhoneNumberError as err:
+                at = (*keys, str(i)) if keys[-1] != "from_number" else keys
+                problems.append(Problem(where(at), ".".join(keys), str(err)))
+    if settings.sms.from_number:
+        settings.sms.from_number = lists[-1][1][0]
+    return problems
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:

@@ -54,6 +54,9 @@ class _PersonaFile(pydantic.BaseModel):
     name: str
     system_prompt: str
     style: dict[str, str] = {}
+    # Emojis may reach plain-text channels (SMS): one emoji turns a whole SMS into UCS-2
+    # (70 characters a segment instead of 160), so they are dropped unless this is true.
+    emoji: bool = False
     lines: _Lines = _Lines()
 
     @pydantic.field_validator("style")
@@ -81,6 +84,7 @@ class Persona:
     style: dict[str, str] = field(default_factory=dict)
     lines: _Lines = field(default_factory=_Lines)
     source: str = ""
+    emoji: bool = False
 
     def system_prompt(self, *, channel: str, now: datetime, timezone: str,
                       capabilities: list[str]) -> str:
@@ -127,4 +131,5 @@ def load_persona(name_or_path: str) -> Persona:
         problems = validation_problems(err, _PersonaFile,
                                        lambda loc: f"{path}:{yaml_line(root, loc)}")
         raise ConfigError(in_file_order(problems)) from err
-    return Persona(parsed.name, parsed.system_prompt, dict(parsed.style), parsed.lines, str(path))
+    return Persona(parsed.name, parsed.system_prompt, dict(parsed.style), parsed.lines, str(path),
+                   emoji=parsed.emoji)

@@ -8,42 +8,24 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.db import Database
+from bot import phones
+from bot.db import Database, Row
 from bot.gateway.users import User, UserStore
+from bot.phones import TimezoneGuess
 
 # No 0/O, 1/I/L: codes are read aloud and typed on phones.
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
-# Country calling code -> a first guess at the timezone (the user can correct it by saying so).
-PHONE_ZONES = {
-    "+1": "America/New_York", "+44": "Europe/London", "+353": "Europe/Dublin",
-    "+33": "Europe/Paris", "+49": "Europe/Berlin", "+34": "Europe/Madrid",
-    "+39": "Europe/Rome", "+31": "Europe/Amsterdam", "+32": "Europe/Brussels",
-    "+41": "Europe/Zurich", "+43": "Europe/Vienna", "+46": "Europe/Stockholm",
-    "+47": "Europe/Oslo", "+45": "Europe/Copenhagen", "+358": "Europe/Helsinki",
-    "+48": "Europe/Warsaw", "+351": "Europe/Lisbon", "+30": "Europe/Athens",
-    "+7": "Europe/Moscow", "+90": "Europe/Istanbul", "+972": "Asia/Jerusalem",
-    "+971": "Asia/Dubai", "+91": "Asia/Kolkata", "+86": "Asia/Shanghai",
-    "+852": "Asia/Hong_Kong", "+81": "Asia/Tokyo", "+82": "Asia/Seoul",
-    "+65": "Asia/Singapore", "+61": "Australia/Sydney", "+64": "Pacific/Auckland",
-    "+55": "America/Sao_Paulo", "+52": "America/Mexico_City",
-    "+54": "America/Argentina/Buenos_Aires",
-    "+27": "Africa/Johannesburg", "+234": "Africa/Lagos", "+254": "Africa/Nairobi",
-    "+20": "Africa/Cairo",
-}
 
 
 def new_code(length: int = 6) -> str:
     return "".join(secrets.choice(CODE_ALPHABET) for _ in range(length))
 
 
-def guess_timezone(channel: str, address: str, default: str) -> str:
+def guess_timezone(channel: str, address: str, default: str) -> TimezoneGuess:
+    """From an SMS number's prefix (provisional when it could be in several zones)."""
     if channel != "sms" or not address.startswith("+"):
-        return default
-    for width in (4, 3, 2):
-        zone = PHONE_ZONES.get(address[:width])
-        if zone:
-            return zone
-    return default
+        return TimezoneGuess(default)
+    return phones.guess_timezone(address, default)
 
 
 @dataclass(frozen=True)
@@ -52,6 +34,16 @@ class Identity:
     address: str
     user_id: str
     display_name: str
+    opted_out_at: datetime | None = None  # said STOP: nothing is sent until START
+    unreachable_at: datetime | None = None  # a permanent send failure: wait for them to write
+
+
+_IDENTITY_COLUMNS = "channel, address, user_id, display_name, opted_out_at, unreachable_at"
+
+
+def _identity(row: Row) -> Identity:
+    return Identity(row["channel"], row["address"], row["user_id"], row["display_name"],
+                    row["opted_out_at"], row["unreachable_at"])
 
 
 class IdentityStore:
@@ -76,17 +68,41 @@ class IdentityStore:
 
     async def of_user(self, user_id: str) -> list[Identity]:
         rows = await self.db.fetch(
-            "SELECT channel, address, user_id, display_name FROM identities"
-            " WHERE user_id = $1 ORDER BY created_at", user_id)
-        return [Identity(**r) for r in rows]
+            f"SELECT {_IDENTITY_COLUMNS} FROM identities WHERE user_id = $1 ORDER BY created_at",
+            user_id)
+        return [_identity(r) for r in rows]
+
+    async def get(self, channel: str, address: str) -> Identity | None:
+        row = await self.db.fetchrow(
+            f"SELECT {_IDENTITY_COLUMNS} FROM identities WHERE channel = $1 AND address = $2",
+            channel, address)
+        return _identity(row) if row else None
+
+    async def set_opted_out(self, channel: str, address: str, opted_out: bool, *,
+                            at: datetime | None = None) -> bool:
+        """STOP (True) or START (False). False when the address is nobody's."""
+        if opted_out and at is None:
+            raise ValueError("opting out needs the time it happened")
+        return await self.db.execute(
+            "UPDATE identities SET opted_out_at = $3 WHERE channel = $1 AND address = $2",
+            channel, address, at if opted_out else None) > 0
+
+    async def set_unreachable(self, channel: str, address: str, unreachable: bool, *,
+                              at: datetime | None = None) -> bool:
+        """A permanent send failure (True); the person wrote again (False)."""
+        if unreachable and at is None:
+            raise ValueError("marking unreachable needs the time it happened")
+        return await self.db.execute(
+            "UPDATE identities SET unreachable_at = $3 WHERE channel = $1 AND address = $2",
+            channel, address, at if unreachable else None) > 0
 
     async def create_user(self, channel: str, address: str, *, display_name: str,
                           default_timezone: str, at: datetime, is_owner: bool = False) -> User:
         user_id = f"u_{uuid.uuid4().hex[:10]}"
+        guess = guess_timezone(channel, address, default_timezone)
         user = await self.users.ensure(
-            user_id, display_name=display_name,
-            timezone=guess_timezone(channel, address, default_timezone),
-            is_owner=is_owner, at=at)
+            user_id, display_name=display_name, timezone=guess.zone,
+            timezone_candidates=guess.candidates, is_owner=is_owner, at=at)
         await self.users.set_preferred_channel(user_id, channel)
         await self.link(channel, address, user_id, display_name=display_name, at=at)
         return user

@@ -19,12 +19,16 @@ class User:
     blocked: bool = False
     quiet_hours_start: str | None = None
     quiet_hours_end: str | None = None
+    # Non-empty while `timezone` is a guess from a phone number that could be in any of these
+    # zones (ask the person once); empty once they said where they are.
+    timezone_candidates: tuple[str, ...] = ()
 
 
 def _user(row: Row) -> User:
+    candidates = row.get("timezone_candidates") or ""
     return User(row["id"], row["display_name"], row["timezone"], row["preferred_channel"],
                 bool(row["is_owner"]), bool(row["blocked"]), row["quiet_hours_start"],
-                row["quiet_hours_end"])
+                row["quiet_hours_end"], tuple(z for z in candidates.split(",") if z))
 
 
 class UserStore:
@@ -36,12 +40,14 @@ class UserStore:
         return _user(row) if row else None
 
     async def ensure(self, user_id: str, *, display_name: str = "", timezone: str = "UTC",
-                     is_owner: bool = False, at: datetime) -> User:
+                     is_owner: bool = False, at: datetime,
+                     timezone_candidates: tuple[str, ...] = ()) -> User:
         """The user, created on first sight; an existing user is left as it is."""
         await self.db.execute(
-            "INSERT INTO users (id, display_name, timezone, is_owner, created_at)"
-            " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
-            user_id, display_name, timezone, int(is_owner), at)
+            "INSERT INTO users (id, display_name, timezone, is_owner, created_at,"
+            " timezone_candidates) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+            user_id, display_name, timezone, int(is_owner), at,
+            ",".join(timezone_candidates) or None)
         user = await self.get(user_id)
         assert user is not None
         return user
@@ -50,7 +56,10 @@ class UserStore:
         return [_user(r) for r in await self.db.fetch("SELECT * FROM users ORDER BY created_at")]
 
     async def set_timezone(self, user_id: str, timezone: str) -> None:
-        await self.db.execute("UPDATE users SET timezone = $1 WHERE id = $2", timezone, user_id)
+        """The person's own choice: the guess from their number (and its candidates) ends."""
+        await self.db.execute(
+            "UPDATE users SET timezone = $1, timezone_candidates = NULL WHERE id = $2",
+            timezone, user_id)
 
     async def set_preferred_channel(self, user_id: str, channel: str) -> None:
         await self.db.execute(

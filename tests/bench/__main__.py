@@ -7,7 +7,8 @@ import importlib
 import logging
 import sys
 
-BENCHMARKS = ["llm_overhead", "concurrency", "startup", "gateway", "hostile_input"]
+BENCHMARKS = ["llm_overhead", "concurrency", "startup", "gateway", "hostile_input",
+              "sms_webhook"]
 
 
 async def main(names: list[str]) -> None:

@@ -4,8 +4,4 @@ ALTER TABLE inbox ADD COLUMN trigger_task_id TEXT;
 ALTER TABLE inbox ADD COLUMN reply_channel TEXT;
 ALTER TABLE inbox ADD COLUMN urgency TEXT NOT NULL DEFAULT 'normal';
 
--- Where a person can no longer be reached: opted out (SMS STOP) or unreachable (a permanent
--- send failure: blocked the bot, number gone). Proactive messages skip such identities until
--- the person writes from them again.
-ALTER TABLE identities ADD COLUMN opted_out_at TIMESTAMPTZ;
-ALTER TABLE identities ADD COLUMN unreachable_at TIMESTAMPTZ;
+-- (Identities that cannot be written to, opted_out_at / unreachable_at, come with 0008.)

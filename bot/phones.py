@@ -1,0 +1,113 @@
+"""Phone numbers: one spelling (E.164) everywhere, and a first guess at a number's timezone.
+
+Every number Valet stores or compares (allowlists, owner numbers, an SMS sender) goes through
+`normalize`, so "+1 (212) 555-0123" in valet.yaml and "+12125550123" from Twilio are the same
+person. The timezone guess comes from libphonenumber's prefix data: a number can sit in
+several zones (an area code across a zone border, a non-geographic number), and then the
+guess is provisional and the person is asked once.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import phonenumbers
+from phonenumbers import timezone as phone_timezones
+
+# Above this many candidate zones the number says nothing useful (toll-free, non-geographic):
+# the default zone is the provisional guess and the person is asked.
+MAX_CANDIDATES = 8
+# libphonenumber still names a few zones by their pre-2000s spelling.
+_CANONICAL = {"Asia/Calcutta": "Asia/Kolkata", "Asia/Saigon": "Asia/Ho_Chi_Minh",
+              "Asia/Katmandu": "Asia/Kathmandu", "Asia/Rangoon": "Asia/Yangon",
+              "America/Buenos_Aires": "America/Argentina/Buenos_Aires"}
+
+
+class PhoneNumberError(ValueError):
+    """Not a phone number that can be written in E.164."""
+
+
+def normalize(raw: str, default_region: str | None = None) -> str:
+    """The number in E.164 ("+12125550123"). A number without "+" needs `default_region`
+    (an ISO country code such as "US" or "GB")."""
+    text = raw.strip()
+    try:
+        number = phonenumbers.parse(text, default_region or None)
+    except phonenumbers.NumberParseException as err:
+        hint = "" if text.startswith("+") or default_region else \
+            " (write it with its country code, e.g. +44..., or set sms.default_region)"
+        raise PhoneNumberError(f"{raw!r} is not a phone number{hint}") from err
+    if not phonenumbers.is_possible_number(number):
+        raise PhoneNumberError(f"{raw!r} is not a possible phone number (wrong length?)")
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
+def normalize_or_keep(raw: str, default_region: str | None = None) -> str:
+    """For senders that may not be phone numbers at all (alphanumeric ids, short codes)."""
+    try:
+        return normalize(raw, default_region)
+    except PhoneNumberError:
+        return raw.strip()
+
+
+@dataclass(frozen=True)
+class TimezoneGuess:
+    zone: str
+    # Non-empty: the zone is a guess and these are the zones the number could be in (ask the
+    # person once). Empty: the number names one zone, or nothing was known (the default).
+    candidates: tuple[str, ...] = ()
+
+    @property
+    def provisional(self) -> bool:
+        return bool(self.candidates)
+
+
+def _known(zone: str) -> str | None:
+    zone = _CANONICAL.get(zone, zone)
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+    return zone
+
+
+@functools.cache
+def _main_zones() -> dict[str, str]:
+    """Country (ISO code) -> the zone tzdata lists first for it (GB: Europe/London)."""
+    first: dict[str, str] = {}
+    try:
+        table = resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text("utf-8")
+    except (OSError, ModuleNotFoundError):
+        return first
+    for line in table.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 3 and not line.startswith("#"):
+            first.setdefault(fields[0], fields[2])
+    return first
+
+
+def _zones_of(number: phonenumbers.PhoneNumber) -> list[str]:
+    raw = phone_timezones.time_zones_for_number(number)
+    if raw == (phone_timezones.UNKNOWN_TIMEZONE,):
+        # A number libphonenumber cannot place (unassigned, a drama range): its country's.
+        raw = phone_timezones._country_level_time_zones_for_number(number)
+    return list(dict.fromkeys(z for z in (_known(r) for r in raw) if z))
+
+
+def guess_timezone(e164: str, default: str) -> TimezoneGuess:
+    try:
+        number = phonenumbers.parse(e164)
+    except phonenumbers.NumberParseException:
+        return TimezoneGuess(default)
+    zones = _zones_of(number)
+    if not zones:
+        return TimezoneGuess(default)
+    if len(zones) == 1:
+        return TimezoneGuess(zones[0])
+    country = phonenumbers.region_code_for_country_code(number.country_code)
+    main = _main_zones().get(country)
+    zone = default if default in zones else main if main in zones else zones[0]
+    return TimezoneGuess(zone, tuple(zones) if len(zones) <= MAX_CANDIDATES else (zone,))

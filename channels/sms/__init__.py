@@ -1,0 +1,89 @@
+"""SMS over Twilio: signed webhooks in (`webhook`, `inbound`), the REST API out (`adapter`),
+text that reads well and costs few segments (`render`, `gsm`).
+
+`valet serve` mounts it: `channel = await build_sms_channel(app)`, then
+`web_app.add_routes(channel.routes())`, `await channel.start()` ... `await channel.stop()`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from bot.config import ConfigError, Settings
+from channels.sms.adapter import SmsSender, TwilioAccount
+from channels.sms.inbound import SmsInbound, SmsLines
+from channels.sms.parts import SmsPartStore
+from channels.sms.webhook import STATUS_PATH, SmsWebhook
+
+if TYPE_CHECKING:
+    from bot.app import App
+
+__all__ = ["SmsChannel", "build_sms_channel", "twilio_account"]
+
+
+def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
+    """The account from the environment and settings; a clear error naming what is missing."""
+    missing = [name for name in ("VALET_TWILIO_ACCOUNT_SID", "VALET_TWILIO_AUTH_TOKEN")
+               if not env.get(name)]
+    if not settings.public_url:
+        missing.append("VALET_PUBLIC_URL (or public_url in valet.yaml)")
+    if not (settings.sms.from_number or settings.sms.messaging_service_sid):
+        missing.append("sms.from_number or sms.messaging_service_sid "
+                       "(VALET_SMS_FROM_NUMBER / VALET_SMS_MESSAGING_SERVICE_SID)")
+    if missing:
+        raise ConfigError("SMS is not configured: set " + ", ".join(missing) + " (see README, "
+                          "SMS)")
+    assert settings.public_url is not None
+    return TwilioAccount(
+        account_sid=env["VALET_TWILIO_ACCOUNT_SID"], auth_token=env["VALET_TWILIO_AUTH_TOKEN"],
+        from_number=settings.sms.from_number,
+        messaging_service_sid=settings.sms.messaging_service_sid,
+        api_url=env.get("VALET_TWILIO_API_URL") or None,
+        status_callback_url=settings.public_url.rstrip("/") + STATUS_PATH)
+
+
+@dataclass
+class SmsChannel:
+    sender: SmsSender
+    webhook: SmsWebhook
+
+    def routes(self) -> list[web.RouteDef]:
+        return self.webhook.routes()
+
+    def web_app(self) -> web.Application:
+        """The webhooks alone, as an aiohttp application (tests, or a server of its own)."""
+        app = web.Application(client_max_size=self.webhook.max_bytes)
+        app.add_routes(self.routes())
+        return app
+
+    async def start(self) -> None:
+        return None  # nothing runs in the background: the outbox calls the sender
+
+    async def stop(self) -> None:
+        await self.sender.close()
+
+
+async def build_sms_channel(app: App, env: Mapping[str, str] | None = None,
+                            lines: SmsLines | None = None) -> SmsChannel:
+    """The SMS channel on an app's stores; its sender is registered with the outbox."""
+    env = os.environ if env is None else env
+    settings = app.settings
+    account = twilio_account(settings, env)
+    deps = app.gateway.deps
+    sender = SmsSender(account, outbox=deps.outbox, parts=SmsPartStore(app.db),
+                       identities=app.identities, clock=app.clock, emoji=app.persona.emoji)
+    inbound = SmsInbound(door=app.gateway, db=app.db, identities=app.identities,
+                         inbox=deps.inbox, outbox=deps.outbox, clock=app.clock,
+                         wake_delivery=deps.deliverer.wake,
+                         default_region=settings.sms.default_region, lines=lines)
+    assert settings.public_url is not None
+    webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,
+                         inbound=inbound, outbox=deps.outbox, identities=app.identities,
+                         clock=app.clock, max_bytes=settings.sms.max_request_bytes)
+    app.add_channel(sender)
+    return SmsChannel(sender, webhook)

@@ -1,0 +1,157 @@
+"""Sending SMS through Twilio's REST API: the `Channel` the outbox delivers through.
+
+One outbox row may become several SMS (a long answer). Each part Twilio accepts is recorded
+(`sms_parts`) with its cost before the next is sent, so a retry after a failure part-way
+sends only what is missing. Errors become the channel port's two kinds: worth retrying
+(429, 5xx, network) or not (opted out, invalid number, any other 4xx).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from twilio.base.exceptions import TwilioException
+from twilio.http.async_http_client import AsyncTwilioHttpClient
+from twilio.http.response import Response
+from twilio.rest import Client
+
+from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
+from bot.clock import Clock
+from bot.envelopes import LoopEvent, OutboundMessage
+from bot.gateway.identity import IdentityStore
+from bot.gateway.outbox import OutboxStore
+from channels.sms.parts import SmsPartStore
+from channels.sms.render import MAX_CHARS, SmsBody, render
+
+log = logging.getLogger(__name__)
+
+TWILIO_API = "https://api.twilio.com"
+OPTED_OUT = 21610  # "Attempt to send to unsubscribed recipient"
+INVALID_NUMBERS = {21211, 21214, 21217, 21401, 21407, 21408, 21612, 21614}
+
+
+@dataclass(frozen=True)
+class TwilioAccount:
+    """Where and as whom to send. The secrets come from the environment only."""
+
+    account_sid: str
+    auth_token: str = field(repr=False)  # never printed
+    from_number: str | None = None
+    messaging_service_sid: str | None = None
+    api_url: str | None = None  # VALET_TWILIO_API_URL: another REST base (tests)
+    status_callback_url: str | None = None  # public URL of POST /sms/status
+
+
+def _retry_after(headers: Any) -> float | None:
+    try:
+        value = headers.get("Retry-After") if headers is not None else None
+        return max(0.0, float(value)) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+class ValetTwilioHttpClient(AsyncTwilioHttpClient):
+    """Twilio's async HTTP client, pointed at another base URL when asked, and turning what
+    is worth retrying into TransientSendError with its Retry-After (the response headers are
+    gone by the time twilio raises its own exception)."""
+
+    def __init__(self, api_url: str | None = None, timeout: float = 15.0) -> None:
+        super().__init__(timeout=timeout)
+        self.api_url = api_url.rstrip("/") if api_url else None
+
+    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Response:
+        if self.api_url and url.startswith(TWILIO_API):
+            url = self.api_url + url[len(TWILIO_API):]
+        try:
+            response = await super().request(method, url, *args, **kwargs)
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise TransientSendError(f"Twilio unreachable: {type(err).__name__}: {err}") from err
+        if response.status_code == 429 or response.status_code >= 500:
+            raise TransientSendError(f"Twilio answered HTTP {response.status_code}",
+                                     retry_after=_retry_after(response.headers))
+        return response
+
+
+def _permanent(err: TwilioException) -> PermanentSendError:
+    code = getattr(err, "code", None)
+    status = getattr(err, "status", None)
+    what = f"Twilio refused the message (HTTP {status}, error {code})"
+    if code == OPTED_OUT:
+        return PermanentSendError(f"{what}: the recipient replied STOP", opted_out=True)
+    if code in INVALID_NUMBERS:
+        return PermanentSendError(f"{what}: not a number that can receive SMS",
+                                  unreachable=True)
+    return PermanentSendError(what)
+
+
+class SmsSender:
+    name = "sms"
+    features = ChannelFeatures(edit=False, buttons=False, typing=False, max_chars=MAX_CHARS)
+
+    def __init__(self, account: TwilioAccount, *, outbox: OutboxStore, parts: SmsPartStore,
+                 identities: IdentityStore, clock: Clock, emoji: bool = False) -> None:
+        if not (account.from_number or account.messaging_service_sid):
+            raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
+        self.account = account
+        self.http = ValetTwilioHttpClient(account.api_url)
+        self.client = Client(account.account_sid, account.auth_token, http_client=self.http)
+        self.outbox = outbox
+        self.parts = parts
+        self.identities = identities
+        self.clock = clock
+        self.emoji = emoji
+
+    async def close(self) -> None:
+        await self.http.close()
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        identity = await self.identities.get("sms", message.address)
+        if identity is not None and identity.opted_out_at is not None:
+            raise PermanentSendError(f"{message.address} opted out (STOP): not sent",
+                                     opted_out=True)
+        bodies = render(message, emoji=self.emoji)
+        if not bodies:
+            return None
+        already = await self.parts.accepted(message.id)
+        sids = []
+        for part, body in enumerate(bodies):
+            sid = already.get(part) or await self._create(message, part, body)
+            sids.append(sid)
+        return ",".join(sids)
+
+    async def _create(self, message: OutboundMessage, part: int, body: SmsBody) -> str:
+        kwargs: dict[str, Any] = {"to": message.address, "body": body.text}
+        if self.account.from_number:
+            kwargs["from_"] = self.account.from_number
+        else:
+            kwargs["messaging_service_sid"] = self.account.messaging_service_sid
+        if self.account.status_callback_url:
+            kwargs["status_callback"] = f"{self.account.status_callback_url}?outbox={message.id}"
+        try:
+            created = await self.client.messages.create_async(**kwargs)
+        except TwilioException as err:
+            raise _permanent(err) from err
+        sid = str(created.sid)
+        await self.parts.record(message.id, part, sid, body.segments, body.encoding.value,
+                                self.clock.now())
+        await self.outbox.add_cost(message.id, body.segments, body.encoding.value)
+        log.info("sms %s part %d to %s: %s, %d segment(s) %s", message.id, part,
+                 message.address, sid, body.segments, body.encoding.value)
+        return sid
+
+    # --- what SMS cannot do -------------------------------------------------------------------
+
+    async def edit(self, address: str, message_id: str, text: str) -> None:
+        return None  # an SMS, once sent, stays as it is
+
+    async def answer_button(self, answer_ref: str, text: str) -> None:
+        return None  # no buttons: approvals are answered by reply
+
+    async def typing(self, address: str) -> None:
+        return None
+
+    async def progress(self, address: str, event: LoopEvent) -> None:
+        return None  # SMS sends only the final text (every message costs)

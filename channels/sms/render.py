@@ -1,0 +1,180 @@
+"""An outbox message as SMS: plain text, approval prompts as typed replies, GSM-7 where it can
+be, split into messages of at most 1,600 characters on sentence boundaries, each with its cost.
+
+Approval prompts never ask for a word carriers and Twilio act on themselves (STOP, START,
+HELP, YES, NO...) as the whole answer: one pending request is answered "1" or "2", several by
+their short codes ("4821 YES").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.envelopes import ApprovalPrompt, OutboundMessage
+from channels.sms.gsm import Encoding, cost, fold
+
+MAX_CHARS = 1600  # Twilio refuses a longer Body
+# Words a carrier or Twilio answers itself when they are the whole message.
+RESERVED_WORDS = frozenset({
+    "STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "OPTOUT", "REVOKE", "START",
+    "UNSTOP", "YES", "NO", "HELP", "INFO"})
+
+
+@dataclass(frozen=True)
+class SmsBody:
+    text: str
+    encoding: Encoding
+    segments: int
+
+
+# --- markdown to plain text -----------------------------------------------------------------
+
+_FENCE = re.compile(r"^```[^\n]*\n?|^```\s*$", re.MULTILINE)
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)[^)]*\)")
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)[^)]*\)")
+_AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
+_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", re.DOTALL)
+_ITALIC = re.compile(r"(?<![\w*])([*_])(?=\S)([^*_\n]+?)(?<=\S)\1(?![\w*])")
+_STRIKE = re.compile(r"~~(.+?)~~")
+_CODE = re.compile(r"`([^`\n]+)`")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
+_QUOTE = re.compile(r"^\s{0,3}>\s?", re.MULTILINE)
+_BULLET = re.compile(r"^(\s*)[*+]\s+", re.MULTILINE)
+_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$", re.MULTILINE)
+_BLANK_LINES = re.compile(r"\n{3,}")
+_EMOJI = re.compile(
+    "[ \t]*(?:[\U0001F000-\U0001FAFF\U00002600-\U000027BF\U00002B00-\U00002BFF\U0001F1E6-\U0001F1FF"
+    "\U0000FE0E\U0000FE0F\U0000200D\U000020E3\U0001F3FB-\U0001F3FF])+")
+
+
+def _link(match: re.Match[str]) -> str:
+    label, url = match.group(1).strip(), match.group(2)
+    bare = url.split("://", 1)[-1].rstrip("/")
+    return url if not label or label in (url, bare) else f"{label} ({url})"
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown as an SMS reads it: no markup, links as "label (url)"."""
+    text = _FENCE.sub("", markdown)
+    text = _IMAGE.sub(_link, text)
+    text = _LINK.sub(_link, text)
+    text = _AUTOLINK.sub(r"\1", text)
+    text = _RULE.sub("", text)
+    text = _HEADING.sub("", text)
+    text = _QUOTE.sub("", text)
+    text = _BULLET.sub(r"\1- ", text)
+    text = _BOLD.sub(r"\2", text)
+    text = _STRIKE.sub(r"\1", text)
+    text = _CODE.sub(r"\1", text)
+    text = _ITALIC.sub(r"\2", text)
+    return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def without_emoji(text: str) -> str:
+    text = _EMOJI.sub("", text)
+    return re.sub(r"[ \t]{2,}", " ", re.sub(r"[ \t]+\n", "\n", text)).strip()
+
+
+# --- approval prompts -----------------------------------------------------------------------
+
+
+def _sentence(summary: str, limit: int = 300) -> str:
+    summary = " ".join(summary.split())
+    if len(summary) > limit:
+        summary = summary[:limit - 3].rstrip() + "..."
+    return summary[:1].upper() + summary[1:]
+
+
+def _verb(prompt: ApprovalPrompt) -> str:
+    """What "1" does, in the request's own verb ("send", "delete") when it starts with one."""
+    first = prompt.summary.split(maxsplit=1)[0].lower() if prompt.summary.strip() else ""
+    return first if first.isalpha() and first.upper() not in RESERVED_WORDS else "go ahead"
+
+
+def render_prompts(prompts: tuple[ApprovalPrompt, ...]) -> str:
+    if not prompts:
+        return ""
+    if len(prompts) == 1:
+        [prompt] = prompts
+        change = ", or tell me what to change" if prompt.allow_modification else ""
+        return (f"{_sentence(prompt.summary)}? Reply 1 to {_verb(prompt)}, 2 to cancel"
+                f"{change}.")
+    ordered = sorted(prompts, key=lambda p: p.position)
+    lines = [f"{p.position}) {_sentence(p.summary)} - code {p.code}" for p in ordered]
+    first, second = ordered[0].code, ordered[1].code
+    lines.append(f'Reply with a code and YES or NO for each, e.g. "{first} YES {second} NO".')
+    return "\n".join(lines)
+
+
+# --- splitting and cost ---------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…:;])[\"')\]]*\s+|\n+")
+
+
+def _pieces(text: str) -> list[str]:
+    """Sentences (and paragraphs), each keeping the whitespace that followed it."""
+    pieces, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        pieces.append(text[start:match.end()])
+        start = match.end()
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def _hard_split(piece: str, limit: int) -> list[str]:
+    """A sentence longer than a whole message: at word boundaries, else anywhere."""
+    out: list[str] = []
+    while len(piece) > limit:
+        cut = piece.rfind(" ", 0, limit + 1)
+        cut = cut if cut > limit // 2 else limit
+        out.append(piece[:cut])
+        piece = piece[cut:].lstrip(" ")
+    return [*out, piece] if piece else out
+
+
+def split_messages(text: str, limit: int = MAX_CHARS) -> list[str]:
+    """Whole sentences packed into messages of at most `limit` characters."""
+    messages: list[str] = []
+    current = ""
+    for piece in _pieces(text):
+        if len(current) + len(piece.rstrip()) <= limit:
+            current += piece
+            continue
+        if current.strip():
+            messages.append(current.strip())
+        current = ""
+        if len(piece.rstrip()) > limit:
+            *full, current = _hard_split(piece.rstrip(), limit)
+            messages.extend(p.strip() for p in full)
+            current += " "
+        else:
+            current = piece
+    if current.strip():
+        messages.append(current.strip())
+    return messages
+
+
+def _bodies(text: str, limit: int) -> list[SmsBody]:
+    bodies: list[SmsBody] = []
+    for part in split_messages(text, limit):
+        folded = fold(part)
+        if len(folded) > limit:  # "…" became "...": split the GSM-7 text again
+            bodies.extend(_bodies(folded, limit))
+            continue
+        c = cost(folded)
+        bodies.append(SmsBody(folded, c.encoding, c.segments))
+    return bodies
+
+
+def render(message: OutboundMessage, *, emoji: bool = False,
+           limit: int = MAX_CHARS) -> list[SmsBody]:
+    """The SMS messages one outbox row becomes, in order."""
+    text = plain_text(message.text)
+    prompts = render_prompts(message.prompts)
+    text = f"{text}\n{prompts}".strip() if prompts else text
+    if not emoji:
+        text = without_emoji(text)
+    text = fold(text)
+    return _bodies(text, limit) if text else []

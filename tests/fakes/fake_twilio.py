@@ -1,0 +1,214 @@
+"""A fake Twilio REST API (aiohttp.web) that the real `twilio` client talks to, and a signer for
+test webhooks that uses twilio's own `RequestValidator` algorithm.
+
+    async with FakeTwilio(account_sid, auth_token) as fake:
+        fake.fail_next(503)                       # the next create answers 503
+        fake.pass_next(); fake.fail_next(503)     # the second one does
+        fake.fail_next(429, retry_after=7)        # ... or 429 with Retry-After
+        fake.fail_to("+447700900123", 21610)      # every message to this number: opted out
+        client = Client(sid, token, http_client=...)  # base URL: fake.base_url
+        ...
+        fake.sent  # what was accepted, in order
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+from aiohttp import web
+from multidict import MultiDict
+from twilio.request_validator import RequestValidator
+
+# Twilio's HTTP status for each error code the tests use.
+ERROR_STATUS = {21610: 400, 21211: 400, 21614: 400, 20003: 401, 20429: 429, 20500: 500}
+
+
+@dataclass
+class Failure:
+    status: int
+    code: int | None = None
+    retry_after: float | None = None
+    message: str = "injected failure"
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    sid: str
+    to: str
+    body: str
+    from_: str | None
+    messaging_service_sid: str | None
+    status_callback: str | None
+
+
+class FakeTwilio:
+    def __init__(self, account_sid: str = "AC" + "0" * 32, auth_token: str = "test-token"
+                 ) -> None:
+        self.account_sid = account_sid
+        self.auth_token = auth_token
+        self.sent: list[SentMessage] = []
+        self.requests = 0
+        self.refused_auth = 0
+        self._failures: deque[Failure | None] = deque()  # None: this one succeeds
+        self._by_number: dict[str, Failure] = {}
+        self._sids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+        self.arrived = asyncio.Condition()
+
+    # --- what the test controls -------------------------------------------------------------
+
+    def fail_next(self, status: int, code: int | None = None, *, retry_after: float | None = None,
+                  times: int = 1) -> None:
+        for _ in range(times):
+            self._failures.append(Failure(status, code, retry_after))
+
+    def pass_next(self, times: int = 1) -> None:
+        """The next requests succeed (before failures queued after this)."""
+        self._failures.extend([None] * times)
+
+    def fail_to(self, number: str, code: int) -> None:
+        self._by_number[number] = Failure(ERROR_STATUS.get(code, 400), code)
+
+    def bodies_to(self, number: str) -> list[str]:
+        return [m.body for m in self.sent if m.to == number]
+
+    async def wait_for(self, count: int, timeout: float = 5.0) -> list[SentMessage]:
+        async with self.arrived:
+            await asyncio.wait_for(self.arrived.wait_for(lambda: len(self.sent) >= count),
+                                   timeout)
+        return self.sent
+
+    # --- the server ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeTwilio:
+        app = web.Application()
+        app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", self._create)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner:
+            await self._runner.cleanup()
+
+    def _authorised(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return False
+        expected = base64.b64encode(f"{self.account_sid}:{self.auth_token}".encode()).decode()
+        return header[6:] == expected and request.match_info["sid"] == self.account_sid
+
+    async def _create(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if not self._authorised(request):
+            self.refused_auth += 1
+            return _error(Failure(401, 20003, message="Authenticate"))
+        form = await request.post()
+        to = str(form.get("To", ""))
+        failure = self._failures.popleft() if self._failures else None
+        failure = failure or self._by_number.get(to)
+        if failure is not None:
+            return _error(failure)
+        if not form.get("Body") or not (form.get("From") or form.get("MessagingServiceSid")):
+            return _error(Failure(400, 21602, message="Message body is required."))
+        if len(str(form["Body"])) > 1600:
+            return _error(Failure(400, 21617, message="The concatenated message body "
+                                                      "exceeds the 1600 character limit."))
+        sid = f"SM{next(self._sids):032x}"
+        message = SentMessage(sid, to, str(form["Body"]), _opt(form.get("From")),
+                              _opt(form.get("MessagingServiceSid")),
+                              _opt(form.get("StatusCallback")))
+        async with self.arrived:
+            self.sent.append(message)
+            self.arrived.notify_all()
+        now = datetime.now(UTC).strftime("%a, %d %b %Y %H:%M:%S +0000")
+        return web.json_response(status=201, data={
+            "sid": sid, "account_sid": self.account_sid, "to": to, "from": message.from_,
+            "messaging_service_sid": message.messaging_service_sid, "body": message.body,
+            "status": "queued", "num_segments": "1", "num_media": "0", "direction":
+            "outbound-api", "api_version": "2010-04-01", "price": None, "price_unit": "USD",
+            "error_code": None, "error_message": None, "date_created": now,
+            "date_updated": now, "date_sent": None,
+            "uri": f"/2010-04-01/Accounts/{self.account_sid}/Messages/{sid}.json",
+            "subresource_uris": {}})
+
+
+def _opt(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def _error(failure: Failure) -> web.Response:
+    headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after else None
+    code = failure.code or failure.status
+    return web.json_response(status=failure.status, headers=headers, data={
+        "code": code, "message": failure.message, "status": failure.status,
+        "more_info": f"https://www.twilio.com/docs/errors/{code}"})
+
+
+# --- signing webhooks the way Twilio does ------------------------------------------------------
+
+
+def sign(auth_token: str, public_url: str, params: dict[str, str]) -> str:
+    """X-Twilio-Signature for a POST of `params` to `public_url`."""
+    return RequestValidator(auth_token).compute_signature(public_url, MultiDict(params))
+
+
+async def post_signed(session: aiohttp.ClientSession, local_url: str, public_url: str,
+                      params: dict[str, str], auth_token: str, *,
+                      signature: str | None = None) -> aiohttp.ClientResponse:
+    """POST a form as Twilio would: signed for the public URL, sent to the local one. With
+    `signature=""` the header is left out."""
+    signature = sign(auth_token, public_url, params) if signature is None else signature
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if signature:
+        headers["X-Twilio-Signature"] = signature
+    return await session.post(local_url, data=urlencode(params), headers=headers)
+
+
+def inbound_params(from_: str, body: str, *, sid: str, to: str = "+15005550006",
+                   account_sid: str = "AC" + "0" * 32, media: list[str] | None = None
+                   ) -> dict[str, str]:
+    """The form Twilio posts for an incoming SMS (or MMS, with media URLs)."""
+    params = {"MessageSid": sid, "SmsSid": sid, "SmsMessageSid": sid, "AccountSid": account_sid,
+              "From": from_, "To": to, "Body": body, "NumSegments": "1",
+              "NumMedia": str(len(media or [])), "FromCountry": "US", "ApiVersion": "2010-04-01"}
+    for i, url in enumerate(media or []):
+        params[f"MediaUrl{i}"] = url
+        params[f"MediaContentType{i}"] = "image/jpeg"
+    return params
+
+
+async def _serve_forever(port: int, account_sid: str, auth_token: str) -> None:
+    fake = FakeTwilio(account_sid, auth_token)
+    app = web.Application()
+    app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", fake._create)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    print(site._server.sockets[0].getsockname()[1], flush=True)  # type: ignore[union-attr]
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":  # a server of its own (benchmarks): prints its port
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--account-sid", required=True)
+    parser.add_argument("--auth-token", required=True)
+    args = parser.parse_args()
+    asyncio.run(_serve_forever(args.port, args.account_sid, args.auth_token))
