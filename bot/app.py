@@ -87,6 +87,7 @@ class App:
     pool: AgentPool | None = None
     approvals: ApprovalFlow | None = None  # type: ignore[assignment]
     _sweeper: asyncio.Task[None] | None = None
+    triggers: Any = None  # triggers.wiring.Triggers (bot never imports triggers at the top)
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -114,12 +115,13 @@ class App:
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
+        services: dict[str, Any] = {"pool": pool, "users": users}
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
-            tool_stores=stores, tool_services={"pool": pool, "users": users}, resume=resume,
+            tool_stores=stores, tool_services=services, resume=resume,
             approvals=approvals, context_notes=[
                 approvals.context_note, resume.context_note, stores.plans.context_note]))
         identities = IdentityStore(db, users)
@@ -140,6 +142,9 @@ class App:
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
                   http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
                   approvals=approvals)
+        # --- triggers (issue 14): the engine, its task service (tools reach it as a service)
+        app.triggers = _build_triggers(settings, db, clock, gateway, registry, http, stores)
+        services["triggers"] = app.triggers.service
         await app.ensure_owner()
         return app
 
@@ -165,6 +170,8 @@ class App:
         await self.approvals.store.abandon_interrupted(self.clock.now() - timedelta(minutes=10))
         await self.gateway.start()
         self._sweeper = asyncio.create_task(self._sweep_approvals())
+        if self.triggers is not None and self.settings.triggers.enabled:  # issue 14
+            await self.triggers.start()
 
     async def _sweep_approvals(self) -> None:
         """Expired approvals are closed and their owners told, without waiting for them to
@@ -185,12 +192,25 @@ class App:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self.triggers is not None:  # issue 14: stop firing before the gateway stops
+            await self.triggers.stop()
         await self.gateway.stop()
         for closer in self._closers:
             await closer()
         await self.http.close()
         await self.llm.close()
         await self.db.close()
+
+
+def _build_triggers(settings: Settings, db: Database, clock: Clock, gateway: Gateway,
+                    registry: ToolRegistry, http: aiohttp.ClientSession, stores: Any) -> Any:
+    """Issue 14: the trigger engine (the composition root is the one place bot meets it)."""
+    from triggers.engine import EngineSettings
+    from triggers.wiring import build_triggers
+
+    return build_triggers(db, clock, gateway, registry, EngineSettings(
+        heartbeat_seconds=settings.triggers.heartbeat_seconds,
+        lease_seconds=settings.triggers.lease_seconds), http=http, stores=stores)
 
 
 def _mark_unwritable(reach: ReachStore, clock: Clock) -> OnPermanent:

@@ -73,6 +73,14 @@ class AgentsSettings(_Section):
         return value
 
 
+class TriggerSettings(_Section):
+    """Scheduled tasks, events and conditions (triggers/)."""
+
+    enabled: bool = True
+    heartbeat_seconds: float = pydantic.Field(15.0, gt=0)  # lease renewal, approvals check
+    lease_seconds: float = pydantic.Field(45.0, gt=0)  # a dead leader is replaced after this
+
+
 class Settings(_Section):
     source: str = "<defaults>"
     llm: LLMSettings = LLMSettings()
@@ -85,6 +93,7 @@ class Settings(_Section):
     tools: dict[str, dict[str, Any]] = {}
     agents: AgentsSettings = AgentsSettings()
     approvals: ApprovalSettings = ApprovalSettings()
+    triggers: TriggerSettings = TriggerSettings()
     rate_limit_per_minute: int = 20
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()
