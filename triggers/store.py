@@ -106,8 +106,10 @@ class TaskStore:
         return [_task(r) for r in rows]
 
     async def next_due_at(self) -> datetime | None:
+        # ORDER BY, not MIN(): SQLite gives an aggregate back as text, a column as a time.
         return await self.db.fetchval(  # type: ignore[no-any-return]
-            "SELECT MIN(next_run_at) FROM trigger_tasks WHERE status = 'active'")
+            "SELECT next_run_at FROM trigger_tasks WHERE status = 'active'"
+            " AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1")
 
     async def listening(self) -> list[Task]:
         """Active event tasks."""

@@ -14,12 +14,14 @@ _CAPABILITIES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("calendar", ("list_events", "calendar_events", "get_calendar"), "today's calendar"),
     ("reminders", ("list_reminders", "list_scheduled_tasks"), "reminders due today"),
     ("todos", ("list_notes", "list_todos"), "to-dos or notes due today"),
-    ("approvals", ("list_pending_approvals",), "anything waiting for my approval"),
+    # Always there: the approval flow puts what waits into every turn's context.
+    ("approvals", (), "anything waiting for my approval"),
 )
 
 
 def morning_summary_instruction(tools: Collection[str]) -> str:
-    asks = [ask for _, names, ask in _CAPABILITIES if any(n in tools for n in names)]
+    asks = [ask for _, names, ask in _CAPABILITIES
+            if not names or any(n in tools for n in names)]
     wanted = "; ".join(asks) if asks else "anything I should know about today"
     return ("Good-morning summary. Look up: " + wanted + ". Use only those tools; do not "
             "mention anything you could not look up. Write plain text (no markdown), at most "
