@@ -188,12 +188,12 @@ class App:
             await asyncio.sleep(self.settings.approvals.sweep_seconds)
 
     async def close(self) -> None:
+        if self.triggers is not None:  # issue 14: stop firing first
+            await self.triggers.stop()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
-        if self.triggers is not None:  # issue 14: stop firing before the gateway stops
-            await self.triggers.stop()
         await self.gateway.stop()
         for closer in self._closers:
             await closer()

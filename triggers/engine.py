@@ -71,6 +71,7 @@ class TriggerEngine:
         self.leading = False
         self._lock = asyncio.Lock()
         self._scheduler: AsyncIOScheduler | None = None
+        self._stopped = False
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -88,20 +89,25 @@ class TriggerEngine:
         await self.tick()
 
     async def stop(self) -> None:
-        if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
-            self._scheduler = None
+        # The lock first: a tick under way finishes its queries (APScheduler's shutdown would
+        # cancel it mid-query); ticks that start later see `_stopped` and do nothing.
         async with self._lock:
+            self._stopped = True
+            if self._scheduler is not None:
+                self._scheduler.shutdown(wait=False)
+                self._scheduler = None
             if self.leading:
                 await self.lease.release()  # the next process leads at its next heartbeat
             self.leading = False
 
     async def changed(self) -> None:
         """A task was added or changed: the wake-up job is rebuilt from the database."""
-        await self._reschedule()
+        async with self._lock:
+            await self._reschedule()
 
     async def _reschedule(self) -> None:
-        if self._scheduler is None:
+        """Only the leader wakes up for runs; a follower tries to lead at each heartbeat."""
+        if self._scheduler is None or self._stopped or not self.leading:
             return
         due = await self.store.next_due_at()
         if due is None:
@@ -112,13 +118,15 @@ class TriggerEngine:
         delay = max((due - self.clock.now()).total_seconds(), 0.0)
         self._scheduler.add_job(self.tick, "date", id="wake", replace_existing=True,
                                 run_date=datetime.now(UTC) + timedelta(seconds=delay),
-                                misfire_grace_time=None)
+                                misfire_grace_time=None, max_instances=2)
 
     # --- the tick ------------------------------------------------------------------------
 
     async def tick(self) -> None:
         """Lead if possible; the leader fires every due run and settles approvals."""
         async with self._lock:
+            if self._stopped:
+                return
             now = self.clock.now()
             was_leading = self.leading
             self.leading = await self.lease.acquire(now)
@@ -128,7 +136,7 @@ class TriggerEngine:
             if self.leading:
                 await self._fire_due(now)
                 await self.approvals.settle(now)
-        await self._reschedule()
+            await self._reschedule()
 
     async def _fire_due(self, now: datetime) -> None:
         while True:
@@ -189,7 +197,7 @@ class TriggerEngine:
             except Exception as err:
                 log.exception("task %s run %s failed", run.task.id, run.run_key)
                 outcome, detail = RunOutcome.FAILED, f"{type(err).__name__}: {err}"
-        await self.store.finish_run(run.task.id, run.run_key, outcome, detail)
+        await self.store.finish_run(run.task.id, run.run_key, outcome, detail, only_if=FIRING)
         return outcome
 
     async def _refire_interrupted(self) -> None:

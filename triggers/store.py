@@ -169,10 +169,13 @@ class TaskStore:
         return inserted is not None
 
     async def finish_run(self, task_id: str, run_key: str, outcome: RunOutcome,
-                         detail: str | None = None) -> None:
+                         detail: str | None = None, *, only_if: str | None = None) -> None:
+        """Set a run's outcome (with `only_if`, only while it still has that outcome: the
+        run's own turn may have said more already, e.g. "nothing to report")."""
         await self.db.execute(
             "UPDATE trigger_runs SET outcome = $3, detail = $4 WHERE task_id = $1"
-            " AND run_key = $2", task_id, run_key, outcome.value, detail)
+            " AND run_key = $2 AND ($5 = '' OR outcome = $5)", task_id, run_key,
+            outcome.value, detail, only_if or "")
 
     async def runs(self, task_id: str) -> list[Row]:
         return await self.db.fetch(

@@ -215,3 +215,21 @@ async def test_tasks_are_listed_in_words_with_their_next_run(valet):
     assert "[paused]" in await service.listing(alice.id)
     with pytest.raises(ValueError, match="no task"):
         await service.delete("someone-else", summary.id)
+
+
+async def test_a_run_with_nothing_to_report_is_marked_so_for_a_quiet_task(valet, fake_llm):
+    clock = FakeClock(datetime(2026, 1, 5, 7, 59, tzinfo=UTC))
+    app, alice, _ = await valet(clock)
+    service = app.triggers.service
+    task = await service.schedule(Owner(alice.id, "UTC"), name="inbox watch",
+                                  schedule="every day at 8:00", instruction="anything new?",
+                                  quiet_when_nothing=True)
+    fake_llm.script(LLMReply(tool_calls=[ToolCall("nothing_to_report", {"reason": "empty"})]),
+                    LLMReply(content="Nothing new."))
+    clock.advance(60)
+    await settle(app)
+    [run] = await service.store.runs(task.id)
+    assert run["outcome"] == "nothing" and run["nothing_to_report"] == 1
+    # The gateway asks this before sending a triggered turn's reply (see the README).
+    assert await service.silenced(f"task:{task.id}:{run['run_key']}")
+    assert not await service.silenced(f"task:{task.id}:another-run")
