@@ -233,3 +233,15 @@ async def test_a_run_with_nothing_to_report_is_marked_so_for_a_quiet_task(valet,
     # The gateway asks this before sending a triggered turn's reply (see the README).
     assert await service.silenced(f"task:{task.id}:{run['run_key']}")
     assert not await service.silenced(f"task:{task.id}:another-run")
+
+
+async def test_a_reminder_due_in_quiet_hours_waits_for_the_morning_and_goes_once(valet):
+    clock = FakeClock(datetime(2026, 1, 5, 22, 0, tzinfo=UTC))
+    app, alice, sender = await valet(clock)
+    await app.users.set_quiet_hours(alice.id, "22:00", "07:00")
+    await app.triggers.service.remind(Owner(alice.id, "UTC"), "take the bins out",
+                                      datetime(2026, 1, 5, 23, 0, tzinfo=UTC))
+    await run_until(app, clock, datetime(2026, 1, 6, 6, 30, tzinfo=UTC), timedelta(minutes=30))
+    assert sender.texts() == []  # due at 23:00, held by quiet hours
+    await run_until(app, clock, datetime(2026, 1, 6, 8, 0, tzinfo=UTC), timedelta(minutes=10))
+    assert sender.texts() == ["⏰ Reminder: take the bins out"]
