@@ -139,23 +139,63 @@ class TriggerEngine:
             await self._reschedule()
 
     async def _fire_due(self, now: datetime) -> None:
+        """Due tasks in batches: each batch's runs are recorded (and the tasks moved on) in
+        one transaction, then executed one by one, yielding between them so the people's
+        turns start while the rest is still being dispatched."""
         while True:
             due = await self.store.due(now, self.settings.batch)
-            moved = 0
-            for task in due:
-                try:
-                    moved += await self._fire_task(task, now)
-                except Exception:  # one broken task must not stop everyone's schedule
-                    log.exception("task %s failed to fire; disabled", task.id)
-                    await self.store.set_status(task.id, TaskStatus.DISABLED, now)
-                    moved += 1
-            if len(due) < self.settings.batch or not moved:
+            for task in (t for t in due if t.kind is TriggerKind.CONDITION):
+                await self._guarded(task, now, self._poll_and_advance(task, now))
+            scheduled = [t for t in due if t.kind is not TriggerKind.CONDITION]
+            runs = await self._record_batch(scheduled, now) if scheduled else []
+            finished = []
+            for run in runs:
+                finished.append((run, *await self._call_executor(run)))
+                await asyncio.sleep(0)
+            await self.store.finish_runs(
+                [(r.task.id, r.run_key, outcome, detail) for r, outcome, detail in finished],
+                only_if=FIRING)
+            if len(due) < self.settings.batch:
                 return
 
-    async def _fire_task(self, task: Task, now: datetime) -> bool:
-        if task.kind is TriggerKind.CONDITION:
-            await self._poll_condition(task, now)
-            return await self.store.advance(task, task.next_after(now), now, ran=False)
+    async def _guarded(self, task: Task, now: datetime, work: Any) -> None:
+        try:
+            await work
+        except Exception:  # one broken task must not stop everyone's schedule
+            log.exception("task %s failed to fire; disabled", task.id)
+            await self.store.set_status(task.id, TaskStatus.DISABLED, now)
+
+    async def _poll_and_advance(self, task: Task, now: datetime) -> None:
+        await self._poll_condition(task, now)
+        await self.store.advance(task, task.next_after(now), now, ran=False)
+
+    async def _record_batch(self, tasks: list[Task], now: datetime) -> list[RunContext]:
+        """Record every due run (missed ones as such) and move each task to its next run;
+        returns the runs this engine recorded first (a duplicate fire records nothing)."""
+        plans, broken = [], []
+        for task in tasks:
+            try:
+                plans.append(self._plan(task, now))
+            except Exception:
+                log.exception("task %s: cannot compute its schedule; disabled", task.id)
+                broken.append(task)
+        runs: list[RunContext] = []
+        async with self.db.transaction() as tx:
+            for task, missed, run_at, next_at in plans:
+                for at in missed:
+                    await self.store.claim_run(task.id, _key(at), at, RunOutcome.MISSED, now,
+                                               q=tx)
+                if run_at is not None and await self.store.claim_run(
+                        task.id, _key(run_at), run_at, FIRING, now, q=tx):
+                    runs.append(RunContext(task, _key(run_at), run_at))
+                await self.store.advance(task, next_at, now, ran=run_at is not None, q=tx)
+        for task in broken:
+            await self.store.set_status(task.id, TaskStatus.DISABLED, now)
+        return runs
+
+    def _plan(self, task: Task, now: datetime
+              ) -> tuple[Task, list[datetime], datetime | None, datetime | None]:
+        """(task, occurrences to record as missed, the one to run or None, next run)."""
         assert task.next_run_at is not None
         occurrences = [task.next_run_at]
         while len(occurrences) <= self.settings.max_missed_recorded:
@@ -164,16 +204,11 @@ class TriggerEngine:
                 break
             occurrences.append(following)
         *older, latest = occurrences
-        for missed in older:
-            await self.store.claim_run(task.id, _key(missed), missed, RunOutcome.MISSED, now)
+        next_at = task.next_after(max(latest, now))
         if now - latest <= self._tolerance(task):
-            await self._run(RunContext(task, _key(latest), latest), now)
-            ran = True
-        else:
-            await self.store.claim_run(task.id, _key(latest), latest, RunOutcome.MISSED, now)
-            log.info("task %s: run due %s missed (late %s)", task.id, latest, now - latest)
-            ran = False
-        return await self.store.advance(task, task.next_after(max(latest, now)), now, ran=ran)
+            return task, older, latest, next_at
+        log.info("task %s: run due %s missed (late %s)", task.id, latest, now - latest)
+        return task, [*older, latest], None, next_at
 
     def _tolerance(self, task: Task) -> timedelta:
         if task.misfire is Misfire.SKIP:
@@ -188,17 +223,19 @@ class TriggerEngine:
         return await self._execute(run)
 
     async def _execute(self, run: RunContext) -> RunOutcome:
-        executor = self.executors.get(run.task.executor)
-        if executor is None:
-            outcome, detail = RunOutcome.FAILED, f"no executor named {run.task.executor!r}"
-        else:
-            try:
-                outcome, detail = await executor.execute(run), None
-            except Exception as err:
-                log.exception("task %s run %s failed", run.task.id, run.run_key)
-                outcome, detail = RunOutcome.FAILED, f"{type(err).__name__}: {err}"
+        outcome, detail = await self._call_executor(run)
         await self.store.finish_run(run.task.id, run.run_key, outcome, detail, only_if=FIRING)
         return outcome
+
+    async def _call_executor(self, run: RunContext) -> tuple[RunOutcome, str | None]:
+        executor = self.executors.get(run.task.executor)
+        if executor is None:
+            return RunOutcome.FAILED, f"no executor named {run.task.executor!r}"
+        try:
+            return await executor.execute(run), None
+        except Exception as err:
+            log.exception("task %s run %s failed", run.task.id, run.run_key)
+            return RunOutcome.FAILED, f"{type(err).__name__}: {err}"
 
     async def _refire_interrupted(self) -> None:
         """Runs recorded by a process that died before its executor finished: executors are

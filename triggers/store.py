@@ -123,12 +123,12 @@ class TaskStore:
         return [_task(r) for r in rows]
 
     async def advance(self, task: Task, next_run_at: datetime | None, at: datetime,
-                      *, ran: bool) -> bool:
+                      *, ran: bool, q: Queries | None = None) -> bool:
         """Move the task's next run on, only if no one else did (compare-and-set)."""
         status = task.status
         if next_run_at is None and not task.is_recurring():
             status = TaskStatus.COMPLETED
-        return await self.db.execute(
+        return await (q or self.db).execute(
             "UPDATE trigger_tasks SET next_run_at = $2, status = $3, updated_at = $4,"
             " last_run_at = CASE WHEN $5 = 1 THEN $4 ELSE last_run_at END"
             " WHERE id = $1 AND next_run_at = $6",
@@ -176,6 +176,18 @@ class TaskStore:
             "UPDATE trigger_runs SET outcome = $3, detail = $4 WHERE task_id = $1"
             " AND run_key = $2 AND ($5 = '' OR outcome = $5)", task_id, run_key,
             outcome.value, detail, only_if or "")
+
+    async def finish_runs(self, outcomes: list[tuple[str, str, RunOutcome, str | None]], *,
+                          only_if: str) -> None:
+        """finish_run for many runs, in one transaction."""
+        if not outcomes:
+            return
+        async with self.db.transaction() as tx:
+            for task_id, run_key, outcome, detail in outcomes:
+                await tx.execute(
+                    "UPDATE trigger_runs SET outcome = $3, detail = $4 WHERE task_id = $1"
+                    " AND run_key = $2 AND outcome = $5", task_id, run_key, outcome.value,
+                    detail, only_if)
 
     async def runs(self, task_id: str) -> list[Row]:
         return await self.db.fetch(
