@@ -1,5 +1,6 @@
-"""Reminders: an agent that drafts one (what + when, in the user's timezone) and stores it in
-the `reminders` table for the trigger engine to deliver. Nothing is scheduled here.
+"""Reminders: an agent that drafts one (what + when, in the user's timezone), stores it in the
+`reminders` table and, when its status is `pending`, schedules it with the trigger engine (a
+one-time task with the `reminder` executor: its text is sent then, with no LLM call).
 
 `when` is read in the user's timezone: ISO 8601 ("2026-03-10T09:00", with or without an
 offset), and simple phrases: "in 2 hours", "in 30 min", "in a day", "tomorrow 15:00",
@@ -128,6 +129,16 @@ def _localize(naive: datetime, tz: object) -> datetime:
 
 
 @dataclass(frozen=True)
+class _Owner:
+    """Who a scheduled reminder is for (the trigger service's Owner, by shape: agents do not
+    import triggers)."""
+
+    user_id: str
+    timezone: str
+    created_from: str | None = None
+
+
+@dataclass(frozen=True)
 class Reminder:
     id: int
     text: str
@@ -198,10 +209,18 @@ class ReminderDraftAgent(StandardAgent):
         reminder = await reminders_of(self.context).add(
             self.context.user_id, self.what, due, self.context.timezone, status=status,
             source_text=self.task_instruction, at=self.context.clock.now())
+        scheduler = self.context.services.get("triggers")
+        if status != "pending" or scheduler is None:
+            return self.make_result(
+                f"Saved reminder #{reminder.id}: “{self.what}” on {describe(due)} as a draft "
+                f"(status {status}): it will not be sent until it is scheduled.",
+                id=reminder.id, due=due.isoformat())
+        task = await scheduler.remind(_Owner(self.context.user_id, self.context.timezone,
+                                             f"reminder:{reminder.id}"), self.what, due)
         return self.make_result(
-            f"Saved reminder #{reminder.id}: “{self.what}” on {describe(due)}, status "
-            f"{status}. Note for the user: this version stores reminders but does not send "
-            "them yet.", id=reminder.id, due=due.isoformat())
+            f"Saved reminder #{reminder.id} and scheduled it (task {task.id}): “{self.what}” on "
+            f"{describe(due)}. It will be sent to the user then.",
+            id=reminder.id, due=due.isoformat(), task_id=task.id)
 
 
 @tool(progress="checking your reminders", safe_to_repeat=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -20,7 +21,7 @@ from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
-from bot.commands import Commands
+from bot.commands import Command, Commands
 from bot.config import ConfigError, Settings
 from bot.db import Database, connect
 from bot.db.sqlite_owner import SQLiteOwner, claim
@@ -45,6 +46,7 @@ from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
+from bot.turn import TurnContext
 from persona import Persona, load_persona
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,7 @@ class App:
     _sweeper: asyncio.Task[None] | None = None
     _owner: SQLiteOwner | None = None
     stall_monitor: StallMonitor | None = None
+    triggers: Any = None  # triggers.wiring.Triggers (bot never imports triggers at the top)
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -137,6 +140,7 @@ class App:
         identities = IdentityStore(db, users)
         access = AccessControl(db, identities, settings.access, settings.timezone)
         gateway_box: list[Gateway] = []  # the gateway is built after the orchestrator
+        triggers_box: list[Any] = []  # and the trigger engine after the gateway
 
         async def notify_user(user: User, text: str, **kwargs: Any) -> bool:
             return await gateway_box[0].notify_user(user, text, **kwargs)
@@ -144,12 +148,13 @@ class App:
         commands = Commands(access=access, identities=identities, approvals=approvals,
                             tasks=resume, notify_user=notify_user,
                             assistant_name=persona.name)
+        services: dict[str, Any] = {"pool": pool, "users": users}
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
-            tool_stores=stores, tool_services={"pool": pool, "users": users},
+            tool_stores=stores, tool_services=services,
             approvals=approvals, tasks=resume, steps=[
                 commands,  # slash commands answer at once, without the LLM;
                 decisions,  # pending approvals get the message first,
@@ -169,13 +174,19 @@ class App:
             history=history, handle_message=orchestrator.handle_message, locks=locks,
             senders=senders, failure_line=persona.lines.llm_unavailable,
             notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
-            answer_button=decisions.answer_button))
+            answer_button=decisions.answer_button, silenced=_silenced(triggers_box)))
         gateway_box.append(gateway)
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
                   http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
                   approvals=approvals, sweeper=ApprovalSweeper(
                       approval_store, clock,
                       expired_template=persona.lines.approval_expired))
+        # --- triggers (issue 14): the engine, its task service (tools reach it as a service)
+        app.triggers = _build_triggers(settings, db, clock, gateway, registry, http, stores)
+        services["triggers"] = app.triggers.service
+        triggers_box.append(app.triggers)
+        commands.register(Command("/tasks", "your reminders and scheduled tasks",
+                                  _task_listing(app.triggers)))
         await app.ensure_owner()
         return app
 
@@ -207,6 +218,8 @@ class App:
         self.stall_monitor.start()
         await self.gateway.start()
         self._sweeper = asyncio.create_task(self._sweep_approvals())
+        if self.triggers is not None and self.settings.triggers.enabled:  # issue 14
+            await self.triggers.start()
 
     async def sweep_approvals(self) -> None:
         """One pass of the approval sweeper (expiries, lapsed leases); owners are told without
@@ -228,6 +241,8 @@ class App:
             await asyncio.sleep(self.settings.approvals.sweep_seconds)
 
     async def close(self) -> None:
+        if self.triggers is not None:  # issue 14: stop firing first
+            await self.triggers.stop()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -243,6 +258,31 @@ class App:
         await self.db.close()
         if self._owner is not None:
             self._owner.release()
+
+
+def _silenced(triggers_box: list[Any]) -> Callable[[str], Awaitable[bool]]:
+    async def silenced(run_key: str) -> bool:
+        return bool(triggers_box) and await triggers_box[0].service.silenced(run_key)
+
+    return silenced
+
+
+def _task_listing(triggers: Any) -> Callable[[TurnContext, list[str]], Awaitable[str]]:
+    async def listing(ctx: TurnContext, args: list[str]) -> str:
+        return str(await triggers.service.listing(ctx.user.id))
+
+    return listing
+
+
+def _build_triggers(settings: Settings, db: Database, clock: Clock, gateway: Gateway,
+                    registry: ToolRegistry, http: aiohttp.ClientSession, stores: Any) -> Any:
+    """Issue 14: the trigger engine (the composition root is the one place bot meets it)."""
+    from triggers.engine import EngineSettings
+    from triggers.wiring import build_triggers
+
+    return build_triggers(db, clock, gateway, registry, EngineSettings(
+        heartbeat_seconds=settings.triggers.heartbeat_seconds,
+        lease_seconds=settings.triggers.lease_seconds), http=http, stores=stores)
 
 
 def _mark_unwritable(reach: ReachStore, clock: Clock) -> OnPermanent:

@@ -26,6 +26,9 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--jsonl", action="store_true", help="pipe mode, replies as JSON lines")
     sub.add_parser("doctor", help="check the configuration and the LLM endpoint")
     add_admin_commands(sub)
+    from triggers.cli import add_task_commands  # issue 14
+
+    add_task_commands(sub)
     return p
 
 
@@ -40,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
         "chat": _chat, "doctor": _doctor, "users": run_admin, "pair": run_admin,
-        "approvals": run_admin}
+        "approvals": run_admin, "tasks": _tasks}
     try:
         return asyncio.run(commands[args.command](settings, args))
     except (ConfigError, DatabaseUnavailable, DatabaseURLError, RedisUnavailable) as err:
@@ -83,6 +86,12 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
             f"{settings.llm.base_url or 'OpenAI'}. /quit to leave.")
     finally:
         await app.close()
+
+
+async def _tasks(settings: Settings, args: argparse.Namespace) -> int:
+    from triggers.cli import run_tasks  # issue 14
+
+    return await run_tasks(settings, args)
 
 
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:

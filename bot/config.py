@@ -164,6 +164,14 @@ class SmsSettings(_Section):
     max_request_bytes: int = pydantic.Field(64 * 1024, ge=1024)  # a webhook body, at most
 
 
+class TriggerSettings(_Section):
+    """Scheduled tasks, events and conditions (triggers/)."""
+
+    enabled: bool = True
+    heartbeat_seconds: float = pydantic.Field(15.0, gt=0)  # lease renewal, approvals check
+    lease_seconds: float = pydantic.Field(45.0, gt=0)  # a dead leader is replaced after this
+
+
 class Settings(_Section):
     source: str = "<defaults>"
     llm: LLMSettings = LLMSettings()
@@ -176,6 +184,7 @@ class Settings(_Section):
     tools: dict[str, dict[str, Any]] = {}
     agents: AgentsSettings = AgentsSettings()
     approvals: ApprovalSettings = ApprovalSettings()
+    triggers: TriggerSettings = TriggerSettings()
     rate_limit_per_minute: int = pydantic.Field(20, gt=0)
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()

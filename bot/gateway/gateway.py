@@ -75,6 +75,9 @@ class GatewayDeps:
     # The short answer to a button press, given at once (before the turn runs): "Approving...",
     # "Already decided", "That isn't yours to decide".
     answer_button: ButtonAnswer | None = None
+    # Whether a trigger run's reply stays unsent (it said it had nothing to report and its
+    # task asks for silence then), by the run's key. A structured flag, never the text.
+    silenced: Callable[[str], Awaitable[bool]] | None = None
 
 
 class Gateway:
@@ -273,6 +276,9 @@ class Gateway:
         deps = self.deps
         at = deps.clock.now()
         speaks = not reply.silent and bool(reply.text or reply.prompts)
+        if speaks and row.trigger_task_id is not None and deps.silenced is not None \
+                and not reply.prompts and await deps.silenced(row.external_id):
+            speaks = False
         async with deps.db.transaction() as tx:
             if speaks and row.trigger_task_id is not None and row.user_id is not None:
                 await deps.notifier.notify(Notification(

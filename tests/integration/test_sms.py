@@ -313,7 +313,7 @@ async def test_link_code_joins_the_number_with_the_same_persons_telegram_account
 
 
 async def test_on_sqlite_and_postgres_a_retried_text_is_answered_once_and_reported(
-        app_factory, fake_llm, db_url):
+        db_url, app_factory, fake_llm):  # db_url first: torn down after the apps close
     world, close = await sms_world(app_factory, database_url=db_url)
     try:
         fake_llm.responder = lambda request: LLMReply(content="Got it.")

@@ -1,0 +1,108 @@
+"""`valet tasks list|add|remove|pause|resume|run-now`: scheduled tasks from a shell.
+
+Like the other admin commands it works on the database directly; what a run queues (a
+reminder, a turn for the person) is delivered by the running `valet` process (chat or serve)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from bot.config import Settings
+from triggers.describe import task_line
+from triggers.service import Owner, TaskError
+
+
+def add_task_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    tasks = sub.add_parser("tasks", help="scheduled tasks: list, add, remove, pause, resume, "
+                                         "run-now")
+    actions = tasks.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="every task with its next run")
+    listing.add_argument("--user", help="only this user (id, or channel:address)")
+    add = actions.add_parser("add", help="schedule a task for a user")
+    add.add_argument("--user", required=True, help="user id, or channel:address")
+    add.add_argument("--schedule", required=True,
+                     help="“every day at 7:30”, “weekdays at 8am”, “tomorrow 15:00”, a cron line")
+    what = add.add_mutually_exclusive_group(required=True)
+    what.add_argument("--instruction", help="what the assistant does at each run")
+    what.add_argument("--remind", help="a plain reminder's text (no LLM call)")
+    what.add_argument("--morning-summary", action="store_true", help="the morning summary")
+    add.add_argument("--name", default="", help="a short name")
+    add.add_argument("--channel", help="where results go (default: the user's preferred)")
+    for action in ("remove", "pause", "resume", "run-now"):
+        actions.add_parser(action, help=f"{action.replace('-', ' ')} a task").add_argument("id")
+
+
+async def run_tasks(settings: Settings, args: argparse.Namespace,
+                    say: Callable[[str], None] = print) -> int:
+    from bot.admin_cli import _NoLLM
+    from bot.app import App
+
+    app = await App.build(settings, llm=_NoLLM() if not settings.llm.configured else None)
+    try:
+        return await _run(app, args, say)
+    except TaskError as err:
+        say(f"valet tasks: {err}")
+        return 1
+    finally:
+        await app.close()
+
+
+async def _run(app: Any, args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    service, engine = app.triggers.service, app.triggers.engine
+    now = app.clock.now()
+    if args.action == "list":
+        user = await _user(app, args.user) if args.user else None
+        tasks = await (engine.store.of_user(user.id, include_finished=True) if user
+                       else engine.store.all())
+        for task in tasks:
+            say(f"{task.user_id}\t{task_line(task, now)}")
+        if not tasks:
+            say("no tasks")
+        return 0
+    if args.action == "add":
+        user = await _user(app, args.user)
+        owner = Owner(user.id, user.timezone, created_from="cli")
+        if args.morning_summary:
+            task = await service.morning_summary(owner, args.schedule, args.channel)
+        elif args.remind:
+            task = await service.schedule(owner, name=args.name or f"Reminder: {args.remind}",
+                                          schedule=args.schedule, executor="reminder",
+                                          action={"text": args.remind}, channel=args.channel)
+        else:
+            task = await service.schedule(owner, name=args.name, schedule=args.schedule,
+                                          instruction=args.instruction, channel=args.channel)
+        say(f"added {task_line(task, now)}")
+        return 0
+    task = await engine.store.get(args.id)
+    if task is None:
+        raise TaskError(f"no task {args.id!r} (see `valet tasks list`)")
+    if args.action == "remove":
+        await service.delete(task.user_id, task.id)
+    elif args.action == "pause":
+        await service.pause(task.user_id, task.id)
+    elif args.action == "resume":
+        await service.resume(task.user_id, task.id)
+    else:
+        outcome = await engine.run_now(task.id)
+        say(f"ran {task.id}: {outcome.value if outcome else 'already ran this second'}"
+            " (delivered by the running valet process)")
+        return 0
+    say(f"{_DONE[args.action]} {task.id}: {task.name}")
+    return 0
+
+
+_DONE = {"remove": "removed", "pause": "paused", "resume": "resumed"}
+
+
+async def _user(app: Any, ref: str) -> Any:
+    if ":" in ref:
+        channel, address = ref.split(":", 1)
+        user = await app.identities.resolve(channel, address)
+    else:
+        user = await app.users.get(ref)
+    if user is None:
+        raise TaskError(f"no such user: {ref}")
+    return user
+

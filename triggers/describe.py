@@ -1,0 +1,58 @@
+"""Tasks in words, in the person's timezone: "weekdays at 7:30, next tomorrow"."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from triggers.cron import describe_cron, parse_cron
+from triggers.model import Task, TaskStatus, TriggerKind
+
+
+def when_in_words(at: datetime, now: datetime, zone: str, *, with_time: bool = True) -> str:
+    tz = ZoneInfo(zone)
+    local, today = at.astimezone(tz), now.astimezone(tz).date()
+    days = (local.date() - today).days
+    clock = f" at {local.hour}:{local.minute:02d}" if with_time else ""
+    if days == 0:
+        return "today" + clock
+    if days == 1:
+        return "tomorrow" + clock
+    if 1 < days < 7:
+        return f"{local:%A}" + clock
+    return f"{local:%A} {local.day} {local:%B}" + clock
+
+
+def schedule_in_words(task: Task) -> str:
+    if task.kind is TriggerKind.CRON and task.cron:
+        return describe_cron(parse_cron(task.cron))
+    if task.kind in (TriggerKind.INTERVAL, TriggerKind.CONDITION) and task.interval_seconds:
+        step = timedelta(seconds=task.interval_seconds)
+        every = f"{task.interval_seconds // 3600} h" if step.seconds % 3600 == 0 and \
+            task.interval_seconds >= 3600 else f"{task.interval_seconds // 60} min"
+        if task.kind is TriggerKind.CONDITION and task.condition:
+            c = task.condition
+            return f"when {c.tool} {c.op} {c.value!r} (checked every {every})"
+        return f"every {every}"
+    if task.kind is TriggerKind.EVENT and task.event_filter:
+        f = task.event_filter
+        extra = "".join(f", {k}={v}" for k, v in f.fields.items())
+        return f"on {f.source}/{f.type} events{extra}"
+    return "once"
+
+
+def task_line(task: Task, now: datetime) -> str:
+    what = schedule_in_words(task)
+    if task.status is TaskStatus.ACTIVE and task.next_run_at and task.kind is not \
+            TriggerKind.CONDITION:
+        same_time = task.kind is TriggerKind.CRON and "at " in what
+        nxt = when_in_words(task.next_run_at, now, task.timezone, with_time=not same_time)
+        what = f"{nxt}" if task.kind is TriggerKind.ONCE else f"{what}, next {nxt}"
+    state = "" if task.status is TaskStatus.ACTIVE else f" [{task.status.value}]"
+    return f"{task.id}: {task.name} — {what}{state}"
+
+
+def tasks_text(tasks: list[Task], now: datetime) -> str:
+    if not tasks:
+        return "You have no scheduled tasks."
+    return "Your tasks:\n" + "\n".join(task_line(t, now) for t in tasks)

@@ -1,0 +1,322 @@
+"""TriggerEngine: the database says what should run; APScheduler only wakes the engine up.
+
+Why not one APScheduler job per task: the jobs would be a second copy of the truth, their
+misfire handling is per job and in the process's memory, and they read the wall clock, so a
+test could not move time. Instead `tick()` reads what is due from the database with the
+injected clock, records each run under its unique (task, run key) and hands it to its
+executor; APScheduler's AsyncIOScheduler (in-memory job store) holds two jobs rebuilt from the
+database at start and after every change: `wake` at the earliest next run, and a `heartbeat`
+that renews the leader's lease, takes over from a dead leader and settles approvals. Tests call
+`tick()` after moving a FakeClock; nothing sleeps for real minutes.
+
+Exactly once: a run is inserted before it is executed (a duplicate fire, a fall-back hour, a
+second process: the insert finds it and nothing happens); executors are themselves idempotent
+on the run's key, so a run interrupted between its record and its effect is fired again at
+start (`firing` rows) without a second message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from bot.clock import Clock
+from bot.db import Database
+from triggers.approval_watch import ApprovalWatch
+from triggers.conditions import Checker, ConditionError, holds
+from triggers.events import Event, EventBus, EventPattern
+from triggers.executors import ExecutorRegistry, RunContext, TriggerGateway
+from triggers.lease import DatabaseLease
+from triggers.model import Misfire, RunOutcome, Task, TaskStatus, TriggerKind
+from triggers.store import TaskStore
+
+log = logging.getLogger(__name__)
+
+FIRING = "firing"  # a run recorded, its executor not yet finished
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    heartbeat_seconds: float = 15.0  # lease renewal, takeover, approvals
+    lease_seconds: float = 45.0  # a dead leader is replaced within this (plus a heartbeat)
+    on_time_slack: timedelta = timedelta(minutes=2)  # "on time" for Misfire.SKIP
+    max_missed_recorded: int = 50  # missed occurrences recorded per task after downtime
+    batch: int = 500
+
+
+class TriggerEngine:
+    def __init__(self, db: Database, clock: Clock, gateway: TriggerGateway,
+                 executors: ExecutorRegistry, *, bus: EventBus | None = None,
+                 checker: Checker | None = None, settings: EngineSettings | None = None,
+                 holder: str | None = None) -> None:
+        self.db = db
+        self.clock = clock
+        self.gateway = gateway
+        self.store = TaskStore(db)
+        self.executors = executors
+        self.bus = bus
+        self.checker = checker
+        self.settings = settings or EngineSettings()
+        self.holder = holder or f"engine-{uuid.uuid4().hex[:8]}"
+        self.lease = DatabaseLease(db, self.holder,
+                                   ttl=timedelta(seconds=self.settings.lease_seconds))
+        self.approvals = ApprovalWatch(db, self.store, gateway)
+        self.leading = False
+        self._lock = asyncio.Lock()
+        self._scheduler: AsyncIOScheduler | None = None
+        self._stopped = False
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self, *, wake_up: bool = True) -> None:
+        """Subscribe to events, fire what is due, and (with `wake_up`) let APScheduler call
+        `tick` when the next run is due and at every heartbeat."""
+        if self.bus is not None:
+            self.bus.subscribe(EventPattern(), self.on_event)
+        if wake_up:
+            self._scheduler = AsyncIOScheduler(timezone=UTC)
+            self._scheduler.add_job(self.tick, "interval", id="heartbeat",
+                                    seconds=self.settings.heartbeat_seconds,
+                                    max_instances=1, coalesce=True)
+            self._scheduler.start()
+        await self.tick()
+
+    async def stop(self) -> None:
+        # The lock first: a tick under way finishes its queries (APScheduler's shutdown would
+        # cancel it mid-query); ticks that start later see `_stopped` and do nothing.
+        async with self._lock:
+            self._stopped = True
+            if self._scheduler is not None:
+                self._scheduler.shutdown(wait=False)
+                self._scheduler = None
+            if self.leading:
+                await self.lease.release()  # the next process leads at its next heartbeat
+            self.leading = False
+
+    async def changed(self) -> None:
+        """A task was added or changed: the wake-up job is rebuilt from the database."""
+        async with self._lock:
+            await self._reschedule()
+
+    async def _reschedule(self) -> None:
+        """Only the leader wakes up for runs; a follower tries to lead at each heartbeat."""
+        if self._scheduler is None or self._stopped or not self.leading:
+            return
+        due = await self.store.next_due_at()
+        if due is None:
+            if self._scheduler.get_job("wake"):
+                self._scheduler.remove_job("wake")
+            return
+        # The injected clock decides how long to wait; APScheduler waits it on the real one.
+        delay = max((due - self.clock.now()).total_seconds(), 0.0)
+        self._scheduler.add_job(self.tick, "date", id="wake", replace_existing=True,
+                                run_date=datetime.now(UTC) + timedelta(seconds=delay),
+                                misfire_grace_time=None, max_instances=2)
+
+    # --- the tick ------------------------------------------------------------------------
+
+    async def tick(self) -> None:
+        """Lead if possible; the leader fires every due run and settles approvals."""
+        async with self._lock:
+            if self._stopped:
+                return
+            now = self.clock.now()
+            was_leading = self.leading
+            self.leading = await self.lease.acquire(now)
+            if self.leading and not was_leading:
+                log.info("%s leads the trigger schedule", self.holder)
+                await self._refire_interrupted()
+            if self.leading:
+                await self._fire_due(now)
+                await self.approvals.settle(now)
+            await self._reschedule()
+
+    async def _fire_due(self, now: datetime) -> None:
+        """Due tasks in batches: each batch's runs are recorded (and the tasks moved on) in
+        one transaction, then executed one by one, yielding between them so the people's
+        turns start while the rest is still being dispatched."""
+        while True:
+            due = await self.store.due(now, self.settings.batch)
+            for task in (t for t in due if t.kind is TriggerKind.CONDITION):
+                await self._guarded(task, now, self._poll_and_advance(task, now))
+            scheduled = [t for t in due if t.kind is not TriggerKind.CONDITION]
+            runs = await self._record_batch(scheduled, now) if scheduled else []
+            finished = []
+            for run in runs:
+                finished.append((run, *await self._call_executor(run)))
+                await asyncio.sleep(0)
+            await self.store.finish_runs(
+                [(r.task.id, r.run_key, outcome, detail) for r, outcome, detail in finished],
+                only_if=FIRING)
+            if len(due) < self.settings.batch:
+                return
+
+    async def _guarded(self, task: Task, now: datetime, work: Any) -> None:
+        try:
+            await work
+        except Exception:  # one broken task must not stop everyone's schedule
+            log.exception("task %s failed to fire; disabled", task.id)
+            await self.store.set_status(task.id, TaskStatus.DISABLED, now)
+
+    async def _poll_and_advance(self, task: Task, now: datetime) -> None:
+        await self._poll_condition(task, now)
+        await self.store.advance(task, task.next_after(now), now, ran=False)
+
+    async def _record_batch(self, tasks: list[Task], now: datetime) -> list[RunContext]:
+        """Record every due run (missed ones as such) and move each task to its next run;
+        returns the runs this engine recorded first (a duplicate fire records nothing)."""
+        plans, broken = [], []
+        for task in tasks:
+            try:
+                plans.append(self._plan(task, now))
+            except Exception:
+                log.exception("task %s: cannot compute its schedule; disabled", task.id)
+                broken.append(task)
+        runs: list[RunContext] = []
+        async with self.db.transaction() as tx:
+            for task, missed, run_at, next_at in plans:
+                for at in missed:
+                    await self.store.claim_run(task.id, _key(at), at, RunOutcome.MISSED, now,
+                                               q=tx)
+                if run_at is not None and await self.store.claim_run(
+                        task.id, _key(run_at), run_at, FIRING, now, q=tx):
+                    runs.append(RunContext(task, _key(run_at), run_at))
+                await self.store.advance(task, next_at, now, ran=run_at is not None, q=tx)
+        for task in broken:
+            await self.store.set_status(task.id, TaskStatus.DISABLED, now)
+        return runs
+
+    def _plan(self, task: Task, now: datetime
+              ) -> tuple[Task, list[datetime], datetime | None, datetime | None]:
+        """(task, occurrences to record as missed, the one to run or None, next run)."""
+        assert task.next_run_at is not None
+        occurrences = [task.next_run_at]
+        while len(occurrences) <= self.settings.max_missed_recorded:
+            following = task.next_after(occurrences[-1])
+            if following is None or following > now:
+                break
+            occurrences.append(following)
+        *older, latest = occurrences
+        next_at = task.next_after(max(latest, now))
+        if now - latest <= self._tolerance(task):
+            return task, older, latest, next_at
+        log.info("task %s: run due %s missed (late %s)", task.id, latest, now - latest)
+        return task, [*older, latest], None, next_at
+
+    def _tolerance(self, task: Task) -> timedelta:
+        if task.misfire is Misfire.SKIP:
+            return self.settings.on_time_slack
+        return max(timedelta(seconds=task.grace_seconds), self.settings.on_time_slack)
+
+    async def _run(self, run: RunContext, now: datetime) -> RunOutcome | None:
+        """Record the run, then execute it; None when it was recorded before (a no-op)."""
+        if not await self.store.claim_run(run.task.id, run.run_key, run.scheduled_at, FIRING,
+                                          now):
+            return None
+        return await self._execute(run)
+
+    async def _execute(self, run: RunContext) -> RunOutcome:
+        outcome, detail = await self._call_executor(run)
+        await self.store.finish_run(run.task.id, run.run_key, outcome, detail, only_if=FIRING)
+        return outcome
+
+    async def _call_executor(self, run: RunContext) -> tuple[RunOutcome, str | None]:
+        executor = self.executors.get(run.task.executor)
+        if executor is None:
+            return RunOutcome.FAILED, f"no executor named {run.task.executor!r}"
+        try:
+            return await executor.execute(run), None
+        except Exception as err:
+            log.exception("task %s run %s failed", run.task.id, run.run_key)
+            return RunOutcome.FAILED, f"{type(err).__name__}: {err}"
+
+    async def _refire_interrupted(self) -> None:
+        """Runs recorded by a process that died before its executor finished: executors are
+        idempotent on the run key, so firing them again sends nothing twice."""
+        rows = await self.db.fetch(
+            "SELECT task_id, run_key, scheduled_at FROM trigger_runs WHERE outcome = $1", FIRING)
+        for row in rows:
+            task = await self.store.get(row["task_id"])
+            if task is not None:
+                await self._execute(RunContext(task, row["run_key"], row["scheduled_at"]))
+
+    # --- events and conditions -------------------------------------------------------------
+
+    async def on_event(self, event: Event) -> None:
+        """Every active event task whose filter matches runs once per event id."""
+        now = self.clock.now()
+        for task in await self.store.listening():
+            flt = task.event_filter
+            if flt is None or not EventPattern(flt.source, flt.type, flt.fields).matches(event):
+                continue
+            await self._run(RunContext(task, f"event:{event.id}", now,
+                                       event={"source": event.source, "type": event.type,
+                                              "data": dict(event.data)}), now)
+
+    async def _poll_condition(self, task: Task, now: datetime) -> None:
+        check = task.condition
+        if check is None or self.checker is None:
+            return
+        try:
+            observed = await self.checker(task, check)
+            held = holds(check, observed)
+        except (ConditionError, ValueError) as err:
+            log.warning("task %s: condition check failed: %s", task.id, err)
+            return
+        cooled = task.last_fired_at is None or \
+            now - task.last_fired_at >= timedelta(seconds=check.cooldown_seconds)
+        fire = held and not task.last_held and cooled
+        changes: dict[str, Any] = {"last_value": _json(observed), "last_held": held}
+        if fire:
+            changes["last_fired_at"] = now
+        await self.store.update(task.id, now, **changes)
+        if fire:
+            await self._run(RunContext(task, f"condition:{_key(now)}", now, observed=observed),
+                            now)
+
+    # --- changes from people ---------------------------------------------------------------
+
+    async def add(self, task: Task) -> Task:
+        stored = await self.store.add(task, self.clock.now())
+        await self.changed()
+        return stored
+
+    async def set_status(self, task_id: str, status: TaskStatus) -> bool:
+        now = self.clock.now()
+        task = await self.store.get(task_id)
+        if task is None:
+            return False
+        await self.store.set_status(task_id, status, now)
+        if status is TaskStatus.ACTIVE and task.is_recurring():
+            # Resuming does not replay what fell due while paused.
+            await self.store.update(task_id, now, next_run_at=task.next_after(now))
+        await self.changed()
+        return True
+
+    async def remove(self, task_id: str) -> bool:
+        removed = await self.store.remove(task_id)
+        await self.changed()
+        return removed
+
+    async def run_now(self, task_id: str) -> RunOutcome | None:
+        """Run a task at once (whatever its schedule), under a key of its own."""
+        task = await self.store.get(task_id)
+        if task is None:
+            return None
+        now = self.clock.now()
+        return await self._run(RunContext(task, f"manual:{_key(now)}", now), now)
+
+
+def _key(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str)

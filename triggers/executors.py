@@ -1,0 +1,117 @@
+"""Executors: what a run does. The orchestrator executor puts a trigger message in the
+person's queue (the LLM decides what to do; the reply goes out as a notification); a
+deterministic executor does a fixed thing with no LLM call (a reminder sends its text)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from bot.envelopes import Notification, TriggerMessage, Urgency
+from triggers.model import RunOutcome, Task, TriggerKind
+from triggers.templates import instruction_for
+
+MAX_EVENT_CHARS = 2000  # an event's data is quoted into the turn, bounded
+
+
+class TriggerGateway(Protocol):
+    """The part of the gateway a run needs (bot.gateway.gateway.Gateway fits)."""
+
+    async def submit(self, msg: TriggerMessage) -> bool: ...
+
+    async def notify(self, note: Notification) -> bool: ...
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """One run: its task, its unique key, when it was due, and what set it off."""
+
+    task: Task
+    run_key: str
+    scheduled_at: datetime
+    event: Mapping[str, Any] | None = None  # source, type, data
+    observed: Any = None  # a condition's value when it became true
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def message_key(self) -> str:
+        """The key the gateway dedupes the run's message on."""
+        return f"task:{self.task.id}:{self.run_key}"
+
+
+class Executor(Protocol):
+    async def execute(self, run: RunContext) -> RunOutcome: ...
+
+
+def trigger_text(run: RunContext, tools: Collection[str] = ()) -> str:
+    """What the turn is asked, marked so the persona knows no person wrote it."""
+    task = run.task
+    instruction = instruction_for(task.template, task.instruction, tools)
+    if task.kind is TriggerKind.EVENT and run.event is not None:
+        data = json.dumps(dict(run.event.get("data") or {}), default=str)[:MAX_EVENT_CHARS]
+        return (f"[Event Trigger] {run.event.get('source')}/{run.event.get('type')}: {data}\n"
+                f"Task: {instruction}")
+    if task.kind is TriggerKind.CONDITION and task.condition is not None:
+        check = task.condition
+        return (f"[Condition Trigger] Condition met: {check.tool} {check.op} "
+                f"{check.value!r} (observed {run.observed!r})\nTask: {instruction}")
+    return f"[Scheduled Task] {instruction}"
+
+
+def urgency_of(task: Task) -> Urgency:
+    try:
+        return Urgency(str(task.action.get("urgency", "normal")))
+    except ValueError:
+        return Urgency.NORMAL
+
+
+class OrchestratorExecutor:
+    """The default: the run becomes a turn in the person's queue."""
+
+    def __init__(self, gateway: TriggerGateway, tools: Collection[str] = ()) -> None:
+        self.gateway = gateway
+        self.tools = tools  # the tool names this deployment has (templates ask only for them)
+
+    async def execute(self, run: RunContext) -> RunOutcome:
+        await self.gateway.submit(TriggerMessage(
+            run.task.user_id, trigger_text(run, self.tools), key=run.message_key,
+            task_id=run.task.id, channel=run.task.channel, urgency=urgency_of(run.task)))
+        return RunOutcome.SUBMITTED  # a duplicate submit is a no-op: still submitted once
+
+
+class ReminderExecutor:
+    """A plain reminder: its text, sent as a notification. No LLM call."""
+
+    def __init__(self, gateway: TriggerGateway) -> None:
+        self.gateway = gateway
+
+    async def execute(self, run: RunContext) -> RunOutcome:
+        text = str(run.task.action.get("text") or run.task.name)
+        await self.gateway.notify(Notification(
+            run.task.user_id, f"⏰ Reminder: {text}", dedupe_key=run.message_key,
+            channel=run.task.channel, urgency=urgency_of(run.task)))
+        return RunOutcome.SENT
+
+
+class ExecutorRegistry:
+    """Executors by name; a task names one (`orchestrator` by default)."""
+
+    def __init__(self, executors: Mapping[str, Executor] | None = None) -> None:
+        self._executors: dict[str, Executor] = dict(executors or {})
+
+    def register(self, name: str, executor: Executor) -> None:
+        self._executors[name] = executor
+
+    def get(self, name: str) -> Executor | None:
+        return self._executors.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._executors)
+
+
+def default_executors(gateway: TriggerGateway, tools: Collection[str] = ()) -> ExecutorRegistry:
+    return ExecutorRegistry({"orchestrator": OrchestratorExecutor(gateway, tools),
+                             "reminder": ReminderExecutor(gateway)})

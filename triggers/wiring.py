@@ -1,0 +1,50 @@
+"""Builds the trigger side for the composition root (bot/app.py calls `build_triggers`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from bot.clock import Clock
+from bot.db import Database
+from bot.tools import ToolRegistry
+from triggers.conditions import registry_checker
+from triggers.engine import EngineSettings, TriggerEngine
+from triggers.events import InProcessEventBus
+from triggers.executors import TriggerGateway, default_executors
+from triggers.http import events_app
+from triggers.service import TaskService
+
+EVENTS_TOKEN_ENV = "VALET_EVENTS_TOKEN"
+
+
+@dataclass
+class Triggers:
+    engine: TriggerEngine
+    service: TaskService
+    bus: InProcessEventBus
+
+    async def start(self, *, wake_up: bool = True) -> None:
+        await self.bus.start()
+        await self.engine.start(wake_up=wake_up)
+
+    async def stop(self) -> None:
+        await self.engine.stop()
+        await self.bus.stop()
+
+    def http_app(self, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+        """The `POST /events` sub-application for `valet serve`."""
+        token = (env if env is not None else os.environ).get(EVENTS_TOKEN_ENV)
+        return events_app(self.bus, token)
+
+
+def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry: ToolRegistry,
+                   settings: EngineSettings, *, http: Any = None, stores: Any = None
+                   ) -> Triggers:
+    bus = InProcessEventBus()
+    engine = TriggerEngine(db, clock, gateway, default_executors(gateway, registry.names()),
+                           bus=bus, checker=registry_checker(registry, clock, http=http,
+                                                             stores=stores),
+                           settings=settings)
+    return Triggers(engine, TaskService(engine), bus)
