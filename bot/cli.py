@@ -22,6 +22,7 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--pipe", action="store_true", help="one message per line, replies on stdout")
     chat.add_argument("--jsonl", action="store_true", help="pipe mode, replies as JSON lines")
     sub.add_parser("doctor", help="check the configuration and the LLM endpoint")
+    sub.add_parser("serve", help="run the service: channels (Telegram), webhooks, health checks")
     add_admin_commands(sub)
     return p
 
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
-        "chat": _chat, "doctor": _doctor, "users": run_admin, "pair": run_admin,
+        "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin, "pair": run_admin,
         "approvals": run_admin}
     try:
         return asyncio.run(commands[args.command](settings, args))
@@ -67,6 +68,12 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
             f"{settings.llm.base_url or 'OpenAI'}. /quit to leave.")
     finally:
         await app.close()
+
+
+async def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.serve import serve
+
+    return await serve(settings)
 
 
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:

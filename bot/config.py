@@ -35,6 +35,10 @@ class LLMSettings(_Section):
     extra_body: dict[str, Any] = {}
     # Only from the environment (VALET_LLM_API_KEY, else OPENAI_API_KEY); never from the file.
     api_key: str | None = pydantic.Field(default=None, exclude=True)
+    # Voice notes go to the same endpoint's /audio/transcriptions with this model (None: the
+    # person is told voice notes cannot be heard yet).
+    transcription_model: str | None = None
+    vision: bool = False  # the model can look at photos
 
     @property
     def configured(self) -> bool:
@@ -73,6 +77,25 @@ class AgentsSettings(_Section):
         return value
 
 
+class HTTPSettings(_Section):
+    """Where `valet serve` listens (webhooks, health checks)."""
+
+    host: str = "127.0.0.1"
+    port: int = pydantic.Field(8080, ge=0, le=65535)
+
+
+class TelegramSettings(_Section):
+    mode: Literal["polling", "webhook"] = "polling"
+    groups: bool = False  # answer in groups (only when mentioned or replied to)
+    # Webhook mode: the public https URL Telegram posts to (…/telegram/webhook is added).
+    webhook_url: str | None = None
+    # Only from the environment: VALET_TELEGRAM_TOKEN (turns the channel on),
+    # VALET_TELEGRAM_WEBHOOK_SECRET, VALET_TELEGRAM_API_URL (another Bot API server).
+    token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    webhook_secret: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    api_url: str | None = pydantic.Field(default=None, exclude=True)
+
+
 class Settings(_Section):
     source: str = "<defaults>"
     llm: LLMSettings = LLMSettings()
@@ -89,6 +112,8 @@ class Settings(_Section):
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()
     redis_url: str | None = None  # several processes: per-user locks across them
+    http: HTTPSettings = HTTPSettings()
+    telegram: TelegramSettings = TelegramSettings()
 
     @pydantic.field_validator("timezone")
     @classmethod
@@ -129,8 +154,11 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
     "VALET_AGENTS_FILES": ("agents", "registries"),
     "VALET_REDIS_URL": ("redis_url",),
+    "VALET_HTTP_HOST": ("http", "host"),
+    "VALET_HTTP_PORT": ("http", "port"),
 }
-SECRET_KEYS = {("llm", "api_key")}
+SECRET_KEYS = {("llm", "api_key"), ("telegram", "token"), ("telegram", "webhook_secret"),
+               ("telegram", "api_url")}
 
 
 def config_path(cli_path: str | None, env: dict[str, str]) -> tuple[Path, bool]:
@@ -154,7 +182,8 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
     for secret in SECRET_KEYS:
         if _get(raw, secret) is not None:
             raise ConfigError(f"{path}:{_line(root, secret)}: {'.'.join(secret)}: secrets are "
-                              "read only from the environment (VALET_LLM_API_KEY); remove it")
+                              "read only from the environment (VALET_LLM_API_KEY, "
+                              "VALET_TELEGRAM_*); remove it")
     for var, key_path in ENV_OVERRIDES.items():
         if env.get(var):
             _set(raw, key_path, env[var])
@@ -168,6 +197,9 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
         where = f"{path}:{_line(root, loc)}" if path.exists() else "environment"
         raise ConfigError(f"{where}: {'.'.join(loc)}: {first['msg']}") from err
     settings.llm.api_key = api_key
+    settings.telegram.token = env.get("VALET_TELEGRAM_TOKEN") or None
+    settings.telegram.webhook_secret = env.get("VALET_TELEGRAM_WEBHOOK_SECRET") or None
+    settings.telegram.api_url = env.get("VALET_TELEGRAM_API_URL") or None
     return settings
 
 
