@@ -29,6 +29,7 @@ class _Status:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     has_line: asyncio.Event = field(default_factory=asyncio.Event)
+    posting: bool = False  # the status message is on its way: let it land, then edit it
 
 
 class ProgressBoard:
@@ -60,8 +61,10 @@ class ProgressBoard:
         status = self._chats.pop(chat, None)
         if status is None:
             return
-        for task in status.tasks:
-            task.cancel()
+        typing, show = status.tasks
+        typing.cancel()
+        if not status.posting:
+            show.cancel()  # still waiting: the turn ended before a status was due
         for task in status.tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -72,6 +75,7 @@ class ProgressBoard:
     async def _show_later(self, chat: str, status: _Status) -> None:
         await asyncio.sleep(self.delay)
         await status.has_line.wait()  # only a tool call has something to show
+        status.posting = True
         async with status.lock:
             try:
                 status.message_id = await self._post(chat, status.line)

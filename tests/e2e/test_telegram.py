@@ -1,0 +1,324 @@
+"""Telegram end to end: the real python-telegram-bot against the fake Bot API server, the real
+gateway and outbox, the fake LLM behind the real openai client."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.clock import SystemClock
+from bot.config import OwnerSettings, TelegramSettings
+from bot.transcribe import Transcriber
+from channels.telegram.inbound import CANNOT_SEE
+from channels.telegram.lease import FileLease
+from channels.telegram.limiter import Limits, OutboundLimiter
+from channels.telegram.service import WEBHOOK_PATH, TelegramService
+from tests.fakes.fake_openai import Reply, ToolCall
+from tests.fakes.fake_telegram import TOKEN, FakeTelegram, parse_html
+
+OWNER_CHAT = 42
+SECRET = "s3cret-Token_1"
+
+
+@dataclass
+class Harness:
+    tg: FakeTelegram
+    app: Any
+    service: TelegramService
+    webhook_base: str = ""
+
+    async def inbox_count(self) -> int:
+        return int(await self.app.db.fetchval("SELECT COUNT(*) FROM inbox"))
+
+
+@pytest.fixture
+async def fake_tg() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as tg:
+        yield tg
+
+
+@pytest.fixture
+async def start_telegram(app_factory, fake_tg, fake_llm, tmp_path):
+    started: list[tuple[TelegramService, web.AppRunner | None]] = []
+
+    async def start(*, mode: str = "polling", clock: Any = None, limits: Limits | None = None,
+                    status_delay: float = 30.0, transcription: bool = False,
+                    owner_ids: tuple[str, ...] = (str(OWNER_CHAT),)) -> Harness:
+        app = await app_factory(clock=clock, owner=OwnerSettings(telegram_ids=list(owner_ids)))
+        runner = None
+        webhook_base = ""
+        if mode == "webhook":
+            runner = web.AppRunner(web.Application())
+            # The service's routes are added below, before the runner is set up.
+        settings = TelegramSettings(mode=mode, token=TOKEN, api_url=fake_tg.api_url,
+                                    webhook_secret=SECRET, webhook_url="http://pending")
+        transcriber = Transcriber(base_url=fake_llm.base_url, api_key="k",
+                                  model="whisper-test") if transcription else None
+
+        async def is_known(address: str) -> bool:
+            return await app.identities.resolve("telegram", address) is not None
+
+        service = TelegramService(
+            settings, door=app.gateway, is_known=is_known,
+            lease=FileLease(tmp_path / "poller.lock"), transcriber=transcriber,
+            limiter=OutboundLimiter(limits or Limits(per_chat_rate=50, per_chat_burst=5,
+                                                     per_bot_rate=200, per_bot_burst=50)),
+            status_delay=status_delay, poll_timeout=1)
+        if runner is not None:
+            runner.app.router.add_routes(service.routes())
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            webhook_base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+            settings.webhook_url = webhook_base
+        app.add_channel(service.channel)
+        await app.start()
+        await service.start()
+        started.append((service, runner))
+        return Harness(fake_tg, app, service, webhook_base)
+
+    yield start
+    for service, runner in started:
+        await service.stop()
+        await service.close()
+        if runner is not None:
+            await runner.cleanup()
+
+
+def bot_messages(tg: FakeTelegram, chat: int) -> list[str]:
+    return [m.text for m in tg.sent(chat)]
+
+
+async def test_a_plain_chat_is_answered(start_telegram, fake_llm):
+    fake_llm.script(Reply(content="Hello **Alice**! How can I help?"))
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "hi there")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    [answer] = h.tg.sent(OWNER_CHAT)
+    assert answer.text == "Hello Alice! How can I help?"
+    assert answer.raw == "Hello <b>Alice</b>! How can I help?"
+    assert fake_llm.requests[0]["messages"][-1]["content"].endswith("hi there")
+    assert [c["command"] for c in h.tg.commands] == [
+        "start", "help", "pending", "cancel", "stop", "link", "whoami"]
+    assert h.tg.called("sendChatAction"), "typing is shown while the turn runs"
+
+
+async def test_a_5000_character_answer_arrives_as_two_valid_messages(start_telegram, fake_llm):
+    paragraphs = [f"Paragraph {i}: " + "lorem ipsum dolor sit amet " * 9 for i in range(20)]
+    long_answer = "\n\n".join(paragraphs)
+    assert 4096 < len(long_answer) < 8000
+    fake_llm.script(Reply(content=long_answer))
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "tell me a lot")
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, OWNER_CHAT)) >= 2)
+    await h.app.gateway.wait_idle()
+    parts = bot_messages(h.tg, OWNER_CHAT)
+    assert len(parts) == 2
+    assert all(len(p) <= 4096 for p in parts)
+    assert " ".join(" ".join(parts).split()) == " ".join(long_answer.split())
+
+
+async def test_angle_brackets_ampersands_and_broken_markdown_still_arrive(start_telegram,
+                                                                          fake_llm):
+    text = "If a < b && c > d then **bold never closes and `code too <script>"
+    fake_llm.script(Reply(content=text))
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "compare")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    assert bot_messages(h.tg, OWNER_CHAT) == [text]
+
+
+async def test_html_telegram_rejects_goes_again_as_plain_text(start_telegram, fake_llm):
+    fake_llm.script(Reply(content="Totally *fine* text"))
+    h = await start_telegram()
+    h.tg.fail_next("sendMessage", 400, description="Bad Request: can't parse entities: "
+                                                   "Unsupported start tag at byte offset 3")
+    h.tg.user_says(OWNER_CHAT, "hello")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    [message] = h.tg.sent(OWNER_CHAT)
+    assert message.text == "Totally *fine* text" and message.parse_mode is None
+
+
+async def test_a_burst_of_429s_every_message_arrives_once_in_order_within_limits(
+        start_telegram, fake_llm):
+    fake_llm.responder = lambda body: Reply(
+        content="echo " + body["messages"][-1]["content"].split()[-1])
+    limits = Limits(per_chat_rate=4.0, per_chat_burst=1, per_bot_rate=6.0, per_bot_burst=1)
+    h = await start_telegram(clock=SystemClock(), limits=limits)
+    h.app.gateway.deps.deliverer.policy.base_delay = 0.05  # retry as soon as Telegram allows
+    chats = [OWNER_CHAT, 43]
+    await h.app.identities.link("telegram", "43", "owner", at=h.app.clock.now())
+    h.tg.fail_next("sendMessage", 429, retry_after=1, times=3)
+    for i in range(4):
+        for chat in chats:
+            h.tg.user_says(chat, f"message m{i}")
+    await h.tg.wait_for(lambda: len(h.tg.sent()) == 8, timeout=30)
+    for chat in chats:
+        assert bot_messages(h.tg, chat) == [f"echo m{i}" for i in range(4)]
+    sends = h.tg.called("sendMessage")
+    refused = [c.at for c in sends[:3]]
+    accepted = [c.at for c in sends[3:]]
+    assert len(accepted) == 8
+    # Nothing was sent before Telegram's retry_after had passed since the last 429.
+    assert min(accepted) - max(refused) >= 1.0 - 0.05
+    # No faster than the bot's limit: 8 messages at 6/s with a burst of 1 take >= 7/6 s.
+    assert accepted[-1] - accepted[0] >= 7 / 6 - 0.1
+    for chat in chats:
+        times = [c.at for c in sends[3:] if int(c.params["chat_id"]) == chat]
+        assert all(b - a >= 0.25 - 0.05 for a, b in itertools.pairwise(times))
+
+
+async def test_webhook_refuses_a_missing_or_wrong_secret_and_stores_nothing(start_telegram,
+                                                                           fake_llm):
+    fake_llm.script(Reply(content="Got it."))
+    h = await start_telegram(mode="webhook")
+    assert h.tg.webhook["url"] == h.webhook_base + WEBHOOK_PATH
+    assert h.tg.webhook["secret_token"] == SECRET
+    update = h.tg.user_says(OWNER_CHAT, "hello by webhook")
+    assert await h.tg.deliver_webhook(update, secret=None) == 403
+    assert await h.tg.deliver_webhook(update, secret="wrong-secret") == 403
+    assert await h.inbox_count() == 0
+    assert await h.tg.deliver_webhook(update) == 200
+    assert await h.tg.deliver_webhook(update) == 200  # Telegram delivers it again
+    await h.app.gateway.wait_idle()
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    assert bot_messages(h.tg, OWNER_CHAT) == ["Got it."]
+    assert await h.inbox_count() == 1
+    assert fake_llm.calls == 1
+
+
+async def test_webhook_with_a_body_that_is_not_an_update_is_refused(start_telegram):
+    h = await start_telegram(mode="webhook")
+    async with aiohttp.ClientSession() as http, http.post(
+            h.webhook_base + WEBHOOK_PATH, data=b"not json",
+            headers={"X-Telegram-Bot-Api-Secret-Token": SECRET}) as resp:
+        assert resp.status == 400
+    assert await h.inbox_count() == 0
+
+
+async def test_a_voice_note_is_transcribed_shown_and_answered(start_telegram, fake_llm):
+    fake_llm.transcript = "remind me to buy milk"
+    fake_llm.script(Reply(content="I'll remember the milk."))
+    h = await start_telegram(transcription=True)
+    h.tg.user_sends_voice(OWNER_CHAT, b"OggS fake audio")
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, OWNER_CHAT)) == 2)
+    assert bot_messages(h.tg, OWNER_CHAT) == ["🎤 “remind me to buy milk”",
+                                              "I'll remember the milk."]
+    assert fake_llm.transcriptions == [{"model": "whisper-test", "audio": b"OggS fake audio"}]
+    assert fake_llm.requests[0]["messages"][-1]["content"].endswith("remind me to buy milk")
+
+
+async def test_a_photo_with_vision_off_gets_the_polite_sentence(start_telegram, fake_llm):
+    h = await start_telegram()
+    h.tg.user_sends_photo(OWNER_CHAT)
+    h.tg.user_sends_sticker(OWNER_CHAT)
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, OWNER_CHAT)) == 2)
+    assert bot_messages(h.tg, OWNER_CHAT) == [
+        CANNOT_SEE, "I can't read a sticker yet: please write to me."]
+    assert fake_llm.calls == 0
+
+
+async def test_an_unknown_sender_gets_the_pairing_reply_and_no_llm_request(start_telegram,
+                                                                         fake_llm):
+    h = await start_telegram()
+    stranger = 777
+    h.tg.user_says(stranger, "hello, who are you?")
+    h.tg.user_sends_voice(stranger, b"audio")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, stranger))
+    await h.app.gateway.wait_idle()
+    [reply] = bot_messages(h.tg, stranger)
+    assert "code" in reply.lower()
+    assert fake_llm.calls == 0 and fake_llm.transcriptions == []
+    assert not [c for c in h.tg.called("sendChatAction")
+                if int(c.params["chat_id"]) == stranger]
+
+
+async def test_progress_is_one_status_message_edited_in_place(start_telegram, fake_llm):
+    fake_llm.script(
+        Reply(tool_calls=[ToolCall("calculate", {"expression": "6*7"}),
+                          ToolCall("current_time", {"timezone": "Europe/Paris"})]),
+        Reply(content="42, and it is morning in Paris."))
+    h = await start_telegram(status_delay=0.0)
+    h.tg.user_says(OWNER_CHAT, "what is 6*7 and the time in Paris?")
+    await h.tg.wait_for(lambda: any("42" in t for t in bot_messages(h.tg, OWNER_CHAT)))
+    await h.app.gateway.wait_idle()
+    messages = h.tg.sent(OWNER_CHAT)
+    status, answer = messages
+    assert answer.text == "42, and it is morning in Paris."
+    assert status.text.startswith("✓ ")  # the one status message, kept and marked done
+    assert h.tg.called("sendChatAction")
+    assert not h.tg.called("deleteMessage")
+
+
+async def test_a_quick_turn_shows_no_status_message(start_telegram, fake_llm):
+    fake_llm.script(Reply(tool_calls=[ToolCall("calculate", {"expression": "1+1"})]),
+                    Reply(content="2"))
+    h = await start_telegram(status_delay=30.0)
+    h.tg.user_says(OWNER_CHAT, "1+1?")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    await h.app.gateway.wait_idle()
+    assert bot_messages(h.tg, OWNER_CHAT) == ["2"]
+
+
+async def test_a_second_poller_on_the_same_bot_stands_by(start_telegram, fake_llm, tmp_path):
+    fake_llm.responder = lambda body: Reply(content="once")
+    first = await start_telegram()
+    first.tg.user_says(OWNER_CHAT, "hello")
+    await first.tg.wait_for(lambda: bot_messages(first.tg, OWNER_CHAT))
+    second_lease = FileLease(tmp_path / "poller.lock")  # another process's, on this machine
+    assert not await second_lease.acquire()
+    await first.service.stop()
+    assert await second_lease.acquire()  # free once the first stopped
+    await second_lease.release()
+
+
+def test_fake_server_rejects_what_telegram_rejects():
+    from tests.fakes.fake_telegram import ApiError
+
+    assert parse_html("<b>a &amp; b</b>") == "a & b"
+    for bad in ("a < b", "<b>open", "<script>x</script>", "a & b"):
+        with pytest.raises(ApiError, match="can't parse entities"):
+            parse_html(bad)
+
+
+async def test_edit_shows_the_outcome_and_drops_the_buttons(start_telegram, fake_llm):
+    from datetime import UTC, datetime
+
+    from bot.envelopes import ApprovalPrompt, OutboundMessage
+
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "/whoami")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    prompt = ApprovalPrompt(id="apr_0123456789abcdef0123456789abcdef", code="4821", position=1,
+                            summary="Delete the note “Dentist”", details=(("title", "Dentist"),),
+                            allow_modification=False,
+                            expires_at=datetime(2026, 1, 5, 10, tzinfo=UTC))
+    channel = h.service.channel
+    message_id = await channel.send(OutboundMessage(
+        900, "owner", "telegram", str(OWNER_CHAT), "Shall I?", prompts=(prompt,)))
+    sent = h.tg.messages[int(message_id)]
+    assert [b["text"] for b in sent.buttons] == ["✅ Approve", "✖️ Cancel"]
+    assert [b["callback_data"] for b in sent.buttons] == [
+        f"a:{prompt.id}:approve", f"a:{prompt.id}:cancel"]
+    edit = OutboundMessage(901, "owner", "telegram", str(OWNER_CHAT), "Approved: note deleted",
+                           kind=f"edit:{message_id}")
+    assert await channel.send(edit) == message_id
+    assert await channel.send(edit) == message_id  # "message is not modified" is success
+    assert sent.text == "Approved: note deleted" and sent.buttons == []
+
+
+async def test_a_press_on_an_unreadable_button_is_answered_at_once(start_telegram):
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "/whoami")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    message_id = h.tg.sent(OWNER_CHAT)[0].message_id
+    h.tg.user_presses(OWNER_CHAT, message_id, "old-format-data")
+    await h.tg.wait_for(lambda: h.tg.called("answerCallbackQuery"))
+    assert h.tg.called("answerCallbackQuery")[0].params["text"] == (
+        "This button is no longer valid.")
