@@ -82,6 +82,8 @@ class HTTPSettings(_Section):
 
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8080, ge=0, le=65535)
+    # On SIGTERM, how long running turns get to finish (the rest is redone at the next start).
+    shutdown_grace_seconds: float = pydantic.Field(20.0, ge=0)
 
 
 class TelegramSettings(_Section):

@@ -4,14 +4,13 @@ beside it.
 
 On SIGTERM (or SIGINT) it stops taking new work (channels stop receiving; webhooks answer 503
 so Telegram and Twilio send again later), lets running turns and their replies finish for
-`SHUTDOWN_GRACE_SECONDS`, then stops; whatever is still unfinished stays in the inbox and
+`http.shutdown_grace_seconds`, then stops; whatever is still unfinished stays in the inbox and
 outbox and is picked up at the next start.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from typing import Protocol
@@ -21,9 +20,6 @@ from aiohttp import web
 from bot.config import Settings
 
 log = logging.getLogger(__name__)
-
-SHUTDOWN_GRACE_SECONDS = 20.0
-
 
 class ServedChannel(Protocol):
     """What a channel gives `valet serve`: its HTTP routes (webhooks) and its lifecycle."""
@@ -85,45 +81,68 @@ def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application
     return web_app
 
 
+def _service_logging() -> None:
+    """Start-up and shutdown lines always show; request URLs never do (a Telegram request
+    URL contains the bot token)."""
+    for name in ("bot.serve", "channels.telegram"):
+        logger = logging.getLogger(name)
+        logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
+    for name in ("httpx", "httpcore", "telegram"):
+        logger = logging.getLogger(name)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     from bot.app import App
 
+    _service_logging()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     app = await App.build(settings)
-    channels = configured_channels(settings, app)
-    runner = web.AppRunner(build_web_app(app, channels), access_log=None)
+    channels: list[ServedChannel] = []
+    runner: web.AppRunner | None = None
     try:
+        channels = configured_channels(settings, app)
+        runner = web.AppRunner(build_web_app(app, channels), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, settings.http.host, settings.http.port).start()
-        log.warning("valet serve: listening on http://%s:%s (/healthz, /readyz)",
-                    settings.http.host, settings.http.port)
+        log.info("valet serve: listening on http://%s:%s (/healthz, /readyz)",
+                 settings.http.host, settings.http.port)
         await app.start()
         for channel in channels:
             await channel.start()
-            routes = ", ".join(r.path for r in channel.routes()  # type: ignore[attr-defined]
-                               ) or "no webhook"
-            log.warning("valet serve: channel %s started (%s)", channel.name, routes)
+            paths = ", ".join(r.path for r in channel.routes()  # type: ignore[attr-defined]
+                              ) or "no webhook"
+            log.info("valet serve: channel %s started (%s)", channel.name, paths)
         if not channels:
             log.warning("valet serve: no channel configured (set VALET_TELEGRAM_TOKEN)")
         await stop.wait()
-        log.warning("valet serve: stopping; finishing running turns (up to %.0fs)",
-                    SHUTDOWN_GRACE_SECONDS)
-        for channel in channels:
-            await channel.stop()
-        try:
-            await asyncio.wait_for(app.gateway.wait_idle(), SHUTDOWN_GRACE_SECONDS)
-        except TimeoutError:
-            log.warning("valet serve: turns still running are left for the next start")
+        await _drain(app, channels, settings.http.shutdown_grace_seconds)
     finally:
         for channel in channels:
-            with contextlib.suppress(Exception):
+            try:
                 await channel.close()
-        await runner.cleanup()
+            except Exception:
+                log.exception("closing channel %s failed", channel.name)
+        if runner is not None:
+            await runner.cleanup()
         await app.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-    log.warning("valet serve: stopped")
+    log.info("valet serve: stopped")
     return 0
+
+
+async def _drain(app: object, channels: list[ServedChannel], grace: float) -> None:
+    """No new work; running turns and their replies get a bounded time to finish."""
+    log.info("valet serve: stopping; finishing running turns (up to %.0fs)",
+             grace)
+    for channel in channels:
+        await channel.stop()
+    try:
+        await asyncio.wait_for(app.gateway.wait_idle(),  # type: ignore[attr-defined]
+                               grace)
+    except TimeoutError:
+        log.warning("valet serve: turns still running are left for the next start")

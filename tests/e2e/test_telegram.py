@@ -322,3 +322,35 @@ async def test_a_press_on_an_unreadable_button_is_answered_at_once(start_telegra
     await h.tg.wait_for(lambda: h.tg.called("answerCallbackQuery"))
     assert h.tg.called("answerCallbackQuery")[0].params["text"] == (
         "This button is no longer valid.")
+
+
+async def test_tap_approve_runs_the_action_once_and_the_answer_arrives(
+        start_telegram, fake_llm, app_settings, tmp_path):
+    from tests.fakes import risky_tools
+
+    risky_tools.SENT.clear()
+    registry = tmp_path / "risky.yaml"
+    registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [send_email]\n"
+                        "    approval: always\n")
+    (tmp_path / "valet.yaml").write_text(
+        f"loop:\n  llm_retry_base_delay: 0.01\nagents:\n  registries: [{registry}]\n"
+        "  answer_check: heuristic\n")
+    fake_llm.script(Reply(tool_calls=[ToolCall("send_email", {"to": "team@corp.example",
+                                                              "subject": "Q3"})]))
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "email the team about Q3")
+    await h.tg.wait_for(lambda: any(m.buttons for m in h.tg.sent(OWNER_CHAT)))
+    [prompt] = [m for m in h.tg.sent(OWNER_CHAT) if m.buttons]
+    assert "send email" in prompt.text and "team@corp.example" in prompt.text
+    approve = next(b for b in prompt.buttons if b["text"].endswith("Approve"))
+    assert approve["callback_data"].startswith("a:") and approve["callback_data"].endswith(
+        ":approve")
+    assert risky_tools.SENT == []
+    fake_llm.script(Reply(content="Sent: the team has the Q3 note."))
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, approve["callback_data"])
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, approve["callback_data"])  # double tap
+    await h.tg.wait_for(lambda: "Sent: the team has the Q3 note." in bot_messages(
+        h.tg, OWNER_CHAT))
+    await h.app.gateway.wait_idle()
+    assert [e["to"] for e in risky_tools.SENT] == ["team@corp.example"]
+    risky_tools.SENT.clear()
