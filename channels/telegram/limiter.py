@@ -2,8 +2,8 @@
 
 Telegram allows about one message per second in a chat (short bursts pass) and about 30 per
 second for the whole bot; past that it answers 429 with a `retry_after`. Each chat has a token
-bucket (rate 1/s, burst 3 by default) and the bot one more (30/s); a 429 stops every send of
-the bot for exactly `retry_after` seconds (Telegram does not say whether the flood was the
+bucket (rate 1/s, burst 3 by default) and the bot one more (30/s, no burst); a 429 stops every
+send of the bot for exactly `retry_after` seconds (Telegram does not say whether the flood was the
 chat's or the bot's, so the safe reading is the bot's).
 
 Time is injected (`now` and `sleep`), so a test can drive it without waiting.
@@ -22,7 +22,7 @@ class Limits:
     per_chat_rate: float = 1.0  # messages per second in one chat
     per_chat_burst: int = 3
     per_bot_rate: float = 30.0
-    per_bot_burst: int = 30
+    per_bot_burst: int = 1  # evenly spaced: never more than 30 in any second
 
 
 class _Bucket:
@@ -34,7 +34,8 @@ class _Bucket:
         """Seconds until one token is free (0: free now)."""
         self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
         self.updated = now
-        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+        # (A hair's tolerance: float rounding must not leave a waiter sleeping for 1e-17 s.)
+        return 0.0 if self.tokens >= 1 - 1e-9 else (1 - self.tokens) / self.rate
 
     def take(self) -> None:
         self.tokens -= 1

@@ -161,7 +161,9 @@ def message_html(text: str, prompts: Sequence[ApprovalPrompt]) -> str:
 
 # --- splitting after rendering -----------------------------------------------------------
 
-_PIECE = re.compile(r"<[^>]*>|&#?\w+;|\s+|[^<&\s]+|[<&]")
+# Tags, whitespace, and words (runs of text and entities with no space: never cut inside).
+_PIECE = re.compile(r"<[^>]*>|\s+|(?:&#?\w+;|[^<&\s]|&)+|<")
+_WORD_PART = re.compile(r"&#?\w+;|[^&]+|&")
 
 
 def visible_length(text: str) -> int:
@@ -198,7 +200,7 @@ def split_html(rendered: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
                 open_tags.append((name, piece))
             current.append(piece)
             continue
-        width = 1 if piece.startswith("&") and len(piece) > 1 else visible_length(piece)
+        width = _width(piece)
         if size + width > limit:
             if piece.isspace():
                 flush()
@@ -216,14 +218,29 @@ def _has_text(html_text: str) -> bool:
     return bool(re.sub(r"<[^>]*>", "", html_text).strip())
 
 
+def _width(piece: str) -> int:
+    """Visible length of a piece of rendered HTML text (an entity counts one character)."""
+    return visible_length(html.unescape(piece))
+
+
 def _pieces(rendered: str, limit: int) -> list[str]:
-    """Tags, entities, whitespace and words; a word longer than a whole message is cut."""
+    """Tags, whitespace and words; a word longer than a whole message is cut between its
+    characters and entities, never inside an entity."""
     out: list[str] = []
     for piece in _PIECE.findall(rendered):
-        while not piece.startswith(("<", "&")) and visible_length(piece) > limit:
-            out.append(piece[:limit // 2])
-            piece = piece[limit // 2:]
-        out.append(piece)
+        if (piece.startswith("<") and len(piece) > 1) or _width(piece) <= limit:
+            out.append(piece)
+            continue
+        chunk, size = "", 0
+        for part in _WORD_PART.findall(piece):
+            units = [part] if part.startswith("&") else list(part)
+            for unit in units:
+                if size + _width(unit) > limit:
+                    out.append(chunk)
+                    chunk, size = "", 0
+                chunk += unit
+                size += _width(unit)
+        out.append(chunk)
     return out
 
 
