@@ -128,9 +128,9 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
         media = message.voice or message.audio
         return Voice(origin, media.file_id, media.file_size or 0)
     if message.photo:
-        return Photo(origin, message.photo[-1].file_id, message.caption or "")
+        return Photo(origin, message.photo[-1].file_id, text)
     if message.text is not None:
-        command = normalise_command(message.text, me.username)
+        command = normalise_command(text, me.username)
         return None if command is None else Text(origin, command)
     return Unreadable(origin, _what(message))
 

@@ -354,3 +354,74 @@ async def test_tap_approve_runs_the_action_once_and_the_answer_arrives(
     await h.app.gateway.wait_idle()
     assert [e["to"] for e in risky_tools.SENT] == ["team@corp.example"]
     risky_tools.SENT.clear()
+
+
+async def test_groups_are_off_by_default_and_on_only_when_mentioned_or_replied_to(
+        start_telegram, fake_llm, fake_tg):
+    fake_llm.responder = lambda body: Reply(
+        content="re: " + body["messages"][-1]["content"].split("\n")[-1])
+    group = -1001
+    h = await start_telegram(owner_ids=(str(OWNER_CHAT), str(group)))
+    h.tg.user_says(group, "@valet_test_bot are you there?", chat_type="supergroup")
+    h.tg.user_says(OWNER_CHAT, "private hello")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    await h.app.gateway.wait_idle()
+    assert bot_messages(h.tg, group) == []  # telegram.groups is off
+    h.service.inbound.settings.groups = True
+    h.tg.user_says(group, "just chatting among ourselves", chat_type="supergroup")
+    h.tg.user_says(group, "@valet_test_bot what's up?", chat_type="supergroup")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, group))
+    [answer] = h.tg.sent(group)
+    h.tg.user_says(group, "and tomorrow?", chat_type="supergroup", reply_to=answer.message_id)
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, group)) == 2)
+    await h.app.gateway.wait_idle()
+    assert [m.split("re: ")[-1] for m in bot_messages(h.tg, group)] == [
+        "what's up?", "and tomorrow?"]
+
+
+async def test_a_person_who_blocked_the_bot_is_unreachable_not_retried(start_telegram):
+    from bot.channel import PermanentSendError
+    from bot.envelopes import OutboundMessage
+
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "/whoami")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    h.tg.blocked.add(OWNER_CHAT)
+    with pytest.raises(PermanentSendError) as blocked:
+        await h.service.channel.send(OutboundMessage(1, "owner", "telegram", str(OWNER_CHAT),
+                                                     "Your reminder", kind="notification"))
+    assert blocked.value.unreachable
+    with pytest.raises(PermanentSendError) as unknown:
+        await h.service.channel.send(OutboundMessage(2, None, "telegram", "999", "hi"))
+    assert unknown.value.unreachable
+
+
+async def test_a_long_message_cut_short_by_a_server_error_sends_only_the_rest_on_retry(
+        start_telegram):
+    from bot.channel import TransientSendError
+    from bot.envelopes import OutboundMessage
+
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "/whoami")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    long_text = "\n\n".join(f"Part of a long answer, paragraph {i}. " * 10 for i in range(30))
+    message = OutboundMessage(77, "owner", "telegram", str(OWNER_CHAT), long_text)
+    before = len(h.tg.sent(OWNER_CHAT))
+    original = h.tg._m_sendMessage
+    calls = 0
+
+    async def second_part_fails_once(params):  # the first part lands, the second does not
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            from tests.fakes.fake_telegram import ApiError
+            raise ApiError(502, "Bad Gateway")
+        return await original(params)
+
+    h.tg._m_sendMessage = second_part_fails_once
+    with pytest.raises(TransientSendError):
+        await h.service.channel.send(message)
+    await h.service.channel.send(message)  # the outbox's retry
+    parts = bot_messages(h.tg, OWNER_CHAT)[before:]
+    assert len(parts) == 3
+    assert " ".join(" ".join(parts).split()) == " ".join(long_text.split())
