@@ -83,13 +83,13 @@ class TelegramChannel:
     async def answer_button(self, answer_ref: str, text: str) -> None:
         try:
             await self._call(None, lambda: self.bot.answer_callback_query(
-                answer_ref, text=text[:200]))
+                answer_ref, text=text[:200]), counted=False)
         except PermanentSendError as err:  # too old to answer: the person saw a spinner
             log.info("button press %s not answered: %s", answer_ref, err)
 
     async def typing(self, address: str) -> None:
-        await self._call(None, lambda: self.bot.send_chat_action(int(address),
-                                                                 ChatAction.TYPING))
+        await self._call(None, lambda: self.bot.send_chat_action(
+            int(address), ChatAction.TYPING), counted=False)
 
     async def progress(self, address: str, event: LoopEvent) -> None:
         await self.progress_board.on_event(address, event)
@@ -134,8 +134,9 @@ class TelegramChannel:
             done.append(int(sent.message_id))
         return self._delivered_parts.pop(outbox_id)
 
-    async def _call(self, chat: str | None, request: Callable[[], Awaitable[T]]) -> T:
-        await self.limiter.acquire(chat)
+    async def _call(self, chat: str | None, request: Callable[[], Awaitable[T]], *,
+                    counted: bool = True) -> T:
+        await self.limiter.acquire(chat, counted=counted)
         try:
             return await request()
         except RetryAfter as err:

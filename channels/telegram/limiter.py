@@ -21,7 +21,8 @@ from dataclasses import dataclass
 class Limits:
     per_chat_rate: float = 1.0  # messages per second in one chat
     per_chat_burst: int = 3
-    per_bot_rate: float = 30.0
+    # Just under Telegram's 30/s: network jitter can bunch evenly spaced sends together.
+    per_bot_rate: float = 29.0
     per_bot_burst: int = 1  # evenly spaced: never more than 30 in any second
 
 
@@ -52,9 +53,13 @@ class OutboundLimiter:
         self._paused_until = 0.0
         self._lock = asyncio.Lock()  # token accounting only; nobody sleeps while holding it
 
-    async def acquire(self, chat: str | None) -> None:
-        """Wait until one more request to `chat` (None: not chat-bound) is within limits."""
-        while True:
+    async def acquire(self, chat: str | None, *, counted: bool = True) -> None:
+        """Wait until one more request to `chat` (None: not chat-bound) is within limits.
+        `counted=False`: not a message (a button answer, a chat action); it waits only for a
+        429 pause."""
+        while not counted and self._paused_until > self._now():
+            await self._sleep(self._paused_until - self._now())
+        while counted:
             async with self._lock:
                 now = self._now()
                 wait = self._paused_until - now
