@@ -88,8 +88,11 @@ class TelegramChannel:
             log.info("button press %s not answered: %s", answer_ref, err)
 
     async def typing(self, address: str) -> None:
-        await self._call(None, lambda: self.bot.send_chat_action(
-            int(address), ChatAction.TYPING), counted=False)
+        try:
+            await self._call(None, lambda: self.bot.send_chat_action(
+                int(address), ChatAction.TYPING), counted=False)
+        except (TransientSendError, PermanentSendError, _EntitiesRejected) as err:
+            log.debug("typing indicator not shown in chat %s: %s", address, err)  # a courtesy
 
     async def progress(self, address: str, event: LoopEvent) -> None:
         await self.progress_board.on_event(address, event)

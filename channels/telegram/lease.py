@@ -29,6 +29,10 @@ class PollerLease(Protocol):
 
     async def release(self) -> None: ...
 
+    async def close(self) -> None:
+        """Release, and let go of any connection the lease holds."""
+        ...
+
 
 class FileLease:
     def __init__(self, path: Path) -> None:
@@ -61,6 +65,9 @@ class FileLease:
             self._file.close()
             self._file = None
 
+    async def close(self) -> None:
+        await self.release()
+
 
 _RENEW = """if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"""
@@ -88,6 +95,10 @@ class RedisLease:
         if self._held:
             await self.client.eval(_RELEASE, 1, self.key, self._token)
             self._held = False
+
+    async def close(self) -> None:
+        await self.release()
+        await self.client.aclose()
 
 
 def bot_id(token: str) -> str:

@@ -106,7 +106,6 @@ class TelegramService:
 
             client = redis_asyncio.from_url(settings.redis_url)
             lease = RedisLease(client, f"valet:telegram:poller:{bot_id(token)}")
-            app._closers.append(client.aclose)
         else:
             lease = FileLease(lease_file(settings.database_url, token))
         llm = settings.llm
@@ -161,6 +160,7 @@ class TelegramService:
             await self.bot.shutdown()
         if self.transcriber is not None:
             await self.transcriber.close()
+        await self.lease.close()
 
     # --- webhook ---------------------------------------------------------------------------
 
