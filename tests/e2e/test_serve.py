@@ -4,6 +4,7 @@ server, the fake LLM, health checks, and a clean stop on SIGTERM."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 from pathlib import Path
@@ -86,3 +87,47 @@ async def test_a_bad_webhook_secret_stops_start_up_with_one_clear_line(tmp_path,
         "valet: telegram.mode webhook needs VALET_TELEGRAM_WEBHOOK_SECRET: 1-256 characters "
         "of A-Z, a-z, 0-9, _ and -"]
     assert "has spaces" not in err.decode()
+
+
+async def _serve_process(env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+
+
+async def test_killed_between_prompt_and_tap_the_approved_action_runs_once(fake_llm, tmp_path):
+    from tests.e2e.test_telegram import prompt_with_buttons, risky_registry
+
+    actions = tmp_path / "actions.log"
+    async with FakeTelegram() as tg:
+        env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url,
+                        VALET_LLM_MODEL="fake-model", VALET_TELEGRAM_TOKEN=TOKEN,
+                        VALET_TELEGRAM_API_URL=tg.api_url)
+        risky_registry(tmp_path, log=str(actions))
+        procs = []
+        try:
+            env["VALET_HTTP_PORT"] = str(free_port())
+            first = await _serve_process(env)
+            procs.append(first)
+            await _until_up(f"http://127.0.0.1:{env['VALET_HTTP_PORT']}/readyz", first)
+            prompt, data = await prompt_with_buttons(tg, fake_llm, 42)
+            first.kill()  # kill -9: no clean shutdown
+            await first.wait()
+            assert not actions.exists()
+            env["VALET_HTTP_PORT"] = str(free_port())
+            second = await _serve_process(env)
+            procs.append(second)
+            await _until_up(f"http://127.0.0.1:{env['VALET_HTTP_PORT']}/readyz", second)
+            fake_llm.script(Reply(content="Sent: the team has the Q3 note."))
+            tg.user_presses(42, prompt.message_id, data["Approve"])
+            await tg.wait_for(lambda: "Sent: the team has the Q3 note." in tg.texts(42),
+                              timeout=30)
+            tg.user_presses(42, prompt.message_id, data["Approve"])  # a late second tap
+            await tg.wait_for(lambda: len(tg.texts(42)) >= 3, timeout=30)
+        finally:
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+    assert [json.loads(line)["to"] for line in actions.read_text().splitlines()] == [
+        "team@corp.example"]

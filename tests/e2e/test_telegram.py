@@ -325,35 +325,23 @@ async def test_a_press_on_an_unreadable_button_is_answered_at_once(start_telegra
 
 
 async def test_tap_approve_runs_the_action_once_and_the_answer_arrives(
-        start_telegram, fake_llm, app_settings, tmp_path):
+        start_telegram, fake_llm, tmp_path):
     from tests.fakes import risky_tools
 
     risky_tools.SENT.clear()
-    registry = tmp_path / "risky.yaml"
-    registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [send_email]\n"
-                        "    approval: always\n")
-    (tmp_path / "valet.yaml").write_text(
-        f"loop:\n  llm_retry_base_delay: 0.01\nagents:\n  registries: [{registry}]\n"
-        "  answer_check: heuristic\n")
-    fake_llm.script(Reply(tool_calls=[ToolCall("send_email", {"to": "team@corp.example",
-                                                              "subject": "Q3"})]))
+    risky_registry(tmp_path)
     h = await start_telegram()
-    h.tg.user_says(OWNER_CHAT, "email the team about Q3")
-    await h.tg.wait_for(lambda: any(m.buttons for m in h.tg.sent(OWNER_CHAT)))
-    [prompt] = [m for m in h.tg.sent(OWNER_CHAT) if m.buttons]
+    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
     assert "send email" in prompt.text and "team@corp.example" in prompt.text
-    approve = next(b for b in prompt.buttons if b["text"].endswith("Approve"))
-    assert approve["callback_data"].startswith("a:") and approve["callback_data"].endswith(
-        ":approve")
+    assert data["Approve"].startswith("a:") and data["Approve"].endswith(":approve")
     assert risky_tools.SENT == []
     fake_llm.script(Reply(content="Sent: the team has the Q3 note."))
-    h.tg.user_presses(OWNER_CHAT, prompt.message_id, approve["callback_data"])
-    h.tg.user_presses(OWNER_CHAT, prompt.message_id, approve["callback_data"])  # double tap
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])  # double tap
     await h.tg.wait_for(lambda: "Sent: the team has the Q3 note." in bot_messages(
         h.tg, OWNER_CHAT))
     await h.app.gateway.wait_idle()
     assert [e["to"] for e in risky_tools.SENT] == ["team@corp.example"]
-    risky_tools.SENT.clear()
 
 
 async def test_groups_are_off_by_default_and_on_only_when_mentioned_or_replied_to(
@@ -425,3 +413,57 @@ async def test_a_long_message_cut_short_by_a_server_error_sends_only_the_rest_on
     parts = bot_messages(h.tg, OWNER_CHAT)[before:]
     assert len(parts) == 3
     assert " ".join(" ".join(parts).split()) == " ".join(long_text.split())
+
+
+def risky_registry(tmp_path, log: str = "") -> None:
+    """send_email needs approval; valet.yaml registers it (the app reads it when built)."""
+    registry = tmp_path / "risky.yaml"
+    settings = f"\n    settings: {{log: {log}}}" if log else ""
+    registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [send_email]\n"
+                        f"    approval: always{settings}\n")
+    (tmp_path / "valet.yaml").write_text(
+        f"loop:\n  llm_retry_base_delay: 0.01\nagents:\n  registries: [{registry}]\n"
+        "  answer_check: heuristic\nowner:\n  telegram_ids: ['42']\n")
+
+
+async def prompt_with_buttons(tg: FakeTelegram, fake_llm, chat: int = OWNER_CHAT):
+    fake_llm.script(Reply(tool_calls=[ToolCall("send_email", {"to": "team@corp.example",
+                                                              "subject": "Q3"})]))
+    tg.user_says(chat, "email the team about Q3")
+    await tg.wait_for(lambda: any(m.buttons for m in tg.sent(chat)))
+    [prompt] = [m for m in tg.sent(chat) if m.buttons]
+    return prompt, {b["text"].split()[-1]: b["callback_data"] for b in prompt.buttons}
+
+
+async def test_tap_cancel_runs_nothing(start_telegram, fake_llm, tmp_path):
+    from tests.fakes import risky_tools
+
+    risky_tools.SENT.clear()
+    risky_registry(tmp_path)
+    h = await start_telegram()
+    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
+    assert set(data) == {"Approve", "Edit", "Cancel"}
+    fake_llm.script(Reply(content="OK, I won't send it."))
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Cancel"])
+    await h.tg.wait_for(lambda: "OK, I won't send it." in bot_messages(h.tg, OWNER_CHAT))
+    await h.app.gateway.wait_idle()
+    assert risky_tools.SENT == []
+
+
+async def test_another_users_tap_decides_nothing(start_telegram, fake_llm, tmp_path):
+    from tests.fakes import risky_tools
+
+    risky_tools.SENT.clear()
+    risky_registry(tmp_path)
+    h = await start_telegram()
+    await h.app.users.ensure("kim", display_name="Kim", at=h.app.clock.now())
+    await h.app.identities.link("telegram", "43", "kim", at=h.app.clock.now())
+    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
+    h.tg.user_says(43, "/whoami")  # Kim has a chat with the bot
+    await h.tg.wait_for(lambda: bot_messages(h.tg, 43))
+    # Kim forges a press on the owner's request (the data is guessable: it holds only the id).
+    h.tg.user_presses(43, prompt.message_id, data["Approve"], sender=43)
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, 43)) == 2)
+    await h.app.gateway.wait_idle()
+    assert bot_messages(h.tg, 43)[-1] == "That request isn't yours to decide."
+    assert risky_tools.SENT == []
