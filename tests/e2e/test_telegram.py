@@ -191,6 +191,9 @@ async def test_webhook_refuses_a_missing_or_wrong_secret_and_stores_nothing(star
     assert bot_messages(h.tg, OWNER_CHAT) == ["Got it."]
     assert await h.inbox_count() == 1
     assert fake_llm.calls == 1
+    await h.service.stop()  # shutting down: Telegram is told to come back later
+    assert await h.tg.deliver_webhook(h.tg.user_says(OWNER_CHAT, "late")) == 503
+    assert await h.inbox_count() == 1
 
 
 async def test_webhook_with_a_body_that_is_not_an_update_is_refused(start_telegram):
