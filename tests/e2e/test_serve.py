@@ -96,7 +96,7 @@ async def _serve_process(env: dict[str, str]) -> asyncio.subprocess.Process:
 
 
 async def test_killed_between_prompt_and_tap_the_approved_action_runs_once(fake_llm, tmp_path):
-    from tests.e2e.test_telegram import prompt_with_buttons, risky_registry
+    from tests.e2e.telegram_harness import prompt_with_buttons, risky_registry
 
     actions = tmp_path / "actions.log"
     async with FakeTelegram() as tg:

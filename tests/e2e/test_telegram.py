@@ -4,95 +4,18 @@ gateway and outbox, the fake LLM behind the real openai client."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from bot.clock import SystemClock
-from bot.config import OwnerSettings, TelegramSettings
-from bot.transcribe import Transcriber
 from channels.telegram.inbound import CANNOT_SEE
 from channels.telegram.lease import FileLease
-from channels.telegram.limiter import Limits, OutboundLimiter
-from channels.telegram.service import WEBHOOK_PATH, TelegramService
+from channels.telegram.limiter import Limits
+from channels.telegram.service import WEBHOOK_PATH
+from tests.e2e.telegram_harness import OWNER_CHAT, SECRET, bot_messages
 from tests.fakes.fake_openai import Reply, ToolCall
-from tests.fakes.fake_telegram import TOKEN, FakeTelegram, parse_html
-
-OWNER_CHAT = 42
-SECRET = "s3cret-Token_1"
-
-
-@dataclass
-class Harness:
-    tg: FakeTelegram
-    app: Any
-    service: TelegramService
-    webhook_base: str = ""
-
-    async def inbox_count(self) -> int:
-        return int(await self.app.db.fetchval("SELECT COUNT(*) FROM inbox"))
-
-
-@pytest.fixture
-async def fake_tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as tg:
-        yield tg
-
-
-@pytest.fixture
-async def start_telegram(app_factory, fake_tg, fake_llm, tmp_path):
-    started: list[tuple[TelegramService, web.AppRunner | None]] = []
-
-    async def start(*, mode: str = "polling", clock: Any = None, limits: Limits | None = None,
-                    status_delay: float = 30.0, transcription: bool = False,
-                    owner_ids: tuple[str, ...] = (str(OWNER_CHAT),)) -> Harness:
-        app = await app_factory(clock=clock, owner=OwnerSettings(telegram_ids=list(owner_ids)))
-        runner = None
-        webhook_base = ""
-        if mode == "webhook":
-            runner = web.AppRunner(web.Application())
-            # The service's routes are added below, before the runner is set up.
-        settings = TelegramSettings(mode=mode, token=TOKEN, api_url=fake_tg.api_url,
-                                    webhook_secret=SECRET, webhook_url="http://pending")
-        transcriber = Transcriber(base_url=fake_llm.base_url, api_key="k",
-                                  model="whisper-test") if transcription else None
-
-        async def is_known(address: str) -> bool:
-            return await app.identities.resolve("telegram", address) is not None
-
-        service = TelegramService(
-            settings, door=app.gateway, is_known=is_known,
-            lease=FileLease(tmp_path / "poller.lock"), transcriber=transcriber,
-            limiter=OutboundLimiter(limits or Limits(per_chat_rate=50, per_chat_burst=5,
-                                                     per_bot_rate=200, per_bot_burst=50)),
-            status_delay=status_delay, poll_timeout=1)
-        if runner is not None:
-            runner.app.router.add_routes(service.routes())
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            webhook_base = f"http://127.0.0.1:{runner.addresses[0][1]}"
-            settings.webhook_url = webhook_base
-        app.add_channel(service.channel)
-        await app.start()
-        await service.start()
-        started.append((service, runner))
-        return Harness(fake_tg, app, service, webhook_base)
-
-    yield start
-    for service, runner in started:
-        await service.stop()
-        await service.close()
-        if runner is not None:
-            await runner.cleanup()
-
-
-def bot_messages(tg: FakeTelegram, chat: int) -> list[str]:
-    return [m.text for m in tg.sent(chat)]
+from tests.fakes.fake_telegram import parse_html
 
 
 async def test_a_plain_chat_is_answered(start_telegram, fake_llm):
@@ -290,63 +213,6 @@ def test_fake_server_rejects_what_telegram_rejects():
             parse_html(bad)
 
 
-async def test_edit_shows_the_outcome_and_drops_the_buttons(start_telegram, fake_llm):
-    from datetime import UTC, datetime
-
-    from bot.envelopes import ApprovalPrompt, OutboundMessage
-
-    h = await start_telegram()
-    h.tg.user_says(OWNER_CHAT, "/whoami")
-    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
-    prompt = ApprovalPrompt(id="apr_0123456789abcdef0123456789abcdef", code="4821", position=1,
-                            summary="Delete the note “Dentist”", details=(("title", "Dentist"),),
-                            allow_modification=False,
-                            expires_at=datetime(2026, 1, 5, 10, tzinfo=UTC))
-    channel = h.service.channel
-    message_id = await channel.send(OutboundMessage(
-        900, "owner", "telegram", str(OWNER_CHAT), "Shall I?", prompts=(prompt,)))
-    sent = h.tg.messages[int(message_id)]
-    assert [b["text"] for b in sent.buttons] == ["✅ Approve", "✖️ Cancel"]
-    assert [b["callback_data"] for b in sent.buttons] == [
-        f"a:{prompt.id}:approve", f"a:{prompt.id}:cancel"]
-    edit = OutboundMessage(901, "owner", "telegram", str(OWNER_CHAT), "Approved: note deleted",
-                           kind=f"edit:{message_id}")
-    assert await channel.send(edit) == message_id
-    assert await channel.send(edit) == message_id  # "message is not modified" is success
-    assert sent.text == "Approved: note deleted" and sent.buttons == []
-
-
-async def test_a_press_on_an_unreadable_button_is_answered_at_once(start_telegram):
-    h = await start_telegram()
-    h.tg.user_says(OWNER_CHAT, "/whoami")
-    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
-    message_id = h.tg.sent(OWNER_CHAT)[0].message_id
-    h.tg.user_presses(OWNER_CHAT, message_id, "old-format-data")
-    await h.tg.wait_for(lambda: h.tg.called("answerCallbackQuery"))
-    assert h.tg.called("answerCallbackQuery")[0].params["text"] == (
-        "This button is no longer valid.")
-
-
-async def test_tap_approve_runs_the_action_once_and_the_answer_arrives(
-        start_telegram, fake_llm, tmp_path):
-    from tests.fakes import risky_tools
-
-    risky_tools.SENT.clear()
-    risky_registry(tmp_path)
-    h = await start_telegram()
-    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
-    assert "send email" in prompt.text and "team@corp.example" in prompt.text
-    assert data["Approve"].startswith("a:") and data["Approve"].endswith(":approve")
-    assert risky_tools.SENT == []
-    fake_llm.script(Reply(content="Sent: the team has the Q3 note."))
-    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])
-    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])  # double tap
-    await h.tg.wait_for(lambda: "Sent: the team has the Q3 note." in bot_messages(
-        h.tg, OWNER_CHAT))
-    await h.app.gateway.wait_idle()
-    assert [e["to"] for e in risky_tools.SENT] == ["team@corp.example"]
-
-
 async def test_groups_are_off_by_default_and_on_only_when_mentioned_or_replied_to(
         start_telegram, fake_llm, fake_tg):
     fake_llm.responder = lambda body: Reply(
@@ -416,57 +282,3 @@ async def test_a_long_message_cut_short_by_a_server_error_sends_only_the_rest_on
     parts = bot_messages(h.tg, OWNER_CHAT)[before:]
     assert len(parts) == 3
     assert " ".join(" ".join(parts).split()) == " ".join(long_text.split())
-
-
-def risky_registry(tmp_path, log: str = "") -> None:
-    """send_email needs approval; valet.yaml registers it (the app reads it when built)."""
-    registry = tmp_path / "risky.yaml"
-    settings = f"\n    settings: {{log: {log}}}" if log else ""
-    registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [send_email]\n"
-                        f"    approval: always{settings}\n")
-    (tmp_path / "valet.yaml").write_text(
-        f"loop:\n  llm_retry_base_delay: 0.01\nagents:\n  registries: [{registry}]\n"
-        "  answer_check: heuristic\nowner:\n  telegram_ids: ['42']\n")
-
-
-async def prompt_with_buttons(tg: FakeTelegram, fake_llm, chat: int = OWNER_CHAT):
-    fake_llm.script(Reply(tool_calls=[ToolCall("send_email", {"to": "team@corp.example",
-                                                              "subject": "Q3"})]))
-    tg.user_says(chat, "email the team about Q3")
-    await tg.wait_for(lambda: any(m.buttons for m in tg.sent(chat)))
-    [prompt] = [m for m in tg.sent(chat) if m.buttons]
-    return prompt, {b["text"].split()[-1]: b["callback_data"] for b in prompt.buttons}
-
-
-async def test_tap_cancel_runs_nothing(start_telegram, fake_llm, tmp_path):
-    from tests.fakes import risky_tools
-
-    risky_tools.SENT.clear()
-    risky_registry(tmp_path)
-    h = await start_telegram()
-    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
-    assert set(data) == {"Approve", "Edit", "Cancel"}
-    fake_llm.script(Reply(content="OK, I won't send it."))
-    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Cancel"])
-    await h.tg.wait_for(lambda: "OK, I won't send it." in bot_messages(h.tg, OWNER_CHAT))
-    await h.app.gateway.wait_idle()
-    assert risky_tools.SENT == []
-
-
-async def test_another_users_tap_decides_nothing(start_telegram, fake_llm, tmp_path):
-    from tests.fakes import risky_tools
-
-    risky_tools.SENT.clear()
-    risky_registry(tmp_path)
-    h = await start_telegram()
-    await h.app.users.ensure("kim", display_name="Kim", at=h.app.clock.now())
-    await h.app.identities.link("telegram", "43", "kim", at=h.app.clock.now())
-    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
-    h.tg.user_says(43, "/whoami")  # Kim has a chat with the bot
-    await h.tg.wait_for(lambda: bot_messages(h.tg, 43))
-    # Kim forges a press on the owner's request (the data is guessable: it holds only the id).
-    h.tg.user_presses(43, prompt.message_id, data["Approve"], sender=43)
-    await h.tg.wait_for(lambda: len(bot_messages(h.tg, 43)) == 2)
-    await h.app.gateway.wait_idle()
-    assert bot_messages(h.tg, 43)[-1] == "That request isn't yours to decide."
-    assert risky_tools.SENT == []
