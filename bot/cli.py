@@ -25,6 +25,7 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--pipe", action="store_true", help="one message per line, replies on stdout")
     chat.add_argument("--jsonl", action="store_true", help="pipe mode, replies as JSON lines")
     sub.add_parser("doctor", help="check the configuration and the LLM endpoint")
+    sub.add_parser("serve", help="run the service: channels (Telegram), webhooks, health checks")
     add_admin_commands(sub)
     from triggers.cli import add_task_commands  # issue 14
 
@@ -42,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
-        "chat": _chat, "doctor": _doctor, "users": run_admin, "pair": run_admin,
-        "approvals": run_admin, "tasks": _tasks}
+        "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
+        "pair": run_admin, "approvals": run_admin, "tasks": _tasks}
     try:
         return asyncio.run(commands[args.command](settings, args))
     except (ConfigError, DatabaseUnavailable, DatabaseURLError, RedisUnavailable) as err:
@@ -92,6 +93,12 @@ async def _tasks(settings: Settings, args: argparse.Namespace) -> int:
     from triggers.cli import run_tasks  # issue 14
 
     return await run_tasks(settings, args)
+
+
+async def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.serve import serve
+
+    return await serve(settings)
 
 
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:

@@ -51,6 +51,10 @@ class LLMSettings(_Section):
     extra_body: dict[str, Any] = {}
     # Only from the environment (VALET_LLM_API_KEY, else OPENAI_API_KEY); never from the file.
     api_key: pydantic.SecretStr | None = pydantic.Field(default=None, exclude=True)
+    # Voice notes go to the same endpoint's /audio/transcriptions with this model (None: the
+    # person is told voice notes cannot be heard yet).
+    transcription_model: str | None = None
+    vision: bool = False  # the model can look at photos
 
     @property
     def configured(self) -> bool:
@@ -170,6 +174,25 @@ class TriggerSettings(_Section):
     enabled: bool = True
     heartbeat_seconds: float = pydantic.Field(15.0, gt=0)  # lease renewal, approvals check
     lease_seconds: float = pydantic.Field(45.0, gt=0)  # a dead leader is replaced after this
+class HTTPSettings(_Section):
+    """Where `valet serve` listens (webhooks, health checks)."""
+
+    host: str = "127.0.0.1"
+    port: int = pydantic.Field(8080, ge=0, le=65535)
+    # On SIGTERM, how long running turns get to finish (the rest is redone at the next start).
+    shutdown_grace_seconds: float = pydantic.Field(20.0, ge=0)
+
+
+class TelegramSettings(_Section):
+    mode: Literal["polling", "webhook"] = "polling"
+    groups: bool = False  # answer in groups (only when mentioned or replied to)
+    # Webhook mode: the public https URL Telegram posts to (…/telegram/webhook is added).
+    webhook_url: str | None = None
+    # Only from the environment: VALET_TELEGRAM_TOKEN (turns the channel on),
+    # VALET_TELEGRAM_WEBHOOK_SECRET, VALET_TELEGRAM_API_URL (another Bot API server).
+    token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    webhook_secret: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    api_url: str | None = pydantic.Field(default=None, exclude=True)
 
 
 class Settings(_Section):
@@ -194,6 +217,8 @@ class Settings(_Section):
     # Where this server is reached from outside (https://valet.example.com): webhooks are
     # signed for this address, not the one a proxy forwards to.
     public_url: str | None = None
+    http: HTTPSettings = HTTPSettings()
+    telegram: TelegramSettings = TelegramSettings()
 
     @pydantic.field_validator("timezone")
     @classmethod
@@ -256,8 +281,11 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_PUBLIC_URL": ("public_url",),
     "VALET_SMS_FROM_NUMBER": ("sms", "from_number"),
     "VALET_SMS_MESSAGING_SERVICE_SID": ("sms", "messaging_service_sid"),
+    "VALET_HTTP_HOST": ("http", "host"),
+    "VALET_HTTP_PORT": ("http", "port"),
 }
-SECRET_KEYS = {("llm", "api_key")}
+SECRET_KEYS = {("llm", "api_key"), ("telegram", "token"), ("telegram", "webhook_secret"),
+               ("telegram", "api_url")}
 
 
 def config_path(cli_path: str | None, env: dict[str, str]) -> tuple[Path, bool]:
@@ -310,6 +338,9 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
     assert settings is not None
     api_key = env.get("VALET_LLM_API_KEY") or env.get("OPENAI_API_KEY")
     settings.llm.api_key = pydantic.SecretStr(api_key) if api_key else None
+    settings.telegram.token = env.get("VALET_TELEGRAM_TOKEN") or None
+    settings.telegram.webhook_secret = env.get("VALET_TELEGRAM_WEBHOOK_SECRET") or None
+    settings.telegram.api_url = env.get("VALET_TELEGRAM_API_URL") or None
     return settings
 
 

@@ -117,6 +117,9 @@ class FakeOpenAI:
         self._ids = itertools.count(1)
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        # Speech to text: what /audio/transcriptions answers, and the uploads it received.
+        self.transcript = "This is a voice note."
+        self.transcriptions: list[dict[str, Any]] = []
 
     # -- public API -------------------------------------------------------
     @property
@@ -136,6 +139,7 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         self._closing = asyncio.Event()
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -164,6 +168,15 @@ class FakeOpenAI:
     async def _models(self, _: web.Request) -> web.Response:
         model = {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}
         return web.json_response({"object": "list", "data": [model]})
+
+    async def _transcribe(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload = form.get("file")
+        audio = upload.file.read() if hasattr(upload, "file") else b""
+        self.transcriptions.append({"model": form.get("model"), "audio": audio})
+        if not audio:
+            return _error(400, "No audio file was uploaded.", type_="invalid_request_error")
+        return web.json_response({"text": self.transcript})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         self.calls += 1

@@ -1,0 +1,148 @@
+"""`valet serve`: the long-running process. One aiohttp application carries the health checks
+and every channel's webhooks; the app's gateway, outbox deliverer and approval sweeper run
+beside it.
+
+On SIGTERM (or SIGINT) it stops taking new work (channels stop receiving; webhooks answer 503
+so Telegram and Twilio send again later), lets running turns and their replies finish for
+`http.shutdown_grace_seconds`, then stops; whatever is still unfinished stays in the inbox and
+outbox and is picked up at the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Protocol
+
+from aiohttp import web
+
+from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+class ServedChannel(Protocol):
+    """What a channel gives `valet serve`: its HTTP routes (webhooks) and its lifecycle."""
+
+    name: str
+    ready: bool  # started and receiving
+
+    def routes(self) -> list[web.RouteDef]: ...
+
+    async def start(self) -> None:
+        """Begin receiving (polling, registering a webhook)."""
+        ...
+
+    async def stop(self) -> None:
+        """Take no new messages; replies can still be sent."""
+        ...
+
+    async def close(self) -> None:
+        """Release everything, after the last reply went out."""
+        ...
+
+
+def configured_channels(settings: Settings, app: object) -> list[ServedChannel]:
+    """Every channel whose settings turn it on."""
+    channels: list[ServedChannel] = []
+    if settings.telegram.token:
+        from channels.telegram.service import TelegramService
+
+        telegram = TelegramService.from_app(app)  # type: ignore[arg-type]
+        app.add_channel(telegram.channel)  # type: ignore[attr-defined]
+        channels.append(telegram)
+    return channels
+
+
+def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application:
+    web_app = web.Application(client_max_size=2 * 1024 * 1024)
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"status": "alive"})
+
+    async def readyz(_: web.Request) -> web.Response:
+        checks: dict[str, bool] = {}
+        try:
+            await app.db.fetchval("SELECT 1")  # type: ignore[attr-defined]
+            checks["database"] = True
+        except Exception:
+            log.warning("readiness: database unreachable", exc_info=True)
+            checks["database"] = False
+        for channel in channels:
+            checks[channel.name] = channel.ready
+        ready = all(checks.values())
+        return web.json_response({"ready": ready, "checks": checks},
+                                 status=200 if ready else 503)
+
+    web_app.router.add_get("/healthz", healthz)
+    web_app.router.add_get("/readyz", readyz)
+    for channel in channels:
+        web_app.router.add_routes(channel.routes())
+    return web_app
+
+
+def _service_logging() -> None:
+    """Start-up and shutdown lines always show; request URLs never do (a Telegram request
+    URL contains the bot token)."""
+    for name in ("bot.serve", "channels.telegram"):
+        logger = logging.getLogger(name)
+        logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
+    for name in ("httpx", "httpcore", "telegram"):
+        logger = logging.getLogger(name)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+
+
+async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
+    from bot.app import App
+
+    _service_logging()
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    app = await App.build(settings)
+    channels: list[ServedChannel] = []
+    runner: web.AppRunner | None = None
+    try:
+        channels = configured_channels(settings, app)
+        runner = web.AppRunner(build_web_app(app, channels), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, settings.http.host, settings.http.port).start()
+        log.info("valet serve: listening on http://%s:%s (/healthz, /readyz)",
+                 settings.http.host, settings.http.port)
+        await app.start()
+        for channel in channels:
+            await channel.start()
+            paths = ", ".join(r.path for r in channel.routes()  # type: ignore[attr-defined]
+                              ) or "no webhook"
+            log.info("valet serve: channel %s started (%s)", channel.name, paths)
+        if not channels:
+            log.warning("valet serve: no channel configured (set VALET_TELEGRAM_TOKEN)")
+        await stop.wait()
+        await _drain(app, channels, settings.http.shutdown_grace_seconds)
+    finally:
+        for channel in channels:
+            try:
+                await channel.close()
+            except Exception:
+                log.exception("closing channel %s failed", channel.name)
+        if runner is not None:
+            await runner.cleanup()
+        await app.close()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    log.info("valet serve: stopped")
+    return 0
+
+
+async def _drain(app: object, channels: list[ServedChannel], grace: float) -> None:
+    """No new work; running turns and their replies get a bounded time to finish."""
+    log.info("valet serve: stopping; finishing running turns (up to %.0fs)",
+             grace)
+    for channel in channels:
+        await channel.stop()
+    try:
+        await asyncio.wait_for(app.gateway.wait_idle(),  # type: ignore[attr-defined]
+                               grace)
+    except TimeoutError:
+        log.warning("valet serve: turns still running are left for the next start")

@@ -1,0 +1,197 @@
+"""The Telegram channel's send side (the `bot.channel.Channel` port) over python-telegram-bot.
+
+Every request goes through the bot's one `OutboundLimiter`; Telegram's errors become the
+port's: RetryAfter -> TransientSendError with the exact wait (and the limiter pauses the bot
+for it), network trouble and 5xx -> TransientSendError, a blocked bot, an unknown chat or a
+deactivated user -> PermanentSendError(unreachable=True). A message whose HTML Telegram still
+rejects goes again as plain text.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
+
+from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
+from bot.envelopes import ApprovalPrompt, LoopEvent, OutboundMessage
+from channels.telegram.inbound import CHANNEL, callback_data
+from channels.telegram.limiter import OutboundLimiter
+from channels.telegram.progress import ProgressBoard
+from channels.telegram.render import escape, message_html, split_html, split_plain
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+BUTTON_LABELS = {"approve": "✅ Approve", "edit": "✏️ Edit", "cancel": "✖️ Cancel"}
+UNREACHABLE = ("bot was blocked by the user", "chat not found", "user is deactivated",
+               "bot was kicked", "bot can't initiate conversation")
+
+
+class TelegramChannel:
+    name = CHANNEL
+    features = ChannelFeatures(edit=True, buttons=True, typing=True, max_chars=4096)
+
+    def __init__(self, bot: Bot, limiter: OutboundLimiter | None = None, *,
+                 status_delay: float = 1.0) -> None:
+        self.bot = bot
+        self.limiter = limiter or OutboundLimiter()
+        self.progress_board = ProgressBoard(post=self._post_status, edit=self._edit_status,
+                                            typing=self.typing, delay=status_delay)
+        # Parts of a long message already delivered, by outbox id: a retry after a failure
+        # in the middle sends only the rest. Keyed by message, never shared between chats.
+        self._delivered_parts: dict[int, list[int]] = {}
+
+    # --- the port ------------------------------------------------------------------------
+
+    async def send(self, message: OutboundMessage) -> str | None:
+        if message.kind.startswith("edit:"):
+            await self.edit(message.address, message.kind[5:], message.text)
+            return message.kind[5:]
+        if message.kind == "reply":
+            await self.progress_board.finish(message.address)  # the answer ends the status
+        chat = int(message.address)
+        markup = keyboard(message.prompts)
+        try:
+            parts = split_html(message_html(message.text, message.prompts))
+            ids = await self._send_parts(message.id, chat, parts, markup, ParseMode.HTML)
+        except _EntitiesRejected:
+            log.warning("Telegram rejected the HTML of outbox %s; sending plain text",
+                        message.id)
+            plain = plain_text(message.text, message.prompts)
+            self._delivered_parts.pop(message.id, None)
+            ids = await self._send_parts(message.id, chat, split_plain(plain), markup, None)
+        return str(ids[-1])
+
+    async def edit(self, address: str, message_id: str, text: str) -> None:
+        """The approval's outcome replaces the message, and its buttons go."""
+        try:
+            await self._call(address, lambda: self.bot.edit_message_text(
+                chat_id=int(address), message_id=int(message_id), text=escape(text),
+                parse_mode=ParseMode.HTML, reply_markup=None))
+        except PermanentSendError as err:
+            if "message is not modified" in str(err).lower():
+                return
+            raise
+
+    async def answer_button(self, answer_ref: str, text: str) -> None:
+        try:
+            await self._call(None, lambda: self.bot.answer_callback_query(
+                answer_ref, text=text[:200]), counted=False)
+        except PermanentSendError as err:  # too old to answer: the person saw a spinner
+            log.info("button press %s not answered: %s", answer_ref, err)
+
+    async def typing(self, address: str) -> None:
+        try:
+            await self._call(None, lambda: self.bot.send_chat_action(
+                int(address), ChatAction.TYPING), counted=False)
+        except (TransientSendError, PermanentSendError, _EntitiesRejected) as err:
+            log.debug("typing indicator not shown in chat %s: %s", address, err)  # a courtesy
+
+    async def progress(self, address: str, event: LoopEvent) -> None:
+        await self.progress_board.on_event(address, event)
+
+    # --- helpers the inbound side and the progress board use ------------------------------
+
+    async def send_text(self, chat_id: int, text: str) -> None:
+        """A short direct answer (media Valet cannot read, a voice note's transcript)."""
+        try:
+            await self._call(str(chat_id), lambda: self.bot.send_message(chat_id, text))
+        except (TransientSendError, PermanentSendError) as err:
+            log.warning("short answer to chat %s not sent: %s", chat_id, err)
+
+    async def _post_status(self, address: str, line: str) -> int:
+        sent = await self._call(address, lambda: self.bot.send_message(
+            int(address), f"<i>{escape(line)}</i>", parse_mode=ParseMode.HTML,
+            disable_notification=True))
+        return int(sent.message_id)
+
+    async def _edit_status(self, address: str, message_id: int, line: str) -> None:
+        await self.edit_html(address, message_id, f"<i>{escape(line)}</i>")
+
+    async def edit_html(self, address: str, message_id: int, rendered: str) -> None:
+        try:
+            await self._call(address, lambda: self.bot.edit_message_text(
+                chat_id=int(address), message_id=message_id, text=rendered,
+                parse_mode=ParseMode.HTML))
+        except PermanentSendError as err:
+            if "message is not modified" not in str(err).lower():
+                raise
+
+    # --- sending --------------------------------------------------------------------------
+
+    async def _send_parts(self, outbox_id: int, chat: int, parts: list[str],
+                          markup: InlineKeyboardMarkup | None,
+                          parse_mode: str | None) -> list[int]:
+        done = self._delivered_parts.setdefault(outbox_id, [])
+        for index in range(len(done), len(parts)):
+            last = index == len(parts) - 1
+            sent = await self._call(str(chat), lambda i=index, last=last: self.bot.send_message(
+                chat, parts[i], parse_mode=parse_mode, reply_markup=markup if last else None))
+            done.append(int(sent.message_id))
+        return self._delivered_parts.pop(outbox_id)
+
+    async def _call(self, chat: str | None, request: Callable[[], Awaitable[T]], *,
+                    counted: bool = True) -> T:
+        await self.limiter.acquire(chat, counted=counted)
+        try:
+            return await request()
+        except RetryAfter as err:
+            seconds = retry_after_seconds(err)
+            self.limiter.pause(seconds)
+            raise TransientSendError(f"Telegram flood control: retry after {seconds:g}s",
+                                     retry_after=seconds) from err
+        except Forbidden as err:
+            raise PermanentSendError(err.message, unreachable=_unreachable(err)) from err
+        except BadRequest as err:
+            if "can't parse entities" in err.message.lower():
+                raise _EntitiesRejected(err.message) from err
+            raise PermanentSendError(err.message, unreachable=_unreachable(err)) from err
+        except InvalidToken as err:
+            raise PermanentSendError(f"Telegram refused the bot token: {err.message}") from err
+        except TelegramError as err:  # NetworkError, TimedOut, Conflict, 5xx
+            raise TransientSendError(f"{type(err).__name__}: {err.message}") from err
+
+
+class _EntitiesRejected(Exception):
+    """Telegram could not parse our HTML: the same text goes again as plain text."""
+
+
+def _unreachable(err: TelegramError) -> bool:
+    return any(marker in err.message.lower() for marker in UNREACHABLE)
+
+
+def retry_after_seconds(err: RetryAfter) -> float:
+    with warnings.catch_warnings():  # PTB 22 warns while moving from int to timedelta
+        warnings.simplefilter("ignore")
+        value: Any = err.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def keyboard(prompts: tuple[ApprovalPrompt, ...]) -> InlineKeyboardMarkup | None:
+    """One row per approval; each button carries the approval's id and the option."""
+    if not prompts:
+        return None
+    rows = []
+    for prompt in prompts:
+        options = [o for o in prompt.options if o != "edit" or prompt.allow_modification]
+        numbered = f"{prompt.position} " if len(prompts) > 1 else ""
+        rows.append([InlineKeyboardButton(numbered + BUTTON_LABELS.get(o, o.capitalize()),
+                                          callback_data=callback_data(prompt.id, o))
+                     for o in options])
+    return InlineKeyboardMarkup(rows)
+
+
+def plain_text(text: str, prompts: tuple[ApprovalPrompt, ...]) -> str:
+    lines = [text] if text.strip() else []
+    for prompt in prompts:
+        head = f"{prompt.position}. " if len(prompts) > 1 else ""
+        lines.append(f"\n{head}{prompt.summary}")
+        lines += [f"{key}: {value}" for key, value in prompt.details]
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""Approvals on Telegram: buttons that carry the request's id, taps, and outcomes, through the
+real python-telegram-bot, the fake Bot API server and the real approvals package."""
+
+from __future__ import annotations
+
+from tests.e2e.telegram_harness import (
+    OWNER_CHAT,
+    bot_messages,
+    prompt_with_buttons,
+    risky_registry,
+)
+from tests.fakes.fake_openai import Reply
+
+
+async def test_edit_shows_the_outcome_and_drops_the_buttons(start_telegram, fake_llm):
+    from datetime import UTC, datetime
+
+    from bot.envelopes import ApprovalPrompt, OutboundMessage
+
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "/whoami")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    prompt = ApprovalPrompt(id="apr_0123456789abcdef0123456789abcdef", code="4821", position=1,
+                            summary="Delete the note “Dentist”", details=(("title", "Dentist"),),
+                            allow_modification=False,
+                            expires_at=datetime(2026, 1, 5, 10, tzinfo=UTC))
+    channel = h.service.channel
+    message_id = await channel.send(OutboundMessage(
+        900, "owner", "telegram", str(OWNER_CHAT), "Shall I?", prompts=(prompt,)))
+    sent = h.tg.messages[int(message_id)]
+    assert [b["text"] for b in sent.buttons] == ["✅ Approve", "✖️ Cancel"]
+    assert [b["callback_data"] for b in sent.buttons] == [
+        f"a:{prompt.id}:approve", f"a:{prompt.id}:cancel"]
+    edit = OutboundMessage(901, "owner", "telegram", str(OWNER_CHAT), "Approved: note deleted",
+                           kind=f"edit:{message_id}")
+    assert await channel.send(edit) == message_id
+    assert await channel.send(edit) == message_id  # "message is not modified" is success
+    assert sent.text == "Approved: note deleted" and sent.buttons == []
+
+
+async def test_a_press_on_an_unreadable_button_is_answered_at_once(start_telegram):
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "/whoami")
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    message_id = h.tg.sent(OWNER_CHAT)[0].message_id
+    h.tg.user_presses(OWNER_CHAT, message_id, "old-format-data")
+    await h.tg.wait_for(lambda: h.tg.called("answerCallbackQuery"))
+    assert h.tg.called("answerCallbackQuery")[0].params["text"] == (
+        "This button is no longer valid.")
+
+
+async def test_tap_approve_runs_the_action_once_and_the_answer_arrives(
+        start_telegram, fake_llm, tmp_path):
+    from tests.fakes import risky_tools
+
+    risky_tools.SENT.clear()
+    risky_registry(tmp_path)
+    h = await start_telegram()
+    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
+    assert "send email" in prompt.text and "team@corp.example" in prompt.text
+    assert data["Approve"].startswith("a:") and data["Approve"].endswith(":approve")
+    assert risky_tools.SENT == []
+    fake_llm.script(Reply(content="Sent: the team has the Q3 note."))
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])  # double tap
+    await h.tg.wait_for(lambda: "Sent: the team has the Q3 note." in bot_messages(
+        h.tg, OWNER_CHAT))
+    await h.app.gateway.wait_idle()
+    assert [e["to"] for e in risky_tools.SENT] == ["team@corp.example"]
+
+
+async def test_tap_cancel_runs_nothing(start_telegram, fake_llm, tmp_path):
+    from tests.fakes import risky_tools
+
+    risky_tools.SENT.clear()
+    risky_registry(tmp_path)
+    h = await start_telegram()
+    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
+    assert set(data) == {"Approve", "Edit", "Cancel"}
+    fake_llm.script(Reply(content="OK, I won't send it."))
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Cancel"])
+    await h.tg.wait_for(lambda: "OK, I won't send it." in bot_messages(h.tg, OWNER_CHAT))
+    await h.app.gateway.wait_idle()
+    assert risky_tools.SENT == []
+
+
+async def test_another_users_tap_decides_nothing(start_telegram, fake_llm, tmp_path):
+    from tests.fakes import risky_tools
+
+    risky_tools.SENT.clear()
+    risky_registry(tmp_path)
+    h = await start_telegram()
+    await h.app.users.ensure("kim", display_name="Kim", at=h.app.clock.now())
+    await h.app.identities.link("telegram", "43", "kim", at=h.app.clock.now())
+    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
+    h.tg.user_says(43, "/whoami")  # Kim has a chat with the bot
+    await h.tg.wait_for(lambda: bot_messages(h.tg, 43))
+    # Kim forges a press on the owner's request (the data is guessable: it holds only the id).
+    h.tg.user_presses(43, prompt.message_id, data["Approve"], sender=43)
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, 43)) == 2)
+    await h.app.gateway.wait_idle()
+    assert bot_messages(h.tg, 43)[-1] == "That request isn't yours to decide."
+    assert risky_tools.SENT == []
