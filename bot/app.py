@@ -33,6 +33,7 @@ from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.gateway.notify import Notifier, ReachStore
 from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
+from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
@@ -174,7 +175,9 @@ class App:
             history=history, handle_message=orchestrator.handle_message, locks=locks,
             senders=senders, failure_line=persona.lines.llm_unavailable,
             notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
-            answer_button=decisions.answer_button, silenced=_silenced(triggers_box)))
+            answer_button=decisions.answer_button, silenced=_silenced(triggers_box),
+            prompt_edits=PromptEdits(db, outbox, clock, approval_store.outcomes,
+                                     can_edit=_can_edit(senders))))
         gateway_box.append(gateway)
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
                   http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
@@ -231,6 +234,7 @@ class App:
             user = await self.users.get(notice.user_id)
             if user is not None:
                 await self.gateway.notify_user(user, notice.line, dedupe_key=notice.dedupe_key)
+                await self.gateway.settle_prompts(user.id)
 
     async def _sweep_approvals(self) -> None:
         while True:
@@ -258,6 +262,14 @@ class App:
         await self.db.close()
         if self._owner is not None:
             self._owner.release()
+
+
+def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
+    def can_edit(channel: str) -> bool:
+        features = getattr(senders.get(channel), "features", None)
+        return bool(features is not None and features.edit)
+
+    return can_edit
 
 
 def _silenced(triggers_box: list[Any]) -> Callable[[str], Awaitable[bool]]:

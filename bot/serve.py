@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+from collections.abc import Mapping
 from typing import Protocol
 
 from aiohttp import web
@@ -42,8 +44,11 @@ class ServedChannel(Protocol):
         ...
 
 
-def configured_channels(settings: Settings, app: object) -> list[ServedChannel]:
-    """Every channel whose settings turn it on."""
+async def configured_channels(settings: Settings, app: object,
+                              env: Mapping[str, str] | None = None) -> list[ServedChannel]:
+    """Every channel whose settings turn it on: Telegram with VALET_TELEGRAM_TOKEN, SMS with
+    VALET_TWILIO_ACCOUNT_SID (the rest of its settings are then required)."""
+    env = os.environ if env is None else env
     channels: list[ServedChannel] = []
     if settings.telegram.token:
         from channels.telegram.service import TelegramService
@@ -51,7 +56,23 @@ def configured_channels(settings: Settings, app: object) -> list[ServedChannel]:
         telegram = TelegramService.from_app(app)  # type: ignore[arg-type]
         app.add_channel(telegram.channel)  # type: ignore[attr-defined]
         channels.append(telegram)
+    if env.get("VALET_TWILIO_ACCOUNT_SID"):
+        from channels.sms import build_sms_channel
+
+        channels.append(await build_sms_channel(app, env))  # type: ignore[arg-type]
     return channels
+
+
+def extra_routes(app: object, env: Mapping[str, str] | None = None) -> list[web.RouteDef]:
+    """Routes that are not a channel's: `POST /events` for the trigger engine (bearer token
+    VALET_EVENTS_TOKEN; without one every request gets 401)."""
+    env = os.environ if env is None else env
+    triggers = getattr(app, "triggers", None)
+    if triggers is None:
+        return []
+    from triggers.http import events_routes
+
+    return events_routes(triggers.bus, env.get("VALET_EVENTS_TOKEN") or None)
 
 
 def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application:
@@ -78,6 +99,7 @@ def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application
     web_app.router.add_get("/readyz", readyz)
     for channel in channels:
         web_app.router.add_routes(channel.routes())
+    web_app.router.add_routes(extra_routes(app))
     return web_app
 
 
@@ -104,7 +126,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     channels: list[ServedChannel] = []
     runner: web.AppRunner | None = None
     try:
-        channels = configured_channels(settings, app)
+        channels = await configured_channels(settings, app)
         runner = web.AppRunner(build_web_app(app, channels), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, settings.http.host, settings.http.port).start()
@@ -117,7 +139,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                               ) or "no webhook"
             log.info("valet serve: channel %s started (%s)", channel.name, paths)
         if not channels:
-            log.warning("valet serve: no channel configured (set VALET_TELEGRAM_TOKEN)")
+            log.warning("valet serve: no channel configured (set VALET_TELEGRAM_TOKEN or "
+                        "VALET_TWILIO_ACCOUNT_SID)")
         await stop.wait()
         await _drain(app, channels, settings.http.shutdown_grace_seconds)
     finally:

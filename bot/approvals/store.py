@@ -204,3 +204,22 @@ class ApprovalStore:
             "SELECT * FROM approvals WHERE ($1 = '' OR user_id = $1) AND ($2 = '' OR status = $2)"
             " ORDER BY created_at DESC, seq DESC, id LIMIT $3", user_id or "", status or "", limit)
         return [_approval(r) for r in rows]
+
+    async def outcomes(self, approval_ids: list[str]) -> dict[str, str]:
+        """What became of each request, in a word a person reads on the prompt it answered;
+        "waiting" while it is pending, approved or running (not settled yet)."""
+        words = {}
+        for approval_id in approval_ids:
+            approval = await self.get(approval_id)
+            if approval is not None:
+                words[approval_id] = outcome_word(approval)
+        return words
+
+
+def outcome_word(approval: ApprovalRequest) -> str:
+    status = approval.status
+    if status is ApprovalStatus.FAILED:
+        return "Interrupted" if (approval.result or "").startswith("interrupted") else "Failed"
+    return {ApprovalStatus.EXECUTED: "Done", ApprovalStatus.REJECTED: "Cancelled",
+            ApprovalStatus.EXPIRED: "Expired",
+            ApprovalStatus.SUPERSEDED: "Replaced by an edited request"}.get(status, "waiting")

@@ -37,6 +37,7 @@ from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
 from bot.gateway.notify import Notifier, ReachStore
 from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
+from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.users import User, UserStore
 from bot.memory.history import HistoryStore
 from bot.sanitize import clean_incoming
@@ -78,6 +79,8 @@ class GatewayDeps:
     # Whether a trigger run's reply stays unsent (it said it had nothing to report and its
     # task asks for silence then), by the run's key. A structured flag, never the text.
     silenced: Callable[[str], Awaitable[bool]] | None = None
+    # Prompt messages whose approvals are settled are edited to show the outcome.
+    prompt_edits: PromptEdits | None = None
 
 
 class Gateway:
@@ -252,6 +255,18 @@ class Gateway:
         finally:
             self._running.pop(user.id, None)
         await self._finish(row, reply)
+        await self.settle_prompts(user.id)
+
+    async def settle_prompts(self, user_id: str) -> None:
+        """Prompts decided, expired or interrupted: their messages say so (where the channel
+        can edit). A courtesy: a failure here is logged and tried again after the next turn."""
+        if self.deps.prompt_edits is None:
+            return
+        try:
+            if await self.deps.prompt_edits.settle(user_id):
+                self.deps.deliverer.wake()
+        except Exception:
+            log.warning("editing settled prompts of %s failed", user_id, exc_info=True)
 
     async def _reply_target(self, row: InboxRow) -> tuple[str, str] | None:
         """Where the turn's reply goes: back where the message came from, or, for a

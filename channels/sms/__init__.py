@@ -49,8 +49,12 @@ def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
 
 @dataclass
 class SmsChannel:
+    """What `valet serve` runs for SMS (its `ServedChannel`): the webhooks and the sender."""
+
     sender: SmsSender
     webhook: SmsWebhook
+    name: str = "sms"
+    ready: bool = False
 
     def routes(self) -> list[web.RouteDef]:
         return self.webhook.routes()
@@ -62,9 +66,14 @@ class SmsChannel:
         return app
 
     async def start(self) -> None:
-        return None  # nothing runs in the background: the outbox calls the sender
+        self.ready = True  # nothing runs in the background: the outbox calls the sender
 
     async def stop(self) -> None:
+        """Take no new messages (a webhook arriving now is stored all the same: Twilio has
+        sent it and would retry; the turn is left for the next start if it cannot run)."""
+        self.ready = False
+
+    async def close(self) -> None:
         await self.sender.close()
 
 

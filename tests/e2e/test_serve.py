@@ -131,3 +131,53 @@ async def test_killed_between_prompt_and_tap_the_approved_action_runs_once(fake_
                     await proc.wait()
     assert [json.loads(line)["to"] for line in actions.read_text().splitlines()] == [
         "team@corp.example"]
+
+
+async def test_serve_answers_a_signed_text_and_takes_events_only_with_the_token(
+        fake_llm: FakeOpenAI, tmp_path):
+    """SMS and the trigger engine's events on the same `valet serve` process."""
+    from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+
+    fake_llm.responder = lambda body: Reply(content="Hello by text.")
+    port = free_port()
+    public = "https://valet.example.com"
+    async with FakeTwilio() as twilio:
+        env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url,
+                        VALET_LLM_MODEL="fake-model", VALET_HTTP_PORT=str(port),
+                        VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
+                        VALET_TWILIO_AUTH_TOKEN=twilio.auth_token,
+                        VALET_TWILIO_API_URL=twilio.base_url, VALET_PUBLIC_URL=public,
+                        VALET_SMS_FROM_NUMBER="+15005550006", VALET_EVENTS_TOKEN="ev-secret",
+                        VALET_LOG_LEVEL="INFO")
+        (tmp_path / "valet.yaml").write_text("owner:\n  phone_numbers: ['+15551230000']\n")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            await _until_up(f"{base}/readyz", proc)
+            status, body = await _get(f"{base}/readyz")
+            assert status == 200 and body["checks"] == {"database": True, "sms": True}
+            async with aiohttp.ClientSession() as http:
+                params = inbound_params("+15551230000", "hi", sid="SM" + "1" * 32)
+                sent = await post_signed(http, f"{base}/sms/inbound", f"{public}/sms/inbound",
+                                         params, twilio.auth_token)
+                assert sent.status == 200
+                event = {"source": "test", "type": "ping", "data": {}}
+                async with http.post(f"{base}/events", json=event) as refused:
+                    assert refused.status == 401
+                async with http.post(f"{base}/events", json=event, headers={
+                        "Authorization": "Bearer ev-secret"}) as accepted:
+                    assert accepted.status in (200, 202)
+            await twilio.wait_for(1, timeout=20)
+            assert twilio.bodies_to("+15551230000") == ["Hello by text."]
+            proc.send_signal(signal.SIGTERM)
+            _, err = await asyncio.wait_for(proc.communicate(), 30)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    log = err.decode()
+    assert proc.returncode == 0, log
+    assert "channel sms started (/sms/inbound, /sms/status)" in log
+    assert twilio.auth_token not in log

@@ -101,3 +101,41 @@ async def test_another_users_tap_decides_nothing(start_telegram, fake_llm, tmp_p
     await h.app.gateway.wait_idle()
     assert bot_messages(h.tg, 43)[-1] == "That request isn't yours to decide."
     assert risky_tools.SENT == []
+
+
+async def test_a_tap_is_answered_at_once_and_the_prompt_then_shows_the_outcome(
+        start_telegram, fake_llm, tmp_path):
+    from tests.fakes import risky_tools
+
+    risky_tools.SENT.clear()
+    risky_registry(tmp_path)
+    h = await start_telegram()
+    prompt, data = await prompt_with_buttons(h.tg, fake_llm)
+    fake_llm.script(Reply(content="Sent."))
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])
+    await h.tg.wait_for(lambda: "Sent." in bot_messages(h.tg, OWNER_CHAT))
+    await h.tg.wait_for(lambda: not prompt.buttons)
+    await h.app.gateway.wait_idle()
+    answers = [c.params["text"] for c in h.tg.called("answerCallbackQuery")]
+    assert answers[0] == "Approving…"
+    assert "Done: send email" in prompt.text and prompt.buttons == []
+    # A second tap on the settled prompt: "already", and nothing runs again.
+    h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])
+    await h.tg.wait_for(lambda: len(h.tg.called("answerCallbackQuery")) == 2)
+    assert h.tg.called("answerCallbackQuery")[1].params["text"] == "Already done."
+    await h.app.gateway.wait_idle()
+    assert len(risky_tools.SENT) == 1
+
+
+async def test_an_expired_prompt_is_edited_when_the_sweeper_settles_it(
+        start_telegram, fake_llm, tmp_path):
+    from bot.clock import FakeClock
+
+    clock = FakeClock()
+    risky_registry(tmp_path)
+    h = await start_telegram(clock=clock)
+    prompt, _ = await prompt_with_buttons(h.tg, fake_llm)
+    clock.advance(minutes=31)
+    await h.app.sweep_approvals()
+    await h.tg.wait_for(lambda: not prompt.buttons)
+    assert "Expired: send email" in prompt.text

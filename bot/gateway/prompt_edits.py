@@ -1,0 +1,64 @@
+"""Approval prompts that were decided, expired or interrupted: the message that showed them
+is edited to say so and loses its buttons (on channels that can edit a sent message).
+
+The edit goes through the outbox like every message (ordered per chat, retried, once), keyed
+by the prompt message's outbox row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.clock import Clock
+from bot.db import Database
+from bot.envelopes import prompts_of
+from bot.gateway.outbox import OutboxStore
+
+log = logging.getLogger(__name__)
+
+# approval ids -> what became of each ("waiting" while it still waits)
+Outcomes = Callable[[list[str]], Awaitable[dict[str, str]]]
+
+
+class PromptEdits:
+    def __init__(self, db: Database, outbox: OutboxStore, clock: Clock, outcomes: Outcomes,
+                 can_edit: Callable[[str], bool]) -> None:
+        self.db = db
+        self.outbox = outbox
+        self.clock = clock
+        self.outcomes = outcomes
+        self.can_edit = can_edit
+
+    async def settle(self, user_id: str) -> int:
+        """Queue an edit for each of the user's sent prompt messages whose requests are all
+        settled; returns how many."""
+        rows = await self.db.fetch(
+            "SELECT id, channel, address, text, channel_message_id, payload FROM outbox"
+            " WHERE user_id = $1 AND prompts_settled = 0 AND status = 'sent'"
+            " AND channel_message_id IS NOT NULL AND payload LIKE '%\"prompts\"%'", user_id)
+        queued = 0
+        for row in rows:
+            prompts = prompts_of(json.loads(row["payload"]))
+            if not self.can_edit(row["channel"]) or not prompts:
+                await self._mark(row["id"])
+                continue
+            states = await self.outcomes([p.id for p in prompts])
+            if any(states.get(p.id, "waiting") == "waiting" for p in prompts):
+                continue  # one still waits: its buttons stay
+            said = "\n".join(f"{states[p.id]}: {p.summary}" for p in prompts)
+            async with self.db.transaction() as tx:
+                await self.outbox.enqueue(
+                    tx, dedupe_key=f"prompt-outcome:{row['id']}", user_id=user_id,
+                    channel=row["channel"], address=row["address"],
+                    text="\n\n".join(t for t in (row["text"], said) if t),
+                    at=self.clock.now(),
+                    payload={"kind": f"edit:{row['channel_message_id']}"})
+                await tx.execute("UPDATE outbox SET prompts_settled = 1 WHERE id = $1",
+                                 row["id"])
+            queued += 1
+        return queued
+
+    async def _mark(self, row_id: int) -> None:
+        await self.db.execute("UPDATE outbox SET prompts_settled = 1 WHERE id = $1", row_id)
