@@ -124,9 +124,10 @@ class App:
         history = HistoryStore(db)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
                          max_per_user=settings.agents.pool_max_per_user)
+        journal = TurnJournal(db, clock)
         resume = Resumer(pool, agents.handler(), llm,
                          lines=TaskLines.from_persona(persona.lines),
-                         answer_check=settings.agents.answer_check)
+                         answer_check=settings.agents.answer_check, journal=journal)
         stores = AgentStores(db)
         approval_store = ApprovalStore(
             db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
@@ -163,7 +164,7 @@ class App:
                 ContextStep("pending approvals", approvals.context_note),  # what still waits
                 ContextStep("waiting tasks", resume.context_note),
                 ContextStep("plan", stores.plans.context_note)],
-            journal=TurnJournal(db, clock)))
+            journal=journal))
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
         reach = ReachStore(db)

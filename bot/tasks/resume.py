@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from bot.approvals.model import ApprovalDraft
 from bot.envelopes import TurnStop
+from bot.journal import TurnJournal
 from bot.lines import fill
 from bot.llm import LLM, LLMError
 from bot.tasks.model import PausedTask, PoolNotice
@@ -127,12 +128,16 @@ CLASSIFIER_PROMPT = (
 
 class Resumer:
     def __init__(self, pool: AgentPool, handler: TaskHandler, llm: LLM, *,
-                 lines: TaskLines, answer_check: str = "llm") -> None:
+                 lines: TaskLines, answer_check: str = "llm",
+                 journal: TurnJournal | None = None) -> None:
         self.pool = pool
         self.handler = handler
         self.llm = llm
         self.lines = lines
         self.answer_check = answer_check
+        # A turn redone after a crash reuses what resuming a task did (an agent that ran is
+        # never run again): bot.journal, like the loop's tool calls.
+        self.journal = journal
 
     # --- before the loop ----------------------------------------------------------------------
 
@@ -144,6 +149,9 @@ class Resumer:
         task's result joined to the turn). Expired or dropped tasks become notices."""
         if ctx.msg.from_trigger or ctx.msg.button is not None:
             return Continue()  # a trigger's text or a button press answers no question
+        redone = await self._from_journal(ctx)
+        if redone is not None:
+            return redone
         live, notices = await self._live_tasks(ctx)
         said = Continue(notices=tuple(notices))
         if not live:
@@ -176,8 +184,43 @@ class Resumer:
                 return fill(self.lines.cancelled, task=task.label, question=task.question)
         return None
 
+    async def _from_journal(self, ctx: TurnContext) -> StepResult | None:
+        """This turn already resumed a task before a crash: reuse its outcome; if it started
+        but never recorded one, the outcome is unknown and the LLM is told so."""
+        if self.journal is None:
+            return None
+        done = await self.journal.recorded(ctx.turn_id, "tasks:done")
+        if done is not None:
+            joined = tuple(Joined(**j) for j in done["joined"])
+            drafts = tuple(ApprovalDraft(**d) for d in done["drafts"])
+            if done["answered"]:
+                return Answered(joined=joined, drafts=drafts, text=done["text"],
+                                stop=TurnStop(done["stop"]))
+            return Continue(joined=joined, drafts=drafts)
+        started = await self.journal.recorded(ctx.turn_id, "tasks:started")
+        if started is None:
+            return None
+        return Continue(joined=(Joined(started["call_id"], started["name"], {}, (
+            "Interrupted: this task was resumed before a restart and its outcome is unknown; "
+            "check before trying again.")),))
+
     async def _resume(self, ctx: TurnContext, task: PausedTask, text: str) -> StepResult:
         call_id = f"call_resume_{uuid.uuid4().hex[:16]}"
+        if self.journal is not None:
+            await self.journal.record(ctx.turn_id, "tasks:started",
+                                      {"call_id": call_id, "name": task.name})
+        result = await self._answer(ctx, task, text, call_id)
+        if self.journal is not None:
+            await self.journal.record(ctx.turn_id, "tasks:done", {
+                "joined": [vars(j) for j in result.joined],
+                "drafts": [vars(d) for d in result.drafts],
+                "answered": isinstance(result, Answered),
+                "text": getattr(result, "text", ""),
+                "stop": getattr(result, "stop", TurnStop.COMMAND).value})
+        return result
+
+    async def _answer(self, ctx: TurnContext, task: PausedTask, text: str, call_id: str
+                      ) -> StepResult:
         resumed = await self.handler.answer(task, text, ctx.tool_ctx.for_call(call_id))
         outcome = resumed.outcome
         joined = Joined(call_id, task.name, resumed.arguments, outcome.content)

@@ -433,3 +433,30 @@ async def test_an_approval_prompt_lists_every_argument_task_instruction_included
     assert shown["to"] == "bob@example.com" and shown["subject"] == "Rent"
     assert f"task_instruction: {smuggled}" in render_prompt(prompt)
     assert SENT == []
+
+
+async def test_a_turn_redone_after_a_crash_does_not_run_a_resumed_agent_again(
+        app_factory, fake_llm):
+    """The person answered the note's question, the note was saved, and the process died
+    before the turn was written: the redone turn reuses what resuming did (bot.journal)."""
+    import asyncio
+
+    from tests.fakes.fake_openai import Hang
+
+    app, me = await start(app_factory, agents=AgentsSettings(answer_check="heuristic"))
+    fake_llm.script(LLMReply(tool_calls=[ToolCall("take_note", {})]))
+    assert (await say(app, me, "take a note")).text == NOTE_QUESTION
+    answer = Inbound(user_id=me, channel="console", text="buy milk", turn_id="inbox-7",
+                     received_at=datetime(2026, 1, 5, 9, tzinfo=UTC))
+    fake_llm.script(Hang(30))  # the note is saved, then the LLM call hangs: "the crash"
+    with __import__("contextlib").suppress(TimeoutError):
+        await asyncio.wait_for(app.orchestrator.handle_message(answer), 2)
+    notes = await app.db.fetch("SELECT body FROM notes")
+    assert [n["body"] for n in notes] == ["buy milk"]
+    fake_llm.reset()
+    fake_llm.script(LLMReply(content="Noted: buy milk."))
+    reply = await app.orchestrator.handle_message(answer)  # the gateway redoes the turn
+    assert reply.text == "Noted: buy milk."
+    assert [n["body"] for n in await app.db.fetch("SELECT body FROM notes")] == ["buy milk"]
+    assert "Saved note" in tool_results(fake_llm.requests[-1])[-1]
+    assert_closed(await app.history.load(me))
