@@ -18,10 +18,8 @@ from typing import Any
 import pydantic
 
 from agents.base import AgentResult, AgentStatus, InputField, StandardAgent
-from bot.approvals.flow import waiting_result
-from bot.approvals.model import ApprovalDraft
-from bot.tasks.model import PausedTask
-from bot.tasks.resume import Fit, Resumed, Verdict
+from bot.approvals.model import ApprovalDraft, waiting_result
+from bot.tasks.model import Fit, PausedTask, Resumed, Verdict
 from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolStatus, render_result
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
-from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus
+from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus, waiting_result
 from bot.approvals.store import INTERRUPTED, ApprovalStore
 from bot.clock import Clock
 from bot.lines import fill
@@ -59,12 +59,6 @@ def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-def waiting_result(draft: ApprovalDraft) -> str:
-    return (f"Not run yet: waiting for the user's approval of “{draft.summary}”. The app has "
-            "asked them; it runs only if they approve. Do not call it again or claim it is "
-            "done.")
 
 
 class ApprovalFlow:
@@ -146,6 +140,8 @@ class ApprovalFlow:
                       approval.id)
             return f"Not completed: {INTERRUPTED}."
         except Exception as err:  # the action failed: say so, never retry it silently
+            log.warning("approved action %s (%s) failed", approval.id, approval.tool_name,
+                        exc_info=True)
             content = f"Error: {type(err).__name__}: {err}" if str(err) else \
                 f"Error: {type(err).__name__}"
             await self.store.finish(approval.id, False, content)

@@ -54,6 +54,12 @@ class ApprovalDraft:
     allow_modification: bool = True
 
 
+def waiting_result(draft: ApprovalDraft) -> str:
+    return (f"Not run yet: waiting for the user's approval of “{draft.summary}”. The app has "
+            "asked them; it runs only if they approve. Do not call it again or claim it is "
+            "done.")
+
+
 @dataclass(frozen=True)
 class ApprovalRequest:
     id: str

@@ -22,64 +22,22 @@ import re
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
-from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 from bot.approvals.model import ApprovalDraft
 from bot.envelopes import TurnStop
 from bot.journal import TurnJournal
 from bot.lines import fill
 from bot.llm import LLM, LLMError
-from bot.tasks.model import PausedTask, PoolNotice
+from bot.tasks.model import Fit, PausedTask, PoolNotice, TaskHandler, Verdict
 from bot.tasks.pool import AgentPool
-from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
+from bot.tools import ToolExecutionContext, ToolStatus
 from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
 
 log = logging.getLogger(__name__)
 
 CANCEL_WORDS = frozenset({"cancel", "/cancel", "never mind", "nevermind", "nvm", "forget it",
                           "cancel that", "cancel it"})
-
-
-class Fit(Enum):
-    ANSWER = "answer"  # passes the field's checks, and the checks mean something
-    NEXT_MESSAGE = "next"  # the next message is the answer (ask_user), if this was the latest
-    FREE = "free"  # plain text: anything passes, so the checks cannot tell
-    INVALID = "invalid"  # fails the checks: a bad attempt (ask again) or something else
-    NO = "no"  # certainly not an answer to this task
-
-
-@dataclass(frozen=True)
-class Verdict:
-    fit: Fit
-    ask_again: str = ""  # for INVALID: the question to repeat, with what was wrong
-
-
-@dataclass(frozen=True)
-class Resumed:
-    """What answering a task led to. outcome.status: WAITING (asks again; outcome.pause is the
-    updated task), SUCCESS or FAILED (finished), DENIED (the user said no; content is the
-    reply)."""
-
-    outcome: ToolOutcome
-    arguments: dict[str, Any]  # what the finished call ran with, for the synthetic call
-
-
-class TaskHandler(Protocol):
-    """Restores and continues paused tasks (the agents runtime implements it)."""
-
-    def check(self, task: PausedTask) -> str | None:
-        """Why the task cannot be restored (agent gone, InputFields changed), or None."""
-        ...
-
-    def verdict(self, task: PausedTask, text: str, ctx: ToolExecutionContext) -> Verdict: ...
-
-    async def answer(self, task: PausedTask, text: str, ctx: ToolExecutionContext) -> Resumed:
-        ...
-
-    def limit_for(self, name: str) -> int | None:
-        """Most tasks of this name one user may have waiting (None: only the pool's limit)."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ async def send_email(ctx: ToolExecutionContext, to: str, subject: str, body: str
         body: The message.
     """
     entry = {"to": to, "subject": subject, "body": body}
-    SENT.append({**entry, "idempotency_key": ctx.call_id})
+    SENT.append({**entry, "idempotency_key": ctx.call_id, "user": ctx.user_id,
+                 "timezone": ctx.timezone})
     _record(ctx, "email", entry)
     return f"Email sent to {to} (subject “{subject}”)."
 

@@ -313,3 +313,13 @@ async def test_the_owner_can_decide_someone_elses_request_and_they_hear_of_it(
     assert "Email sent to team@corp.example" in tool_results(fake_llm.requests[-1])[-1]
     assert_closed(await app.history.load("kim"))
     assert await app.approvals.list_pending_approvals("kim") == []
+
+
+async def test_the_owners_approval_runs_in_the_requesters_timezone(app_factory, fake_llm,
+                                                                    tmp_path):
+    app, owner = await start(app_factory, tmp_path)
+    await app.users.set_timezone(owner, "Europe/London")
+    await app.users.ensure("kim", timezone="Asia/Tokyo", at=app.clock.now())
+    [approval] = await requests_of(app, await ask_for_email(app, "kim", fake_llm))
+    await say(app, owner, button=ButtonPress(approval.id, "approve"))
+    assert [(e["user"], e["timezone"]) for e in risky_tools.SENT] == [("kim", "Asia/Tokyo")]
