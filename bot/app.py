@@ -119,9 +119,10 @@ class App:
             for closer in closers:
                 await closer()
             raise
-        http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
+            total=settings.gateway.http_timeout_seconds))
         users = UserStore(db)
-        history = HistoryStore(db)
+        history = HistoryStore(db, load_limit=settings.gateway.history_messages)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
                          max_per_user=settings.agents.pool_max_per_user)
         journal = TurnJournal(db, clock)
@@ -171,10 +172,12 @@ class App:
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbox=outbox,
-            deliverer=OutboxDeliverer(outbox, senders, clock,
+            deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
                                       on_permanent=_mark_unwritable(reach, clock)),
             history=history, handle_message=orchestrator.handle_message, locks=locks,
             senders=senders, failure_line=persona.lines.llm_unavailable,
+            max_attempts=settings.gateway.turn_attempts,
+            retry_seconds=settings.gateway.turn_retry_seconds,
             notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
             answer_button=decisions.answer_button, silenced=_silenced(triggers_box),
             prompt_edits=PromptEdits(db, outbox, clock, approval_store.outcomes,
@@ -316,4 +319,5 @@ async def _user_locks(settings: Settings) -> tuple[UserLocks, list[Any]]:
     from bot.redis_service import open_redis
 
     client = await open_redis(settings.redis_url)  # RedisUnavailable: one line at start-up
-    return RedisUserLocks(client), [client.aclose]
+    return RedisUserLocks(client, ttl_seconds=settings.gateway.user_lock_ttl_seconds), \
+        [client.aclose]

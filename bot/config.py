@@ -20,6 +20,7 @@ from bot.config_problems import Problem, did_you_mean, in_file_order, validation
 from bot.config_problems import yaml_line as yaml_line  # re-exported for persona files
 from bot.db import database_url_problem
 from bot.gateway.access import AccessSettings
+from bot.gateway.outbox import DeliveryPolicy
 from bot.loop import ReactLoopConfig
 from bot.phones import PhoneNumberError, normalize
 from bot.redis_service import redis_url_problem
@@ -139,21 +140,39 @@ _LOOP_RANGES: dict[str, dict[str, float]] = {
 }
 
 
-def _loop_settings_model() -> type[pydantic.BaseModel]:
-    """`loop:` in valet.yaml, checked field by field against ReactLoopConfig (one source of
-    the knobs): numbers must be more than 0 unless _LOOP_RANGES says otherwise."""
-    hints = get_type_hints(ReactLoopConfig)
+def _knobs_model(name: str, knobs: type, ranges: dict[str, dict[str, float]]
+                 ) -> type[pydantic.BaseModel]:
+    """A settings section checked field by field against a dataclass of knobs (one source of
+    the knobs): numbers must be more than 0 unless `ranges` says otherwise."""
+    hints = get_type_hints(knobs)
     spec: dict[str, Any] = {}
-    for f in fields(ReactLoopConfig):
+    for f in fields(knobs):
         kind = hints[f.name]
-        limits = _LOOP_RANGES.get(f.name, {"gt": 0} if kind in (int, float) else {})
+        limits = ranges.get(f.name, {"gt": 0} if kind in (int, float) else {})
         default = f.default if f.default is not MISSING else None
         spec[f.name] = (kind, pydantic.Field(default, **limits))
     return pydantic.create_model(  # type: ignore[call-overload,no-any-return]
-        "LoopSettings", __config__=pydantic.ConfigDict(extra="forbid", strict=False), **spec)
+        name, __config__=pydantic.ConfigDict(extra="forbid", strict=False), **spec)
+
+
+def _loop_settings_model() -> type[pydantic.BaseModel]:
+    """`loop:` in valet.yaml, against ReactLoopConfig."""
+    return _knobs_model("LoopSettings", ReactLoopConfig, _LOOP_RANGES)
 
 
 LoopSettings = _loop_settings_model()
+# `delivery:` in valet.yaml: how the outbox sends (retries, batches, concurrency).
+DeliverySettings = _knobs_model("DeliverySettings", DeliveryPolicy, {})
+
+
+class GatewaySettings(_Section):
+    """How the gateway runs turns."""
+
+    turn_attempts: int = pydantic.Field(3, ge=1)  # a turn that crashes is tried this often
+    turn_retry_seconds: float = pydantic.Field(0.2, ge=0)  # x attempt, before the next try
+    history_messages: int = pydantic.Field(200, ge=1)  # loaded per turn (the view trims)
+    user_lock_ttl_seconds: float = pydantic.Field(30.0, gt=0)  # Redis per-user lease
+    http_timeout_seconds: float = pydantic.Field(30.0, gt=0)  # the tools' shared session
 
 
 class SmsSettings(_Section):
@@ -204,6 +223,8 @@ class Settings(_Section):
     log_level: str = "WARNING"
     owner: OwnerSettings = OwnerSettings()
     loop: LoopSettings = LoopSettings()  # type: ignore[valid-type]
+    delivery: DeliverySettings = DeliverySettings()  # type: ignore[valid-type]
+    gateway: GatewaySettings = GatewaySettings()
     tools: dict[str, dict[str, Any]] = {}
     agents: AgentsSettings = AgentsSettings()
     approvals: ApprovalSettings = ApprovalSettings()
@@ -260,6 +281,11 @@ class Settings(_Section):
         loop = self.loop if isinstance(self.loop, dict) else self.loop.model_dump(
             exclude_unset=True)
         return ReactLoopConfig(**loop)
+
+    def delivery_policy(self) -> DeliveryPolicy:
+        delivery = self.delivery if isinstance(self.delivery, dict) else \
+            self.delivery.model_dump(exclude_unset=True)
+        return DeliveryPolicy(**delivery)
 
     def config_dir(self) -> Path:
         """Where relative paths in the configuration are read from."""

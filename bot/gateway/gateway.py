@@ -72,7 +72,8 @@ class GatewayDeps:
     failure_line: str  # what the user reads when their message could not be handled
     notifier: Notifier
     reach: ReachStore
-    max_attempts: int = 3
+    max_attempts: int = 3  # a turn that crashes is tried this often (gateway.turn_attempts)
+    retry_seconds: float = 0.2  # x attempt, before the next try
     # The short answer to a button press, given at once (before the turn runs): "Approving...",
     # "Already decided", "That isn't yours to decide".
     answer_button: ButtonAnswer | None = None
@@ -247,7 +248,7 @@ class Gateway:
         except Exception as err:
             log.exception("turn %s for %s failed (attempt %d)", turn_id, user.id, row.attempts)
             if row.attempts < deps.max_attempts:
-                await deps.clock.sleep(0.2 * row.attempts)
+                await deps.clock.sleep(deps.retry_seconds * row.attempts)
                 return  # still `processing`: the drain claims it again
             reply = Reply(deps.failure_line, stop=TurnStop.FAILED)
             await self._finish(row, reply, status="failed", error=f"{type(err).__name__}: {err}")

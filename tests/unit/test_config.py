@@ -114,6 +114,20 @@ def test_ranges_are_checked_for_every_loop_knob_and_section(tmp_path):
     ]
 
 
+def test_delivery_and_gateway_knobs_are_checked_and_reach_their_parts(tmp_path):
+    said = problems_of(tmp_path, "delivery:\n  max_attempts: 0\n  max_dleay: 5\n"
+                                 "gateway:\n  turn_attempts: 0\n")
+    assert said == ["2: delivery.max_attempts: must be more than 0 (it is 0)",
+                    "3: delivery.max_dleay: unknown setting; did you mean max_delay?",
+                    "5: gateway.turn_attempts: must be at least 1 (it is 0)"]
+    path = write(tmp_path, "ok.yaml", "delivery:\n  max_attempts: 9\ngateway:\n"
+                                      "  history_messages: 50\n")
+    settings = load_settings(path, env={})
+    assert settings.delivery_policy().max_attempts == 9
+    assert settings.delivery_policy().batch == 200
+    assert settings.gateway.history_messages == 50
+
+
 def test_valid_loop_settings_reach_the_loop(tmp_path):
     path = write(tmp_path, "valet.yaml", "loop:\n  max_turns: 4\n  stream: true\n")
     config = load_settings(path, env={}).loop_config()
