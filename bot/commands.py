@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.approvals.flow import ApprovalFlow
-from bot.envelopes import TurnStop
-from bot.gateway.access import AccessControl, one_line, quoted
+from bot.envelopes import ButtonPress, TurnStop
+from bot.gateway.access import PAIRING_PREFIX, AccessControl, one_line, quoted
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import User
 from bot.tasks.resume import Resumer
@@ -79,7 +79,10 @@ class Commands:
                 and (c.channels is None or channel in c.channels)]
 
     async def before(self, ctx: TurnContext) -> StepResult:
-        if ctx.msg.button is not None or ctx.msg.from_trigger:
+        button = ctx.msg.button
+        if button is not None and button.approval_id.startswith(PAIRING_PREFIX):
+            return await self._pairing_button(ctx, button)
+        if button is not None or ctx.msg.from_trigger:
             return Continue()
         found = command_word(ctx.msg.text)
         if found is None:
@@ -93,6 +96,14 @@ class Commands:
             return Answered(text=command.refusal, stop=TurnStop.COMMAND)
         said = await command.handler(ctx, args)
         return said if isinstance(said, Answered) else Answered(text=said, stop=TurnStop.COMMAND)
+
+    async def _pairing_button(self, ctx: TurnContext, button: ButtonPress) -> StepResult:
+        """The owner tapped Approve or Cancel under a pairing notice: /pair by button."""
+        if not ctx.user.is_owner:
+            return Answered(text="Only the owner can approve new people.", stop=TurnStop.COMMAND)
+        verb = "approve" if button.option.lower() in ("approve", "yes") else "deny"
+        code = button.approval_id.removeprefix(PAIRING_PREFIX)
+        return Answered(text=await self._pair(ctx, [verb, code]), stop=TurnStop.COMMAND)
 
     # --- the commands ----------------------------------------------------------------------
 

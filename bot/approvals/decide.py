@@ -18,6 +18,7 @@ from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, state_word
 from bot.approvals.model import ApprovalRequest, ApprovalStatus
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.envelopes import ButtonPress, TurnStop
+from bot.gateway.access import PAIRING_PREFIX
 from bot.gateway.users import User, UserStore
 from bot.llm import LLMError
 from bot.tools import Tool
@@ -84,6 +85,10 @@ class ApprovalStep:
     async def answer_button(self, user: User, button: ButtonPress) -> str:
         """The short answer to a button press, at once (the decision itself is made by the
         turn, with a compare-and-set): what will happen, or why nothing will."""
+        if button.approval_id.startswith(PAIRING_PREFIX):  # a pairing notice's buttons
+            if not user.is_owner:
+                return "Only the owner can approve new people."
+            return "Letting them in…" if button.option.lower() == "approve" else "Refusing…"
         approval = await self.store.get(button.approval_id)
         if approval is None:
             return "I don't know that request."

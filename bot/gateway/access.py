@@ -17,6 +17,7 @@ from typing import Literal
 import pydantic
 
 from bot.db import Database, Row
+from bot.envelopes import ApprovalPrompt
 from bot.gateway.guesses import GuessLimiter, GuessVerdict
 from bot.gateway.identity import IdentityStore, new_code
 from bot.gateway.users import User
@@ -72,6 +73,7 @@ class Admission:
     reply: str | None = None  # the one short reply an unknown sender may get
     notify_owner: str | None = None
     handled: bool = False  # the message was a /link and is fully dealt with
+    pairing_code: str | None = None  # the owner may decide it with a button too
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ class AccessControl:
             reply=(f"Hi! This is a private assistant and I don't know you yet. If you know its "
                    f"owner, ask them to approve code {code}."),
             notify_owner=f"{who} wants to talk to me. Reply /pair approve {code} to let them "
-                         f"in, or /pair deny {code}.")
+                         f"in, or /pair deny {code}.", pairing_code=code)
 
     async def _make_room(self, channel: str, at: datetime) -> None:
         """At most `max_pending_pairings` wait per channel: the oldest ones expire so that a
@@ -218,3 +220,16 @@ class AccessControl:
             "UPDATE pairing_requests SET status = 'denied', decided_at = $2"
             " WHERE code = $1 AND status = 'pending'", code.strip().upper(), at)
         return changed > 0
+
+
+PAIRING_PREFIX = "pair-"  # no colon: button data is "a:<id>:<option>"
+
+
+def pairing_prompt(code: str) -> ApprovalPrompt:
+    """A pairing request as a choice the owner can tap (Telegram buttons); typing
+    /pair approve CODE works everywhere."""
+    return ApprovalPrompt(id=f"{PAIRING_PREFIX}{code}", code=code, position=1,
+                          summary=f"Let the sender of code {code} in",
+                          options=("approve", "cancel"), allow_modification=False)
+
+

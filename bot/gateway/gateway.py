@@ -19,6 +19,7 @@ from bot.clock import Clock
 from bot.commands import command_word
 from bot.db import Database, Queries
 from bot.envelopes import (
+    ApprovalPrompt,
     ButtonPress,
     EventSink,
     Inbound,
@@ -31,7 +32,7 @@ from bot.envelopes import (
     Urgency,
     payload_of,
 )
-from bot.gateway.access import AccessControl, Admission
+from bot.gateway.access import AccessControl, Admission, pairing_prompt
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
@@ -186,7 +187,10 @@ class Gateway:
                     channel=msg.channel, address=msg.address, text=admission.reply, at=at)
             await deps.inbox.close(tx, row_id, "done" if admission.handled else "rejected", at)
         if admission.notify_owner:
-            await self.notify_owner(admission.notify_owner, dedupe_key=f"pairing:{row_id}")
+            prompts = (pairing_prompt(admission.pairing_code),) if admission.pairing_code \
+                else ()
+            await self.notify_owner(admission.notify_owner, dedupe_key=f"pairing:{row_id}",
+                                    prompts=prompts)
         deps.deliverer.wake()
 
     def kick(self, user_id: str) -> None:
@@ -347,11 +351,13 @@ class Gateway:
         return await self.notify(Notification(user.id, text, dedupe_key, channel=channel,
                                               urgency=urgency), q)
 
-    async def notify_owner(self, text: str, *, dedupe_key: str) -> bool:
+    async def notify_owner(self, text: str, *, dedupe_key: str,
+                           prompts: tuple[ApprovalPrompt, ...] = ()) -> bool:
         owners = [u for u in await self.deps.users.list() if u.is_owner]
         sent = False
         for owner in owners:
-            sent |= await self.notify_user(owner, text, dedupe_key=f"{dedupe_key}:{owner.id}")
+            sent |= await self.notify(Notification(
+                owner.id, text, f"{dedupe_key}:{owner.id}", urgency=Urgency.URGENT,
+                prompts=prompts))
         return sent
-
 

@@ -113,15 +113,15 @@ async def test_a_tap_is_answered_at_once_and_the_prompt_then_shows_the_outcome(
     prompt, data = await prompt_with_buttons(h.tg, fake_llm)
     fake_llm.script(Reply(content="Sent."))
     h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])
-    await h.tg.wait_for(lambda: "Sent." in bot_messages(h.tg, OWNER_CHAT))
-    await h.tg.wait_for(lambda: not prompt.buttons)
+    await h.tg.wait_for(lambda: "Sent." in bot_messages(h.tg, OWNER_CHAT), timeout=30)
+    await h.tg.wait_for(lambda: not prompt.buttons, timeout=30)
     await h.app.gateway.wait_idle()
     answers = [c.params["text"] for c in h.tg.called("answerCallbackQuery")]
     assert answers[0] == "Approving…"
     assert "Done: send email" in prompt.text and prompt.buttons == []
     # A second tap on the settled prompt: "already", and nothing runs again.
     h.tg.user_presses(OWNER_CHAT, prompt.message_id, data["Approve"])
-    await h.tg.wait_for(lambda: len(h.tg.called("answerCallbackQuery")) == 2)
+    await h.tg.wait_for(lambda: len(h.tg.called("answerCallbackQuery")) == 2, timeout=30)
     assert h.tg.called("answerCallbackQuery")[1].params["text"] == "Already done."
     await h.app.gateway.wait_idle()
     assert len(risky_tools.SENT) == 1
@@ -137,5 +137,22 @@ async def test_an_expired_prompt_is_edited_when_the_sweeper_settles_it(
     prompt, _ = await prompt_with_buttons(h.tg, fake_llm)
     clock.advance(minutes=31)
     await h.app.sweep_approvals()
-    await h.tg.wait_for(lambda: not prompt.buttons)
+    await h.tg.wait_for(lambda: not prompt.buttons, timeout=30)
     assert "Expired: send email" in prompt.text
+
+
+async def test_the_owner_lets_a_stranger_in_with_a_button(start_telegram, fake_llm):
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "/whoami")  # the owner has a chat with the bot
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT), timeout=30)
+    h.tg.user_says(777, "hello?", sender=777)
+    await h.tg.wait_for(lambda: any(m.buttons for m in h.tg.sent(OWNER_CHAT)), timeout=30)
+    [notice] = [m for m in h.tg.sent(OWNER_CHAT) if m.buttons]
+    assert "wants to talk to me" in notice.text
+    approve = next(b["callback_data"] for b in notice.buttons if "Approve" in b["text"])
+    h.tg.user_presses(OWNER_CHAT, notice.message_id, approve)
+    await h.tg.wait_for(lambda: any("You're in" in t for t in bot_messages(h.tg, 777)), timeout=30)
+    await h.app.gateway.wait_idle()
+    assert await h.app.identities.resolve("telegram", "777") is not None
+    assert h.tg.called("answerCallbackQuery")[0].params["text"] == "Letting them in…"
+    assert fake_llm.calls == 0  # no LLM for the stranger, nor for the owner's decision
