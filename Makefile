@@ -29,6 +29,7 @@ test: $(TEST_STAMP)
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 bench: $(TEST_STAMP)
 	$(PY) -m tests.bench

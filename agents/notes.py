@@ -82,7 +82,7 @@ def notes_of(ctx: ToolExecutionContext) -> NoteStore:
     stores = ctx.stores
     if stores is None or not hasattr(stores, "notes"):
         raise RuntimeError("notes are not available (no database configured for tools)")
-    return stores.notes  # type: ignore[no-any-return]
+    return stores.notes
 
 
 class NoteAgent(StandardAgent):

@@ -127,8 +127,7 @@ class _Loader:
         for key in unknown:
             self.errors.append(f"{path}:{yaml_line(root, (str(key),))}: {key}: unknown section "
                                "(a registry file has `agents:` and `tools:`)")
-        for section, model, handle in (("tools", _ToolEntry, self._tool_module),
-                                       ("agents", _AgentEntry, self._agent)):
+        for section, model in (("tools", _ToolEntry), ("agents", _AgentEntry)):
             entries = data.get(section) or []
             if not isinstance(entries, list):
                 self.errors.append(f"{path}:{yaml_line(root, (section,))}: {section}: must be "
@@ -144,7 +143,10 @@ class _Loader:
                         self.errors.append(f"{where(*keys)}: {'.'.join((section, str(i), *keys))}"
                                            f": {problem['msg']}")
                     continue
-                handle(entry, where)  # type: ignore[operator]
+                if isinstance(entry, _ToolEntry):
+                    self._tool_module(entry, where)
+                else:
+                    self._agent(entry, where)
 
     def _tool_module(self, entry: _ToolEntry, where: _Where) -> None:
         try:

@@ -170,7 +170,7 @@ def reminders_of(ctx: ToolExecutionContext) -> ReminderStore:
     stores = ctx.stores
     if stores is None or not hasattr(stores, "reminders"):
         raise RuntimeError("reminders are not available (no database configured for tools)")
-    return stores.reminders  # type: ignore[no-any-return]
+    return stores.reminders
 
 
 def describe(when: datetime) -> str:

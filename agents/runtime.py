@@ -80,8 +80,9 @@ def agent_tool(spec: AgentSpec) -> Tool:
     if spec.advertises_approval():
         description = f"{description} {APPROVAL_MARK}"
     names = [f.name for f in spec.cls.input_fields()] + ["task_instruction"]
-    model = pydantic.create_model(f"{spec.name}_args", __base__=_LooseArgs,
-                                  **{n: (Any, None) for n in names})
+    # dict[str, Any]: mypy infers `(Any, None)` as a value, not the type form pydantic wants
+    optional_any: dict[str, Any] = {n: (Any, None) for n in names}
+    model = pydantic.create_model(f"{spec.name}_args", __base__=_LooseArgs, **optional_any)
 
     async def run(ctx: ToolExecutionContext, **arguments: Any) -> ToolOutcome:
         return await start(spec, arguments, ctx)

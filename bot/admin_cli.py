@@ -7,12 +7,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from datetime import UTC
+from typing import TYPE_CHECKING, Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.config import Settings
+from bot.gateway.users import User
+
+if TYPE_CHECKING:
+    from bot.app import App  # imported when run, after the CLI has parsed its arguments
 
 
-def add_admin_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     users = sub.add_parser("users", help="list, show, block or unblock users")
     users_sub = users.add_subparsers(dest="action", required=True)
     users_sub.add_parser("list", help="every user with their linked addresses")
@@ -51,7 +56,7 @@ class _NoLLM:
 
     model = ""
 
-    async def complete(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def complete(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise RuntimeError("admin commands do not call the LLM")
 
     async def list_models(self) -> list[str]:
@@ -61,20 +66,20 @@ class _NoLLM:
         return None
 
 
-async def _find_user(app, ref: str):  # type: ignore[no-untyped-def]
+async def _find_user(app: App, ref: str) -> User | None:
     if ":" in ref and not ref.startswith("u_"):
         channel, address = ref.split(":", 1)
         return await app.identities.resolve(channel, address)
     return await app.users.get(ref)
 
 
-async def _users(app, args: argparse.Namespace, say: Callable[[str], None]) -> int:  # type: ignore[no-untyped-def]
+async def _users(app: App, args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if args.action == "list":
-        for user in await app.users.list():
-            ids = await app.identities.of_user(user.id)
-            flags = (" owner" if user.is_owner else "") + (" BLOCKED" if user.blocked else "")
+        for listed in await app.users.list():
+            ids = await app.identities.of_user(listed.id)
+            flags = (" owner" if listed.is_owner else "") + (" BLOCKED" if listed.blocked else "")
             linked = ", ".join(f"{i.channel}:{i.address}" for i in ids) or "-"
-            say(f"{user.id}\t{user.display_name or '-'}\t{user.timezone}\t{linked}{flags}")
+            say(f"{listed.id}\t{listed.display_name or '-'}\t{listed.timezone}\t{linked}{flags}")
         return 0
     user = await _find_user(app, args.user)
     if user is None:
@@ -96,7 +101,7 @@ async def _users(app, args: argparse.Namespace, say: Callable[[str], None]) -> i
     return 0
 
 
-async def _sms_segments_this_month(app, user) -> int:  # type: ignore[no-untyped-def]
+async def _sms_segments_this_month(app: App, user: User) -> int:
     """SMS cost: segments sent to the user since the 1st of this month in their timezone."""
     try:
         zone = ZoneInfo(user.timezone)
@@ -107,7 +112,7 @@ async def _sms_segments_this_month(app, user) -> int:  # type: ignore[no-untyped
     return await app.gateway.deps.outbox.segments_since(user.id, "sms", month_start.astimezone(UTC))
 
 
-async def _pair(app, args: argparse.Namespace, say: Callable[[str], None]) -> int:  # type: ignore[no-untyped-def]
+async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) -> int:
     now = app.clock.now()
     if args.action == "list":
         pending = await app.access.list_pairings(now)
@@ -132,7 +137,7 @@ async def _pair(app, args: argparse.Namespace, say: Callable[[str], None]) -> in
     return 0
 
 
-async def _approvals(app, args: argparse.Namespace, say: Callable[[str], None]) -> int:  # type: ignore[no-untyped-def]
+async def _approvals(app: App, args: argparse.Namespace, say: Callable[[str], None]) -> int:
     user_id = None
     if args.user:
         user = await _find_user(app, args.user)

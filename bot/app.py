@@ -96,8 +96,9 @@ class App:
     _closers: list[Any] = field(default_factory=list)
     agents: Registry = field(default_factory=Registry)
     pool: AgentPool | None = None
-    approvals: ApprovalFlow | None = None  # type: ignore[assignment]
-    sweeper: ApprovalSweeper | None = None  # type: ignore[assignment]
+    # Always built by App.build; keyword-only so they may follow the fields with defaults.
+    approvals: ApprovalFlow = field(kw_only=True)
+    sweeper: ApprovalSweeper = field(kw_only=True)
     _sweeper: asyncio.Task[None] | None = None
     _owner: SQLiteOwner | None = None
     stall_monitor: StallMonitor | None = None

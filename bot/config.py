@@ -148,10 +148,11 @@ def _knobs_model(name: str, knobs: type, ranges: dict[str, dict[str, float]]
     spec: dict[str, Any] = {}
     for f in fields(knobs):
         kind = hints[f.name]
-        limits = ranges.get(f.name, {"gt": 0} if kind in (int, float) else {})
+        # Any: Field's overloads would otherwise try each limit against every keyword
+        limits: dict[str, Any] = ranges.get(f.name, {"gt": 0} if kind in (int, float) else {})
         default = f.default if f.default is not MISSING else None
         spec[f.name] = (kind, pydantic.Field(default, **limits))
-    return pydantic.create_model(  # type: ignore[call-overload,no-any-return]
+    return pydantic.create_model(
         name, __config__=pydantic.ConfigDict(extra="forbid", strict=False), **spec)
 
 
@@ -390,7 +391,8 @@ def known_tool_modules(raw: dict[str, Any], path: Path | None) -> set[str] | Non
     read here (the registry loader reports that, with its own file and line)."""
     from agents.registry import registry_paths
 
-    agents = raw.get("agents") if isinstance(raw.get("agents"), dict) else {}
+    given = raw.get("agents")
+    agents = given if isinstance(given, dict) else {}
     extra = agents.get("registries") or []
     if isinstance(extra, str):
         extra = [p.strip() for p in re.split(r"[,:]", extra) if p.strip()]

@@ -256,7 +256,7 @@ ERROR_HANDLERS: dict[type[LLMError], ErrorHandler] = {
 def handler_for(err: LLMError) -> ErrorHandler:
     for cls in type(err).__mro__:
         if cls in ERROR_HANDLERS:
-            return ERROR_HANDLERS[cls]  # type: ignore[index]
+            return ERROR_HANDLERS[cls]
     return raise_to_caller
 
 
@@ -392,7 +392,7 @@ def _from_completion(completion: Any) -> LLMResponse:
     message = getattr(choice, "message", None)
     if message is None:
         raise LLMMalformedResponseError("the endpoint returned a choice without a message")
-    calls = []
+    calls: list[ToolCall] = []
     for tc in getattr(message, "tool_calls", None) or []:
         function = getattr(tc, "function", None)
         if function is None:

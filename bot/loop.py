@@ -168,6 +168,7 @@ async def react_loop(
                list(history), await TurnRecorder.open(deps.journal, turn_id))
     emit = emit or _no_events
     lines = fallback or FallbackLines()
+    pauses: list[ToolOutcome]
     try:
         if run.journal.closed:  # stopped (/stop) before a restart: never replayed
             stop, text, pauses = TurnStop.CANCELLED, _final_text(run, lines.cancelled), []

@@ -111,7 +111,7 @@ class WorkerPool:
                 raise
         if status == "ok":
             self._give_back(worker)
-            return value  # type: ignore[no-any-return]
+            return value
         if status == "died":
             worker.kill()
             raise WorkFailed(f"the worker process died ({value})")

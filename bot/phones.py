@@ -107,7 +107,7 @@ def guess_timezone(e164: str, default: str) -> TimezoneGuess:
         return TimezoneGuess(default)
     if len(zones) == 1:
         return TimezoneGuess(zones[0])
-    country = phonenumbers.region_code_for_country_code(number.country_code)
+    country = phonenumbers.region_code_for_country_code(number.country_code or 0)
     main = _main_zones().get(country)
     zone = default if default in zones else main if main in zones else zones[0]
     return TimezoneGuess(zone, tuple(zones) if len(zones) <= MAX_CANDIDATES else (zone,))

@@ -135,7 +135,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         await app.start()
         for channel in channels:
             await channel.start()
-            paths = ", ".join(r.path for r in channel.routes()  # type: ignore[attr-defined]
+            paths = ", ".join(r.path for r in channel.routes()
                               ) or "no webhook"
             log.info("valet serve: channel %s started (%s)", channel.name, paths)
         if not channels:

@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
@@ -216,7 +216,7 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
         return {k: clean_schema(v) for k, v in schema.items()
                 if not (k == "title" and isinstance(v, str))}
     if isinstance(schema, list):
-        return [clean_schema(v) for v in schema]  # type: ignore[return-value]
+        return [clean_schema(v) for v in schema]
     return schema
 
 
@@ -282,7 +282,7 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def schemas(self) -> list[dict[str, Any]]:

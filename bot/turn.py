@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from bot.approvals.model import ApprovalDraft, ApprovalRequest
@@ -102,13 +102,10 @@ class Step(Protocol):
 
 def merge(a: Continue, b: StepResult) -> StepResult:
     """Two steps' additions together; an Answered stays an Answered."""
-    fields = {
-        "joined": a.joined + b.joined, "notices": a.notices + b.notices,
-        "prompts": a.prompts + b.prompts, "drafts": a.drafts + b.drafts,
-        "context": a.context + b.context, "settled": a.settled + b.settled}
-    if isinstance(b, Answered):
-        return Answered(**fields, text=b.text, stop=b.stop)
-    return Continue(**fields)
+    return replace(  # keeps b's class, and an Answered's text and stop
+        b, joined=a.joined + b.joined, notices=a.notices + b.notices,
+        prompts=a.prompts + b.prompts, drafts=a.drafts + b.drafts,
+        context=a.context + b.context, settled=a.settled + b.settled)
 
 
 @dataclass(frozen=True)

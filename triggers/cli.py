@@ -14,7 +14,7 @@ from triggers.describe import task_line
 from triggers.service import Owner, TaskError
 
 
-def add_task_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_task_commands(sub: argparse._SubParsersAction) -> None:
     tasks = sub.add_parser("tasks", help="scheduled tasks: list, add, remove, pause, resume, "
                                          "run-now")
     actions = tasks.add_subparsers(dest="action", required=True)

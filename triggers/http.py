@@ -10,6 +10,7 @@ import hmac
 import json
 import logging
 import re
+from dataclasses import replace
 
 from aiohttp import web
 
@@ -43,8 +44,9 @@ def events_routes(bus: EventBus, token: str | None) -> list[web.RouteDef]:
         problem = _problem(body)
         if problem:
             return web.json_response({"error": problem}, status=400)
-        event = Event(source=body["source"], type=body["type"], data=body.get("data") or {},
-                      **({"id": str(body["id"])} if body.get("id") else {}))
+        event = Event(source=body["source"], type=body["type"], data=body.get("data") or {})
+        if body.get("id"):
+            event = replace(event, id=str(body["id"]))
         await bus.publish(event)
         return web.json_response({"id": event.id}, status=202)
 

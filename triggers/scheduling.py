@@ -18,7 +18,7 @@ def _service(ctx: ToolExecutionContext) -> TaskService:
     service = ctx.services.get("triggers")
     if service is None:
         raise RuntimeError("scheduled tasks are not available in this deployment")
-    return service  # type: ignore[no-any-return]
+    return service
 
 
 def _owner(ctx: ToolExecutionContext) -> Owner:

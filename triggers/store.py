@@ -107,7 +107,7 @@ class TaskStore:
 
     async def next_due_at(self) -> datetime | None:
         # ORDER BY, not MIN(): SQLite gives an aggregate back as text, a column as a time.
-        return await self.db.fetchval(  # type: ignore[no-any-return]
+        return await self.db.fetchval(
             "SELECT next_run_at FROM trigger_tasks WHERE status = 'active'"
             " AND next_run_at IS NOT NULL ORDER BY next_run_at LIMIT 1")
 

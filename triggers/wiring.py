@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import web
+
 from bot.clock import Clock
 from bot.db import Database
 from bot.tools import ToolRegistry
@@ -33,7 +35,7 @@ class Triggers:
         await self.engine.stop()
         await self.bus.stop()
 
-    def http_app(self, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    def http_app(self, env: dict[str, str] | None = None) -> web.Application:
         """The `POST /events` sub-application for `valet serve`."""
         token = (env if env is not None else os.environ).get(EVENTS_TOKEN_ENV)
         return events_app(self.bus, token)

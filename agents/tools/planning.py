@@ -62,7 +62,7 @@ def plans_of(ctx: ToolExecutionContext) -> PlanStore:
     stores = ctx.stores
     if stores is None or not hasattr(stores, "plans"):
         raise RuntimeError("plans are not available (no database configured for tools)")
-    return stores.plans  # type: ignore[no-any-return]
+    return stores.plans
 
 
 @tool(progress="asking you")
@@ -131,8 +131,8 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(v) for v in node]
         return node
 
-    return walk(schema)  # type: ignore[no-any-return]
+    return walk(schema)
 
 
-update_plan.__valet_tool__.parameters = _inline_refs(  # type: ignore[attr-defined]
-    update_plan.__valet_tool__.parameters)  # type: ignore[attr-defined]
+update_plan.__valet_tool__.parameters = _inline_refs(
+    update_plan.__valet_tool__.parameters)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from agents.tools.clock import resolve_zone
 from bot.tools import ToolExecutionContext, tool
+
+if TYPE_CHECKING:
+    from bot.gateway.users import UserStore
 
 _HHMM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 CHANNELS = ("telegram", "sms", "console")
 
 
-def _users(ctx: ToolExecutionContext):  # type: ignore[no-untyped-def]
+def _users(ctx: ToolExecutionContext) -> UserStore:
     users = ctx.services.get("users")
     if users is None:
         raise RuntimeError("user settings are not available here")

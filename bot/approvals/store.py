@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -205,7 +206,7 @@ class ApprovalStore:
             " ORDER BY created_at DESC, seq DESC, id LIMIT $3", user_id or "", status or "", limit)
         return [_approval(r) for r in rows]
 
-    async def outcomes(self, approval_ids: list[str]) -> dict[str, str]:
+    async def outcomes(self, approval_ids: Sequence[str]) -> dict[str, str]:
         """What became of each request, in a word a person reads on the prompt it answered;
         "waiting" while it is pending, approved or running (not settled yet)."""
         words = {}

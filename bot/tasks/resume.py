@@ -116,11 +116,11 @@ class Resumer:
             return said
         text = (ctx.msg.text or "").strip()
         if is_cancel(text):
-            task = live[0]
-            if await self.pool.take(task):
-                log.info("user %s cancelled %s %s", task.user_id, task.name, task.id)
-                return merge(said, Answered(text=fill(self.lines.cancelled, task=task.label,
-                                                      question=task.question),
+            waiting = live[0]
+            if await self.pool.take(waiting):
+                log.info("user %s cancelled %s %s", waiting.user_id, waiting.name, waiting.id)
+                return merge(said, Answered(text=fill(self.lines.cancelled, task=waiting.label,
+                                                      question=waiting.question),
                                             stop=TurnStop.CANCELLED))
             return said
         task, verdict = await self._match(live, text, ctx.tool_ctx)

@@ -13,6 +13,7 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
@@ -132,8 +133,9 @@ class TelegramChannel:
         done = self._delivered_parts.setdefault(outbox_id, [])
         for index in range(len(done), len(parts)):
             last = index == len(parts) - 1
-            sent = await self._call(str(chat), lambda i=index, last=last: self.bot.send_message(
-                chat, parts[i], parse_mode=parse_mode, reply_markup=markup if last else None))
+            sent = await self._call(str(chat), partial(
+                self.bot.send_message, chat, parts[index], parse_mode=parse_mode,
+                reply_markup=markup if last else None))
             done.append(int(sent.message_id))
         return self._delivered_parts.pop(outbox_id)
 

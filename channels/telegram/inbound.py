@@ -124,8 +124,8 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
         text = re.sub(rf"@{re.escape(me.username)}\b", "", text, flags=re.I).strip()
     origin = Origin(update.update_id, message.chat.id, message.from_user.full_name,
                     message.date or now())
-    if message.voice is not None or message.audio is not None:
-        media = message.voice or message.audio
+    media = message.voice or message.audio
+    if media is not None:
         return Voice(origin, media.file_id, media.file_size or 0)
     if message.photo:
         return Photo(origin, message.photo[-1].file_id, text)

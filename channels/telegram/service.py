@@ -111,7 +111,8 @@ class TelegramService:
         llm = settings.llm
         transcriber = None
         if llm.transcription_model:
-            transcriber = Transcriber(base_url=llm.base_url, api_key=llm.api_key or "not-needed",
+            transcriber = Transcriber(base_url=llm.base_url,
+                                      api_key=llm.api_key_value() or "not-needed",
                                       model=llm.transcription_model)
 
         async def is_known(address: str) -> bool:

@@ -120,6 +120,7 @@ class FakeOpenAI:
         # Speech to text: what /audio/transcriptions answers, and the uploads it received.
         self.transcript = "This is a voice note."
         self.transcriptions: list[dict[str, Any]] = []
+        self.transcription_auth: list[str] = []  # the Authorization header of each upload
 
     # -- public API -------------------------------------------------------
     @property
@@ -170,6 +171,7 @@ class FakeOpenAI:
         return web.json_response({"object": "list", "data": [model]})
 
     async def _transcribe(self, request: web.Request) -> web.Response:
+        self.transcription_auth.append(request.headers.get("Authorization", ""))
         form = await request.post()
         upload = form.get("file")
         audio = upload.file.read() if hasattr(upload, "file") else b""
