@@ -174,7 +174,7 @@ class App:
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbox=outbox,
             deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
-                                      on_permanent=_mark_unwritable(reach, clock)),
+                                      on_permanent=_mark_unwritable(identities, clock)),
             history=history, handle_message=orchestrator.handle_message, locks=locks,
             senders=senders, failure_line=persona.lines.llm_unavailable,
             max_attempts=settings.gateway.turn_attempts,
@@ -302,12 +302,14 @@ def _build_triggers(settings: Settings, db: Database, clock: Clock, gateway: Gat
         lease_seconds=settings.triggers.lease_seconds), http=http, stores=stores)
 
 
-def _mark_unwritable(reach: ReachStore, clock: Clock) -> OnPermanent:
+def _mark_unwritable(identities: IdentityStore, clock: Clock) -> OnPermanent:
     async def mark(message: OutboundMessage, err: PermanentSendError) -> None:
         if err.opted_out:
-            await reach.set_opted_out(message.channel, message.address, clock.now())
+            await identities.set_opted_out(message.channel, message.address, True,
+                                           at=clock.now())
         else:
-            await reach.set_unreachable(message.channel, message.address, clock.now())
+            await identities.set_unreachable(message.channel, message.address, True,
+                                             at=clock.now())
         log.warning("%s %s can no longer be written to: %s", message.channel,
                     message.address, err)
 

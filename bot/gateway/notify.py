@@ -34,20 +34,11 @@ class Reachable:
 
 class ReachStore:
     """Whether an identity can be written to: opted out (SMS STOP) or unreachable (a
-    permanent send failure). Both clear when the person writes from it again."""
+    permanent send failure), as routing reads it. The marks are set by IdentityStore
+    (set_opted_out, set_unreachable); unreachable clears when the person writes again."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
-
-    async def set_opted_out(self, channel: str, address: str, at: datetime | None) -> None:
-        await self.db.execute(
-            "UPDATE identities SET opted_out_at = $3 WHERE channel = $1 AND address = $2",
-            channel, address, at)
-
-    async def set_unreachable(self, channel: str, address: str, at: datetime | None) -> None:
-        await self.db.execute(
-            "UPDATE identities SET unreachable_at = $3 WHERE channel = $1 AND address = $2",
-            channel, address, at)
 
     async def wrote_again(self, channel: str, address: str) -> None:
         """The person wrote from this identity: it is reachable again (an opt-out stays

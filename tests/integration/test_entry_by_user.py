@@ -97,7 +97,7 @@ async def test_an_opted_out_or_unreachable_identity_gets_nothing_a_linked_one_do
     await asyncio.wait_for(app.gateway.wait_idle(), 10)
     assert test.texts() == [] and sms.texts() == ["second"]  # fell back to the linked number
 
-    await app.gateway.deps.reach.set_opted_out("sms", "+15550001111", app.clock.now())
+    await app.identities.set_opted_out("sms", "+15550001111", True, at=app.clock.now())
     assert not await app.gateway.notify(Notification(alice.id, "third", "n3"))
     # Writing again makes the blocked channel reachable again (the opt-out stays).
     await app.gateway.receive(incoming("I'm back", channel="test", address="alice"))
