@@ -6,8 +6,8 @@ event loop, never a reading thread.
 - Ctrl-C clears the line; on an empty line a second Ctrl-C (or Ctrl-D) leaves. While a turn
   runs, Ctrl-C stops it: `/stop` goes through the gateway like any message, so the turn ends
   as CANCELLED with its own short reply and nothing is replayed at the next start.
-- While Valet works, a spinner in the bottom line says so; streamed text appears there as it
-  arrives and moves up line by line; everything is printed above the prompt (patch_stdout),
+- While Valet works, a spinner on the line above the input says so; streamed text appears
+  there as it arrives and moves up line by line; everything is printed above the prompt (patch_stdout),
   so tool progress never collides with what the person is typing. A message typed during a
   turn is queued at once (durable) and a note says it waits.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,7 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 REFRESH_SECONDS = 0.1
 PROMPT = "you › "
 SPEAKER = "valet › "
-STYLE = Style.from_dict({"bottom-toolbar": "noreverse #888888",
-                         "bottom-toolbar.text": "noreverse #888888"})
+STYLE = Style.from_dict({"status": "#888888"})
 
 
 class TtyScreen:
@@ -48,7 +48,6 @@ class TtyScreen:
         self._write = write or _stdout_write
         self.busy = 0  # messages sent and not yet answered
         self.stopping = False
-        self._tick = 0
         self._partial = ""  # streamed text of the current line, not yet moved up
         self._streamed: list[str] = []  # whole lines of this reply already printed
 
@@ -82,18 +81,21 @@ class TtyScreen:
             self._write((SPEAKER if not self._streamed else "") + line + "\n")
             self._streamed.append(line)
 
-    # --- below the prompt ---------------------------------------------------------------
+    # --- the prompt: the turn's state on the line above the input -------------------------
 
-    def status(self) -> FormattedText | str:
+    def prompt(self) -> FormattedText:
+        """A line of its own (no terminal size query needed, unlike a bottom toolbar)."""
         if not self.busy:
-            return ""
-        self._tick += 1
-        spin = SPINNER[self._tick % len(SPINNER)]
+            return FormattedText([("", PROMPT)])
+        # By the clock: prompt_toolkit asks for the prompt several times per redraw.
+        spin = SPINNER[int(time.monotonic() / REFRESH_SECONDS) % len(SPINNER)]
         if self.stopping:
-            return FormattedText([("", f"{spin} stopping…")])
-        waiting = f" ({self.busy - 1} more waiting)" if self.busy > 1 else ""
-        what = self._partial[-60:] if self._partial else "thinking…"
-        return FormattedText([("", f"{spin} {what}{waiting}   Ctrl-C stops")])
+            state = "stopping…"
+        else:
+            waiting = f" ({self.busy - 1} more waiting)" if self.busy > 1 else ""
+            what = self._partial[-60:] if self._partial else "thinking…"
+            state = f"{what}{waiting}   (Ctrl-C stops)"
+        return FormattedText([("class:status", f"{spin} {state}\n"), ("", PROMPT)])
 
 
 def _stdout_write(text: str) -> None:
@@ -173,13 +175,12 @@ class InteractiveChat:
         self.history.parent.mkdir(parents=True, exist_ok=True)
         session: PromptSession[str] = PromptSession(
             history=FileHistory(str(self.history)), key_bindings=self._keys(),
-            bottom_toolbar=self.screen.status, refresh_interval=REFRESH_SECONDS, style=STYLE,
-            enable_history_search=False)
+            refresh_interval=REFRESH_SECONDS, style=STYLE)
         print(banner)
         with patch_stdout(raw=True):
             while True:
                 try:
-                    text = await session.prompt_async(PROMPT)
+                    text = await session.prompt_async(self.screen.prompt)
                 except (EOFError, KeyboardInterrupt):
                     break
                 self._leave_armed = False
