@@ -7,9 +7,9 @@ event loop, never a reading thread.
   runs, Ctrl-C stops it: `/stop` goes through the gateway like any message, so the turn ends
   as CANCELLED with its own short reply and nothing is replayed at the next start.
 - While Valet works, a spinner on the line above the input says so; streamed text appears
-  there as it arrives and moves up line by line; everything is printed above the prompt (patch_stdout),
-  so tool progress never collides with what the person is typing. A message typed during a
-  turn is queued at once (durable) and a note says it waits.
+  there as it arrives and moves up line by line; everything is printed above the prompt
+  (patch_stdout), so tool progress never collides with what the person is typing. A
+  message typed during a turn is queued at once (durable) and a note says it waits.
 """
 
 from __future__ import annotations
