@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from bot.config import Settings
+from bot.tools import ToolRegistry
 from channels.console import ConsoleChat, pipe_channel
 
 
@@ -20,10 +22,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
     if not pipe:
         settings = _streaming(settings)
     app = await App.build(settings)
-
-    def needs_approval(name: str) -> bool:
-        tool = app.registry.get(name)
-        return tool is not None and tool.requires_approval and not tool.is_agent
+    needs_approval = approval_gated(app.registry)
 
     if pipe:
         channel = pipe_channel(jsonl, needs_approval)
@@ -53,6 +52,15 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
     finally:
         logging.getLogger().removeHandler(notes)
         await app.close()
+
+
+def approval_gated(registry: ToolRegistry) -> Callable[[str], bool]:
+    """Tools whose every call waits for an approval first (agents ask later, themselves)."""
+    def needs_approval(name: str) -> bool:
+        tool = registry.get(name)
+        return tool is not None and tool.requires_approval and not tool.is_agent
+
+    return needs_approval
 
 
 def _streaming(settings: Settings) -> Settings:

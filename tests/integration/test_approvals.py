@@ -313,3 +313,19 @@ async def test_the_owner_can_decide_someone_elses_request_and_they_hear_of_it(
     assert "Email sent to team@corp.example" in tool_results(fake_llm.requests[-1])[-1]
     assert_closed(await app.history.load("kim"))
     assert await app.approvals.list_pending_approvals("kim") == []
+
+
+async def test_the_delete_card_names_the_note_and_shows_no_argument_twice(
+        app_factory, fake_llm, tmp_path):
+    app, me = await start(app_factory, tmp_path)
+    note = await app.orchestrator.deps.tool_stores.notes.add(me, "Dentist", "Tuesday 3pm",
+                                                             app.clock.now())
+    fake_llm.script(LLMReply(tool_calls=[ToolCall("delete_note", {"note_id": note.id})]))
+    reply = await say(app, me, "delete the dentist note")
+    [prompt] = reply.prompts
+    assert prompt.summary == f"Delete the note #{note.id} “Dentist”"
+    card = render_prompt(prompt)
+    assert card.startswith(f"1. Delete the note #{note.id} “Dentist” (code {prompt.code})")
+    assert card.count("Dentist") == 1
+    listing = (await say(app, me, "/pending")).text
+    assert f"1. Delete the note #{note.id} “Dentist” (code {prompt.code}" in listing
