@@ -82,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         return _stop(err)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
+    if settings.source != "<defaults>":  # a deployment's own agent and tool modules
+        here = str(settings.config_dir().resolve())
+        if here not in sys.path:
+            sys.path.append(here)  # after everything installed: it never shadows a package
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks}

@@ -125,3 +125,24 @@ def test_every_command_and_argument_has_a_help_line():
         return missing
 
     assert walk(parser(), "valet") == []
+
+
+async def test_a_tool_module_beside_valet_yaml_is_importable(fake_llm, tmp_path):
+    home = tmp_path / "deploy"
+    (home / "mytools").mkdir(parents=True)
+    (home / "mytools" / "__init__.py").write_text("")
+    (home / "mytools" / "greet.py").write_text(
+        "from bot.tools import tool\n\n\n@tool\nasync def greet(name: str) -> str:\n"
+        "    \"\"\"Greet someone.\n\n    Args:\n        name: who\n    \"\"\"\n"
+        "    return f'Hello, {name}!'\n")
+    (home / "registry.yaml").write_text("tools:\n  - module: mytools.greet\n")
+    (home / "valet.yaml").write_text("agents:\n  registries: [registry.yaml]\n")
+    from tests.fakes.fake_openai import ToolCall
+
+    fake_llm.script(Reply(tool_calls=[ToolCall("greet", {"name": "Ann"})]),
+                    Reply(content="Greeted."))
+    env = llm_env(fake_llm, tmp_path, VALET_CONFIG=str(home / "valet.yaml"))
+    code, out, err = await run_valet(["chat", "--pipe"], env, "greet Ann\n", cwd=tmp_path)
+    assert code == 0 and out == "Greeted.\n", err
+    results = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert results == ["Hello, Ann!"]
