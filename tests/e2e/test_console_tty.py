@@ -4,6 +4,7 @@ so every wait on the terminal is pexpect's asynchronous one."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import sqlite3
 import sys
@@ -103,6 +104,10 @@ async def test_ctrl_c_during_a_slow_turn_stops_it_and_nothing_is_replayed(fake_l
     await expect(child, PROMPT)
     child.send("a slow one\r")
     await expect(child, "thinking…")  # the indicator while the model works
+    for _ in range(600):  # the model has the request
+        if fake_llm.calls:
+            break
+        await asyncio.sleep(0.05)
     child.send(CTRL_C)
     await expect(child, "Okay, I stopped.")
     out = await leave(child)
