@@ -81,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(args.config)
     except ConfigError as err:
         return _stop(err)
-    install_redaction()  # every library's log lines too: URL credentials never reach a log
     if settings.source != "<defaults>":  # a deployment's own agent and tool modules
         here = str(settings.config_dir().resolve())
         if here not in sys.path:
@@ -93,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         _log_to_file(settings)
     else:
         logging.basicConfig(level=settings.log_level, stream=sys.stderr, format=LOG_FORMAT)
+    install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
         return asyncio.run(commands[args.command](settings, args))
     except (ConfigError, DatabaseUnavailable, DatabaseURLError, RedisUnavailable) as err:
@@ -115,9 +115,9 @@ def _log_to_file(settings: Settings) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError as err:
-        print(f"valet: cannot write the log file {path} ({err.strerror}); logging to stderr",
-              file=sys.stderr)
+    except OSError:
+        # The data directory is unusable: the database, which lives there too, stops start-up
+        # next with one clear line; until then the log goes where it always could.
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()

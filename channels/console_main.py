@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.config import Settings
+from bot.redact import install_redaction
 from bot.tools import ToolRegistry
 from channels.console import ConsoleChat, pipe_channel
 
@@ -78,4 +79,5 @@ def _chat_notes(note: Any) -> logging.Handler:
 
     handler = ChatNotes(note)
     logging.getLogger().addHandler(handler)
+    install_redaction()  # the notes too: URL credentials never reach the screen
     return handler
