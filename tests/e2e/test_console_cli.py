@@ -146,3 +146,35 @@ async def test_a_tool_module_beside_valet_yaml_is_importable(fake_llm, tmp_path)
     assert code == 0 and out == "Greeted.\n", err
     results = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
     assert results == ["Hello, Ann!"]
+
+
+async def test_a_previous_runs_message_is_answered_first_and_marked(fake_llm, tmp_path):
+    import asyncio
+    import signal
+    import sys
+
+    from tests.e2e.test_console_pipe import ROOT
+    from tests.fakes.fake_openai import Hang
+
+    env = llm_env(fake_llm, tmp_path)
+    fake_llm.script(Hang(60), Reply(content="The answer is 42."), Reply(content="Hello."))
+    first = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "chat", "--pipe", env=env, cwd=ROOT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    assert first.stdin is not None
+    first.stdin.write(b"what is the answer?\n")
+    await first.stdin.drain()
+    for _ in range(600):
+        if fake_llm.calls:
+            break
+        await asyncio.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    await first.wait()
+
+    code, out, err = await run_valet(["chat", "--jsonl"], env, "hi\n")
+    assert code == 0, err
+    replies = [json.loads(line) for line in out.splitlines()]
+    assert replies == [
+        {"reply": "The answer is 42.", "stop_reason": "final_answer", "earlier_run": True},
+        {"reply": "Hello.", "stop_reason": "final_answer"}]
+    assert "answers a message left from an earlier run" in err

@@ -135,3 +135,19 @@ async def test_a_rate_limited_retry_is_a_short_note_not_a_log_line(fake_llm, tmp
     assert "the LLM is busy (rate limited); trying again" in out
     assert "WARNING" not in out and "bot.llm" not in out
     assert "llm call failed" in (tmp_path / "valet.log").read_text()  # the full line: the log
+
+
+async def test_a_message_typed_during_a_turn_waits_visibly_then_gets_its_answer(fake_llm,
+                                                                               tmp_path):
+    fake_llm.script(Reply(content="First answer.", delay=2), Reply(content="Second answer."))
+    child = start_chat(llm_env(fake_llm, tmp_path))
+    await expect(child, PROMPT)
+    child.send("first\r")
+    await expect(child, "thinking…")
+    child.send("second\r")
+    await expect(child, "(waits for the current reply)")
+    await expect(child, "First answer.")
+    await expect(child, "Second answer.")
+    await leave(child)
+    assert [m for m in fake_llm.requests[1]["messages"] if m["role"] == "user"][-1][
+        "content"] == "second"
