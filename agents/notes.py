@@ -60,6 +60,12 @@ class NoteStore:
         return [Note(**r) for r in rows]
 
 
+    async def get(self, user_id: str, note_id: int) -> Note | None:
+        row = await self.db.fetchrow(
+            "SELECT id, title, body, created_at FROM notes WHERE user_id = $1 AND id = $2",
+            user_id, note_id)
+        return Note(**row) if row else None
+
     async def delete(self, user_id: str, note_id: int) -> Note | None:
         row = await self.db.fetchrow(
             "DELETE FROM notes WHERE user_id = $1 AND id = $2"
@@ -132,7 +138,15 @@ async def search_notes(ctx: ToolExecutionContext, query: str, limit: int = 10) -
     return "\n".join(n.line(ctx.tz) for n in notes)
 
 
-@tool(progress="deleting the note")
+async def describe_delete(arguments: dict[str, Any], ctx: ToolExecutionContext) -> str:
+    """The approval card names the note: its number and its title."""
+    note = await notes_of(ctx).get(ctx.user_id, int(arguments["note_id"]))
+    if note is None:
+        return f"Delete note #{arguments['note_id']} (there is no such note)"
+    return f"Delete the note #{note.id} “{note.title}”"
+
+
+@tool(progress="deleting the note", describe=describe_delete)
 async def delete_note(ctx: ToolExecutionContext, note_id: int) -> str:
     """Delete one of the user's notes for good, by its number (#12 -> 12). Look the number up
     with list_notes or search_notes first.

@@ -5,35 +5,43 @@ directly; anything they queue for a person (a "you're in" message) is sent by th
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.approvals.model import ApprovalStatus
 from bot.config import Settings
 from bot.gateway.users import User
 
 if TYPE_CHECKING:
     from bot.app import App  # imported when run, after the CLI has parsed its arguments
 
+STATUSES = [s.value for s in ApprovalStatus]
+
 
 def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     users = sub.add_parser("users", help="list, show, block or unblock users")
     users_sub = users.add_subparsers(dest="action", required=True)
     users_sub.add_parser("list", help="every user with their linked addresses")
-    for action in ("show", "block", "unblock"):
-        p = users_sub.add_parser(action, help=f"{action} a user")
+    for action, what in (("show", "one user: addresses, history size, SMS use"),
+                         ("block", "stop a user from reaching Valet (not the owner)"),
+                         ("unblock", "let a blocked user in again")):
+        p = users_sub.add_parser(action, help=what)
         p.add_argument("user", help="user id, or channel:address (e.g. sms:+15551234567)")
     pair = sub.add_parser("pair", help="pending pairing requests from unknown senders")
     pair_sub = pair.add_subparsers(dest="action", required=True)
     pair_sub.add_parser("list", help="requests waiting for approval")
-    for action in ("approve", "deny"):
-        pair_sub.add_parser(action, help=f"{action} a request").add_argument("code")
+    for action, what in (("approve", "let the sender in (they are told)"),
+                         ("deny", "refuse the request")):
+        pair_sub.add_parser(action, help=what).add_argument(
+            "code", help="the pairing code shown by `valet pair list`")
     approvals = sub.add_parser("approvals", help="approval requests (pending and past)")
     approvals_sub = approvals.add_subparsers(dest="action", required=True)
     listing = approvals_sub.add_parser("list", help="newest first")
     listing.add_argument("--user", help="user id, or channel:address")
-    listing.add_argument("--status", help="pending, executed, rejected, expired, failed...")
+    listing.add_argument("--status", choices=STATUSES, metavar="STATUS",
+                         help="only this status: " + ", ".join(STATUSES))
 
 
 async def run_admin(settings: Settings, args: argparse.Namespace,
@@ -75,11 +83,15 @@ async def _find_user(app: App, ref: str) -> User | None:
 
 async def _users(app: App, args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if args.action == "list":
+        rows = []
         for listed in await app.users.list():
             ids = await app.identities.of_user(listed.id)
-            flags = (" owner" if listed.is_owner else "") + (" BLOCKED" if listed.blocked else "")
+            flags = ("owner " if listed.is_owner else "") + ("BLOCKED" if listed.blocked else "")
             linked = ", ".join(f"{i.channel}:{i.address}" for i in ids) or "-"
-            say(f"{listed.id}\t{listed.display_name or '-'}\t{listed.timezone}\t{linked}{flags}")
+            rows.append((listed.id, listed.display_name or "-", listed.timezone, linked,
+                         flags.strip() or "-"))
+        say(table(("ID", "NAME", "TIMEZONE", "LINKED", "FLAGS"), rows) if rows
+            else "no users yet")
         return 0
     user = await _find_user(app, args.user)
     if user is None:
@@ -116,11 +128,9 @@ async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) 
     now = app.clock.now()
     if args.action == "list":
         pending = await app.access.list_pairings(now)
-        for p in pending:
-            say(f"{p.code}\t{p.channel}:{p.address}\t{p.display_name or '-'}\t"
-                f"expires {p.expires_at:%Y-%m-%d %H:%M} UTC")
-        if not pending:
-            say("nobody is waiting")
+        rows = [(p.code, f"{p.channel}:{p.address}", p.display_name or "-",
+                 f"{p.expires_at:%Y-%m-%d %H:%M} UTC") for p in pending]
+        say(table(("CODE", "FROM", "NAME", "EXPIRES"), rows) if rows else "nobody is waiting")
         return 0
     code = args.code.upper()
     if args.action == "deny":
@@ -146,10 +156,21 @@ async def _approvals(app: App, args: argparse.Namespace, say: Callable[[str], No
             return 1
         user_id = user.id
     found = await app.approvals.store.list(user_id, args.status)
-    for a in found:
-        decided = f" by {a.decided_by}" if a.decided_by else ""
-        say(f"{a.created_at:%Y-%m-%d %H:%M}\t{a.user_id}\t{a.code}\t{a.status.value}{decided}"
-            f"\t{a.summary}" + (f"\t-> {a.result}" if a.result else ""))
-    if not found:
-        say("no approvals")
+    rows = [(f"{a.created_at:%Y-%m-%d %H:%M}", a.user_id, a.code,
+             a.status.value + (f" by {a.decided_by}" if a.decided_by else ""), a.summary,
+             _one_line(a.result) if a.result else "-") for a in found]
+    say(table(("CREATED (UTC)", "USER", "CODE", "STATUS", "ACTION", "RESULT"), rows) if rows
+        else "no approvals")
     return 0
+
+
+def table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    """Columns padded to their widest cell, a header on top; the last column runs free."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header) - 1)]
+    return "\n".join("  ".join([*(str(c).ljust(w) for c, w in zip(r, widths, strict=False)),
+                               str(r[-1])]).rstrip() for r in [header, *rows])
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"

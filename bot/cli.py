@@ -1,4 +1,10 @@
-"""The `valet` command (also `python -m bot`)."""
+"""The `valet` command (also `python -m bot`).
+
+Exit codes: 0 done; 1 a command found a problem (`doctor`), or what was asked for does not
+exist (`users show nobody`); 2 a usage or configuration mistake (unknown option, invalid
+value, bad valet.yaml, no LLM configured, database unreachable); 130 interrupted.
+Bare `valet` prints the help and exits 0, as `gh` does.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable, Coroutine
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from bot.admin_cli import add_admin_commands, run_admin
@@ -16,36 +23,77 @@ from bot.redact import install_redaction, redact_text
 from bot.redis_service import RedisUnavailable
 
 EXIT_CONFIG = 2
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+CONFIG_HELP = "path to valet.yaml (default: $VALET_CONFIG, else ./valet.yaml)"
+
+
+def valet_version() -> str:
+    try:
+        return version("valet")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="valet", description="Valet, a personal assistant.")
-    p.add_argument("--config", help="path to valet.yaml (default: $VALET_CONFIG, ./valet.yaml)")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(
+        prog="valet", description="Valet, a personal assistant.",
+        epilog="Global options (--config) may come before or after the command. "
+               "`valet COMMAND --help` tells more.")
+    p.add_argument("--version", action="version", version=f"valet {valet_version()}")
+    p.add_argument("--config", help=CONFIG_HELP)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
     chat = sub.add_parser("chat", help="chat in the terminal (pipe mode when stdin is not a tty)")
-    chat.add_argument("--pipe", action="store_true", help="one message per line, replies on stdout")
-    chat.add_argument("--jsonl", action="store_true", help="pipe mode, replies as JSON lines")
-    sub.add_parser("doctor", help="check the configuration and the LLM endpoint")
-    sub.add_parser("serve", help="run the service: channels (Telegram), webhooks, health checks")
+    chat.add_argument("--pipe", action="store_true",
+                      help="one message per input line, one reply per line on stdout")
+    chat.add_argument("--jsonl", action="store_true",
+                      help="pipe mode, each reply as a JSON line (reply, stop_reason, approvals)")
+    sub.add_parser("doctor", help="check the configuration, the database and the LLM endpoint")
+    sub.add_parser("serve", help="run the service: channels (Telegram, SMS), webhooks, "
+                                 "health checks")
     add_admin_commands(sub)
     from triggers.cli import add_task_commands  # issue 14
 
     add_task_commands(sub)
+    _everywhere(p)
     return p
 
 
+def _everywhere(p: argparse.ArgumentParser) -> None:
+    """Every command accepts the global options too (`valet chat --config x.yaml`), and its
+    help page opens with the line its parent lists it with."""
+    for action in p._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {a.dest: a.help for a in action._choices_actions}
+        for name, child in action.choices.items():
+            child.description = child.description or helps.get(name)
+            # SUPPRESS: an option given before the command is not reset by the child's default
+            child.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
+            _everywhere(child)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command is None:
+        p.print_help()
+        return 0
     try:
         settings = load_settings(args.config)
     except ConfigError as err:
         return _stop(err)
-    logging.basicConfig(level=settings.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    install_redaction()  # every library's log lines too: URL credentials never reach a log
+    if settings.source != "<defaults>":  # a deployment's own agent and tool modules
+        here = str(settings.config_dir().resolve())
+        if here not in sys.path:
+            sys.path.append(here)  # after everything installed: it never shadows a package
     commands: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, int]]] = {
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks}
+    if args.command == "chat":
+        _log_to_file(settings)
+    else:
+        logging.basicConfig(level=settings.log_level, stream=sys.stderr, format=LOG_FORMAT)
+    install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
         return asyncio.run(commands[args.command](settings, args))
     except (ConfigError, DatabaseUnavailable, DatabaseURLError, RedisUnavailable) as err:
@@ -61,6 +109,23 @@ def main(argv: list[str] | None = None) -> int:
         return _stop(failure)
 
 
+def _log_to_file(settings: Settings) -> None:
+    """The chat shows no raw log lines: they go to the log file (its path: `valet doctor`),
+    and the few worth telling the person become short notes (channels.console_tty)."""
+    path = settings.log_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        # The data directory is unusable: the database, which lives there too, stops start-up
+        # next with one clear line; until then the log goes where it always could.
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.setLevel(settings.log_level)
+    root.addHandler(handler)
+
+
 def _stop(err: Exception) -> int:
     """An operator's problem, one line each, and the exit status that says so."""
     for line in str(err).splitlines() or [type(err).__name__]:
@@ -69,25 +134,10 @@ def _stop(err: Exception) -> int:
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.app import NO_LLM_MESSAGE, App
-    from channels.console import ConsoleChat, stdout_channel
+    from channels.console_main import run_chat
 
-    if not settings.llm.configured:
-        print(f"valet: {NO_LLM_MESSAGE}", file=sys.stderr)
-        return EXIT_CONFIG
-    app = await App.build(settings)
-    pipe = args.pipe or args.jsonl or not sys.stdin.isatty()
-    app.add_channel(stdout_channel(jsonl=args.jsonl, interactive=not pipe))
-    try:
-        await app.start()
-        chat = ConsoleChat(app.gateway, now=app.clock.now)
-        if pipe:
-            return await chat.run_pipe(sys.stdin)
-        return await chat.run_interactive(
-            f"Valet ({app.persona.name}) on {settings.llm.model} — "
-            f"{settings.llm.base_url or 'OpenAI'}. /quit to leave.")
-    finally:
-        await app.close()
+    return await run_chat(settings, pipe=args.pipe or args.jsonl or not sys.stdin.isatty(),
+                          jsonl=args.jsonl)
 
 
 async def _tasks(settings: Settings, args: argparse.Namespace) -> int:

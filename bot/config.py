@@ -218,7 +218,8 @@ class TelegramSettings(_Section):
 class Settings(_Section):
     source: str = "<defaults>"
     llm: LLMSettings = LLMSettings()
-    database_url: str = "sqlite:///data/valet.db"
+    # "": the default, filled in below (never relative to the current directory).
+    database_url: str = ""
     persona: str = "default"
     timezone: str = "UTC"
     log_level: str = "WARNING"
@@ -264,7 +265,7 @@ class Settings(_Section):
     @pydantic.field_validator("database_url")
     @classmethod
     def _usable_database(cls, value: str) -> str:
-        problem = database_url_problem(value)
+        problem = database_url_problem(value) if value else None
         if problem:
             raise ValueError(problem)
         return value
@@ -276,6 +277,38 @@ class Settings(_Section):
         if problem:
             raise ValueError(problem)
         return value
+
+    @pydantic.model_validator(mode="after")
+    def _database_in_one_known_place(self) -> Settings:
+        """The default database lives next to the valet.yaml in use (its `data/`), else in
+        the user's data directory; a relative SQLite path is read from the valet.yaml's
+        directory. Running `valet` from another directory finds the same conversation."""
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.default_data_dir() / 'valet.db'}"
+        elif (relative := _relative_sqlite_path(self.database_url)) and \
+                self._has_config_file():
+            self.database_url = f"sqlite:///{self.config_dir() / relative}"
+        return self
+
+    def _has_config_file(self) -> bool:
+        return self.source != "<defaults>" and Path(self.source).is_file()
+
+    def default_data_dir(self) -> Path:
+        if self._has_config_file():
+            return Path(self.source).resolve().parent / "data"
+        return user_data_dir()
+
+    def data_dir(self) -> Path:
+        """Where this process keeps its files (log, chat history): beside the SQLite
+        database, else the default data directory."""
+        url = self.database_url
+        if url.startswith("sqlite:///") and not url.endswith(":memory:"):
+            return Path(url.removeprefix("sqlite:///")).parent
+        return self.default_data_dir()
+
+    def log_file(self) -> Path:
+        """Where `valet chat` writes its log (the chat itself shows only short notes)."""
+        return self.data_dir() / "valet.log"
 
     def loop_config(self) -> ReactLoopConfig:
         # A dict when a test or caller replaced the section with model_copy(update=...).
@@ -291,6 +324,20 @@ class Settings(_Section):
     def config_dir(self) -> Path:
         """Where relative paths in the configuration are read from."""
         return Path(self.source).parent if self.source != "<defaults>" else Path.cwd()
+
+
+def user_data_dir(env: dict[str, str] | None = None) -> Path:
+    """$XDG_DATA_HOME/valet, by default ~/.local/share/valet."""
+    env = dict(os.environ) if env is None else env
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "valet"
+
+
+def _relative_sqlite_path(url: str) -> str | None:
+    rest = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
+    if rest is None or rest.startswith("/") or rest == ":memory:" or not rest:
+        return None
+    return rest
 
 
 # Environment variable -> path in the settings tree.

@@ -31,6 +31,8 @@ async def run_doctor(settings: Settings, say: Say) -> int:
         say(f"  FAIL  {redact_text(text)}")
 
     say(f"configuration: {settings.source}")
+    say(f"data directory: {settings.data_dir()}")
+    say(f"chat log file: {settings.log_file()}")
     try:
         persona = load_persona(settings.persona)
         ok(f"persona {persona.name!r} ({persona.source})")

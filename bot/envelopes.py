@@ -159,6 +159,9 @@ class OutboundMessage:
     # What the message is: "reply" (to the person's message), "notification" (no message
     # asked for it), "edit:<channel message id>" (a change to a message already sent).
     kind: str = "reply"
+    # The outbox row's key: "reply:<inbox row id>" for the reply to that inbound message, so a
+    # channel can tell which message a reply answers.
+    dedupe_key: str = ""
 
 
 def payload_of(prompts: tuple[ApprovalPrompt, ...], stop: TurnStop | None,

@@ -192,7 +192,10 @@ async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
         if cancel is not None and cancel.is_set():
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         run.turns += 1
-        response = await _call_llm(deps, run, system, emit, tools=deps.registry.schemas())
+        call = _call_llm(deps, run, system, emit, tools=deps.registry.schemas())
+        response = await _unless_cancelled(call, cancel)
+        if response is _STOPPED:  # /stop while the model was still writing
+            return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         if response is None:
             return TurnStop.DEADLINE, _final_text(run, lines.deadline), []
         if not response.tool_calls:
@@ -347,6 +350,24 @@ async def _wait_or_cancel(tasks: list[asyncio.Task[ToolOutcome]], run: _Run,
         alarm.cancel()
         if stopper is not None:
             stopper.cancel()
+
+
+_STOPPED: Any = object()
+
+
+async def _unless_cancelled(work: Awaitable[Any], cancel: asyncio.Event | None) -> Any:
+    """`work`'s result, or _STOPPED (the work abandoned) once `cancel` is set."""
+    if cancel is None:
+        return await work
+    task, stopper = asyncio.ensure_future(work), asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    return task.result() if not task.cancelled() else _STOPPED
 
 
 async def _before_deadline(run: _Run, work: Awaitable[Any]) -> Any:

@@ -121,6 +121,9 @@ class Tool:
     run_approved: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[Any]] | None = None
     # How a call reads to the person approving it; None: the tool name and its arguments.
     summarize: Callable[[dict[str, Any]], str] | None = None
+    # The same, when naming the call's object needs a look-up ("Delete the note #3 “Dentist”");
+    # asked once when the approval is opened. None: `summarize`, else the generic line.
+    describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None
     # Checks edited arguments before they are offered for approval; None: `parse_arguments`.
     check_arguments: Callable[[dict[str, Any], ToolExecutionContext], dict[str, Any]] | None \
         = None
@@ -169,14 +172,17 @@ class Tool:
 
 def tool(fn: ToolFunction | None = None, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None,
-         progress: str = "", safe_to_repeat: bool = False) -> Any:
+         progress: str = "", safe_to_repeat: bool = False,
+         describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None,
+         ) -> Any:
     """Mark an async function as a tool. Use bare (`@tool`) or with options.
-    `safe_to_repeat=True` only for tools without side effects (they only read)."""
+    `safe_to_repeat=True` only for tools without side effects (they only read). `describe`:
+    how a call reads on an approval card, naming what it acts on."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
-        f.__valet_tool__ = build_tool(  # type: ignore[attr-defined]
+        f.__valet_tool__ = replace(build_tool(  # type: ignore[attr-defined]
             f, name=name, description=description, timeout=timeout, progress=progress,
-            safe_to_repeat=safe_to_repeat)
+            safe_to_repeat=safe_to_repeat), describe=describe)
         return f
 
     return wrap(fn) if fn is not None else wrap

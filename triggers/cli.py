@@ -31,7 +31,8 @@ def add_task_commands(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--name", default="", help="a short name")
     add.add_argument("--channel", help="where results go (default: the user's preferred)")
     for action in ("remove", "pause", "resume", "run-now"):
-        actions.add_parser(action, help=f"{action.replace('-', ' ')} a task").add_argument("id")
+        actions.add_parser(action, help=f"{action.replace('-', ' ')} a task").add_argument(
+            "id", help="the task id (see `valet tasks list`)")
 
 
 async def run_tasks(settings: Settings, args: argparse.Namespace,

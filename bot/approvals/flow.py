@@ -56,6 +56,18 @@ def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]
     return f"{tool.name.replace('_', ' ')}" + (f" ({shown})" if shown else ""), details
 
 
+async def _named_summary(tool: Tool, arguments: dict[str, Any], ctx: ToolExecutionContext
+                         ) -> str | None:
+    """The tool's own line for the card, naming what it acts on; None: the generic one."""
+    try:
+        if tool.describe is not None:
+            return await tool.describe(arguments, ctx)
+        return tool.summarize(arguments) if tool.summarize is not None else None
+    except Exception:  # a look-up that fails must not block asking: the generic line will do
+        log.warning("describing %s for its approval failed", tool.name, exc_info=True)
+        return None
+
+
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= limit else text[:limit] + "…"
@@ -85,6 +97,7 @@ class ApprovalFlow:
         except ValueError:
             return None  # the normal path turns bad arguments into a corrective result
         summary, details = describe(tool, arguments)
+        summary = await _named_summary(tool, arguments, ctx) or summary
         draft = ApprovalDraft(tool.name, call.id, arguments, summary, details)
         return ToolOutcome(call.id, tool.name, ToolStatus.WAITING, waiting_result(draft),
                            pause=draft, result_status="WAITING_FOR_APPROVAL")

@@ -124,10 +124,19 @@ class Gateway:
     async def receive(self, msg: IncomingMessage) -> ReceiveResult:
         """Called by a channel before it acknowledges: when this returns, the message is
         durable. The turn itself runs in the background."""
+        return (await self.receive_row(msg))[0]
+
+    async def receive_row(self, msg: IncomingMessage) -> tuple[ReceiveResult, int | None]:
+        """`receive`, and the message's inbox row id (None for a duplicate): its reply is the
+        outbox row keyed `reply:<row id>`, so a channel can wait for exactly that reply."""
         msg, deps = clean_incoming(msg), self.deps  # bytes a store or a terminal cannot take
         row_id = await deps.inbox.record(msg)
         if row_id is None:
-            return ReceiveResult.DUPLICATE
+            return ReceiveResult.DUPLICATE, None
+        return await self._admit(msg, row_id), row_id
+
+    async def _admit(self, msg: IncomingMessage, row_id: int) -> ReceiveResult:
+        deps = self.deps
         at = deps.clock.now()
         admission = await deps.access.admit(msg.channel, msg.address, msg.display_name,
                                             msg.text, at)

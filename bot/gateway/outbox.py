@@ -35,7 +35,7 @@ def _message(r: Row) -> OutboundMessage:
     payload = json.loads(r["payload"]) if r["payload"] else {}
     return OutboundMessage(r["id"], r["user_id"], r["channel"], r["address"], r["text"],
                            prompts_of(payload), stop_of(payload), r["attempts"],
-                           kind=payload.get("kind", "reply"))
+                           kind=payload.get("kind", "reply"), dedupe_key=r["dedupe_key"] or "")
 
 
 # How final a delivery report is (SQL, for one value): a report moves a row only upwards.

@@ -7,7 +7,7 @@ import importlib
 import logging
 import sys
 
-BENCHMARKS = ["llm_overhead", "concurrency", "startup", "gateway", "hostile_input",
+BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "gateway", "hostile_input",
               "sms_webhook", "triggers", "telegram"]
 
 

@@ -143,7 +143,9 @@ async def test_credentials_in_the_llm_url_never_reach_the_screen_or_the_log(tmp_
     code, out, err = await run_valet(["chat", "--pipe"], env, "hi\n")
     assert code == 0, err
     assert out.strip() == "Hello."
-    assert "valet:***@127.0.0.1" in err  # the debug log did show the URL, masked
+    log = (tmp_path / "valet.log").read_text()  # the chat logs to its file, not the screen
+    assert "valet:***@127.0.0.1" in log  # the debug log did show the URL, masked
+    assert SECRET not in log and "sk-KEY-42" not in log
     code, doctor_out, doctor_err = await run_valet(["doctor"], env)
     assert code == 0, doctor_out
     assert "at http://valet:***@127.0.0.1" in doctor_out

@@ -323,3 +323,19 @@ async def test_the_owners_approval_runs_in_the_requesters_timezone(app_factory, 
     [approval] = await requests_of(app, await ask_for_email(app, "kim", fake_llm))
     await say(app, owner, button=ButtonPress(approval.id, "approve"))
     assert [(e["user"], e["timezone"]) for e in risky_tools.SENT] == [("kim", "Asia/Tokyo")]
+
+
+async def test_the_delete_card_names_the_note_and_shows_no_argument_twice(
+        app_factory, fake_llm, tmp_path):
+    app, me = await start(app_factory, tmp_path)
+    note = await app.orchestrator.deps.tool_stores.notes.add(me, "Dentist", "Tuesday 3pm",
+                                                             app.clock.now())
+    fake_llm.script(LLMReply(tool_calls=[ToolCall("delete_note", {"note_id": note.id})]))
+    reply = await say(app, me, "delete the dentist note")
+    [prompt] = reply.prompts
+    assert prompt.summary == f"Delete the note #{note.id} “Dentist”"
+    card = render_prompt(prompt)
+    assert card.startswith(f"1. Delete the note #{note.id} “Dentist” (code {prompt.code})")
+    assert card.count("Dentist") == 1
+    listing = (await say(app, me, "/pending")).text
+    assert f"1. Delete the note #{note.id} “Dentist” (code {prompt.code}" in listing

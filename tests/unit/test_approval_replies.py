@@ -124,5 +124,6 @@ def test_several_approvals_are_rendered_with_their_own_numbers():
 
     prompts = [EMAIL.prompt(1), FLIGHT.prompt(2)]
     rendered = [render_prompt(p).splitlines()[0] for p in prompts]
-    assert rendered[0].startswith("[1] Send email") and rendered[1].startswith("[2] Book flight")
+    # Numbered as /pending numbers them (issue 11: one style, `1.`).
+    assert rendered[0].startswith("1. Send email") and rendered[1].startswith("2. Book flight")
     assert [p.position for p in prompts] == [1, 2]

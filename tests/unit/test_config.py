@@ -16,8 +16,10 @@ def write(tmp_path, name: str, text: str):
 
 def test_defaults_need_no_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     settings = load_settings(env={})
-    assert settings.database_url == "sqlite:///data/valet.db"
+    # Never relative to the current directory: the user's data directory (issue 11).
+    assert settings.database_url == f"sqlite:///{tmp_path / 'xdg' / 'valet' / 'valet.db'}"
     assert settings.timezone == "UTC"
     assert not settings.llm.configured
 
@@ -165,10 +167,14 @@ def test_database_and_redis_urls_are_checked_by_form(tmp_path):
         [line] = err.value.lines
         assert line.startswith("environment VALET_DATABASE_URL: database_url: ") and words in line
         assert "pw" not in line
-    for url in ("sqlite:///data/valet.db", "sqlite:////abs/valet.db", "sqlite:///:memory:",
+    for url in ("sqlite:////abs/valet.db", "sqlite:///:memory:",
                 "postgresql://valet@db:5432/valet?pool_size=4"):
         assert load_settings(str(tmp_path / "valet.yaml"),
                              env={"VALET_DATABASE_URL": url}).database_url == url
+    # A relative SQLite path is read from the valet.yaml's directory, not the current one.
+    assert load_settings(str(tmp_path / "valet.yaml"),
+                         env={"VALET_DATABASE_URL": "sqlite:///data/valet.db"}
+                         ).database_url == f"sqlite:///{tmp_path / 'data' / 'valet.db'}"
     with pytest.raises(ConfigError, match="redis_url: 'localhost:6379' is not a Redis URL"):
         load_settings(str(tmp_path / "valet.yaml"), env={"VALET_REDIS_URL": "localhost:6379"})
 
