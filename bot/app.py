@@ -19,6 +19,7 @@ from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
+from bot.capabilities import build_exposure
 from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Command, Commands
@@ -119,6 +120,8 @@ class App:
                 await closer()
             raise
         http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        # --- capabilities (issue 16): tool groups shown when needed; credentials encrypted
+        exposure = await build_exposure(registry, agents.capabilities, settings, db)
         users = UserStore(db)
         history = HistoryStore(db)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
@@ -162,7 +165,8 @@ class App:
                 ContextStep("pending approvals", approvals.context_note),  # what still waits
                 ContextStep("waiting tasks", resume.context_note),
                 ContextStep("plan", stores.plans.context_note)],
-            journal=TurnJournal(db, clock)))
+            journal=TurnJournal(db, clock),
+            exposure=exposure if settings.tool_exposure == "capabilities" else None))
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
         reach = ReachStore(db)
