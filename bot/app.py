@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -24,6 +25,7 @@ from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Command, Commands
 from bot.config import ConfigError, Settings
+from bot.credentials import CredentialStore
 from bot.db import Database, connect
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import OutboundMessage
@@ -151,7 +153,8 @@ class App:
         commands = Commands(access=access, identities=identities, approvals=approvals,
                             tasks=resume, notify_user=notify_user,
                             assistant_name=persona.name)
-        services: dict[str, Any] = {"pool": pool, "users": users}
+        services: dict[str, Any] = {"pool": pool, "users": users,
+                                    "credentials": CredentialStore.from_env(db, os.environ)}
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
