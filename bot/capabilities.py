@@ -109,7 +109,7 @@ class ToolExposure:
         for msg in reversed(messages):
             if msg.get("role") == "user":
                 turns += 1
-                if turns > self.open_for_turns + 1:
+                if turns > self.open_for_turns:  # the messages before it are older turns
                     break
             for call in msg.get("tool_calls") or ():
                 fn = call.get("function") or {}
