@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,16 +25,17 @@ async def radicale(tmp: Path) -> AsyncIterator[str]:
     users = tmp / "users"
     users.write_text(f"{USER}:{PASSWORD}\n")
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "radicale", "--server-hosts", f"127.0.0.1:{port}",
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "radicale", "--server-hosts", f"127.0.0.1:{port}",
          "--storage-filesystem-folder", str(tmp / "collections"),
          "--auth-type", "htpasswd", "--auth-htpasswd-filename", str(users),
-         "--auth-htpasswd-encryption", "plain", "--logging-level", "warning"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+         "--auth-htpasswd-encryption", "plain", "--logging-level", "warning",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     try:
         for _ in range(200):  # up to 10 s on a busy machine
-            if proc.poll() is not None:
-                raise RuntimeError(f"radicale exited: {proc.stderr.read().decode()[-500:]}")
+            if proc.returncode is not None:
+                err = await proc.stderr.read() if proc.stderr else b""
+                raise RuntimeError(f"radicale exited: {err.decode()[-500:]}")
             with contextlib.suppress(OSError):
                 _, writer = await asyncio.open_connection("127.0.0.1", port)
                 writer.close()
@@ -44,7 +44,7 @@ async def radicale(tmp: Path) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}/"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        await asyncio.wait_for(proc.wait(), timeout=10)
 
 
 def make_calendar(url: str, name: str, events: list[str]) -> None:
