@@ -154,7 +154,7 @@ class App:
                             tasks=resume, notify_user=notify_user,
                             assistant_name=persona.name)
         services: dict[str, Any] = {"pool": pool, "users": users,
-                                    "credentials": CredentialStore.from_env(db, os.environ)}
+                                    "credentials": CredentialStore.tolerant(db, os.environ)}
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,

@@ -27,6 +27,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="check the configuration and the LLM endpoint")
     sub.add_parser("serve", help="run the service: channels (Telegram), webhooks, health checks")
     add_admin_commands(sub)
+    from bot.connect_cli import add_connect_commands  # issue 16
+
+    add_connect_commands(sub)
     from triggers.cli import add_task_commands  # issue 14
 
     add_task_commands(sub)
@@ -44,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
-        "pair": run_admin, "approvals": run_admin, "tasks": _tasks}
+        "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
+        "connect": _connect, "credentials": _connect}
     try:
         return asyncio.run(commands[args.command](settings, args))
     except (ConfigError, DatabaseUnavailable, DatabaseURLError, RedisUnavailable) as err:
@@ -93,6 +97,12 @@ async def _tasks(settings: Settings, args: argparse.Namespace) -> int:
     from triggers.cli import run_tasks  # issue 14
 
     return await run_tasks(settings, args)
+
+
+async def _connect(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.connect_cli import run_connect  # issue 16
+
+    return await run_connect(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:

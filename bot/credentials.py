@@ -13,6 +13,7 @@ Secrets are returned to code only; nothing here logs or renders them.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from bot.config import ConfigError
 from bot.db import Database
 
+log = logging.getLogger(__name__)
 KEY_ENV = "VALET_SECRET_KEY"
 NO_KEY = (f"stored credentials cannot be read: {KEY_ENV} is not set (generate one with "
           "`valet credentials new-key`)")
@@ -62,13 +64,24 @@ class StoredCredential:
 
 
 class CredentialStore:
-    def __init__(self, db: Database, keys: MultiFernet | None) -> None:
+    def __init__(self, db: Database, keys: MultiFernet | None, *, locked: str = NO_KEY) -> None:
         self.db = db
         self._keys = keys  # set once at start-up; never per request
+        self._locked = locked  # what a read says when there is no usable key
 
     @classmethod
     def from_env(cls, db: Database, env: Mapping[str, str]) -> CredentialStore:
         return cls(db, parse_keys(env.get(KEY_ENV)))
+
+    @classmethod
+    def tolerant(cls, db: Database, env: Mapping[str, str]) -> CredentialStore:
+        """For the running app: a malformed key locks the credentials (each read says why)
+        instead of stopping every other capability; doctor reports it as failing."""
+        try:
+            return cls.from_env(db, env)
+        except ConfigError as err:
+            log.error("credentials locked: %s", err)
+            return cls(db, None, locked=f"stored credentials cannot be read: {err}")
 
     @property
     def has_key(self) -> bool:
@@ -132,7 +145,7 @@ class CredentialStore:
 
     def _open(self, token: str) -> dict[str, str]:
         if self._keys is None:
-            raise CredentialsLocked(NO_KEY)
+            raise CredentialsLocked(self._locked)
         try:
             return json.loads(self._keys.decrypt(token.encode()))
         except InvalidToken:
