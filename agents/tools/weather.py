@@ -212,5 +212,5 @@ def _condition(code: Any) -> str:
 async def capability_status(settings: Any, db: Any) -> CapabilityStatus:
     """Open-Meteo needs no key: on unless turned off in valet.yaml (tools.weather.enabled)."""
     if (settings.tools.get("weather") or {}).get("enabled") is False:
-        return CapabilityStatus.off("tools.weather.enabled is false in valet.yaml")
+        return CapabilityStatus.off("remove tools.weather.enabled: false from valet.yaml")
     return CapabilityStatus.on("Open-Meteo")
