@@ -189,7 +189,10 @@ class App:
                       approval_store, clock,
                       expired_template=persona.lines.approval_expired))
         # --- triggers (issue 14): the engine, its task service (tools reach it as a service)
-        app.triggers = _build_triggers(settings, db, clock, gateway, registry, http, stores)
+        # (triggered runs ask only for what is on: a capability that is off has no tools there)
+        on = exposure.available()
+        available = ToolRegistry([t for t in registry if t.name in on])
+        app.triggers = _build_triggers(settings, db, clock, gateway, available, http, stores)
         services["triggers"] = app.triggers.service
         triggers_box.append(app.triggers)
         commands.register(Command("/tasks", "your reminders and scheduled tasks",

@@ -101,6 +101,12 @@ class ToolExposure:
         grouped = self.grouped
         return [name for name in self.registry.names() if name not in grouped]
 
+    def available(self) -> set[str]:
+        """The core and the tools of every capability that is on."""
+        grouped = self.grouped
+        return {name for name in self.registry.names()
+                if name not in grouped or grouped[name] in self.on}
+
     def open_in(self, messages: list[Message]) -> set[str]:
         """The capabilities opened (or used) in this turn and the last `open_for_turns`."""
         opened: set[str] = set()

@@ -67,3 +67,4 @@ def test_a_deployment_can_declare_its_own_capability(tmp_path):
                      "    capability: mail\n")
     registry = load_registry([BUILTIN_REGISTRY, extra])
     assert registry.capabilities["mail"].tools == ("read_inbox",)
+
