@@ -19,6 +19,12 @@ file, line and what is wrong, all of them at once.
         approval: never                  # always: every call waits for the user's OK
         safe_to_repeat: true             # optional: overrides @tool(safe_to_repeat=...)
         settings: {}                     # merged over valet.yaml tools.<module>; this wins
+        capability: notes                # the group it belongs to (agents take it too); none:
+                                         # a core tool, always in front of the model
+    capabilities:
+      - name: weather                    # a group of tools, opened by open_capability
+        summary: forecasts, rain soon    # one line in the system prompt
+        check: agents.tools.weather:capability_status  # optional: on / off / failing
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import yaml
 
 from agents.base import RESERVED_FIELD_NAMES, StandardAgent
 from agents.runtime import AgentSpec, AgentTasks, agent_tool
+from bot.capabilities import CapabilitySpec
 from bot.config import ConfigError, yaml_line
 from bot.tools import ToolRegistry, tools_in_module
 
@@ -56,6 +63,13 @@ class _AgentEntry(_Strict):
     max_instances: int | None = pydantic.Field(None, ge=1)
     safe_to_repeat: bool = False
     settings: dict[str, Any] = {}
+    capability: str | None = pydantic.Field(None, pattern=_NAME)
+
+
+class _CapabilityEntry(_Strict):
+    name: str = pydantic.Field(pattern=_NAME)
+    summary: str = pydantic.Field(min_length=1, max_length=120)
+    check: str | None = pydantic.Field(None, pattern=r"^[\w.]+:\w+$")
 
 
 class _ToolEntry(_Strict):
@@ -64,6 +78,7 @@ class _ToolEntry(_Strict):
     approval: Literal["always", "never"] = "never"
     safe_to_repeat: bool | None = None  # None: as the @tool declares (default: not safe)
     settings: dict[str, Any] = {}
+    capability: str | None = pydantic.Field(None, pattern=_NAME)
 
 
 @dataclass
@@ -71,6 +86,7 @@ class Registry:
     agents: dict[str, AgentSpec] = field(default_factory=dict)
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     files: list[str] = field(default_factory=list)
+    capabilities: dict[str, CapabilitySpec] = field(default_factory=dict)
 
     def handler(self) -> AgentTasks:
         return AgentTasks(self.agents)
@@ -93,6 +109,7 @@ def load_registry(paths: Iterable[Path], tool_settings: Mapping[str, Mapping[str
     loader = _Loader(tool_settings or {})
     for path in paths:
         loader.load_file(Path(path))
+    loader.check_capabilities()
     if loader.errors:
         raise ConfigError("agent registry: " + "\n".join(loader.errors))
     return loader.registry
@@ -104,6 +121,7 @@ class _Loader:
         self.registry = Registry()
         self.errors: list[str] = []
         self.defined: dict[str, str] = {}  # name -> file:line where it was first defined
+        self.grouped: dict[str, list[tuple[str, str]]] = {}  # capability -> [(tool, where)]
 
     def load_file(self, path: Path) -> None:
         try:
@@ -123,11 +141,13 @@ class _Loader:
             self.errors.append(f"{path}:1: a registry file is a mapping with `agents:` and/or "
                                "`tools:` lists")
             return
-        unknown = sorted(set(data) - {"agents", "tools"})
+        unknown = sorted(set(data) - {"agents", "tools", "capabilities"})
         for key in unknown:
             self.errors.append(f"{path}:{yaml_line(root, (str(key),))}: {key}: unknown section "
-                               "(a registry file has `agents:` and `tools:`)")
-        for section, model in (("tools", _ToolEntry), ("agents", _AgentEntry)):
+                               "(a registry file has `agents:`, `tools:` and `capabilities:`)")
+        sections: tuple[tuple[str, type[_Strict]], ...] = (
+            ("capabilities", _CapabilityEntry), ("tools", _ToolEntry), ("agents", _AgentEntry))
+        for section, model in sections:
             entries = data.get(section) or []
             if not isinstance(entries, list):
                 self.errors.append(f"{path}:{yaml_line(root, (section,))}: {section}: must be "
@@ -143,9 +163,11 @@ class _Loader:
                         self.errors.append(f"{where(*keys)}: {'.'.join((section, str(i), *keys))}"
                                            f": {problem['msg']}")
                     continue
-                if isinstance(entry, _ToolEntry):
+                if isinstance(entry, _CapabilityEntry):
+                    self._capability(entry, where)
+                elif isinstance(entry, _ToolEntry):
                     self._tool_module(entry, where)
-                else:
+                elif isinstance(entry, _AgentEntry):
                     self._agent(entry, where)
 
     def _tool_module(self, entry: _ToolEntry, where: _Where) -> None:
@@ -177,6 +199,7 @@ class _Loader:
                     self.registry.tools.add(replace(
                         t, settings=settings, requires_approval=entry.approval == "always",
                         safe_to_repeat=safe))
+                    self._group(entry.capability, t.name, where("capability"))
 
     def _agent(self, entry: _AgentEntry, where: _Where) -> None:
         cls = self._agent_class(entry.class_, where("class"))
@@ -198,6 +221,31 @@ class _Loader:
         self.registry.agents[name] = spec
         if spec.expose_as_tool:
             self.registry.tools.add(agent_tool(spec))
+            self._group(entry.capability, name, where("capability"))
+
+    def _capability(self, entry: _CapabilityEntry, where: _Where) -> None:
+        if entry.name in self.registry.capabilities:
+            self.errors.append(f"{where('name')}: duplicate capability {entry.name!r}")
+            return
+        self.registry.capabilities[entry.name] = CapabilitySpec(
+            entry.name, entry.summary, check=entry.check)
+
+    def _group(self, capability: str | None, tool_name: str, where: str) -> None:
+        if capability is not None:
+            self.grouped.setdefault(capability, []).append((tool_name, where))
+
+    def check_capabilities(self) -> None:
+        """Every group named by a tool is declared (in any file), and gets its tools."""
+        for name, members in self.grouped.items():
+            spec = self.registry.capabilities.get(name)
+            if spec is None:
+                for _, where in members[:1]:
+                    known = ", ".join(self.registry.capabilities) or "none declared"
+                    self.errors.append(f"{where}: unknown capability {name!r} (declared: "
+                                       f"{known})")
+                continue
+            self.registry.capabilities[name] = replace(
+                spec, tools=(*spec.tools, *(tool for tool, _ in members)))
 
     def _agent_class(self, target: str, where: str) -> type[StandardAgent] | None:
         module_name, class_name = target.split(":", 1)

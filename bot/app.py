@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -19,10 +20,12 @@ from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
+from bot.capabilities import build_exposure
 from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Command, Commands
 from bot.config import ConfigError, Settings
+from bot.credentials import CredentialStore
 from bot.db import Database, connect
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import OutboundMessage
@@ -122,6 +125,8 @@ class App:
             raise
         http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
             total=settings.gateway.http_timeout_seconds))
+        # --- capabilities (issue 16): tool groups shown when needed; credentials encrypted
+        exposure = await build_exposure(registry, agents.capabilities, settings, db)
         users = UserStore(db)
         history = HistoryStore(db, load_limit=settings.gateway.history_messages)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
@@ -152,7 +157,8 @@ class App:
         commands = Commands(access=access, identities=identities, approvals=approvals,
                             tasks=resume, notify_user=notify_user,
                             assistant_name=persona.name)
-        services: dict[str, Any] = {"pool": pool, "users": users}
+        services: dict[str, Any] = {"pool": pool, "users": users,
+                                    "credentials": CredentialStore.tolerant(db, os.environ)}
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
@@ -166,7 +172,8 @@ class App:
                 ContextStep("pending approvals", approvals.context_note),  # what still waits
                 ContextStep("waiting tasks", resume.context_note),
                 ContextStep("plan", stores.plans.context_note)],
-            journal=journal))
+            journal=journal,
+            exposure=exposure if settings.tool_exposure == "capabilities" else None))
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
         reach = ReachStore(db)
@@ -190,7 +197,10 @@ class App:
                       approval_store, clock,
                       expired_template=persona.lines.approval_expired))
         # --- triggers (issue 14): the engine, its task service (tools reach it as a service)
-        app.triggers = _build_triggers(settings, db, clock, gateway, registry, http, stores)
+        # (triggered runs ask only for what is on: a capability that is off has no tools there)
+        on = exposure.available()
+        available = ToolRegistry([t for t in registry if t.name in on])
+        app.triggers = _build_triggers(settings, db, clock, gateway, available, http, stores)
         services["triggers"] = app.triggers.service
         triggers_box.append(app.triggers)
         commands.register(Command("/tasks", "your reminders and scheduled tasks",

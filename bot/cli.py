@@ -51,6 +51,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="run the service: channels (Telegram, SMS), webhooks, "
                                  "health checks")
     add_admin_commands(sub)
+    from bot.connect_cli import add_connect_commands  # issue 16
+
+    add_connect_commands(sub)
     from triggers.cli import add_task_commands  # issue 14
 
     add_task_commands(sub)
@@ -88,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.path.append(here)  # after everything installed: it never shadows a package
     commands: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, int]]] = {
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
-        "pair": run_admin, "approvals": run_admin, "tasks": _tasks}
+        "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
+        "connect": _connect, "credentials": _connect}
     if args.command == "chat":
         _log_to_file(settings)
     else:
@@ -144,6 +148,12 @@ async def _tasks(settings: Settings, args: argparse.Namespace) -> int:
     from triggers.cli import run_tasks  # issue 14
 
     return await run_tasks(settings, args)
+
+
+async def _connect(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.connect_cli import run_connect  # issue 16
+
+    return await run_connect(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:

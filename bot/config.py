@@ -229,6 +229,9 @@ class Settings(_Section):
     gateway: GatewaySettings = GatewaySettings()
     tools: dict[str, dict[str, Any]] = {}
     agents: AgentsSettings = AgentsSettings()
+    # Which tools each request carries: "capabilities" (a small core; a capability's tools once
+    # the model opens it: few tokens a message) or "all" (every tool on every request).
+    tool_exposure: Literal["capabilities", "all"] = "capabilities"
     approvals: ApprovalSettings = ApprovalSettings()
     triggers: TriggerSettings = TriggerSettings()
     rate_limit_per_minute: int = pydantic.Field(20, gt=0)
@@ -351,6 +354,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_OWNER_NAME": ("owner", "name"),
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
     "VALET_AGENTS_FILES": ("agents", "registries"),
+    "VALET_TOOL_EXPOSURE": ("tool_exposure",),
     "VALET_REDIS_URL": ("redis_url",),
     "VALET_PUBLIC_URL": ("public_url",),
     "VALET_SMS_FROM_NUMBER": ("sms", "from_number"),

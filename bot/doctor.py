@@ -4,8 +4,9 @@ Nothing it prints carries a secret: URLs are shown with their credentials masked
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
+from bot.capabilities import CapabilitySpec, CapabilityState, statuses
 from bot.config import ConfigError, Settings
 from bot.db import connect
 from bot.llm import LLM, LLMAuthError, LLMError, LLMModelNotFoundError
@@ -38,6 +39,7 @@ async def run_doctor(settings: Settings, say: Say) -> int:
         ok(f"persona {persona.name!r} ({persona.source})")
     except ConfigError as err:
         bad(str(err))
+    agents = None
     try:
         agents = build_agents(settings)
         ok(f"{len(agents.tools)} tools ({len(agents.agents)} agents) from "
@@ -45,6 +47,8 @@ async def run_doctor(settings: Settings, say: Say) -> int:
     except Exception as err:
         bad(f"tools: {err}")
     await _check_database(settings, ok, bad)
+    if agents is not None:
+        await _check_capabilities(settings, agents.capabilities, say, bad)
     if settings.redis_url:
         await _check_redis(settings.redis_url, ok, bad)
     if not settings.llm.configured:
@@ -67,6 +71,28 @@ async def _check_database(settings: Settings, ok: Say, bad: Say) -> None:
         ok(f"database {where}")
     except Exception as err:
         bad(f"database {where}: {err}")
+
+
+async def _check_capabilities(settings: Settings, specs: Mapping[str, CapabilitySpec],
+                              say: Say, bad: Say) -> None:
+    """Each capability: on, off (and what would turn it on) or failing (and why)."""
+    try:
+        db = await connect(settings.database_url)
+    except Exception:
+        db = None  # the database check above already said why
+    try:
+        found = await statuses(specs.values(), settings, db)
+    finally:
+        if db is not None:
+            await db.close()
+    for name, status in found.items():
+        detail = redact_text(status.detail)
+        if status.state is CapabilityState.FAILING:
+            bad(f"capability {name}: failing: {detail}")
+        elif status.state is CapabilityState.OFF:
+            say(f"  off   capability {name}: to turn it on, {detail}")
+        else:
+            say(f"  on    capability {name}" + (f" ({detail})" if detail else ""))
 
 
 async def _check_redis(url: str, ok: Say, bad: Say) -> None:

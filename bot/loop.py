@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from bot.clock import Clock
 from bot.context import MAX_LEVEL, ContextManager
@@ -144,6 +144,14 @@ class _Run:
         return self.deadline - self.clock.monotonic()
 
 
+class ToolChoice(Protocol):
+    """Which tools a request carries, from the conversation so far (bot.capabilities)."""
+
+    def schemas(self, messages: list[Message]) -> list[dict[str, Any]]: ...
+
+    def refusal(self, tool_name: str, messages: list[Message]) -> str | None: ...
+
+
 @dataclass
 class LoopDeps:
     llm: LLM
@@ -152,6 +160,12 @@ class LoopDeps:
     clock: Clock
     gate: CallGate | None = None
     journal: TurnJournal | None = None  # None: nothing recorded, nothing replayed
+    tool_choice: ToolChoice | None = None  # None: every tool, every request
+
+    def tool_schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
+        if self.tool_choice is None:
+            return self.registry.schemas()
+        return self.tool_choice.schemas(messages)
 
 
 async def react_loop(
@@ -192,7 +206,7 @@ async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
         if cancel is not None and cancel.is_set():
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         run.turns += 1
-        call = _call_llm(deps, run, system, emit, tools=deps.registry.schemas())
+        call = _call_llm(deps, run, system, emit, tools=deps.tool_schemas(run.messages))
         response = await _unless_cancelled(call, cancel)
         if response is _STOPPED:  # /stop while the model was still writing
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
@@ -402,6 +416,9 @@ async def _run_one(deps: LoopDeps, run: _Run, step: int, call: ToolCall,
     known = run.journal.known_outcome(step, call, found)
     if known is not None:  # done (or cut short) in an earlier run of this turn
         return known
+    refused = deps.tool_choice.refusal(call.name, run.messages) if deps.tool_choice else None
+    if refused is not None:  # its capability was not in front of the model
+        return _synthetic(call, ToolStatus.INVALID, refused)
     if found is not None and deps.gate is not None:
         gated = await deps.gate(call, found, tool_ctx.for_call(call.id))
         if gated is not None:

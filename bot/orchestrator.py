@@ -20,6 +20,7 @@ from typing import Any
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
 from bot.approvals.store import ApprovalStore
+from bot.capabilities import OPEN_TOOL, ToolExposure
 from bot.clock import Clock
 from bot.compose import LLMFailure, Waits, compose_turn
 from bot.context import ContextManager
@@ -64,6 +65,7 @@ class OrchestratorDeps:
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
     tasks: Resumer | None = None  # stores the tasks that paused this turn
     journal: TurnJournal | None = None  # a redone turn continues from it (bot.journal)
+    exposure: ToolExposure | None = None  # capabilities: tools shown when needed (issue 16)
 
 
 class Orchestrator:
@@ -72,7 +74,7 @@ class Orchestrator:
         self.context = ContextManager(deps.loop_config)
         self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
                                   gate=deps.approvals.gate if deps.approvals else None,
-                                  journal=deps.journal)
+                                  journal=deps.journal, tool_choice=deps.exposure)
         lines = deps.persona.lines
         self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
                                       no_answer=lines.no_answer, cancelled=lines.cancelled)
@@ -104,7 +106,8 @@ class Orchestrator:
             stores=deps.tool_stores, channel=msg.channel, services=deps.tool_services)
         system = deps.persona.system_prompt(
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
-            capabilities=self.capabilities())
+            capabilities=self.capabilities(),
+            opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
         return TurnContext(msg, user, msg.turn_id or uuid.uuid4().hex, system,
                            await deps.history.load(user.id), tool_ctx,
                            cancel or asyncio.Event())
@@ -215,6 +218,8 @@ class Orchestrator:
                 task.cancel()
 
     def capabilities(self) -> list[str]:
+        if self.deps.exposure is not None:  # the capabilities that are on, one line each
+            return self.deps.exposure.prompt_lines()
         return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]
 
 

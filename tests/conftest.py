@@ -37,7 +37,10 @@ def app_settings(tmp_path, fake_llm: FakeOpenAI):
                "VALET_LLM_API_KEY": "test-key"}
         config = tmp_path / "valet.yaml"
         if not config.exists():
-            config.write_text("loop:\n  llm_retry_base_delay: 0.01\n")
+            # Stories script their tool calls directly: every tool in every request (the
+            # capability stories in tests/integration/test_capabilities.py turn this back on).
+            config.write_text("loop:\n  llm_retry_base_delay: 0.01\n"
+                              "tool_exposure: all\n")
         settings = load_settings(str(config), env=env)
         return settings.model_copy(update=overrides)
 

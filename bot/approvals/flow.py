@@ -52,6 +52,8 @@ def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]
     """(summary, details) of a call, for the person deciding it: every argument the action
     will receive, an agent's task_instruction included (it is part of what runs)."""
     details = {k: v for k, v in arguments.items() if v is not None and v != ""}
+    if tool.summarize is not None:  # the tool says it better (a calendar event's time...)
+        return tool.summarize(arguments), details
     shown = ", ".join(f"{k}: {_short(v)}" for k, v in details.items())
     return f"{tool.name.replace('_', ' ')}" + (f" ({shown})" if shown else ""), details
 

@@ -17,7 +17,9 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("VALET_", "OPENAI_"))}
     env.update({"VALET_DATABASE_URL": f"sqlite:///{tmp_path}/valet.db",
-                "VALET_CONFIG": str(tmp_path / "valet.yaml"), "PYTHONPATH": str(ROOT)})
+                "VALET_CONFIG": str(tmp_path / "valet.yaml"), "PYTHONPATH": str(ROOT),
+                # The stories script tool calls directly: every tool on every request.
+                "VALET_TOOL_EXPOSURE": "all"})
     (tmp_path / "valet.yaml").touch()
     env.update(extra)
     return env

@@ -112,7 +112,8 @@ async def test_a_summary_missed_by_hours_is_recorded_missed_not_sent(valet, fake
 async def test_the_morning_summary_runs_once_through_the_loop_and_asks_only_for_what_exists(
         valet, fake_llm):
     clock = FakeClock(datetime(2026, 1, 5, 7, 29, tzinfo=UTC))
-    app, alice, sender = await valet(clock)
+    # Weather needs no key since issue 16: turned off here, it is "not configured".
+    app, alice, sender = await valet(clock, tools={"weather": {"enabled": False}})
     await app.triggers.service.morning_summary(Owner(alice.id, "UTC"), "every day at 7:30")
     fake_llm.script(LLMReply(content="Morning! No reminders today; 1 note due: dentist."))
     clock.advance(60)
@@ -124,6 +125,20 @@ async def test_the_morning_summary_runs_once_through_the_loop_and_asks_only_for_
     assert "reminders due today" in asked and "waiting for my approval" in asked
     assert "weather" not in asked and "calendar" not in asked  # not configured: not mentioned
     assert fake_llm.calls == 1
+
+
+async def test_the_morning_summary_asks_for_the_weather_once_it_is_on_not_a_calendar_off(
+        valet, fake_llm, monkeypatch):
+    monkeypatch.delenv("VALET_SECRET_KEY", raising=False)  # calendar off: nothing connected
+    clock = FakeClock(datetime(2026, 1, 5, 7, 29, tzinfo=UTC))
+    app, alice, sender = await valet(clock)
+    await app.triggers.service.morning_summary(Owner(alice.id, "UTC"), "every day at 7:30")
+    fake_llm.script(LLMReply(content="Morning! Grey, 4°C."))
+    clock.advance(60)
+    await settle(app)
+    asked = fake_llm.requests[0]["messages"][-1]["content"]
+    assert "today's weather" in asked and "calendar" not in asked
+    assert sender.texts() == ["Morning! Grey, 4°C."]
 
 
 async def test_an_event_starts_an_orchestrator_run_once_per_event(valet, fake_llm):

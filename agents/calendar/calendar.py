@@ -1,0 +1,215 @@
+"""Calendar tools: read the person's events (any source), change them on CalDAV. Writing
+tools need approval (agents/registry.yaml); the approval shows the title, the time as the
+person gave it (their timezone) and the attendees."""
+
+from __future__ import annotations
+
+import os
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from agents.calendar import sources
+from agents.calendar.sources import SERVICE, CalendarAccount, CalendarError, read_events
+from bot.capabilities import CapabilityStatus
+from bot.credentials import KEY_ENV, CredentialsLocked, CredentialStore
+from bot.tools import ToolExecutionContext, tool
+
+NEXT_EVENT_HORIZON = timedelta(days=30)
+MAX_RANGE_DAYS = 62
+
+
+async def _account(ctx: ToolExecutionContext) -> CalendarAccount:
+    store: CredentialStore | None = ctx.services.get("credentials")
+    if store is None:
+        raise CalendarError("calendars are not available here")
+    try:
+        secret = await store.get(ctx.user_id, SERVICE)
+    except CredentialsLocked as err:
+        raise CalendarError(f"your calendar connection cannot be opened ({err})") from None
+    if secret is None:
+        raise CalendarError("no calendar is connected for this user; the owner connects one "
+                            "from the shell: valet connect calendar USER")
+    return CalendarAccount.from_secret(secret)
+
+
+def _day(value: str, ctx: ToolExecutionContext) -> date:
+    today = ctx.now().date()
+    words = {"today": today, "tomorrow": today + timedelta(days=1),
+             "yesterday": today - timedelta(days=1)}
+    if value.strip().lower() in words:
+        return words[value.strip().lower()]
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a day: use today, tomorrow or YYYY-MM-DD") from None
+
+
+def _when(value: str, ctx: ToolExecutionContext) -> datetime:
+    """A time the person gave: local to them unless it carries an offset."""
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a time: use YYYY-MM-DDTHH:MM") from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=ctx.tz)
+
+
+async def _events_text(ctx: ToolExecutionContext, start: datetime, end: datetime,
+                       empty: str) -> str:
+    try:
+        account = await _account(ctx)
+        events = await read_events(account, start, end, ctx.tz, ctx.http)
+    except CalendarError as err:
+        return f"Error: {err}"
+    if not events:
+        return empty
+    return "\n".join(e.line(ctx.tz) for e in events)
+
+
+@tool(progress="checking your calendar", safe_to_repeat=True)
+async def list_events(ctx: ToolExecutionContext, day: str = "today",
+                      until: str | None = None) -> str:
+    """The user's calendar events on a day, or from `day` through `until`.
+
+    Args:
+        day: today, tomorrow or YYYY-MM-DD.
+        until: Last day of a range, YYYY-MM-DD (inclusive).
+    """
+    first = _day(day, ctx)
+    last = _day(until, ctx) if until else first
+    if last < first or (last - first).days > MAX_RANGE_DAYS:
+        raise ValueError(f"give a range of 0 to {MAX_RANGE_DAYS} days, `until` after `day`")
+    start = datetime.combine(first, time(0), tzinfo=ctx.tz)
+    end = datetime.combine(last + timedelta(days=1), time(0), tzinfo=ctx.tz)
+    return await _events_text(ctx, start, end, "No events.")
+
+
+@tool(progress="checking your calendar", safe_to_repeat=True)
+async def next_event(ctx: ToolExecutionContext) -> str:
+    """The user's next calendar event (or the one in progress)."""
+    now = ctx.now()
+    try:
+        events = await read_events(await _account(ctx), now, now + NEXT_EVENT_HORIZON,
+                                   ctx.tz, ctx.http)
+    except CalendarError as err:
+        return f"Error: {err}"
+    upcoming = [e for e in events if not e.all_day]
+    if not upcoming:
+        return "Nothing in the next 30 days."
+    return upcoming[0].line(ctx.tz)
+
+
+@tool(progress="adding to your calendar")
+async def create_event(ctx: ToolExecutionContext, title: str, start: str,
+                       end: str | None = None, attendees: list[str] | None = None,
+                       location: str = "") -> str:
+    """Add an event to the user's calendar.
+
+    Args:
+        title: What it is.
+        start: YYYY-MM-DDTHH:MM in the user's time.
+        end: YYYY-MM-DDTHH:MM (default: one hour after start).
+        attendees: Email addresses to invite.
+    """
+    first = _when(start, ctx)
+    last = _when(end, ctx) if end else first + timedelta(hours=1)
+    if last <= first:
+        raise ValueError("the end must be after the start")
+    try:
+        account = await _account(ctx)
+        if not account.writable:
+            return "Error: this calendar is a read-only subscription (ICS); nothing was added."
+        clashes = [e for e in await read_events(account, first, last, ctx.tz, ctx.http)
+                   if not e.all_day]
+        await sources.create_event(account, title, first, last, ctx.clock.now(), location,
+                               tuple(attendees or ()))
+    except CalendarError as err:
+        return f"Error: {err}"
+    local_start, local_end = first.astimezone(ctx.tz), last.astimezone(ctx.tz)
+    done = f"Added “{title}” {local_start:%a %d %b %H:%M}-{local_end:%H:%M}."
+    if clashes:
+        done += " Tell the user it overlaps: " + "; ".join(e.line(ctx.tz) for e in clashes)
+    return done
+
+
+@tool(progress="moving the event")
+async def move_event(ctx: ToolExecutionContext, event_id: str, title: str, start: str,
+                     end: str | None = None) -> str:
+    """Move an event of the user's calendar to a new time.
+
+    Args:
+        event_id: The id from list_events.
+        title: Its title, as listed.
+        start: New start, YYYY-MM-DDTHH:MM in the user's time.
+        end: New end (default: one hour after start).
+    """
+    first = _when(start, ctx)
+    last = _when(end, ctx) if end else first + timedelta(hours=1)
+    try:
+        moved = await sources.move_event(await _account(ctx), event_id, first, last)
+    except CalendarError as err:
+        return f"Error: {err}"
+    return f"Moved “{moved}” to {first.astimezone(ctx.tz):%a %d %b %H:%M}."
+
+
+@tool(progress="cancelling the event")
+async def cancel_event(ctx: ToolExecutionContext, event_id: str, title: str) -> str:
+    """Delete an event from the user's calendar.
+
+    Args:
+        event_id: The id from list_events.
+        title: Its title, as listed.
+    """
+    try:
+        cancelled = await sources.cancel_event(await _account(ctx), event_id)
+    except CalendarError as err:
+        return f"Error: {err}"
+    return f"Cancelled “{cancelled}”."
+
+
+# --- how the approval reads (title, time as the person gave it, attendees) --------------------
+
+def _at(value: Any) -> str:
+    try:
+        return f"{datetime.fromisoformat(str(value)):%a %d %b %H:%M}"
+    except ValueError:
+        return str(value)
+
+
+def _summarize_create(args: dict[str, Any]) -> str:
+    end = f"-{_at(args['end'])[-5:]}" if args.get("end") else ""
+    who = f", with {', '.join(args['attendees'])}" if args.get("attendees") else ""
+    where = f", at {args['location']}" if args.get("location") else ""
+    return f"Add “{args.get('title')}” {_at(args.get('start'))}{end}{where}{who}"
+
+
+def _summarize_move(args: dict[str, Any]) -> str:
+    return f"Move “{args.get('title')}” to {_at(args.get('start'))}"
+
+
+def _summarize_cancel(args: dict[str, Any]) -> str:
+    return f"Cancel “{args.get('title')}”"
+
+
+create_event.__valet_tool__.summarize = _summarize_create
+move_event.__valet_tool__.summarize = _summarize_move
+cancel_event.__valet_tool__.summarize = _summarize_cancel
+
+
+async def capability_status(settings: Any, db: Any) -> CapabilityStatus:
+    """On once a calendar is connected and the key opens it."""
+    try:
+        store = CredentialStore.from_env(db, os.environ)
+    except Exception as err:
+        return CapabilityStatus.failing(str(err))
+    if not store.has_key:
+        return CapabilityStatus.off(f"set {KEY_ENV}, then run `valet connect calendar USER`")
+    if db is None:
+        return CapabilityStatus.on()
+    connected = await store.stored(SERVICE)
+    if not connected:
+        return CapabilityStatus.off("run `valet connect calendar USER`")
+    try:
+        await store.check_readable()
+    except CredentialsLocked as err:
+        return CapabilityStatus.failing(str(err))
+    return CapabilityStatus.on(f"{len(connected)} connected")

@@ -1,0 +1,218 @@
+"""Capabilities: groups of tools put in front of the model only when the conversation needs them.
+
+The model always sees a small core (the tools no capability claims, and `open_capability`) and,
+in the system prompt, one line per capability that is on. Calling `open_capability(name)` (or
+calling one of a group's tools directly: it is refused, and the group opens) puts that group's
+tools into the next request, so any capability is one extra LLM step away. What is open is
+derived from the conversation itself (the calls in this turn and the last few stored turns),
+never kept on a shared object: two users' turns never see each other's groups.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import lru_cache
+from typing import Any, Literal
+
+import pydantic
+
+from bot.tools import Tool, ToolExecutionContext, ToolRegistry
+
+OPEN_TOOL = "open_capability"
+# A group stays open for the turn it was opened in and this many turns after it: follow-ups
+# ("and tomorrow?") need no second opening, and an old topic stops costing tokens.
+OPEN_FOR_TURNS = 3
+
+Message = dict[str, Any]
+
+
+class CapabilityState(Enum):
+    ON = "on"
+    OFF = "off"  # not configured: `detail` says what would turn it on
+    FAILING = "failing"  # configured but broken: `detail` says why
+
+
+@dataclass(frozen=True)
+class CapabilityStatus:
+    state: CapabilityState
+    detail: str = ""
+
+    @classmethod
+    def on(cls, detail: str = "") -> CapabilityStatus:
+        return cls(CapabilityState.ON, detail)
+
+    @classmethod
+    def off(cls, how_to_turn_on: str) -> CapabilityStatus:
+        return cls(CapabilityState.OFF, how_to_turn_on)
+
+    @classmethod
+    def failing(cls, why: str) -> CapabilityStatus:
+        return cls(CapabilityState.FAILING, why)
+
+
+# `check` functions named in the registry: async (settings, database or None) -> status.
+CapabilityCheck = Callable[[Any, Any], Awaitable[CapabilityStatus]]
+
+
+@dataclass(frozen=True)
+class CapabilitySpec:
+    """A capability as the registry declares it: its tools, and how to tell whether it is on."""
+
+    name: str
+    summary: str
+    tools: tuple[str, ...] = ()
+    check: str | None = None  # "module:function"; None: always on
+
+    async def status(self, settings: Any, db: Any = None) -> CapabilityStatus:
+        if self.check is None:
+            return CapabilityStatus.on()
+        module_name, fn_name = self.check.split(":", 1)
+        try:
+            fn: CapabilityCheck = getattr(importlib.import_module(module_name), fn_name)
+            return await fn(settings, db)
+        except Exception as err:  # a broken check is a failing capability, never a crash
+            return CapabilityStatus.failing(f"its check failed: {type(err).__name__}: {err}")
+
+
+async def statuses(specs: Iterable[CapabilitySpec], settings: Any, db: Any = None
+                   ) -> dict[str, CapabilityStatus]:
+    return {spec.name: await spec.status(settings, db) for spec in specs}
+
+
+@dataclass(frozen=True)
+class ToolExposure:
+    """Which tools a request carries, derived from the messages of the conversation."""
+
+    registry: ToolRegistry
+    on: Mapping[str, CapabilitySpec]  # the capabilities that are on
+    off: Mapping[str, CapabilitySpec] = field(default_factory=dict)  # off or failing
+    open_for_turns: int = OPEN_FOR_TURNS
+
+    @property
+    def grouped(self) -> dict[str, str]:
+        """tool name -> its capability (on or not)."""
+        return _grouped(tuple(self.on.values()) + tuple(self.off.values()))
+
+    def core(self) -> list[str]:
+        grouped = self.grouped
+        return [name for name in self.registry.names() if name not in grouped]
+
+    def available(self) -> set[str]:
+        """The core and the tools of every capability that is on."""
+        grouped = self.grouped
+        return {name for name in self.registry.names()
+                if name not in grouped or grouped[name] in self.on}
+
+    def open_in(self, messages: list[Message]) -> set[str]:
+        """The capabilities opened (or used) in this turn and the last `open_for_turns`."""
+        opened: set[str] = set()
+        grouped = self.grouped
+        turns = 0
+        for msg in reversed(messages):
+            if msg.get("role") == "user":
+                turns += 1
+                if turns > self.open_for_turns:  # the messages before it are older turns
+                    break
+            for call in msg.get("tool_calls") or ():
+                fn = call.get("function") or {}
+                name = fn.get("name")
+                if name == OPEN_TOOL:
+                    opened.add(_argument(fn.get("arguments"), "name"))
+                elif name in grouped:
+                    opened.add(grouped[name])
+        return opened & set(self.on)
+
+    def schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
+        return self._schemas(frozenset(self.open_in(messages)))
+
+    def _schemas(self, opened: frozenset[str]) -> list[dict[str, Any]]:
+        return _schemas_for(self, opened)
+
+    def refusal(self, tool_name: str, messages: list[Message]) -> str | None:
+        """Why a call may not run now (its group is not open or not on); None: it may."""
+        group = self.grouped.get(tool_name)
+        if group is None:
+            return None
+        if group not in self.on:
+            return (f"Error: {tool_name} is not available: the {group} capability is not set "
+                    "up. Tell the user you cannot do this here.")
+        # The call itself is in `messages` and counts as opening: look before it.
+        if group in self.open_in(_without_last_call(messages, tool_name)):
+            return None
+        return (f"Error: {tool_name} is part of the {group} capability, which was not open. "
+                f"It is open now: call {tool_name} again.")
+
+    def prompt_lines(self) -> list[str]:
+        """One line per capability that is on, for the system prompt."""
+        return [f"{spec.name} ({spec.summary})" for spec in self.on.values()]
+
+    def open_tool(self) -> Tool | None:
+        """The `open_capability` tool over the capabilities that are on (None: none are)."""
+        if not self.on:
+            return None
+        return open_capability_tool(self.on)
+
+
+@lru_cache(maxsize=64)
+def _grouped(specs: tuple[CapabilitySpec, ...]) -> dict[str, str]:
+    return {tool: spec.name for spec in specs for tool in spec.tools}
+
+
+def _schemas_for(exposure: ToolExposure, opened: frozenset[str]) -> list[dict[str, Any]]:
+    wanted = set(exposure.core())
+    for name in opened:
+        wanted.update(exposure.on[name].tools)
+    return [t.schema() for t in exposure.registry if t.name in wanted]
+
+
+def _argument(raw: Any, key: str) -> str:
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else (raw or {})
+        return str(data.get(key, "")) if isinstance(data, dict) else ""
+    except json.JSONDecodeError:
+        return ""
+
+
+def _without_last_call(messages: list[Message], tool_name: str) -> list[Message]:
+    """`messages` without the latest assistant message that calls `tool_name`."""
+    for i in range(len(messages) - 1, -1, -1):
+        calls = messages[i].get("tool_calls") or ()
+        if any((c.get("function") or {}).get("name") == tool_name for c in calls):
+            return messages[:i]
+    return messages
+
+
+def open_capability_tool(on: Mapping[str, CapabilitySpec]) -> Tool:
+    names = tuple(on)
+    listing = {name: spec.tools for name, spec in on.items()}
+    choice: Any = Literal[names]  # built at run time from the capabilities that are on
+    args_model = pydantic.create_model("open_capability_args", name=(choice, ...))
+
+    async def open_capability(ctx: ToolExecutionContext, name: str) -> str:
+        return f"{name} is open: {', '.join(listing[name])} are available now."
+
+    return Tool(
+        name=OPEN_TOOL,
+        description="Make a capability's tools available (they stay for a few turns).",
+        parameters={"type": "object", "properties": {
+            "name": {"type": "string", "enum": list(names)}}, "required": ["name"]},
+        fn=open_capability, args_model=args_model, context_param="ctx",
+        progress="getting ready", safe_to_repeat=True)
+
+
+async def build_exposure(registry: ToolRegistry, specs: Mapping[str, CapabilitySpec],
+                         settings: Any, db: Any = None) -> ToolExposure:
+    """Check each capability once at start-up; add `open_capability` to `registry` when any
+    is on. A capability that is off or failing is not offered (doctor says why)."""
+    found = await statuses(specs.values(), settings, db)
+    exposure = ToolExposure(
+        registry, on={n: s for n, s in specs.items() if found[n].state is CapabilityState.ON},
+        off={n: s for n, s in specs.items() if found[n].state is not CapabilityState.ON})
+    opener = exposure.open_tool()
+    if opener is not None and registry.get(OPEN_TOOL) is None:
+        registry.add(opener)
+    return exposure

@@ -1,0 +1,159 @@
+"""`valet connect calendar|email USER` and `valet credentials ...`: credentials are set from
+the shell, never over chat. Passwords are read without echo (getpass); each connection is
+tested before anything is stored; nothing printed carries a secret."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import imaplib
+import os
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import aiohttp
+
+from bot.config import Settings
+from bot.credentials import CredentialStore, new_key
+from bot.redact import redact_text
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """How the command asks: `ask` echoes, `secret` does not (swapped in tests)."""
+
+    ask: Callable[[str], str] = input
+    secret: Callable[[str], str] = getpass.getpass
+
+
+def add_connect_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    connect = sub.add_parser("connect", help="connect a person's calendar or email (asks for "
+                             "the password without echo, tests it, stores it encrypted)")
+    connect.add_argument("service", choices=["calendar", "email"],
+                         help="what to connect: calendar (CalDAV or an ICS link) or email")
+    connect.add_argument("user", help="user id, or channel:address (e.g. sms:+15551234567)")
+    connect.add_argument("--calendar", default="", help="CalDAV: the calendar to add events "
+                         "to (default: the first)")
+    creds = sub.add_parser("credentials", help="stored credentials (never shown)")
+    creds_sub = creds.add_subparsers(dest="action", required=True)
+    creds_sub.add_parser("list", help="who has what connected")
+    creds_sub.add_parser("rotate", help="re-encrypt everything with the first key of "
+                         "VALET_SECRET_KEY")
+    creds_sub.add_parser("new-key", help="print a new key for VALET_SECRET_KEY")
+    forget = creds_sub.add_parser("forget", help="delete a person's credential")
+    forget.add_argument("user", help="user id, or channel:address")
+    forget.add_argument("service", help="calendar or email")
+
+
+async def run_connect(settings: Settings, args: argparse.Namespace, say: Say = print,
+                      prompts: Prompts | None = None) -> int:
+    from bot.admin_cli import _find_user, _NoLLM
+    from bot.app import App
+
+    if args.command == "credentials" and args.action == "new-key":
+        say(new_key())
+        return 0
+    app = await App.build(settings, llm=_NoLLM())
+    try:
+        store = CredentialStore.from_env(app.db, os.environ)  # a bad key: its own clear line
+        if args.command == "credentials":
+            return await _credentials(store, app, args, say)
+        user = await _find_user(app, args.user)
+        if user is None:
+            say(f"no such user: {args.user}")
+            return 1
+        ask = prompts or Prompts()
+        connector = CONNECTORS[args.service]
+        secret = await connector(args, ask, app.http)
+        if secret is None:
+            return 1
+        await store.put(user.id, args.service, secret, app.clock.now())
+        say(f"{args.service} connected for {user.id} (stored encrypted)")
+        return 0
+    finally:
+        await app.close()
+
+
+async def _credentials(store: CredentialStore, app, args: argparse.Namespace,  # type: ignore[no-untyped-def]
+                       say: Say) -> int:
+    if args.action == "list":
+        for c in await store.stored():
+            say(f"{c.user_id}\t{c.service}\tset {c.updated_at:%Y-%m-%d %H:%M}")
+        return 0
+    if args.action == "forget":
+        found = await store.delete(args.user, args.service)
+        say("deleted" if found else f"{args.user} has no {args.service} credential")
+        return 0 if found else 1
+    count = await store.rotate()  # CredentialsLocked: one line from the CLI
+    say(f"re-encrypted {count} credential(s) with the first key; the old keys can go")
+    return 0
+
+
+# --- connectors: prompt, test, return the secret (None: not stored, the reason said) --------
+
+Connector = Callable[[argparse.Namespace, Prompts, aiohttp.ClientSession],
+                     Awaitable[dict[str, str] | None]]
+
+
+async def connect_calendar(args: argparse.Namespace, ask: Prompts,
+                           http: aiohttp.ClientSession) -> dict[str, str] | None:
+    from agents.calendar.sources import CalendarAccount, CalendarError, check_connection
+
+    url = ask.ask("Calendar URL (a CalDAV server, or an ICS subscription link): ").strip()
+    if url.startswith("webcal://") or url.split("?")[0].endswith(".ics"):
+        account = CalendarAccount("ics", url)
+    else:
+        username = ask.ask("Username: ").strip()
+        account = CalendarAccount("caldav", url, username, ask.secret("Password: "),
+                                  args.calendar)
+    try:
+        found = await check_connection(account, http)
+    except CalendarError as err:
+        print(f"valet: could not connect the calendar: {err}; nothing was stored")
+        return None
+    print(f"connected: {found}")
+    return account.secret()
+
+
+async def connect_email(args: argparse.Namespace, ask: Prompts,
+                        http: aiohttp.ClientSession) -> dict[str, str] | None:
+    """IMAP login is tested here (stdlib imaplib, in a thread); the email capability reads
+    these fields (imap_host, imap_port, smtp_host, smtp_port, username, password)."""
+    secret = {"imap_host": ask.ask("IMAP server (host): ").strip(),
+              "imap_port": ask.ask("IMAP port [993]: ").strip() or "993",
+              "smtp_host": ask.ask("SMTP server (host): ").strip(),
+              "smtp_port": ask.ask("SMTP port [465]: ").strip() or "465",
+              "username": ask.ask("Username: ").strip()}
+    secret["password"] = ask.secret("Password: ")
+    try:
+        await asyncio.to_thread(_imap_login, secret)
+    except (OSError, imaplib.IMAP4.error, ValueError) as err:
+        print(f"valet: could not log in to {secret['imap_host']}: "
+              f"{redact_text(str(err)) or type(err).__name__}; nothing was stored")
+        return None
+    print(f"connected: logged in to {secret['imap_host']}")
+    return secret
+
+
+def _imap_login(secret: dict[str, str]) -> None:
+    port = int(secret["imap_port"])
+    loopback = secret["imap_host"] in ("localhost", "127.0.0.1", "::1")
+    if loopback and port != 993:  # a local test server may speak plain IMAP
+        client: imaplib.IMAP4 = imaplib.IMAP4(secret["imap_host"], port, timeout=20)
+    else:
+        client = imaplib.IMAP4_SSL(secret["imap_host"], port, timeout=20,
+                                   ssl_context=ssl.create_default_context())
+    try:
+        client.login(secret["username"], secret["password"])
+    finally:
+        try:
+            client.logout()
+        except (OSError, imaplib.IMAP4.error):
+            pass
+
+
+CONNECTORS: dict[str, Connector] = {"calendar": connect_calendar, "email": connect_email}
