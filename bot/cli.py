@@ -30,6 +30,9 @@ def parser() -> argparse.ArgumentParser:
     from triggers.cli import add_task_commands  # issue 14
 
     add_task_commands(sub)
+    from bot.memory.cli import add_memory_commands  # issue 15
+
+    add_memory_commands(sub)
     return p
 
 
@@ -44,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     commands: dict[str, Callable[[Settings, argparse.Namespace], Awaitable[int]]] = {
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
-        "pair": run_admin, "approvals": run_admin, "tasks": _tasks}
+        "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
+        "memory": _memory}
     try:
         return asyncio.run(commands[args.command](settings, args))
     except (ConfigError, DatabaseUnavailable, DatabaseURLError, RedisUnavailable) as err:
@@ -93,6 +97,12 @@ async def _tasks(settings: Settings, args: argparse.Namespace) -> int:
     from triggers.cli import run_tasks  # issue 14
 
     return await run_tasks(settings, args)
+
+
+async def _memory(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.memory.cli import run_memory  # issue 15
+
+    return await run_memory(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:
