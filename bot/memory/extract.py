@@ -40,6 +40,14 @@ hi hello hey yo hiya howdy thanks thank you thx ty cheers ok okay k kk yes yeah 
 nah sure cool great nice good fine bye goodbye night morning evening afternoon lol haha
 please done got it sounds perfect awesome
 """.split())
+# A person telling something about themselves says "I", "my", "we"... A message without
+# any (a question about the world, "what is 17*3?") costs no extraction call. English first,
+# then the first-person words of a few other common languages.
+FIRST_PERSON = frozenset("""
+i im ive id ill me my mine myself we were weve our ours us ourselves
+je j moi mon ma mes nous notre nos ich mich mir mein meine meinen wir uns unser unsere
+yo mi mis nosotros nuestro nuestra eu meu minha meus minhas nos nosso nossa io mio miei noi
+""".split())
 NO_STOP_LEARNING = frozenset({TurnStop.COMMAND, TurnStop.CANCELLED, TurnStop.BLOCKED,
                               TurnStop.RATE_LIMITED, TurnStop.FAILED})
 
@@ -74,15 +82,18 @@ class ExtractionAnswerError(ValueError):
 
 def worth_learning(ctx: TurnContext, turn: ComposedTurn) -> bool:
     """False for turns with nothing to learn: commands, button presses and approval
-    replies, trigger runs, greetings and thanks, and turns where the person already used
-    the memory tools (what they asked to remember or forget is done)."""
+    replies, trigger runs, greetings and thanks, messages where the person says nothing
+    of themselves (no "I", "my", "we"...), and turns where the person already used the
+    memory tools (what they asked to remember or forget is done)."""
     msg = ctx.msg
     if msg.button is not None or msg.from_trigger or turn.settled:
         return False
     if turn.stop in NO_STOP_LEARNING or msg.text.lstrip().startswith("/"):
         return False
-    words = re.findall(r"\w+", msg.text.lower())
+    words = re.findall(r"\w+", msg.text.lower().replace("'", "").replace("’", ""))
     if not words or all(w in _NOTHING_TO_LEARN for w in words):
+        return False
+    if FIRST_PERSON.isdisjoint(words):
         return False
     return not any(call.get("function", {}).get("name") in MEMORY_TOOLS
                    for m in turn.stored for call in m.get("tool_calls") or ())

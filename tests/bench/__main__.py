@@ -8,7 +8,7 @@ import logging
 import sys
 
 BENCHMARKS = ["llm_overhead", "concurrency", "startup", "gateway", "hostile_input",
-              "sms_webhook", "triggers", "telegram"]
+              "sms_webhook", "triggers", "telegram", "memory"]
 
 
 async def main(names: list[str]) -> None:

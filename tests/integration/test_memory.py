@@ -262,6 +262,10 @@ async def test_remember_and_forget_by_asking_and_forget_everything_asks_first(
     replies = iter([
         LLMReply(tool_calls=[ToolCall("remember", {"fact": "Sister is Ana", "kind": "person"})]),
         "I'll remember that.",
+        LLMReply(tool_calls=[ToolCall("remember", {"fact": "Dog is Rex", "kind": "person"})]),
+        "Noted.",
+        LLMReply(tool_calls=[ToolCall("forget", {"about": "sister Ana"})]),
+        "Forgotten.",
         LLMReply(tool_calls=[ToolCall("forget_everything", {})]),
         "Done.",
     ])
@@ -270,6 +274,11 @@ async def test_remember_and_forget_by_asking_and_forget_everything_asks_first(
     assert [f.text for f in await app.memory.service.store.open_facts(alice.id)] == \
         ["Sister is Ana"]
     assert llm.extractions == []  # already remembered by the tool: nothing to extract
+    await say(app, "And remember my dog is Rex")
+    await say(app, "Forget that I have a sister called Ana")
+    assert [f.text for f in await app.memory.service.store.open_facts(alice.id)] == \
+        ["Dog is Rex"]
+    assert llm.chats[-1][-1]["content"] == "Forgotten:\n- Sister is Ana"  # the tool result
     await say(app, "Forget everything you know about me")
     assert len(await app.memory.service.store.open_facts(alice.id)) == 1  # not yet: asked
     pending = await app.approvals.list_pending_approvals(alice.id)
