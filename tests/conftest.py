@@ -37,7 +37,9 @@ def app_settings(tmp_path, fake_llm: FakeOpenAI):
                "VALET_LLM_API_KEY": "test-key"}
         config = tmp_path / "valet.yaml"
         if not config.exists():
-            config.write_text("loop:\n  llm_retry_base_delay: 0.01\n")
+            # Memory off unless a test turns it on (memory=MemorySettings()): its background
+            # extraction call would take the next reply of a test's scripted LLM.
+            config.write_text("loop:\n  llm_retry_base_delay: 0.01\nmemory:\n  enabled: false\n")
         settings = load_settings(str(config), env=env)
         return settings.model_copy(update=overrides)
 

@@ -18,7 +18,8 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
            if not k.startswith(("VALET_", "OPENAI_"))}
     env.update({"VALET_DATABASE_URL": f"sqlite:///{tmp_path}/valet.db",
                 "VALET_CONFIG": str(tmp_path / "valet.yaml"), "PYTHONPATH": str(ROOT)})
-    (tmp_path / "valet.yaml").touch()
+    # Memory off: its background extraction call would take a scripted reply.
+    (tmp_path / "valet.yaml").write_text("memory:\n  enabled: false\n")
     env.update(extra)
     return env
 

@@ -190,9 +190,10 @@ def test_only_read_only_built_ins_are_safe_to_repeat_after_a_crash():
     tools = load_registry(registry_paths([])).tools
     safe = sorted(t.name for t in tools if t.safe_to_repeat)
     assert safe == sorted(["current_time", "convert_time", "calculate", "web_fetch",
-                           "list_notes", "search_notes", "list_reminders"])
+                           "list_notes", "search_notes", "list_reminders", "recall_memories"])
     for name in ("take_note", "delete_note", "draft_reminder", "set_my_timezone",
-                 "set_quiet_hours", "set_preferred_channel", "ask_user", "update_plan"):
+                 "set_quiet_hours", "set_preferred_channel", "ask_user", "update_plan",
+                 "remember", "forget", "forget_everything"):
         assert not tools.get(name).safe_to_repeat, name
 
 

@@ -18,7 +18,7 @@ def _memory(ctx: ToolExecutionContext) -> MemoryService:
     return memory  # type: ignore[no-any-return]
 
 
-@tool(progress="remembering that", safe_to_repeat=True)
+@tool(progress="remembering that")
 async def remember(ctx: ToolExecutionContext, fact: str, kind: str = "fact") -> str:
     """Remember something about the user for later conversations, when they ask you to
     ("remember that my sister is Ana") or state something lasting they clearly want kept.
@@ -45,7 +45,7 @@ async def recall_memories(ctx: ToolExecutionContext, about: str = "") -> str:
     return await _memory(ctx).listing(ctx.user_id, about)
 
 
-@tool(progress="forgetting that", safe_to_repeat=True)
+@tool(progress="forgetting that")
 async def forget(ctx: ToolExecutionContext, about: str = "",
                  fact_ids: list[int] | None = None) -> str:
     """Forget facts about the user when they ask ("forget that I live in Porto"). Give the
