@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 import openai
@@ -52,7 +52,7 @@ class Embedder:
         self.clock = clock
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0,
                                           timeout=timeout)
-        self._resting_until = None
+        self._resting_until: datetime | None = None  # the endpoint failed: rest until then
 
     async def embed(self, texts: list[str]) -> list[np.ndarray]:
         now = self.clock.now()
@@ -67,7 +67,7 @@ class Embedder:
         except (openai.OpenAIError, ValueError, TypeError) as err:
             self._resting_until = now + REST_AFTER_FAILURE
             raise EmbeddingsUnavailable(f"{type(err).__name__}: {err}") from err
-        self._resting_until = None
+        self._resting_until: datetime | None = None  # the endpoint failed: rest until then
         return vectors
 
     async def close(self) -> None:

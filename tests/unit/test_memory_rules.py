@@ -64,3 +64,21 @@ def test_search_terms_drop_stopwords_and_keep_only_words():
     assert search_terms("What should I get Mia for her 7th birthday?!") == \
         ["get", "mia", "7th", "birthday"]
     assert search_terms('"; DROP TABLE -- OR *') == ["drop", "table"]
+
+
+def test_memory_settings_are_checked_with_the_rest(tmp_path):
+    from bot.config import ConfigError, load_settings
+
+    path = tmp_path / "valet.yaml"
+    path.write_text("memory:\n  recall_budget_tokens: 0\n  embedding_model: ''\n"
+                    "  extraction_modle: small\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(str(path), env={})
+    said = "\n".join(err.value.lines)
+    assert "memory.recall_budget_tokens" in said and "must be more than 0" in said
+    assert "memory.embedding_model" in said
+    assert "did you mean extraction_model?" in said
+    path.write_text("memory:\n  embedding_model: nomic-embed-text\n")
+    memory = load_settings(str(path), env={}).memory
+    assert memory.enabled and memory.embedding_model == "nomic-embed-text"
+    assert memory.recall_budget_tokens == 300 and memory.extraction_model is None
