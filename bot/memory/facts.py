@@ -10,6 +10,7 @@ index (bot.memory.vectors) checks before it trusts itself.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -114,8 +115,8 @@ class FactStore:
                 " RETURNING id", user_id, text, kind.value, source_turn, now, embedding,
                 embedding_model))
             if self.db.dialect == "sqlite":
-                await tx.execute("INSERT INTO memory_facts_fts (rowid, text) VALUES ($1, $2)",
-                                 fact_id, text)
+                await tx.execute("INSERT INTO memory_facts_fts (rowid, text, owner)"
+                                 " VALUES ($1, $2, $3)", fact_id, text, owner_token(user_id))
             await self._close(tx, user_id, [i for i in replaces if i != fact_id],
                               Closed.REPLACED, now, replaced_by=fact_id)
             await _bump(tx, user_id)
@@ -194,14 +195,17 @@ class FactStore:
 
     async def by_ids(self, user_id: str, ids: Sequence[int]) -> list[Fact]:
         """The person's open facts among `ids`, in the order given."""
+        return await self._by_ids(self.db, user_id, ids)
+
+    async def _by_ids(self, q: Queries, user_id: str, ids: Sequence[int]) -> list[Fact]:
         if not ids:
             return []
         if self.db.dialect == "sqlite":
-            rows = await self.db.fetch(
+            rows = await q.fetch(
                 f"SELECT {_COLUMNS} FROM memory_facts WHERE {_OPEN}"
                 " AND id IN (SELECT value FROM json_each($2))", user_id, json.dumps(list(ids)))
         else:
-            rows = await self.db.fetch(
+            rows = await q.fetch(
                 f"SELECT {_COLUMNS} FROM memory_facts WHERE {_OPEN} AND id = ANY($2::bigint[])",
                 user_id, list(ids))
         found = {r["id"]: _fact(r) for r in rows}
@@ -235,23 +239,32 @@ class FactStore:
     async def _keyword(self, q: Queries, user_id: str, terms: list[str], limit: int, *,
                        every: bool) -> list[Fact]:
         if self.db.dialect == "sqlite":
-            # Each term quoted: FTS5 query syntax in a person's words is just words.
-            match = (" AND " if every else " OR ").join(f'"{t}"' for t in terms)
-            rows = await q.fetch(
-                f"SELECT {', '.join('f.' + c.strip() for c in _COLUMNS.split(','))}"
-                " FROM memory_facts_fts JOIN memory_facts f ON f.id = memory_facts_fts.rowid"
-                " WHERE memory_facts_fts MATCH $2 AND f.user_id = $1 AND f.valid_to IS NULL"
-                " ORDER BY bm25(memory_facts_fts) LIMIT $3", user_id, match, limit)
+            # Each term quoted: FTS5 query syntax in a person's words is just words. The
+            # owner token narrows the walk; _by_ids checks the person and that it is open.
+            words = (" AND " if every else " OR ").join(f'"{t}"' for t in terms)
+            match = f'owner:"{owner_token(user_id)}" AND text:({words})'
+            hits = await q.fetch(
+                "SELECT rowid FROM memory_facts_fts WHERE memory_facts_fts MATCH $1"
+                " ORDER BY bm25(memory_facts_fts, 1.0, 0.0) LIMIT $2", match, limit)
+            return await self._by_ids(q, user_id, [int(h["rowid"]) for h in hits])
         else:
             # \w+ terms carry no tsquery syntax; OR them (plainto_tsquery would AND them all,
             # and a message rarely holds every word of the fact it is about).
             query = (" & " if every else " | ").join(terms)
             rows = await q.fetch(
-                f"SELECT {_COLUMNS} FROM memory_facts, to_tsquery('english', $2) query"
-                f" WHERE {_OPEN} AND words @@ query"
-                " ORDER BY ts_rank(words, query) DESC, id DESC"
+                # Terms Postgres drops as stop words ("don") leave an empty query: no hits.
+                f"SELECT {_COLUMNS} FROM memory_facts, (SELECT to_tsquery('english', $2) AS"
+                " terms, to_tsquery('simple', 'owner' || md5($1)) AS owner) q"
+                f" WHERE {_OPEN} AND numnode(q.terms) > 0 AND words @@ (q.owner && q.terms)"
+                " ORDER BY ts_rank(words, q.terms) DESC, id DESC"
                 " LIMIT $3", user_id, query, limit)
         return [_fact(r) for r in rows]
+
+
+def owner_token(user_id: str) -> str:
+    """One FTS5 token standing for a person (digits: no stemmer changes it)."""
+    digest = hashlib.sha256(user_id.encode()).digest()
+    return f"o{int.from_bytes(digest[:8], 'big')}"
 
 
 async def _bump(tx: Queries, user_id: str) -> None:

@@ -38,6 +38,7 @@ async def test_a_persons_facts_are_found_by_their_words_and_never_by_another_per
     assert [f.text for f in await store.search("alice", "my daughters")] == \
         ["Daughter Mia is 7"]
     assert await store.search("alice", "what is it?") == []
+    assert await store.search("alice", "don't", every=True) == []  # a Postgres stop word
 
 
 async def test_a_replaced_fact_is_closed_not_deleted_and_leaves_the_search(db):

@@ -20,11 +20,13 @@ CREATE TABLE memory_facts (
 CREATE INDEX memory_facts_open ON memory_facts (user_id, valid_to, id);
 
 -- sqlite only: keyword search over the open facts (rows kept in step by the store; rowid is
--- memory_facts.id)
-CREATE VIRTUAL TABLE memory_facts_fts USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2');
+-- memory_facts.id). `owner` holds one token derived from the user id, so a search walks only
+-- that person's entries (the fact's own user_id is still checked on every hit).
+CREATE VIRTUAL TABLE memory_facts_fts USING fts5(text, owner, tokenize = 'porter unicode61 remove_diacritics 2');
 
--- postgres only: the words of each fact, kept by Postgres itself
-ALTER TABLE memory_facts ADD COLUMN words tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED;
+-- postgres only: the words of each fact, kept by Postgres itself, plus one lexeme for its
+-- owner so a search walks only that person's entries (user_id is still checked on every hit)
+ALTER TABLE memory_facts ADD COLUMN words tsvector GENERATED ALWAYS AS (to_tsvector('simple', 'owner' || md5(user_id)) || to_tsvector('english', text)) STORED;
 
 -- postgres only: full-text search over the open facts
 CREATE INDEX memory_facts_search ON memory_facts USING GIN (words) WHERE valid_to IS NULL;
