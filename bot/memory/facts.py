@@ -111,9 +111,10 @@ class FactStore:
                 return None
             fact_id = int(await tx.fetchval(
                 "INSERT INTO memory_facts (user_id, text, kind, source_turn, created_at,"
-                " valid_from, embedding, embedding_model) VALUES ($1,$2,$3,$4,$5,$5,$6,$7)"
-                " RETURNING id", user_id, text, kind.value, source_turn, now, embedding,
-                embedding_model))
+                " valid_from) VALUES ($1,$2,$3,$4,$5,$5) RETURNING id",
+                user_id, text, kind.value, source_turn, now))
+            if embedding is not None and embedding_model:
+                await _put_embedding(tx, user_id, fact_id, embedding, embedding_model)
             if self.db.dialect == "sqlite":
                 await tx.execute("INSERT INTO memory_facts_fts (rowid, text, owner)"
                                  " VALUES ($1, $2, $3)", fact_id, text, owner_token(user_id))
@@ -140,9 +141,7 @@ class FactStore:
     async def set_embedding(self, user_id: str, fact_id: int, embedding: bytes,
                             model: str) -> None:
         async with self.db.transaction() as tx:
-            await tx.execute(
-                "UPDATE memory_facts SET embedding = $3, embedding_model = $4"
-                " WHERE user_id = $1 AND id = $2", user_id, fact_id, embedding, model)
+            await _put_embedding(tx, user_id, fact_id, embedding, model)
             await _bump(tx, user_id)
 
     async def _duplicate(self, tx: Queries, user_id: str, text: str) -> bool:
@@ -214,16 +213,17 @@ class FactStore:
     async def embeddings(self, user_id: str, model: str) -> list[tuple[int, bytes]]:
         """(id, vector) of the person's open facts embedded with `model`."""
         rows = await self.db.fetch(
-            f"SELECT id, embedding FROM memory_facts WHERE {_OPEN} AND embedding_model = $2",
-            user_id, model)
-        return [(int(r["id"]), bytes(r["embedding"])) for r in rows if r["embedding"]]
+            "SELECT e.fact_id, e.vector FROM memory_embeddings e JOIN memory_facts f"
+            " ON f.id = e.fact_id WHERE e.user_id = $1 AND e.model = $2"
+            " AND f.valid_to IS NULL", user_id, model)
+        return [(int(r["fact_id"]), bytes(r["vector"])) for r in rows]
 
     async def unembedded(self, model: str, limit: int) -> list[Fact]:
         """Open facts (anyone's) not yet embedded with `model`, oldest first."""
         rows = await self.db.fetch(
-            f"SELECT {_COLUMNS} FROM memory_facts WHERE valid_to IS NULL AND"
-            " (embedding_model IS NULL OR embedding_model <> $1) ORDER BY id LIMIT $2",
-            model, limit)
+            f"SELECT {_COLUMNS} FROM memory_facts f WHERE valid_to IS NULL AND NOT EXISTS"
+            " (SELECT 1 FROM memory_embeddings e WHERE e.fact_id = f.id AND e.model = $1)"
+            " ORDER BY id LIMIT $2", model, limit)
         return [_fact(r) for r in rows]
 
     async def version(self, user_id: str) -> int:
@@ -265,6 +265,14 @@ def owner_token(user_id: str) -> str:
     """One FTS5 token standing for a person (digits: no stemmer changes it)."""
     digest = hashlib.sha256(user_id.encode()).digest()
     return f"o{int.from_bytes(digest[:8], 'big')}"
+
+
+async def _put_embedding(tx: Queries, user_id: str, fact_id: int, vector: bytes,
+                         model: str) -> None:
+    await tx.execute(
+        "INSERT INTO memory_embeddings (fact_id, user_id, model, vector) VALUES ($1,$2,$3,$4)"
+        " ON CONFLICT (fact_id) DO UPDATE SET model = excluded.model, vector = excluded.vector",
+        fact_id, user_id, model, vector)
 
 
 async def _bump(tx: Queries, user_id: str) -> None:

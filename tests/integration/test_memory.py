@@ -158,6 +158,15 @@ async def test_with_the_embeddings_endpoint_down_recall_uses_keywords_and_the_tu
     await say(app, "Can I eat the peanuts sauce at the Thai place?")
     assert senders["test"].texts("alice")[-1] == "Try the satay-free menu."
     assert "Allergic to peanuts" in llm.memory_line()
+    # Learnt while the endpoint is down: stored now, embedded by a later pass.
+    alice = await app.identities.resolve("test", "alice")
+    sesame = await app.memory.service.learn(alice.id, "Allergic to sesame")
+    store = app.memory.service.store
+    assert sesame.id not in {i for i, _ in await store.embeddings(alice.id, "fake-embed")}
+    fake_llm.embeddings_down = None
+    app.clock.advance(minutes=2)  # the embedder rests a minute after a failure
+    await app.memory.one_pass()
+    assert sesame.id in {i for i, _ in await store.embeddings(alice.id, "fake-embed")}
 
 
 async def test_embeddings_find_a_fact_that_shares_no_word_with_the_message(

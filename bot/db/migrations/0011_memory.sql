@@ -12,9 +12,7 @@ CREATE TABLE memory_facts (
     valid_from TIMESTAMPTZ NOT NULL,
     valid_to TIMESTAMPTZ,              -- NULL: still true
     closed_reason TEXT,                -- replaced | forgotten
-    replaced_by BIGINT,
-    embedding {blob},                  -- float32 vector, unit length
-    embedding_model TEXT
+    replaced_by BIGINT
 );
 
 CREATE INDEX memory_facts_open ON memory_facts (user_id, valid_to, id);
@@ -30,6 +28,17 @@ ALTER TABLE memory_facts ADD COLUMN words tsvector GENERATED ALWAYS AS (to_tsvec
 
 -- postgres only: full-text search over the open facts
 CREATE INDEX memory_facts_search ON memory_facts USING GIN (words) WHERE valid_to IS NULL;
+
+-- A fact's vector for similarity search (float32, unit length), apart from the facts so a
+-- keyword search's heap stays small.
+CREATE TABLE memory_embeddings (
+    fact_id BIGINT PRIMARY KEY REFERENCES memory_facts(id),
+    user_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector {blob} NOT NULL
+);
+
+CREATE INDEX memory_embeddings_by_user ON memory_embeddings (user_id, model);
 
 -- Bumped with every change to a person's facts: a cached vector index checks it per recall.
 CREATE TABLE memory_versions (
