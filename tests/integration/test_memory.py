@@ -273,6 +273,8 @@ async def test_remember_and_forget_by_asking_and_forget_everything_asks_first(
         "I'll remember that.",
         LLMReply(tool_calls=[ToolCall("remember", {"fact": "Dog is Rex", "kind": "person"})]),
         "Noted.",
+        LLMReply(tool_calls=[ToolCall("recall_memories", {})]),
+        "You have a sister, Ana, and a dog, Rex.",
         LLMReply(tool_calls=[ToolCall("forget", {"about": "sister Ana"})]),
         "Forgotten.",
         LLMReply(tool_calls=[ToolCall("forget_everything", {})]),
@@ -284,6 +286,9 @@ async def test_remember_and_forget_by_asking_and_forget_everything_asks_first(
         ["Sister is Ana"]
     assert llm.extractions == []  # already remembered by the tool: nothing to extract
     await say(app, "And remember my dog is Rex")
+    await say(app, "What do you know about me?")
+    listing = llm.chats[-1][-1]["content"]  # the tool result the LLM answered from
+    assert "Dog is Rex (person)" in listing and "Sister is Ana (person)" in listing
     await say(app, "Forget that I have a sister called Ana")
     assert [f.text for f in await app.memory.service.store.open_facts(alice.id)] == \
         ["Dog is Rex"]
