@@ -42,6 +42,7 @@ from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM, OpenAILLM
 from bot.memory.history import HistoryStore
+from bot.memory.wiring import Memory, build_memory
 from bot.offload import shutdown as stop_offload_workers
 from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
@@ -106,6 +107,7 @@ class App:
     _owner: SQLiteOwner | None = None
     stall_monitor: StallMonitor | None = None
     triggers: Any = None  # triggers.wiring.Triggers (bot never imports triggers at the top)
+    memory: Memory | None = None  # long-term memory (issue 15); None when turned off
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -159,6 +161,9 @@ class App:
                             assistant_name=persona.name)
         services: dict[str, Any] = {"pool": pool, "users": users,
                                     "credentials": CredentialStore.tolerant(db, os.environ)}
+        memory = build_memory(settings, db, clock, llm)  # issue 15
+        if memory is not None:
+            services["memory"] = memory.service
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
@@ -169,11 +174,13 @@ class App:
                 commands,  # slash commands answer at once, without the LLM;
                 decisions,  # pending approvals get the message first,
                 resume,  # then tasks waiting for an answer;
+                *([memory.recall] if memory else []),  # what Valet remembers of the person
                 ContextStep("pending approvals", approvals.context_note),  # what still waits
                 ContextStep("waiting tasks", resume.context_note),
                 ContextStep("plan", stores.plans.context_note)],
             journal=journal,
-            exposure=exposure if settings.tool_exposure == "capabilities" else None))
+            exposure=exposure if settings.tool_exposure == "capabilities" else None,
+            after_turn=[memory.extractor.after_turn] if memory else []))
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
         reach = ReachStore(db)
@@ -205,6 +212,9 @@ class App:
         triggers_box.append(app.triggers)
         commands.register(Command("/tasks", "your reminders and scheduled tasks",
                                   _task_listing(app.triggers)))
+        app.memory = memory
+        for command in memory.commands() if memory else []:
+            commands.register(command)
         await app.ensure_owner()
         return app
 
@@ -238,6 +248,8 @@ class App:
         self._sweeper = asyncio.create_task(self._sweep_approvals())
         if self.triggers is not None and self.settings.triggers.enabled:  # issue 14
             await self.triggers.start()
+        if self.memory is not None:  # issue 15: retries of failed extractions
+            self.memory.start()
 
     async def sweep_approvals(self) -> None:
         """One pass of the approval sweeper (expiries, lapsed leases); owners are told without
@@ -267,6 +279,8 @@ class App:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         await self.gateway.stop()
+        if self.memory is not None:
+            await self.memory.close()
         if self.stall_monitor is not None:
             await self.stall_monitor.stop()
         stop_offload_workers()

@@ -57,6 +57,9 @@ def parser() -> argparse.ArgumentParser:
     from triggers.cli import add_task_commands  # issue 14
 
     add_task_commands(sub)
+    from bot.memory.cli import add_memory_commands  # issue 15
+
+    add_memory_commands(sub)
     _everywhere(p)
     return p
 
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     commands: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, int]]] = {
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
-        "connect": _connect, "credentials": _connect}
+        "connect": _connect, "credentials": _connect, "memory": _memory}
     if args.command == "chat":
         _log_to_file(settings)
     else:
@@ -154,6 +157,12 @@ async def _connect(settings: Settings, args: argparse.Namespace) -> int:
     from bot.connect_cli import run_connect  # issue 16
 
     return await run_connect(settings, args)
+
+
+async def _memory(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.memory.cli import run_memory  # issue 15
+
+    return await run_memory(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:

@@ -194,6 +194,17 @@ class TriggerSettings(_Section):
     enabled: bool = True
     heartbeat_seconds: float = pydantic.Field(15.0, gt=0)  # lease renewal, approvals check
     lease_seconds: float = pydantic.Field(45.0, gt=0)  # a dead leader is replaced after this
+class MemorySettings(_Section):
+    """Long-term memory (bot/memory): recall before each turn, extraction after it."""
+
+    enabled: bool = True
+    # Embeddings from the LLM endpoint's /embeddings with this model (None: keywords and
+    # recency only).
+    embedding_model: str | None = pydantic.Field(None, min_length=1)
+    extraction_model: str | None = pydantic.Field(None, min_length=1)  # None: llm.model
+    recall_budget_tokens: int = pydantic.Field(300, gt=0, le=4000)
+
+
 class HTTPSettings(_Section):
     """Where `valet serve` listens (webhooks, health checks)."""
 
@@ -234,6 +245,7 @@ class Settings(_Section):
     tool_exposure: Literal["capabilities", "all"] = "capabilities"
     approvals: ApprovalSettings = ApprovalSettings()
     triggers: TriggerSettings = TriggerSettings()
+    memory: MemorySettings = MemorySettings()
     rate_limit_per_minute: int = pydantic.Field(20, gt=0)
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,9 @@ class OrchestratorDeps:
     tasks: Resumer | None = None  # stores the tasks that paused this turn
     journal: TurnJournal | None = None  # a redone turn continues from it (bot.journal)
     exposure: ToolExposure | None = None  # capabilities: tools shown when needed (issue 16)
+    # Called with the stored turn before the reply goes out; each only schedules its work
+    # (memory extraction runs in the background), so none may delay the reply.
+    after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
 
 
 class Orchestrator:
@@ -91,6 +94,8 @@ class Orchestrator:
         turn = compose_turn(ctx, before, run, waits,
                             approval_intro=self.deps.persona.lines.approval_intro)
         await self.post_process(ctx, turn, run)
+        for hook in self.deps.after_turn:
+            hook(ctx, turn)
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)

@@ -39,8 +39,10 @@ def app_settings(tmp_path, fake_llm: FakeOpenAI):
         if not config.exists():
             # Stories script their tool calls directly: every tool in every request (the
             # capability stories in tests/integration/test_capabilities.py turn this back on).
+            # Memory off unless a test turns it on (memory=MemorySettings()): its background
+            # extraction call would take the next reply of a test's scripted LLM.
             config.write_text("loop:\n  llm_retry_base_delay: 0.01\n"
-                              "tool_exposure: all\n")
+                              "tool_exposure: all\nmemory:\n  enabled: false\n")
         settings = load_settings(str(config), env=env)
         return settings.model_copy(update=overrides)
 

@@ -1,7 +1,9 @@
 """Numbered SQL migrations, shared by SQLite and Postgres, applied at start-up.
 
 A migration file is `NNNN_name.sql`. The few types the two dialects spell differently are
-written as placeholders: {autoid} (an auto-increment primary key) and {blob}.
+written as placeholders: {autoid} (an auto-increment primary key) and {blob}. A statement
+whose first line is `-- sqlite only...` or `-- postgres only...` runs on that dialect alone
+(full-text search: an FTS5 table on SQLite, a GIN index on Postgres).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ DIALECT_TYPES = {
                  "blob": "BYTEA"},
 }
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_ONLY = re.compile(r"^--\s*(sqlite|postgres) only\b")
 
 
 def migration_files() -> list[tuple[int, str, str]]:
@@ -41,8 +44,15 @@ def render(sql: str, dialect: str) -> list[str]:
     for key, value in DIALECT_TYPES[dialect].items():
         sql = sql.replace("{" + key + "}", value)
     statements = [s.strip() for s in re.split(r";\s*(?:\n|$)", sql)]
-    return [s for s in statements if s and not all(
-        line.strip().startswith("--") or not line.strip() for line in s.splitlines())]
+    return [s for s in statements if _runs_on(s, dialect)]
+
+
+def _runs_on(statement: str, dialect: str) -> bool:
+    if not statement or all(line.strip().startswith("--") or not line.strip()
+                            for line in statement.splitlines()):
+        return False
+    only = _ONLY.match(statement)
+    return only is None or only.group(1) == dialect
 
 
 async def apply_migrations(db: Database) -> list[str]:

@@ -1,6 +1,7 @@
 """Conversation history, per user: appended once per turn, never rewritten.
 
-(Long-term memory, recalled before a turn and extracted after it, joins this module later.)
+(Long-term memory, recalled before a turn and extracted after it, is bot.memory.facts,
+.recall and .extract.)
 """
 
 from __future__ import annotations

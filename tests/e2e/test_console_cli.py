@@ -43,7 +43,8 @@ async def test_thirty_piped_lines_from_the_owner_get_thirty_answers(fake_llm, tm
 async def test_one_valet_yaml_from_two_directories_is_one_conversation(fake_llm, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    (home / "valet.yaml").write_text("timezone: Europe/Paris\n")
+    # Memory off: its background extraction call would take a scripted reply.
+    (home / "valet.yaml").write_text("timezone: Europe/Paris\nmemory:\n  enabled: false\n")
     env = llm_env(fake_llm, tmp_path, VALET_CONFIG=str(home / "valet.yaml"))
     del env["VALET_DATABASE_URL"]  # the default: beside the valet.yaml
     fake_llm.script(Reply(content="Noted: blue."), Reply(content="Blue."))

@@ -20,7 +20,8 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
                 "VALET_CONFIG": str(tmp_path / "valet.yaml"), "PYTHONPATH": str(ROOT),
                 # The stories script tool calls directly: every tool on every request.
                 "VALET_TOOL_EXPOSURE": "all"})
-    (tmp_path / "valet.yaml").touch()
+    # Memory off: its background extraction call would take a scripted reply.
+    (tmp_path / "valet.yaml").write_text("memory:\n  enabled: false\n")
     env.update(extra)
     return env
 

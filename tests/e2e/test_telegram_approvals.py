@@ -135,6 +135,7 @@ async def test_an_expired_prompt_is_edited_when_the_sweeper_settles_it(
     risky_registry(tmp_path)
     h = await start_telegram(clock=clock)
     prompt, _ = await prompt_with_buttons(h.tg, fake_llm)
+    await h.app.gateway.wait_idle()  # the prompt's outbox row is marked sent
     clock.advance(minutes=31)
     await h.app.sweep_approvals()
     await h.tg.wait_for(lambda: not prompt.buttons, timeout=30)

@@ -6,6 +6,10 @@ The real ``openai.AsyncOpenAI`` client talks to it through ``base_url``::
         fake.script(Reply(content="hi"), Fail(429, retry_after=0.5))
         client = AsyncOpenAI(base_url=fake.base_url, api_key="test", max_retries=0)
 
+``/v1/embeddings`` answers deterministic vectors (a hashed bag of words, see
+``bag_of_words``; replace ``fake.vector_for`` to choose them); set ``fake.embeddings_down``
+to an HTTP status to make it fail.
+
 Standalone: ``python -m tests.fakes.fake_openai --port 8999 --reply "text"``.
 """
 
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import inspect
 import itertools
 import json
@@ -99,6 +104,18 @@ def _error(
     return web.json_response({"error": error}, status=status, headers=kw.get("headers"))
 
 
+EMBEDDING_DIMENSIONS = 64
+
+
+def bag_of_words(text: str) -> list[float]:
+    """A deterministic vector: each lower-case word adds 1 to a hashed dimension."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:4], "big") % EMBEDDING_DIMENSIONS] += 1.0
+    return vector
+
+
 def _text_len(content: Any) -> int:
     if isinstance(content, str):
         return len(content)
@@ -121,6 +138,10 @@ class FakeOpenAI:
         self.transcript = "This is a voice note."
         self.transcriptions: list[dict[str, Any]] = []
         self.transcription_auth: list[str] = []  # the Authorization header of each upload
+        # Embeddings: how texts become vectors, what was asked, and a failure to answer with.
+        self.vector_for: Callable[[str], list[float]] = bag_of_words
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embeddings_down: int | None = None  # an HTTP status (503...) while set
 
     # -- public API -------------------------------------------------------
     @property
@@ -141,6 +162,7 @@ class FakeOpenAI:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         self._closing = asyncio.Event()
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -179,6 +201,21 @@ class FakeOpenAI:
         if not audio:
             return _error(400, "No audio file was uploaded.", type_="invalid_request_error")
         return web.json_response({"text": self.transcript})
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.embedding_requests.append(body)
+        if self.embeddings_down is not None:
+            type_, message, code = _DEFAULT_ERRORS.get(self.embeddings_down, _SERVER_ERROR)
+            return _error(self.embeddings_down, message, code, type_)
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        data = [{"object": "embedding", "index": i, "embedding": self.vector_for(t)}
+                for i, t in enumerate(texts)]
+        tokens = sum(len(t.split()) for t in texts)
+        return web.json_response({"object": "list", "data": data,
+                                  "model": body.get("model") or "fake-embedding",
+                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         self.calls += 1

@@ -1,0 +1,68 @@
+"""The person in control of their memory: remember, recall, forget, forget everything.
+
+`forget_everything` is registered with `approval: always` (agents/registry.yaml), so the
+approvals package asks the person once before it runs.
+"""
+
+from __future__ import annotations
+
+from bot.memory.facts import Kind
+from bot.memory.service import MemoryService, forgotten_line
+from bot.tools import ToolExecutionContext, tool
+
+
+def _memory(ctx: ToolExecutionContext) -> MemoryService:
+    memory = ctx.services.get("memory")
+    if memory is None:
+        raise RuntimeError("long-term memory is turned off in this installation")
+    return memory
+
+
+@tool(progress="remembering that")
+async def remember(ctx: ToolExecutionContext, fact: str, kind: str = "fact") -> str:
+    """Remember something about the user for later conversations, when they ask you to
+    ("remember that my sister is Ana") or state something lasting they clearly want kept.
+
+    Args:
+        fact: The fact as a short third-person sentence, e.g. "Sister is Ana".
+        kind: One of fact, preference, person, event.
+    """
+    stored = await _memory(ctx).learn(ctx.user_id, fact, Kind.parse(kind),
+                                      source_turn=f"tool:remember:{ctx.call_id}")
+    if stored is None:
+        return f"Already remembered: {fact}"
+    return f"Remembered (#{stored.id}): {stored.text}"
+
+
+@tool(progress="looking at what I remember", safe_to_repeat=True)
+async def recall_memories(ctx: ToolExecutionContext, about: str = "") -> str:
+    """List what you remember about the user ("what do you know about me?"), or only what
+    bears on a topic. Each fact has its number (#id), usable with forget.
+
+    Args:
+        about: A topic to narrow the list to; empty for everything (the newest first).
+    """
+    return await _memory(ctx).listing(ctx.user_id, about)
+
+
+@tool(progress="forgetting that")
+async def forget(ctx: ToolExecutionContext, about: str = "",
+                 fact_ids: list[int] | None = None) -> str:
+    """Forget facts about the user when they ask ("forget that I live in Porto"). Give the
+    fact numbers from recall_memories, or words that every fact to forget contains.
+
+    Args:
+        about: Words the facts to forget contain, e.g. "Porto".
+        fact_ids: Numbers (#id) of the facts to forget.
+    """
+    if not about.strip() and not fact_ids:
+        raise ValueError("say what to forget: words in the fact, or its number")
+    return forgotten_line(await _memory(ctx).forget(ctx.user_id, about, fact_ids or ()))
+
+
+@tool(progress="forgetting everything")
+async def forget_everything(ctx: ToolExecutionContext) -> str:
+    """Forget everything you remember about the user, when they ask for exactly that. The
+    user is asked to confirm before it happens."""
+    count = await _memory(ctx).forget_everything(ctx.user_id)
+    return f"Forgotten everything I remembered about you ({count} facts)."

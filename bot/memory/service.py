@@ -1,0 +1,83 @@
+"""What the rest of Valet asks of memory: learn a fact, list, forget. Tools, commands, the
+extractor and the owner's CLI all go through here, so a fact is stored (and embedded) one
+way."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bot.memory.facts import Closed, Fact, FactStore, Kind, search_terms
+from bot.memory.recall import Recaller
+from bot.memory.vectors import Embedder, EmbeddingsUnavailable, to_bytes
+
+log = logging.getLogger(__name__)
+
+LISTED = 50  # facts shown by /memory and the listing tool; the count says if there are more
+
+
+@dataclass(frozen=True)
+class MemoryService:
+    store: FactStore
+    recaller: Recaller
+    embedder: Embedder | None = None
+
+    async def learn(self, user_id: str, text: str, kind: Kind = Kind.FACT, *,
+                    source_turn: str | None = None, replaces: Iterable[int] = ()
+                    ) -> Fact | None:
+        """Store a fact (embedded when an embedding model is set and answers; a fact left
+        without a vector is embedded later). None when it repeats an open fact."""
+        vector, model = None, None
+        if self.embedder is not None:
+            try:
+                [embedded] = await self.embedder.embed([text])
+                vector, model = to_bytes(embedded), self.embedder.model
+            except EmbeddingsUnavailable as err:
+                log.warning("fact stored without its embedding for now: %s", err)
+        return await self.store.add(user_id, text, kind, source_turn=source_turn,
+                                    replaces=replaces, embedding=vector,
+                                    embedding_model=model)
+
+    async def listing(self, user_id: str, about: str = "") -> str:
+        """What Valet remembers (about something, or everything), numbered by fact id."""
+        facts = await self.recaller.relevant(user_id, about, with_recent=False) if about \
+            else await self.store.open_facts(user_id, LISTED + 1)
+        if not facts:
+            return ("I don't remember anything about that." if about else
+                    "I don't remember anything about you yet.")
+        shown = facts[:LISTED]
+        lines = [f"#{f.id} {f.text} ({f.kind.value})" for f in shown]
+        more = " (the newest first; there is more)" if len(facts) > LISTED else ""
+        return "What I remember about you" + more + ":\n" + "\n".join(lines)
+
+    async def forget(self, user_id: str, about: str = "", ids: Iterable[int] = ()
+                     ) -> list[Fact]:
+        """Close the person's facts with these ids, or those holding every word of `about`."""
+        wanted = list(ids)
+        if about and search_terms(about):
+            wanted += [f.id for f in await self.store.search(user_id, about, 50, every=True)]
+        return await self.store.close(user_id, wanted, Closed.FORGOTTEN)
+
+    async def forget_everything(self, user_id: str) -> int:
+        return await self.store.forget_all(user_id)
+
+    async def embed_missing(self, batch: int = 64) -> int:
+        """Embed open facts stored without a vector (the endpoint was down); returns how
+        many were embedded."""
+        if self.embedder is None:
+            return 0
+        facts = await self.store.unembedded(self.embedder.model, batch)
+        if not facts:
+            return 0
+        vectors = await self.embedder.embed([f.text for f in facts])
+        for fact, vector in zip(facts, vectors, strict=True):
+            await self.store.set_embedding(fact.user_id, fact.id, to_bytes(vector),
+                                           self.embedder.model)
+        return len(facts)
+
+
+def forgotten_line(facts: list[Fact]) -> str:
+    if not facts:
+        return "I found nothing like that to forget."
+    return "Forgotten:\n" + "\n".join(f"- {f.text}" for f in facts)
