@@ -40,10 +40,11 @@ from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
-from bot.llm import LLM, OpenAILLM
+from bot.llm import LLM
 from bot.memory.history import HistoryStore
 from bot.memory.wiring import Memory, build_memory
 from bot.offload import shutdown as stop_offload_workers
+from bot.openai_llm import OpenAILLM
 from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
 from bot.steps import ContextStep

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.llm import OpenAILLM
+from bot.openai_llm import OpenAILLM
 from tests.fakes.fake_openai import FakeOpenAI
 
 pytest_plugins = ["tests.server_fixtures"]

@@ -13,13 +13,14 @@ from bot.clock import Clock
 from bot.commands import Command
 from bot.config import Settings
 from bot.db import Database
-from bot.llm import LLM, OpenAILLM
+from bot.llm import LLM
 from bot.memory.extract import MemoryExtractor
 from bot.memory.facts import FactStore
 from bot.memory.queue import ExtractionQueue
 from bot.memory.recall import MemoryRecall, Recaller
 from bot.memory.service import MemoryService, forgotten_line
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
+from bot.openai_llm import OpenAILLM
 from bot.turn import TurnContext
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ import time
 
 from bot.clock import SystemClock
 from bot.context import ContextManager
-from bot.llm import OpenAILLM
 from bot.loop import LoopDeps, ReactLoopConfig, react_loop
+from bot.openai_llm import OpenAILLM
 from bot.tools import ToolExecutionContext
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.helpers import CountingTools

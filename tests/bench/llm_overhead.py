@@ -17,8 +17,8 @@ from openai.types.chat import ChatCompletion
 
 from bot.clock import SystemClock
 from bot.context import ContextManager
-from bot.llm import OpenAILLM
 from bot.loop import LoopDeps, ReactLoopConfig, react_loop
+from bot.openai_llm import OpenAILLM
 from bot.tools import ToolExecutionContext
 from tests.bench.stats import line
 from tests.fakes.fake_openai import FakeOpenAI, Reply

@@ -11,12 +11,11 @@ import pytest
 from bot.clock import FakeClock
 from bot.llm import (
     ERROR_HANDLERS,
-    MAX_ARGUMENT_DEPTH,
     LLMMalformedResponseError,
     call_with_recovery,
-    json_depth,
     retry_with_backoff,
 )
+from bot.openai_llm import MAX_ARGUMENT_DEPTH, json_depth
 from tests.fakes.fake_openai import Raw, Reply, ToolCall
 from tests.helpers import loop_config
 

@@ -177,7 +177,8 @@ async def test_auth_errors_go_to_the_caller_at_once(fake_llm, llm):
 
 
 async def test_a_timeout_is_retried_once(fake_llm):
-    from bot.llm import LLMTimeoutError, OpenAILLM
+    from bot.llm import LLMTimeoutError
+    from bot.openai_llm import OpenAILLM
 
     quick = OpenAILLM(base_url=fake_llm.base_url, api_key="t", model="m", timeout=0.2)
     try:

@@ -12,12 +12,12 @@ from bot.llm import (
     LLMBadRequestError,
     LLMModelNotFoundError,
     LLMServerError,
-    OpenAILLM,
     handler_for,
     is_misconfiguration,
     misconfiguration_hint,
     raise_to_caller,
 )
+from bot.openai_llm import OpenAILLM
 from bot.redact import RedactingFilter, install_redaction, redact_text
 from persona import load_persona
 from tests.fakes.fake_openai import Fail

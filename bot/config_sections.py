@@ -1,0 +1,202 @@
+"""The sections of `valet.yaml` (one model each) and the knob sections generated from their
+dataclasses (`loop:`, `delivery:`); `bot.config` puts them together and loads the file."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import MISSING, fields
+from typing import Any, Literal, get_type_hints
+
+import pydantic
+
+from bot.gateway.outbox import DeliveryPolicy
+from bot.loop import ReactLoopConfig
+
+# Keys of llm.extra_body that would put a credential into the file (and every request log).
+SECRET_WORDS = re.compile(r"api.?key|authori[sz]ation|token|password|passwd|secret|cookie"
+                          r"|credential|bearer", re.IGNORECASE)
+
+
+class _Section(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class LLMSettings(_Section):
+    base_url: str | None = None  # None: the client's default (api.openai.com)
+    model: str | None = None
+    timeout_seconds: float = pydantic.Field(60.0, gt=0)
+    extra_body: dict[str, Any] = {}
+    # Only from the environment (VALET_LLM_API_KEY, else OPENAI_API_KEY); never from the file.
+    api_key: pydantic.SecretStr | None = pydantic.Field(default=None, exclude=True)
+    # Voice notes go to the same endpoint's /audio/transcriptions with this model (None: the
+    # person is told voice notes cannot be heard yet).
+    transcription_model: str | None = None
+    vision: bool = False  # the model can look at photos
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.model and (self.api_key or self.base_url))
+
+    def api_key_value(self) -> str | None:
+        """The key itself, for the one place that sends it (the LLM client)."""
+        return self.api_key.get_secret_value() if self.api_key else None
+
+    @pydantic.field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]", value):
+            raise ValueError("must be an http:// or https:// URL such as "
+                             "http://localhost:11434/v1")
+        return value
+
+    @pydantic.field_validator("extra_body")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        found = sorted(_secret_looking_keys(value))
+        if found:
+            raise ValueError(f"{', '.join(found)} looks like a secret; extra_body is written "
+                             "into every request and kept in the file: put the key in "
+                             "VALET_LLM_API_KEY instead")
+        return value
+
+
+def _secret_looking_keys(value: Any, prefix: str = "") -> list[str]:
+    if not isinstance(value, dict):
+        return []
+    found = []
+    for key, inner in value.items():
+        name = f"{prefix}{key}"
+        if SECRET_WORDS.search(str(key)):
+            found.append(name)
+        found += _secret_looking_keys(inner, f"{name}.")
+    return found
+
+
+class OwnerSettings(_Section):
+    name: str = "owner"
+    telegram_ids: list[str] = []
+    phone_numbers: list[str] = []
+
+
+class ApprovalSettings(_Section):
+    timeout_minutes: int = pydantic.Field(30, gt=0)  # a request not answered by then expires
+    # An edited request is shown again for a yes (true), or runs at once (false).
+    confirm_edits: bool = True
+    sweep_seconds: float = pydantic.Field(30.0, gt=0)  # how often expiries are looked for
+    # A running approved action renews its lease every third of this; a lease this old means
+    # its process died (the sweeper then reports it interrupted within sweep_seconds more).
+    lease_seconds: float = pydantic.Field(30.0, gt=0)
+
+
+class AgentsSettings(_Section):
+    # Registry files added to the built-in agents/registry.yaml; relative paths are read from
+    # the directory of valet.yaml (the current directory when there is none).
+    registries: list[str] = []
+    pool_ttl_minutes: int = pydantic.Field(24 * 60, gt=0)  # a waiting task expires after this
+    pool_max_per_user: int = pydantic.Field(5, ge=1)  # waiting tasks per user at once
+    # How a reply to a waiting plain-text question is told apart from a new request: "llm"
+    # (one short classification call) or "heuristic" (questions and requests are not answers).
+    answer_check: Literal["llm", "heuristic"] = "llm"
+
+    @pydantic.field_validator("registries", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        """VALET_AGENTS_FILES is one string: paths separated by commas or colons."""
+        if isinstance(value, str):
+            return [p.strip() for p in re.split(r"[,:]", value) if p.strip()]
+        return value
+
+
+# Loop knobs whose range is not simply "more than 0".
+_LOOP_RANGES: dict[str, dict[str, float]] = {
+    "llm_max_retries": {"ge": 0},
+    "llm_retry_base_delay": {"ge": 0},
+    "max_tool_result_share": {"gt": 0, "le": 1},
+    "context_trim_threshold": {"gt": 0, "le": 1},
+}
+
+
+def _knobs_model(name: str, knobs: type, ranges: dict[str, dict[str, float]]
+                 ) -> type[pydantic.BaseModel]:
+    """A settings section checked field by field against a dataclass of knobs (one source of
+    the knobs): numbers must be more than 0 unless `ranges` says otherwise."""
+    hints = get_type_hints(knobs)
+    spec: dict[str, Any] = {}
+    for f in fields(knobs):
+        kind = hints[f.name]
+        # Any: Field's overloads would otherwise try each limit against every keyword
+        limits: dict[str, Any] = ranges.get(f.name, {"gt": 0} if kind in (int, float) else {})
+        default = f.default if f.default is not MISSING else None
+        spec[f.name] = (kind, pydantic.Field(default, **limits))
+    return pydantic.create_model(
+        name, __config__=pydantic.ConfigDict(extra="forbid", strict=False), **spec)
+
+
+def _loop_settings_model() -> type[pydantic.BaseModel]:
+    """`loop:` in valet.yaml, against ReactLoopConfig."""
+    return _knobs_model("LoopSettings", ReactLoopConfig, _LOOP_RANGES)
+
+
+LoopSettings = _loop_settings_model()
+# `delivery:` in valet.yaml: how the outbox sends (retries, batches, concurrency).
+DeliverySettings = _knobs_model("DeliverySettings", DeliveryPolicy, {})
+
+
+class GatewaySettings(_Section):
+    """How the gateway runs turns."""
+
+    turn_attempts: int = pydantic.Field(3, ge=1)  # a turn that crashes is tried this often
+    turn_retry_seconds: float = pydantic.Field(0.2, ge=0)  # x attempt, before the next try
+    history_messages: int = pydantic.Field(200, ge=1)  # loaded per turn (the view trims)
+    user_lock_ttl_seconds: float = pydantic.Field(30.0, gt=0)  # Redis per-user lease
+    http_timeout_seconds: float = pydantic.Field(30.0, gt=0)  # the tools' shared session
+
+
+class SmsSettings(_Section):
+    """SMS over Twilio. Credentials come only from the environment (VALET_TWILIO_ACCOUNT_SID,
+    VALET_TWILIO_AUTH_TOKEN)."""
+
+    from_number: str | None = None  # Valet's Twilio number, E.164
+    messaging_service_sid: str | None = None  # or a Messaging Service (MG...) instead
+    # Numbers written without a country code (allowlists, owner numbers) are read as this
+    # country's (ISO code, e.g. "US", "GB"); None: every number must start with "+".
+    default_region: str | None = None
+    max_request_bytes: int = pydantic.Field(64 * 1024, ge=1024)  # a webhook body, at most
+
+
+class TriggerSettings(_Section):
+    """Scheduled tasks, events and conditions (triggers/)."""
+
+    enabled: bool = True
+    heartbeat_seconds: float = pydantic.Field(15.0, gt=0)  # lease renewal, approvals check
+    lease_seconds: float = pydantic.Field(45.0, gt=0)  # a dead leader is replaced after this
+class MemorySettings(_Section):
+    """Long-term memory (bot/memory): recall before each turn, extraction after it."""
+
+    enabled: bool = True
+    # Embeddings from the LLM endpoint's /embeddings with this model (None: keywords and
+    # recency only).
+    embedding_model: str | None = pydantic.Field(None, min_length=1)
+    extraction_model: str | None = pydantic.Field(None, min_length=1)  # None: llm.model
+    recall_budget_tokens: int = pydantic.Field(300, gt=0, le=4000)
+
+
+class HTTPSettings(_Section):
+    """Where `valet serve` listens (webhooks, health checks)."""
+
+    host: str = "127.0.0.1"
+    port: int = pydantic.Field(8080, ge=0, le=65535)
+    # On SIGTERM, how long running turns get to finish (the rest is redone at the next start).
+    shutdown_grace_seconds: float = pydantic.Field(20.0, ge=0)
+
+
+class TelegramSettings(_Section):
+    mode: Literal["polling", "webhook"] = "polling"
+    groups: bool = False  # answer in groups (only when mentioned or replied to)
+    # Webhook mode: the public https URL Telegram posts to (…/telegram/webhook is added).
+    webhook_url: str | None = None
+    # Only from the environment: VALET_TELEGRAM_TOKEN (turns the channel on),
+    # VALET_TELEGRAM_WEBHOOK_SECRET, VALET_TELEGRAM_API_URL (another Bot API server).
+    token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    webhook_secret: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    api_url: str | None = pydantic.Field(default=None, exclude=True)
