@@ -47,7 +47,7 @@ from bot.offload import shutdown as stop_offload_workers
 from bot.openai_llm import OpenAILLM
 from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
-from bot.steps import ContextStep
+from bot.steps import AskTimezoneOnce, ContextStep
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
@@ -178,7 +178,8 @@ class App:
                 *([memory.recall] if memory else []),  # what Valet remembers of the person
                 ContextStep("pending approvals", approvals.context_note),  # what still waits
                 ContextStep("waiting tasks", resume.context_note),
-                ContextStep("plan", stores.plans.context_note)],
+                ContextStep("plan", stores.plans.context_note),
+                AskTimezoneOnce(users)],
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
             after_turn=[memory.extractor.after_turn] if memory else []))

@@ -61,6 +61,12 @@ class UserStore:
             "UPDATE users SET timezone = $1, timezone_candidates = NULL WHERE id = $2",
             timezone, user_id)
 
+    async def mark_timezone_asked(self, user_id: str, at: datetime) -> bool:
+        """True the first time only: the person is asked which zone is theirs once."""
+        return await self.db.execute(
+            "UPDATE users SET timezone_asked_at = $2 WHERE id = $1 AND timezone_asked_at IS NULL"
+            " AND timezone_candidates IS NOT NULL", user_id, at) > 0
+
     async def set_preferred_channel(self, user_id: str, channel: str) -> None:
         await self.db.execute(
             "UPDATE users SET preferred_channel = $1 WHERE id = $2", channel, user_id)

@@ -121,3 +121,19 @@ async def test_the_user_changes_their_timezone_by_saying_so(app_factory, fake_ll
     assert (user.quiet_hours_start, user.quiet_hours_end) == ("22:00", "07:00")
     await app.orchestrator.handle_message(inbound(owner.id, "thanks"))
     assert "Europe/Lisbon" in fake_llm.requests[-1]["messages"][0]["content"]
+
+
+async def test_a_guessed_timezone_with_several_candidates_is_asked_about_once(app_factory,
+                                                                             fake_llm):
+    app = await app_factory()
+    now = datetime(2026, 1, 5, tzinfo=UTC)
+    await app.users.ensure("idaho", timezone="America/Boise", at=now,
+                           timezone_candidates=("America/Boise", "America/Los_Angeles"))
+    fake_llm.responder = lambda req: LLMReply(content="Hi! Which city are you in?")
+    await app.orchestrator.handle_message(inbound("idaho", "hello"))
+    await app.orchestrator.handle_message(inbound("idaho", "what's up"))
+    systems = [r["messages"][0]["content"] for r in fake_llm.requests]
+    assert "could be in any of: America/Boise, America/Los_Angeles" in systems[0]
+    assert "could be in any of" not in systems[1]  # asked once
+    await app.users.set_timezone("idaho", "America/Los_Angeles")
+    assert (await app.users.get("idaho")).timezone_candidates == ()
