@@ -1,4 +1,4 @@
-"""The server is killed (-9) after the SMS approval prompt went out; restarted; the person
+"""`valet serve` is killed (-9) after the SMS approval prompt went out; restarted; the person
 replies "1": the action runs exactly once."""
 
 from __future__ import annotations
@@ -12,18 +12,21 @@ import aiohttp
 
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.fakes.fake_openai import Reply, ToolCall
+from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+from tests.servers import free_port
 
 PUBLIC = "https://valet.example.com"
 ALICE = "+12125550123"
 
 
 async def start_server(env: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:
+    """A real `valet serve` on a free port, once it says it is ready."""
+    port = free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.e2e.sms_server", env=env, cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE)
-    assert proc.stdout is not None
-    port = int(await asyncio.wait_for(proc.stdout.readline(), 30))
+        sys.executable, "-m", "bot", "serve", env={**env, "VALET_HTTP_PORT": str(port)},
+        cwd=ROOT, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    await _until_up(f"http://127.0.0.1:{port}/readyz", proc)
     return proc, f"http://127.0.0.1:{port}/sms/inbound"
 
 
