@@ -5,7 +5,8 @@
     open        after the turn, drafts become durable ApprovalRequests, shown together
     decide      the next message (or button) decides them (bot.approvals.decide): the
                 stored arguments run once (`_execute`), the outcome joins the turn
-    sweep       expired requests are closed and their owners told
+    sweep       expired and interrupted requests are settled, their owners told
+                (bot.approvals.sweeper)
 
 The policy comes from the registry (Tool.requires_approval, an agent's own check), never from
 the LLM, and every step fails closed.
@@ -22,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from bot.approvals.lease import LeaseLost, run_leased
 from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus, waiting_result
 from bot.approvals.store import INTERRUPTED, ApprovalStore
+from bot.approvals.sweeper import expired_line
 from bot.clock import Clock
-from bot.lines import fill
 from bot.llm import LLM, ToolCall
 from bot.tools import (
     Tool,
@@ -171,14 +172,9 @@ class ApprovalFlow:
         return content
 
     def expired_line(self, approval: ApprovalRequest) -> str:
-        minutes = int((approval.expires_at - approval.created_at).total_seconds() // 60)
-        return fill(self.lines.expired, summary=approval.summary, minutes=minutes)
+        return expired_line(approval, self.lines.expired)
 
-    # --- sweeping, listing ---------------------------------------------------------------------
-
-    async def sweep(self) -> list[tuple[ApprovalRequest, str]]:
-        """Expire what is past its time; returns (approval, what to tell its owner)."""
-        return [(a, self.expired_line(a)) for a in await self.store.expire_due(self.clock.now())]
+    # --- listing -------------------------------------------------------------------------------
 
     async def list_pending_approvals(self, user_id: str) -> list[ApprovalRequest]:
         """What waits for this user's OK now, chat and trigger requests alike."""
