@@ -66,12 +66,10 @@ class ApprovalStep:
     async def _from_button(self, ctx: TurnContext, button: ButtonPress
                            ) -> ParsedReply | StepResult:
         approval = await self.store.get(button.approval_id)
-        if approval is None:
-            return Answered(text="I don't know that request.", stop=WAITING)
-        if approval.user_id != ctx.user.id and not ctx.user.is_owner:
-            return Answered(text="That request isn't yours to decide.", stop=WAITING)
-        if approval.status is not ApprovalStatus.PENDING or \
-                approval.expires_at <= self.flow.clock.now():
+        refusal = _not_for(approval, ctx.user)
+        if refusal is not None or approval is None:
+            return Answered(text=refusal or "", stop=WAITING)
+        if self._settled(approval):
             return Answered(text=f"“{approval.summary}” was already {state_word(approval)}.",
                             stop=WAITING)
         verdict = {"approve": Verdict.APPROVE, "yes": Verdict.APPROVE,
@@ -90,15 +88,18 @@ class ApprovalStep:
                 return "Only the owner can approve new people."
             return "Letting them in…" if button.option.lower() == "approve" else "Refusing…"
         approval = await self.store.get(button.approval_id)
-        if approval is None:
-            return "I don't know that request."
-        if approval.user_id != user.id and not user.is_owner:
-            return "That request isn't yours to decide."
-        if approval.status is not ApprovalStatus.PENDING or \
-                approval.expires_at <= self.flow.clock.now():
+        refusal = _not_for(approval, user)
+        if refusal is not None or approval is None:
+            return refusal or ""
+        if self._settled(approval):
             return f"Already {state_word(approval)}."
         return {"approve": "Approving…", "yes": "Approving…",
                 "edit": "Tell me what to change."}.get(button.option.lower(), "Cancelling…")
+
+    def _settled(self, approval: ApprovalRequest) -> bool:
+        """No longer open to a decision: decided already, or past its time."""
+        return approval.status is not ApprovalStatus.PENDING or \
+            approval.expires_at <= self.flow.clock.now()
 
     async def _apply(self, ctx: TurnContext, decisions: list[Decision]) -> StepResult:
         by = f"{ctx.msg.channel}:{ctx.msg.address or ctx.user.id}"
@@ -243,6 +244,15 @@ class ApprovalStep:
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
         return Continue(joined=tuple(joined), notices=tuple(notices), settled=tuple(settled))
+
+
+def _not_for(approval: ApprovalRequest | None, user: User) -> str | None:
+    """Why this person cannot decide this request (fail closed), or None."""
+    if approval is None:
+        return "I don't know that request."
+    if approval.user_id != user.id and not user.is_owner:
+        return "That request isn't yours to decide."
+    return None
 
 
 def _joined(approval: ApprovalRequest, arguments: dict[str, Any], content: str) -> Joined:
