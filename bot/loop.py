@@ -29,6 +29,7 @@ from bot.llm import (
     call_with_recovery,
     summarize_args,
 )
+from bot.loop_types import FallbackLines, ReactLoopConfig, ReactLoopResult, ToolCallRecord
 from bot.tools import (
     Tool,
     ToolExecutionContext,
@@ -41,72 +42,8 @@ from bot.tools import (
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
 
-
-@dataclass
-class ReactLoopConfig:
-    """Every knob of the loop, in one place."""
-
-    max_turns: int = 10
-    turn_deadline_seconds: float = 300.0
-    repeat_guard_limit: int = 2  # identical calls allowed per turn before the guard stops it
-    stream: bool = False
-
-    tool_execution_timeout: float = 30.0
-    agent_tool_execution_timeout: float = 120.0
-    max_tool_result_share: float = 0.3
-    max_tool_result_chars: int = 400_000
-    truncate_all_tool_result_chars: int = 2_000
-
-    context_token_limit: int = 128_000
-    context_trim_threshold: float = 0.8
-    max_history_messages: int = 40
-    force_trim_messages: int = 5
-    chars_per_token: float = 4.0
-
-    llm_max_retries: int = 3
-    llm_retry_base_delay: float = 1.0
-    llm_retry_max_delay: float = 30.0
-
-    final_answer_instruction: str = (
-        "You have used all the steps available for this request. Give your final answer now "
-        "from what you have gathered, and say plainly what you could not finish.")
-
-
-@dataclass(frozen=True)
-class FallbackLines:
-    """What the user reads when the LLM cannot give the answer (the persona overrides these)."""
-
-    too_long: str = ("This conversation got too long for me to follow. "
-                     "Could you start over with a short summary of what you need?")
-    deadline: str = ("That took longer than I can spend on one message, so I stopped. "
-                     "Ask me again and I'll pick it up from there.")
-    no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
-    cancelled: str = "Okay, I stopped."
-
-
-@dataclass
-class ToolCallRecord:
-    name: str
-    args_summary: dict[str, Any]
-    duration_ms: int
-    success: bool
-    result_status: str
-    result_chars: int
-    token_attribution: TokenUsage | None = None  # usage of the LLM turn that asked for it
-    call_id: str = ""
-
-
-@dataclass
-class ReactLoopResult:
-    response: str
-    turns: int
-    tool_calls: list[ToolCallRecord]
-    token_usage: TokenUsage
-    duration_ms: int
-    stop_reason: TurnStop
-    pauses: list[ToolOutcome] = field(default_factory=list)
-    new_messages: list[Message] = field(default_factory=list)
-    diagnostics: list[str] = field(default_factory=list)
+__all__ = ["CallGate", "FallbackLines", "LoopDeps", "ReactLoopConfig", "ReactLoopResult",
+           "ToolCallRecord", "ToolChoice", "react_loop"]
 
 
 # Decides, before a call runs, that it must not run now (approval needed): returns its outcome.
