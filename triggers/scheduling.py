@@ -5,6 +5,7 @@ as plain sentences the LLM can repeat."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +28,16 @@ def _owner(ctx: ToolExecutionContext) -> Owner:
 
 def _done(ctx: ToolExecutionContext, verb: str, task: Any) -> str:
     return f"{verb} {task_line(task, ctx.clock.now())}"
+
+
+async def _by_id(ctx: ToolExecutionContext, task_id: str,
+                 act: Callable[[str, str], Awaitable[Any]], done: str) -> str:
+    """Pause, resume or delete one of the user's tasks: what happened, or why not."""
+    try:
+        task = await act(ctx.user_id, task_id)
+    except TaskError as err:
+        return f"Not {done.lower()}: {err}"
+    return f"{done} {task.id}: {task.name}."
 
 
 @tool(progress="scheduling")
@@ -154,11 +165,7 @@ async def pause_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     Args:
         task_id: The task's id, from list_scheduled_tasks.
     """
-    try:
-        task = await _service(ctx).pause(ctx.user_id, task_id)
-    except TaskError as err:
-        return f"Not paused: {err}"
-    return f"Paused {task.id}: {task.name}."
+    return await _by_id(ctx, task_id, _service(ctx).pause, "Paused")
 
 
 @tool(progress="resuming the task")
@@ -168,11 +175,7 @@ async def resume_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     Args:
         task_id: The task's id, from list_scheduled_tasks.
     """
-    try:
-        task = await _service(ctx).resume(ctx.user_id, task_id)
-    except TaskError as err:
-        return f"Not resumed: {err}"
-    return f"Resumed {task.id}: {task.name}."
+    return await _by_id(ctx, task_id, _service(ctx).resume, "Resumed")
 
 
 @tool(progress="deleting the task")
@@ -182,11 +185,7 @@ async def delete_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     Args:
         task_id: The task's id, from list_scheduled_tasks.
     """
-    try:
-        task = await _service(ctx).delete(ctx.user_id, task_id)
-    except TaskError as err:
-        return f"Not deleted: {err}"
-    return f"Deleted {task.id}: {task.name}."
+    return await _by_id(ctx, task_id, _service(ctx).delete, "Deleted")
 
 
 @tool
