@@ -183,22 +183,12 @@ class App:
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
             after_turn=[memory.extractor.after_turn] if memory else []))
-        senders: dict[str, ChannelSender] = {}
-        outbox = OutboxStore(db)
-        reach = ReachStore(db)
-        gateway = Gateway(GatewayDeps(
-            db=db, clock=clock, users=users, identities=identities, access=access,
-            inbox=InboxStore(db), outbox=outbox,
-            deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
-                                      on_permanent=_mark_unwritable(identities, clock)),
+        gateway = _build_gateway(
+            settings, db, clock, persona, users=users, identities=identities, access=access,
             history=history, handle_message=orchestrator.handle_message, locks=locks,
-            senders=senders, failure_line=persona.lines.llm_unavailable,
-            max_attempts=settings.gateway.turn_attempts,
-            retry_seconds=settings.gateway.turn_retry_seconds,
-            notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
             answer_button=decisions.answer_button, silenced=_silenced(triggers_box),
-            prompt_edits=PromptEdits(db, outbox, clock, approval_store.outcomes,
-                                     can_edit=_can_edit(senders))))
+            outcomes=approval_store.outcomes)
+        senders = gateway.deps.senders
         gateway_box.append(gateway)
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
                   http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
@@ -293,6 +283,30 @@ class App:
         await self.db.close()
         if self._owner is not None:
             self._owner.release()
+
+
+def _build_gateway(settings: Settings, db: Database, clock: Clock, persona: Persona, *,
+                   users: UserStore, identities: IdentityStore, access: AccessControl,
+                   history: HistoryStore, handle_message: Any, locks: UserLocks,
+                   answer_button: Any, silenced: Callable[[str], Awaitable[bool]],
+                   outcomes: Any) -> Gateway:
+    """The message path: inbox and access in, outbox out, notifications, prompt edits. Channels
+    register their senders later (App.add_channel) in the map it delivers through."""
+    senders: dict[str, ChannelSender] = {}
+    outbox = OutboxStore(db)
+    reach = ReachStore(db)
+    return Gateway(GatewayDeps(
+        db=db, clock=clock, users=users, identities=identities, access=access,
+        inbox=InboxStore(db), outbox=outbox,
+        deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
+                                  on_permanent=_mark_unwritable(identities, clock)),
+        history=history, handle_message=handle_message, locks=locks,
+        senders=senders, failure_line=persona.lines.llm_unavailable,
+        max_attempts=settings.gateway.turn_attempts,
+        retry_seconds=settings.gateway.turn_retry_seconds,
+        notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
+        answer_button=answer_button, silenced=silenced,
+        prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders))))
 
 
 def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
