@@ -4,14 +4,13 @@ person gave it (their timezone) and the attendees."""
 
 from __future__ import annotations
 
-import os
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from agents.calendar import sources
 from agents.calendar.sources import SERVICE, CalendarAccount, CalendarError, read_events
 from bot.capabilities import CapabilityStatus
-from bot.credentials import KEY_ENV, CredentialsLocked, CredentialStore
+from bot.connected import NotConnected, connected_secret, connected_status
 from bot.tools import ToolExecutionContext, tool
 
 NEXT_EVENT_HORIZON = timedelta(days=30)
@@ -19,16 +18,10 @@ MAX_RANGE_DAYS = 62
 
 
 async def _account(ctx: ToolExecutionContext) -> CalendarAccount:
-    store: CredentialStore | None = ctx.services.get("credentials")
-    if store is None:
-        raise CalendarError("calendars are not available here")
     try:
-        secret = await store.get(ctx.user_id, SERVICE)
-    except CredentialsLocked as err:
-        raise CalendarError(f"your calendar connection cannot be opened ({err})") from None
-    if secret is None:
-        raise CalendarError("no calendar is connected for this user; the owner connects one "
-                            "from the shell: valet connect calendar USER")
+        secret = await connected_secret(ctx, SERVICE, what="calendar")
+    except NotConnected as err:
+        raise CalendarError(str(err)) from None
     return CalendarAccount.from_secret(secret)
 
 
@@ -197,19 +190,4 @@ cancel_event.__valet_tool__.summarize = _summarize_cancel
 
 async def capability_status(settings: Any, db: Any) -> CapabilityStatus:
     """On once a calendar is connected and the key opens it."""
-    try:
-        store = CredentialStore.from_env(db, os.environ)
-    except Exception as err:
-        return CapabilityStatus.failing(str(err))
-    if not store.has_key:
-        return CapabilityStatus.off(f"set {KEY_ENV}, then run `valet connect calendar USER`")
-    if db is None:
-        return CapabilityStatus.on()
-    connected = await store.stored(SERVICE)
-    if not connected:
-        return CapabilityStatus.off("run `valet connect calendar USER`")
-    try:
-        await store.check_readable()
-    except CredentialsLocked as err:
-        return CapabilityStatus.failing(str(err))
-    return CapabilityStatus.on(f"{len(connected)} connected")
+    return await connected_status(db, SERVICE)

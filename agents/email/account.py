@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.credentials import CredentialsLocked, CredentialStore
+from bot.connected import NotConnected, connected_secret
 from bot.tools import ToolExecutionContext
 
 SERVICE = "email"
@@ -71,14 +71,8 @@ class MailAccount:
 
 async def mail_account(ctx: ToolExecutionContext) -> MailAccount:
     """The person's account, or MailError saying what to do (never a secret)."""
-    store: CredentialStore | None = ctx.services.get("credentials")
-    if store is None:
-        raise MailError("email is not available here")
     try:
-        secret = await store.get(ctx.user_id, SERVICE)
-    except CredentialsLocked as err:
-        raise MailError(f"your email connection cannot be opened ({err})") from None
-    if secret is None:
-        raise MailError("no email account is connected for this user; the owner connects "
-                        "one from the shell: valet connect email USER")
+        secret = await connected_secret(ctx, SERVICE, what="email account")
+    except NotConnected as err:
+        raise MailError(str(err)) from None
     return MailAccount.from_secret(secret)
