@@ -84,8 +84,9 @@ class ApprovalStep:
                    "reject": Verdict.REJECT}.get(button.option.lower())
         if verdict is None:  # "edit" on a button: ask for the change in words
             await self.store.ask_change(approval.id, self.flow.clock.now())
+            field = next(iter(approval.arguments), "subject").replace("_", " ")
             return Answered(text=f"What should I change in “{approval.summary}”? (Reply with "
-                            "the change, e.g. \"make the subject 'Q3'\".)", stop=WAITING)
+                            f"the change, e.g. \"make the {field} …\".)", stop=WAITING)
         return ParsedReply([Decision(approval.id, verdict)])
 
     async def answer_button(self, user: User, button: ButtonPress) -> str:

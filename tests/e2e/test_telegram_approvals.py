@@ -184,6 +184,7 @@ async def test_edit_asks_for_the_change_in_the_chat_and_the_edited_action_runs_o
     assert h.tg.called("answerCallbackQuery")[0].params["text"] == "Tell me what to change."
     question = bot_messages(h.tg, OWNER_CHAT)[-1]
     assert question.startswith("What should I change in") and "buy milk" in question
+    assert 'e.g. "make the text …"' in question  # the action's own field, not a stock one
     assert first.buttons, "the card still waits: nothing was decided yet"
 
     # The change, in words: a new card with the changed argument; the first card says so.
