@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 
-def backoff_delay(attempt: int, *, base: float, cap: float, retry_after: float | None = None,
-                  cap_retry_after: bool = True) -> float:
+def backoff_delay(attempt: int, *, base: float, cap: float,
+                  retry_after: float | None = None) -> float:
     """Seconds to wait before retry number `attempt` (1 = the first retry): `base` doubled
     each time, at most `cap`. A server's `retry_after` is a floor (never retry earlier than it
-    asked); `cap_retry_after` bounds that floor by `cap` too, for callers that would rather
-    give up than wait as long as any server likes."""
+    asked), itself bounded by `cap`: the LLM port would rather give up than wait as long as
+    any server likes. (The outbox waits a channel's retry_after exactly: see
+    bot.gateway.outbox.)"""
     delay = min(cap, base * 2 ** max(0, attempt - 1))
     if retry_after is not None:
-        delay = max(delay, min(retry_after, cap) if cap_retry_after else retry_after)
+        delay = max(delay, min(retry_after, cap))
     return delay

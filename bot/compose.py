@@ -48,7 +48,7 @@ def compose_turn(ctx: TurnContext, before: StepResult, run: ReactLoopResult | LL
     stored: list[Message] = []
     if before.notices:  # said before the person's message is answered: stored in that place
         stored.append({"role": "assistant", "content": "\n\n".join(before.notices)})
-    stored.append(ctx.user_message)
+    stored.append(ctx.stored_user_message)  # a photo's bytes are never stored
     for late in before.joined:
         stored.extend(late.messages())
     text, stop, last_word = _outcome(before, run, waits)

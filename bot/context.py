@@ -29,6 +29,7 @@ class ContextSettings(Protocol):
     force_trim_messages: int
     truncate_all_tool_result_chars: int
     chars_per_token: float
+    image_tokens: int
 
 
 @dataclass
@@ -38,8 +39,26 @@ class ContextView:
     cuts: list[str] = field(default_factory=list)
 
 
+def content_chars(content: Any) -> int:
+    """The text of a message's content: a string, or the text parts of a list of parts (an
+    image part counts as `image_tokens`, see `image_count`, never as its base64 length)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(part.get("text") or "") for part in content
+                   if isinstance(part, dict) and part.get("type") == "text")
+    return 0
+
+
+def image_count(msg: Message) -> int:
+    content = msg.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image_url")
+
+
 def message_chars(msg: Message) -> int:
-    size = len(msg.get("content") or "")
+    size = content_chars(msg.get("content"))
     for call in msg.get("tool_calls") or ():
         fn = call["function"]
         size += len(fn["name"]) + len(fn["arguments"] or "")
@@ -58,7 +77,8 @@ class ContextManager:
 
     def estimate_tokens(self, messages: list[Message], extra_chars: int = 0) -> int:
         chars = extra_chars + sum(message_chars(m) for m in messages)
-        return int(chars / self.cfg.chars_per_token) + \
+        images = sum(image_count(m) for m in messages)
+        return int(chars / self.cfg.chars_per_token) + self.cfg.image_tokens * images + \
             self.PER_MESSAGE_OVERHEAD_TOKENS * len(messages)
 
     def truncate_tool_result(self, text: str, limit: int | None = None) -> tuple[str, int | None]:
@@ -117,6 +137,7 @@ class ContextManager:
 
     def _sizes(self, body: list[Message]) -> list[int]:
         return [int(message_chars(m) / self.cfg.chars_per_token)
+                + self.cfg.image_tokens * image_count(m)
                 + self.PER_MESSAGE_OVERHEAD_TOKENS for m in body]
 
     def _fit(self, body: list[Message], target_tokens: float, cuts: list[str]) -> list[Message]:

@@ -40,6 +40,34 @@ class ButtonPress:
 
 
 @dataclass(frozen=True)
+class MediaRef:
+    """Media that came with a message, as the channel's own durable reference (a Telegram
+    file_id), not its bytes: the inbox row stays small, and the bytes are fetched from the
+    channel when the turn runs (again, if a crash made the turn run twice)."""
+
+    kind: str  # "photo"
+    ref: str  # the channel's id for the file
+    mime: str = "image/jpeg"
+    size: int = 0  # bytes, as the channel announced them (0: unknown)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MediaRef:
+        return cls(kind=str(data["kind"]), ref=str(data["ref"]),
+                   mime=str(data.get("mime") or "image/jpeg"), size=int(data.get("size") or 0))
+
+
+@dataclass(frozen=True)
+class Image:
+    """A picture for this turn's LLM request (fetched from its channel by the gateway)."""
+
+    mime: str
+    data: bytes
+
+
+@dataclass(frozen=True)
 class IncomingMessage:
     """What a channel adapter hands the gateway, before anyone knows who sent it."""
 
@@ -50,6 +78,7 @@ class IncomingMessage:
     received_at: datetime
     display_name: str = ""
     button: ButtonPress | None = None
+    media: tuple[MediaRef, ...] = ()  # a photo; `text` is then its caption
 
 
 @dataclass(frozen=True)
@@ -64,6 +93,8 @@ class Inbound:
     from_trigger: str | None = None  # task id when a trigger, not a person, speaks
     # Set by the gateway (from the inbox row) so a turn re-run after a crash is recognised.
     turn_id: str | None = None
+    media: tuple[MediaRef, ...] = ()  # what came with the message (a photo)
+    images: tuple[Image, ...] = ()  # the media's bytes, fetched for this turn only
 
 
 class Urgency(Enum):

@@ -34,6 +34,9 @@ class ReactLoopConfig:
     max_history_messages: int = 40
     force_trim_messages: int = 5
     chars_per_token: float = 4.0
+    # What one image in a request is counted as (endpoints bill a picture by its tiles, not
+    # by its base64 length): a fixed estimate that keeps trimming honest about photos.
+    image_tokens: int = 1_000
 
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0

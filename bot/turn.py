@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from bot.approvals.model import ApprovalDraft, ApprovalRequest
 from bot.envelopes import Inbound, TurnStop
 from bot.gateway.users import User
+from bot.media import request_content, stored_text
 from bot.tasks.model import PausedTask
 from bot.tools import ToolExecutionContext
 
@@ -47,7 +48,13 @@ class TurnContext:
 
     @property
     def user_message(self) -> Message:
-        return {"role": "user", "content": self.msg.text}
+        """The person's message as this turn's requests carry it (a photo as an image)."""
+        return {"role": "user", "content": request_content(self.msg)}
+
+    @property
+    def stored_user_message(self) -> Message:
+        """The person's message as the history keeps it (a photo as "[photo] caption")."""
+        return {"role": "user", "content": stored_text(self.msg)}
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,17 @@ class ApprovalStep:
         return merge(settled, await self._apply(ctx, parsed.decisions))
 
     async def _from_text(self, ctx: TurnContext) -> ParsedReply | StepResult:
-        pending = await self.store.pending(ctx.user.id, self.flow.clock.now())
-        if not pending or ctx.msg.from_trigger:
+        if ctx.msg.from_trigger:
+            return Continue()
+        now = self.flow.clock.now()
+        pending = await self.store.pending(ctx.user.id, now)
+        asked = await self.store.take_change_asked(ctx.user.id, now) if pending else None
+        if not pending:
             return Continue()
         parsed = await parse_reply(ctx.msg.text, pending, interpret=self._interpret)
+        if asked is not None and (parsed.unrelated or parsed.clarify):
+            # Valet asked what to change (Edit was tapped): this message is the change.
+            return ParsedReply([Decision(asked.id, Verdict.EDIT, ctx.msg.text.strip())])
         if parsed.unrelated:
             return Continue()
         if parsed.clarify:
@@ -76,8 +83,10 @@ class ApprovalStep:
                    "cancel": Verdict.REJECT, "no": Verdict.REJECT,
                    "reject": Verdict.REJECT}.get(button.option.lower())
         if verdict is None:  # "edit" on a button: ask for the change in words
+            await self.store.ask_change(approval.id, self.flow.clock.now())
+            field = next(iter(approval.arguments), "subject").replace("_", " ")
             return Answered(text=f"What should I change in “{approval.summary}”? (Reply with "
-                            "the change, e.g. \"make the subject 'Q3'\".)", stop=WAITING)
+                            f"the change, e.g. \"make the {field} …\".)", stop=WAITING)
         return ParsedReply([Decision(approval.id, verdict)])
 
     async def answer_button(self, user: User, button: ButtonPress) -> str:

@@ -111,6 +111,27 @@ class ApprovalStore:
             approval_id, status.value, by, at, lease_until)
         return changed == 1
 
+    async def ask_change(self, approval_id: str, at: datetime) -> bool:
+        """Edit was tapped and Valet asked what to change: the person's next message is
+        the change. Only while the request still waits."""
+        changed = await self.db.execute(
+            "UPDATE approvals SET change_asked_at = $2 WHERE id = $1 AND status = 'pending'"
+            " AND expires_at > $2", approval_id, at)
+        return changed == 1
+
+    async def take_change_asked(self, user_id: str, at: datetime) -> ApprovalRequest | None:
+        """The request whose change this user was last asked for, still pending; the ask is
+        used up (only the message right after the question is read as the change)."""
+        async with self.db.transaction() as tx:
+            row = await tx.fetchrow(
+                "SELECT * FROM approvals WHERE user_id = $1 AND change_asked_at IS NOT NULL"
+                " ORDER BY change_asked_at DESC, seq DESC LIMIT 1", user_id)
+            await tx.execute("UPDATE approvals SET change_asked_at = NULL WHERE user_id = $1"
+                             " AND change_asked_at IS NOT NULL", user_id)
+        if row is None or row["status"] != "pending" or row["expires_at"] <= at:
+            return None
+        return _approval(row)
+
     async def finish_rejected(self, approval_id: str, result: str) -> None:
         """Record what the requester's conversation should hear of a rejection."""
         await self.db.execute("UPDATE approvals SET result = $2 WHERE id = $1"

@@ -40,6 +40,7 @@ from bot.gateway.notify import Notifier, ReachStore
 from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
 from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.users import User, UserStore
+from bot.media import MediaSource, fetch_images
 from bot.memory.history import HistoryStore
 from bot.sanitize import clean_incoming
 
@@ -254,7 +255,7 @@ class Gateway:
         stop = self._running[user.id] = asyncio.Event()
         try:
             reply = await deps.handle_message(
-                self._inbound(row, turn_id, channel, address),
+                await self._inbound(row, turn_id, channel, address),
                 emit=self._progress(channel, address), cancel=stop)
         except asyncio.CancelledError:
             raise
@@ -291,12 +292,17 @@ class Gateway:
         found = await self.deps.notifier.route(row.user_id, row.reply_channel)
         return (found.channel, found.address) if found else None
 
-    def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str) -> Inbound:
+    async def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str
+                       ) -> Inbound:
         assert row.user_id is not None
+        # A photo's bytes are fetched now, for this turn only (the row keeps the reference).
+        source = self.deps.senders.get(row.channel)
+        images = await fetch_images(source if isinstance(source, MediaSource) else None,
+                                    row.media) if row.media else ()
         return Inbound(user_id=row.user_id, channel=channel, text=row.text,
                        received_at=row.received_at, external_id=row.external_id,
                        address=address, button=row.button, turn_id=turn_id,
-                       from_trigger=row.trigger_task_id)
+                       from_trigger=row.trigger_task_id, media=row.media, images=images)
 
     async def _finish(self, row: InboxRow, reply: Reply, *, status: str = "done",
                       error: str | None = None) -> None:

@@ -7,11 +7,12 @@ lock takes it again.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
 from bot.db import Database, Queries, Row
-from bot.envelopes import ButtonPress, IncomingMessage, TriggerMessage, Urgency
+from bot.envelopes import ButtonPress, IncomingMessage, MediaRef, TriggerMessage, Urgency
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,15 @@ class InboxRow:
     trigger_task_id: str | None = None  # a trigger's run, not a person's message
     reply_channel: str | None = None  # where a trigger's reply goes (None: preferred)
     urgency: Urgency = Urgency.NORMAL
+    media: tuple[MediaRef, ...] = ()  # references only: the bytes are fetched per turn
+
+
+def _media_json(media: tuple[MediaRef, ...]) -> str | None:
+    return json.dumps([m.to_json() for m in media]) if media else None
+
+
+def _media_of(raw: str | None) -> tuple[MediaRef, ...]:
+    return tuple(MediaRef.from_json(m) for m in json.loads(raw)) if raw else ()
 
 
 def _row(r: Row) -> InboxRow:
@@ -38,7 +48,7 @@ def _row(r: Row) -> InboxRow:
     return InboxRow(r["id"], r["channel"], r["external_id"], r["address"], r["user_id"],
                     r["text"], button, r["display_name"], r["status"], r["attempts"],
                     r["received_at"], r["trigger_task_id"], r["reply_channel"],
-                    Urgency(r["urgency"] or "normal"))
+                    Urgency(r["urgency"] or "normal"), _media_of(r["media"]))
 
 
 class InboxStore:
@@ -49,12 +59,13 @@ class InboxStore:
         """The new row's id, or None when this (channel, external id) was seen before."""
         return await self.db.fetchval(
             "INSERT INTO inbox (channel, external_id, address, text, button_approval_id,"
-            " button_option, display_name, status, received_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8)"
+            " button_option, display_name, status, received_at, media)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8, $9)"
             " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id",
             msg.channel, msg.external_id, msg.address, msg.text,
             msg.button.approval_id if msg.button else None,
-            msg.button.option if msg.button else None, msg.display_name, msg.received_at)
+            msg.button.option if msg.button else None, msg.display_name, msg.received_at,
+            _media_json(msg.media))
 
     async def record_for_user(self, msg: TriggerMessage, at: datetime) -> int | None:
         """A trigger's run for a user: queued like their messages, unique by its run key."""

@@ -265,10 +265,11 @@ class OutboxDeliverer:
             await self.store.dead(message.id, f"gave up after {attempt} attempts: {err}")
             log.error("outbox %s dead after %s attempts: %s", message.id, attempt, err)
             return True
-        # The channel's retry_after (Telegram's) is honoured exactly, even past max_delay.
-        delay = backoff_delay(attempt, base=self.policy.base_delay, cap=self.policy.max_delay,
-                              retry_after=getattr(err, "retry_after", None),
-                              cap_retry_after=False)
+        # The channel said when (Telegram's retry_after): exactly then, neither earlier (it
+        # would refuse again) nor later (the backoff, past max_delay too); else the backoff.
+        retry_after = getattr(err, "retry_after", None)
+        delay = float(retry_after) if retry_after is not None else backoff_delay(
+            attempt, base=self.policy.base_delay, cap=self.policy.max_delay)
         await self.store.retry_at(message.id, self.clock.now() + timedelta(seconds=delay),
                                   f"{type(err).__name__}: {err}")
         log.warning("outbox %s: send failed (%s); retry in %.1fs", message.id, err, delay)

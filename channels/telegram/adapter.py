@@ -21,8 +21,9 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 
 from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
-from bot.envelopes import ApprovalPrompt, LoopEvent, OutboundMessage
-from channels.telegram.inbound import CHANNEL, callback_data
+from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
+from bot.media import MediaUnavailable
+from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, callback_data
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
 from channels.telegram.render import escape, message_html, split_html, split_plain
@@ -97,6 +98,21 @@ class TelegramChannel:
 
     async def progress(self, address: str, event: LoopEvent) -> None:
         await self.progress_board.on_event(address, event)
+
+    # --- media (bot.media.MediaSource) ------------------------------------------------------
+
+    async def fetch_media(self, ref: MediaRef) -> bytes:
+        """A photo's bytes, by its file id (getFile, then the file's address)."""
+        try:
+            file = await self.bot.get_file(ref.ref)
+            if (file.file_size or 0) > MAX_PHOTO_BYTES:
+                raise MediaUnavailable(f"{file.file_size} bytes is over {MAX_PHOTO_BYTES}")
+            data = bytes(await file.download_as_bytearray())
+        except TelegramError as err:  # an expired or unknown file id, network trouble
+            raise MediaUnavailable(f"{type(err).__name__}: {err.message}") from err
+        if len(data) > MAX_PHOTO_BYTES:
+            raise MediaUnavailable(f"{len(data)} bytes is over {MAX_PHOTO_BYTES}")
+        return data
 
     # --- helpers the inbound side and the progress board use ------------------------------
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from telegram import Bot, Message, Update
+from telegram import Bot, Message, PhotoSize, Update
 
-from bot.envelopes import ButtonPress, IncomingMessage
+from bot.envelopes import ButtonPress, IncomingMessage, MediaRef
 from bot.transcribe import Transcriber, TranscriptionError
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,10 @@ COMMANDS = {"start": "Start talking to Valet", "help": "What Valet can do",
             "whoami": "Who Valet thinks you are"}
 CALLBACK_PREFIX = "a"
 MAX_VOICE_BYTES = 20 * 1024 * 1024  # the Bot API's own download limit
+# The largest of a photo's sizes under this is the one the model sees: Telegram's biggest
+# rendition is usually well under it, and a few megabytes of base64 per request is plenty.
+MAX_PHOTO_BYTES = 5 * 1024 * 1024
+PHOTO_MIME = "image/jpeg"  # Telegram re-encodes every photo (not a file) as JPEG
 
 CANNOT_HEAR = "Sorry, I can't listen to voice notes yet: could you type it for me?"
 CANNOT_SEE = ("Sorry, I can't look at photos yet: could you tell me in words what it shows?")
@@ -88,7 +92,8 @@ class Voice:
 @dataclass(frozen=True)
 class Photo:
     origin: Origin
-    file_id: str
+    file_id: str  # of the largest size under MAX_PHOTO_BYTES
+    size: int
     caption: str
 
 
@@ -128,11 +133,19 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
     if media is not None:
         return Voice(origin, media.file_id, media.file_size or 0)
     if message.photo:
-        return Photo(origin, message.photo[-1].file_id, text)
+        best = largest_photo(message.photo)
+        return Photo(origin, best.file_id, best.file_size or 0, text)
     if message.text is not None:
         command = normalise_command(text, me.username)
         return None if command is None else Text(origin, command)
     return Unreadable(origin, _what(message))
+
+
+def largest_photo(sizes: tuple[PhotoSize, ...]) -> PhotoSize:
+    """The biggest rendition whose announced size is under the cap (the smallest when none
+    is: fetching it then refuses it, and the model is told the photo could not be loaded)."""
+    fitting = [p for p in sizes if (p.file_size or 0) <= MAX_PHOTO_BYTES]
+    return max(fitting or sizes[:1], key=lambda p: (p.width * p.height, p.file_size or 0))
 
 
 def normalise_command(text: str, bot_username: str) -> str | None:
@@ -225,12 +238,12 @@ class InboundHandler:
             await self.replier.send_text(
                 item.origin.chat_id, f"I can't read {item.what} yet: please write to me.")
 
-    async def _receive(self, origin: Origin, text: str,
-                       button: ButtonPress | None = None) -> None:
+    async def _receive(self, origin: Origin, text: str, button: ButtonPress | None = None,
+                       media: tuple[MediaRef, ...] = ()) -> None:
         await self.door.receive(IncomingMessage(
             channel=CHANNEL, address=str(origin.chat_id), external_id=str(origin.update_id),
             text=text, received_at=origin.received_at, display_name=origin.display_name,
-            button=button))
+            button=button, media=media))
 
     async def _voice(self, item: Voice) -> None:
         chat = item.origin.chat_id
@@ -255,10 +268,10 @@ class InboundHandler:
     async def _photo(self, item: Photo) -> None:
         chat = item.origin.chat_id
         if self.settings.vision:
-            # The core takes text only for now: the image travels as a reference the model
-            # side can resolve once it accepts images.
-            note = f"[photo: telegram-file {item.file_id}]"
-            await self._receive(item.origin, f"{item.caption}\n{note}".strip())
+            # The file id, not the bytes: the inbox keeps the reference, and the gateway
+            # fetches the photo (fetch_media) when the turn runs.
+            await self._receive(item.origin, item.caption, media=(
+                MediaRef("photo", item.file_id, PHOTO_MIME, item.size),))
         elif item.caption.strip():
             await self.replier.send_text(chat, CANNOT_SEE_CAPTION)
             await self._receive(item.origin, item.caption + "\n(A photo came with this "

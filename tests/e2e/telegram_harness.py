@@ -45,6 +45,7 @@ async def start_telegram(app_factory, fake_tg, fake_llm, tmp_path):
 
     async def start(*, mode: str = "polling", clock: Any = None, limits: Limits | None = None,
                     status_delay: float = 30.0, transcription: bool = False,
+                    vision: bool = False,
                     owner_ids: tuple[str, ...] = (str(OWNER_CHAT),)) -> Harness:
         app = await app_factory(clock=clock, owner=OwnerSettings(telegram_ids=list(owner_ids)))
         runner = None
@@ -62,7 +63,7 @@ async def start_telegram(app_factory, fake_tg, fake_llm, tmp_path):
 
         service = TelegramService(
             settings, door=app.gateway, is_known=is_known,
-            lease=FileLease(tmp_path / "poller.lock"), transcriber=transcriber,
+            lease=FileLease(tmp_path / "poller.lock"), transcriber=transcriber, vision=vision,
             limiter=OutboundLimiter(limits or Limits(per_chat_rate=50, per_chat_burst=5,
                                                      per_bot_rate=200, per_bot_burst=50)),
             status_delay=status_delay, poll_timeout=1)

@@ -9,7 +9,7 @@ from tests.e2e.telegram_harness import (
     prompt_with_buttons,
     risky_registry,
 )
-from tests.fakes.fake_openai import Reply
+from tests.fakes.fake_openai import Reply, ToolCall
 
 
 async def test_edit_shows_the_outcome_and_drops_the_buttons(start_telegram, fake_llm):
@@ -157,3 +157,54 @@ async def test_the_owner_lets_a_stranger_in_with_a_button(start_telegram, fake_l
     assert await h.app.identities.resolve("telegram", "777") is not None
     assert h.tg.called("answerCallbackQuery")[0].params["text"] == "Letting them in…"
     assert fake_llm.calls == 0  # no LLM for the stranger, nor for the owner's decision
+
+
+async def test_edit_asks_for_the_change_in_the_chat_and_the_edited_action_runs_once(
+        start_telegram, fake_llm, tmp_path):
+    from tests.fakes import risky_tools
+
+    risky_tools.TODOS.clear()
+    registry = tmp_path / "todo.yaml"
+    registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [add_todo]\n"
+                        "    approval: always\n")
+    (tmp_path / "valet.yaml").write_text(
+        f"loop:\n  llm_retry_base_delay: 0.01\nagents:\n  registries: [{registry}]\n"
+        "  answer_check: heuristic\nowner:\n  telegram_ids: ['42']\n")
+    h = await start_telegram()
+    fake_llm.script(Reply(tool_calls=[ToolCall("add_todo", {"text": "buy milk"})]))
+    h.tg.user_says(OWNER_CHAT, "put milk on my list")
+    await h.tg.wait_for(lambda: any(m.buttons for m in h.tg.sent(OWNER_CHAT)))
+    [first] = [m for m in h.tg.sent(OWNER_CHAT) if m.buttons]
+    assert "buy milk" in first.text
+    buttons = {b["text"].split()[-1]: b["callback_data"] for b in first.buttons}
+
+    # Edit: the tap is answered at once, and Valet asks in the chat what to change.
+    h.tg.user_presses(OWNER_CHAT, first.message_id, buttons["Edit"])
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, OWNER_CHAT)) == 2)
+    assert h.tg.called("answerCallbackQuery")[0].params["text"] == "Tell me what to change."
+    question = bot_messages(h.tg, OWNER_CHAT)[-1]
+    assert question.startswith("What should I change in") and "buy milk" in question
+    assert 'e.g. "make the text …"' in question  # the action's own field, not a stock one
+    assert first.buttons, "the card still waits: nothing was decided yet"
+
+    # The change, in words: a new card with the changed argument; the first card says so.
+    fake_llm.script(Reply(content='{"text": "buy oat milk"}'))  # the arguments, rewritten
+    h.tg.user_says(OWNER_CHAT, "make it 'buy oat milk'")
+    await h.tg.wait_for(lambda: len([m for m in h.tg.sent(OWNER_CHAT) if m.buttons]) == 1
+                        and not first.buttons)
+    [second] = [m for m in h.tg.sent(OWNER_CHAT) if m.buttons]
+    assert second.message_id != first.message_id
+    assert "buy oat milk" in second.text
+    assert "Replaced by an edited request" in first.text and first.buttons == []
+    assert risky_tools.TODOS == []
+
+    # Approve the new card: the action runs once, with the new arguments.
+    fake_llm.script(Reply(content="Added: buy oat milk."))
+    data = {b["text"].split()[-1]: b["callback_data"] for b in second.buttons}
+    h.tg.user_presses(OWNER_CHAT, second.message_id, data["Approve"])
+    h.tg.user_presses(OWNER_CHAT, first.message_id, buttons["Approve"])  # the old card: no
+    await h.tg.wait_for(lambda: "Added: buy oat milk." in bot_messages(h.tg, OWNER_CHAT))
+    await h.tg.wait_for(lambda: not second.buttons)
+    await h.app.gateway.wait_idle()
+    assert [t["text"] for t in risky_tools.TODOS] == ["buy oat milk"]
+    assert "Done" in second.text

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import binascii
 import contextlib
 import hashlib
 import inspect
@@ -124,11 +126,39 @@ def _text_len(content: Any) -> int:
     return 0
 
 
+_DATA_URL = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
+
+
+def images_in(body: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """Every image part of a request, in order, as (mime type, bytes). Raises ValueError the
+    way the real API refuses one: an image outside a user message, or a URL that is not a
+    base64 data URL of an image."""
+    found: list[tuple[str, bytes]] = []
+    for msg in body.get("messages") or []:
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "image_url":
+                continue
+            if msg.get("role") != "user":
+                raise ValueError("Image URLs are only allowed for messages with role 'user'")
+            match = _DATA_URL.fullmatch(str((part.get("image_url") or {}).get("url") or ""))
+            if match is None:
+                raise ValueError("Invalid image URL: expected a base64 data URL of an image")
+            try:
+                found.append((match.group(1), base64.b64decode(match.group(2), validate=True)))
+            except binascii.Error as err:
+                raise ValueError(f"Invalid base64 image data: {err}") from err
+    return found
+
+
 class FakeOpenAI:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host, self.port = host, port
         self.responder: Responder | None = None
         self.requests: list[dict[str, Any]] = []
+        self.images: list[list[tuple[str, bytes]]] = []  # per request: its image parts
         self.calls = 0
         self._script: deque[Item] = deque()
         self._ids = itertools.count(1)
@@ -154,6 +184,7 @@ class FakeOpenAI:
     def reset(self) -> None:
         self._script.clear()
         self.requests.clear()
+        self.images.clear()
         self.calls = 0
         self._ids = itertools.count(1)
 
@@ -225,6 +256,11 @@ class FakeOpenAI:
         except ValueError:
             body = {"_invalid_json": await request.text()}
         self.requests.append(body)
+        try:
+            self.images.append(images_in(body))
+        except ValueError as err:
+            self.images.append([])
+            return _error(400, str(err), type_="invalid_request_error")
         item: Item | None = None
         if self._script:
             item = self._script.popleft()

@@ -168,11 +168,18 @@ class FakeTelegram:
             "file_id": file_id, "file_unique_id": f"u{file_id}", "duration": duration,
             "mime_type": "audio/ogg", "file_size": len(audio)}))
 
-    def user_sends_photo(self, chat_id: int, caption: str | None = None) -> dict[str, Any]:
-        file_id = f"photo-{len(self.files) + 1}"
-        self.files[file_id] = b"\x89PNG fake"
-        content: dict[str, Any] = {"photo": [{"file_id": file_id, "file_unique_id": f"u{file_id}",
-                                              "width": 90, "height": 90, "file_size": 9}]}
+    def user_sends_photo(self, chat_id: int, caption: str | None = None, *,
+                         sizes: list[bytes] | None = None) -> dict[str, Any]:
+        """A photo as Telegram sends it: its renditions smallest first, each its own file
+        (getFile and the file address serve their bytes)."""
+        renditions = []
+        for i, data in enumerate(sizes or [b"\xff\xd8\xff fake jpeg"]):
+            file_id = f"photo-{len(self.files) + 1}"
+            self.files[file_id] = data
+            side = 90 * 4 ** i
+            renditions.append({"file_id": file_id, "file_unique_id": f"u{file_id}",
+                               "width": side, "height": side, "file_size": len(data)})
+        content: dict[str, Any] = {"photo": renditions}
         if caption:
             content["caption"] = caption
         return self.push("message", self._message(chat_id, **content))

@@ -11,6 +11,7 @@ from bot.tools import ToolExecutionContext, tool
 
 SENT: list[dict[str, str]] = []
 BOOKED: list[dict[str, str]] = []
+TODOS: list[dict[str, str]] = []
 TRANSFERS_STARTED: list[dict[str, str]] = []
 TRANSFERS_DONE: list[dict[str, str]] = []
 # A test sets this to hold a transfer mid-way (in-process tests); a subprocess holds it for
@@ -39,6 +40,18 @@ async def send_email(ctx: ToolExecutionContext, to: str, subject: str, body: str
                  "timezone": ctx.timezone})
     _record(ctx, "email", entry)
     return f"Email sent to {to} (subject “{subject}”)."
+
+
+@tool(progress="adding the to-do")
+async def add_todo(ctx: ToolExecutionContext, text: str) -> str:
+    """Add an item to the user's to-do list.
+
+    Args:
+        text: What to do.
+    """
+    TODOS.append({"text": text, "idempotency_key": ctx.call_id})
+    _record(ctx, "todo", {"text": text})
+    return f"Added to your list: {text}."
 
 
 @tool(progress="booking the flight")

@@ -146,3 +146,19 @@ async def test_requests_made_at_one_instant_keep_their_order(db):
     made = [await make(store, n=i) for i in range(12)]  # same created_at, random ids
     assert [p.id for p in await store.pending("u1", NOW)] == [a.id for a in made]
     assert [a.id for a in await store.list("u1")] == [a.id for a in reversed(made)]
+
+
+async def test_an_asked_change_is_taken_once_and_only_while_the_request_waits(db):
+    store = await store_with_user(db)
+    older, newer, decided = (await make(store, n=1), await make(store, n=2),
+                             await make(store, n=3))
+    assert await store.decide(decided.id, ApprovalStatus.REJECTED, by="test:u1", at=NOW)
+    assert not await store.ask_change(decided.id, NOW)  # decided: nothing to change
+    assert await store.ask_change(older.id, NOW)
+    assert await store.ask_change(newer.id, NOW + timedelta(seconds=1))
+    assert await store.take_change_asked("u2", NOW) is None  # another user's asks stay
+    taken = await store.take_change_asked("u1", NOW)
+    assert taken is not None and taken.id == newer.id
+    assert await store.take_change_asked("u1", NOW) is None  # used up
+    assert await store.ask_change(older.id, NOW)
+    assert await store.take_change_asked("u1", NOW + timedelta(hours=1)) is None  # expired

@@ -127,6 +127,26 @@ async def test_edit_makes_a_new_approval_shown_for_confirmation(app_factory, fak
     assert [e["subject"] for e in risky_tools.SENT] == ["Q3 numbers"]
 
 
+async def test_after_the_edit_button_the_next_message_is_the_change_in_any_words(
+        app_factory, fake_llm, tmp_path):
+    app, me = await start(app_factory, tmp_path)
+    [first] = await requests_of(app, await ask_for_email(app, me, fake_llm))
+    asked = await say(app, me, button=ButtonPress(first.id, "edit"))
+    assert asked.text.startswith("What should I change in “send email")
+    # No "change" or "make" in it: it is the change because Valet just asked for one.
+    fake_llm.script(LLMReply(content='{"to": "team@corp.example", "subject": "Q3 numbers", '
+                                     '"body": "Numbers attached."}'))
+    reply = await say(app, me, "the subject should be 'Q3 numbers'")
+    [edited] = await requests_of(app, reply)
+    assert edited.replaces == first.id and edited.arguments["subject"] == "Q3 numbers"
+    assert (await app.approvals.store.get(first.id)).status is ApprovalStatus.SUPERSEDED
+    # Only the message right after the question: the next one goes to the loop as usual.
+    fake_llm.script(LLMReply(content="It's sunny. (The email still waits for your OK.)"))
+    assert (await say(app, me, "what's the weather like?")).text.startswith("It's sunny")
+    assert (await app.approvals.store.get(edited.id)).status is ApprovalStatus.PENDING
+    assert risky_tools.SENT == []
+
+
 async def test_edit_runs_at_once_when_confirm_edits_is_off(app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path,
                           approvals=ApprovalSettings(confirm_edits=False))

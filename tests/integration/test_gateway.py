@@ -256,3 +256,26 @@ async def test_retries_give_up_after_the_limit(gateway_app):
     assert down.attempts == 6
     [row] = await app.gateway.deps.outbox.list("dead")
     assert "gave up after 6 attempts" in row["last_error"]
+
+
+async def test_a_channels_retry_after_is_the_wait_exactly_even_when_the_backoff_is_longer(
+        gateway_app):
+    app, _ = await gateway_app()
+    flaky = RecordingSender("flaky", fail=[TransientSendError("503"), TransientSendError("503"),
+                                           TransientSendError("flood", retry_after=1.5)])
+    app.add_channel(flaky)
+    deliverer = app.gateway.deps.deliverer
+    await app.gateway.deps.outbox.enqueue(app.db, dedupe_key="r", user_id=None, channel="flaky",
+                                          address="x", text="hello", at=app.clock.now())
+    await deliverer.deliver_due()  # 503: the backoff's 2 s
+    app.clock.advance(seconds=2)
+    await deliverer.deliver_due()  # 503 again: 4 s
+    app.clock.advance(seconds=4)
+    await deliverer.deliver_due()  # flood control: Telegram says 1.5 s (the backoff: 8 s)
+    assert flaky.attempts == 3
+    app.clock.advance(seconds=1.4)
+    await deliverer.deliver_due()
+    assert flaky.attempts == 3, "never earlier than the channel said"
+    app.clock.advance(seconds=0.1)
+    await deliverer.deliver_due()
+    assert flaky.sent == [("x", "hello")], "and not later either"

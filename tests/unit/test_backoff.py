@@ -13,11 +13,11 @@ def test_delays_double_up_to_the_cap():
         2.0, 4.0, 8.0, 10.0, 10.0]
 
 
-def test_a_servers_retry_after_is_a_floor_capped_unless_the_caller_honours_it_exactly():
+def test_a_servers_retry_after_is_a_floor_bounded_by_the_cap():
     assert backoff_delay(1, base=1.0, cap=30.0, retry_after=12.5) == 12.5
     assert backoff_delay(1, base=1.0, cap=30.0, retry_after=999) == 30.0  # the LLM gives up
-    # The outbox honours a channel's retry_after (Telegram's) exactly, past its own cap.
-    assert backoff_delay(1, base=1.0, cap=30.0, retry_after=999, cap_retry_after=False) == 999
+    # (The outbox waits a channel's retry_after exactly, past its cap and below its backoff:
+    # tests/integration/test_gateway.py.)
 
 
 def test_the_llm_error_table_uses_the_shared_formula():

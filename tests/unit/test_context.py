@@ -126,3 +126,30 @@ def test_a_current_message_too_big_for_the_window_is_cut_and_the_cut_is_said():
         assert view.estimated_tokens <= 10_000 * 0.8
         assert_closed(view.messages[1:])
     assert history[4]["content"] == huge  # the raw history is untouched
+
+
+def photo_message(caption: str, image_bytes: int) -> dict:
+    data = "A" * (image_bytes * 4 // 3)  # its base64, as the request carries it
+    return {"role": "user", "content": [
+        {"type": "text", "text": caption},
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}"}}]}
+
+
+def test_a_photo_costs_its_caption_and_a_fixed_image_price_not_its_base64_length():
+    cm = ContextManager(ReactLoopConfig(image_tokens=1000, chars_per_token=4.0))
+    photo = photo_message("what plant is this?", image_bytes=3_000_000)
+    text_only = {"role": "user", "content": "what plant is this?"}
+    assert cm.estimate_tokens([photo]) == cm.estimate_tokens([text_only]) + 1000
+
+
+def test_a_photo_being_answered_is_kept_whole_by_every_trim():
+    cm = ContextManager(ReactLoopConfig(context_token_limit=4000, image_tokens=1000,
+                                        force_trim_messages=2))
+    history = [m for i in range(30) for m in (
+        {"role": "user", "content": f"question {i} " + "words " * 40},
+        {"role": "assistant", "content": f"answer {i} " + "words " * 40})]
+    photo = photo_message("and this one?", image_bytes=2_000_000)
+    for level in (NORMAL, TRIM, TRUNCATE_ALL, FORCE_TRIM):
+        view = cm.build([{"role": "system", "content": "sys"}], [*history, photo], level)
+        assert view.messages[-1] is photo, level
+        assert view.estimated_tokens < 4000

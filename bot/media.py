@@ -1,0 +1,83 @@
+"""Media that came with a person's message (a photo), from the inbox row to the LLM request.
+
+    inbox row: MediaRef (the channel's durable file id; the bytes are not stored)
+    -> the gateway, when the turn runs: `fetch_images` asks the channel for the bytes
+    -> this turn's requests: the user message as content parts, text + data-URL images
+    -> the stored history: a placeholder ("[photo] the caption"), so later requests never
+       carry megabytes of base64 again
+
+Why references and not bytes in the inbox: a Telegram file_id is durable, a few dozen bytes,
+and fetching again after a crash costs one getFile; the bytes would make every inbox row of a
+photo megabytes and the channel's acknowledgement wait for a download.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any, Protocol, runtime_checkable
+
+from bot.envelopes import Image, Inbound, MediaRef
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, Any]
+
+# Said in the request when the photo's bytes could not be fetched (the file expired, the
+# channel was unreachable): the model answers from the caption and can say it saw nothing.
+NOT_LOADED = "(A photo came with this message, but it could not be loaded.)"
+
+
+class MediaUnavailable(Exception):
+    """The channel cannot give the file's bytes (gone, too big, unreachable)."""
+
+
+@runtime_checkable
+class MediaSource(Protocol):
+    """What a channel that receives media offers the gateway (Telegram: getFile)."""
+
+    async def fetch_media(self, ref: MediaRef) -> bytes: ...
+
+
+async def fetch_images(source: MediaSource | None, media: tuple[MediaRef, ...]
+                       ) -> tuple[Image, ...]:
+    """The bytes of every photo that can still be fetched; one that cannot is left out (the
+    request then says it could not be loaded) and the turn goes on."""
+    images: list[Image] = []
+    for ref in media:
+        if ref.kind != "photo":
+            continue
+        if source is None:
+            log.warning("a %s came on a channel that cannot fetch media", ref.kind)
+            continue
+        try:
+            images.append(Image(ref.mime, await source.fetch_media(ref)))
+        except MediaUnavailable as err:
+            log.warning("photo %s not loaded: %s", ref.ref, err)
+        except Exception:  # the channel's own trouble: the person still gets an answer
+            log.warning("photo %s not loaded", ref.ref, exc_info=True)
+    return tuple(images)
+
+
+def stored_text(msg: Inbound) -> str:
+    """The person's message as the history keeps it: "[photo] caption" for a photo."""
+    if not msg.media:
+        return msg.text
+    marks = " ".join(f"[{ref.kind}]" for ref in msg.media)
+    return f"{marks} {msg.text}".strip()
+
+
+def request_content(msg: Inbound) -> str | list[dict[str, Any]]:
+    """The person's message as this turn's requests carry it: with its images as parts."""
+    if not msg.images:
+        return f"{stored_text(msg)}\n{NOT_LOADED}" if msg.media else msg.text
+    parts: list[dict[str, Any]] = []
+    if msg.text.strip():
+        parts.append({"type": "text", "text": msg.text})
+    parts += [image_part(image) for image in msg.images]
+    return parts
+
+
+def image_part(image: Image) -> dict[str, Any]:
+    data = base64.b64encode(image.data).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{image.mime};base64,{data}"}}
