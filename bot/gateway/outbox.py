@@ -94,10 +94,13 @@ class OutboxStore:
             "UPDATE outbox SET status = 'sent', sent_at = $2, channel_message_id = $3,"
             " last_error = NULL WHERE id = $1", message_id, at, channel_message_id)
 
-    async def retry_at(self, message_id: int, when: datetime, error: str) -> None:
+    async def retry_at(self, message_id: int, when: datetime, error: str, *,
+                       counts: bool = True) -> None:
+        """Back to pending until `when`. `counts=False`: the try is given back (the channel
+        only asked us to wait), so it does not bring the message nearer to giving up."""
         await self.db.execute(
-            "UPDATE outbox SET status = 'pending', next_attempt_at = $2, last_error = $3"
-            " WHERE id = $1", message_id, when, error)
+            "UPDATE outbox SET status = 'pending', next_attempt_at = $2, last_error = $3,"
+            " attempts = attempts - $4 WHERE id = $1", message_id, when, error, 0 if counts else 1)
 
     async def dead(self, message_id: int, reason: str) -> None:
         await self.db.execute(
@@ -261,16 +264,18 @@ class OutboxDeliverer:
         return True
 
     async def _later(self, message: OutboundMessage, attempt: int, err: Exception) -> bool:
-        if attempt >= self.policy.max_attempts:
+        # "Wait N seconds" (Telegram's flood control) is not a failure: a burst of them must
+        # not use up the attempts and drop the message.
+        retry_after = getattr(err, "retry_after", None)
+        if retry_after is None and attempt >= self.policy.max_attempts:
             await self.store.dead(message.id, f"gave up after {attempt} attempts: {err}")
             log.error("outbox %s dead after %s attempts: %s", message.id, attempt, err)
             return True
         # The channel said when (Telegram's retry_after): exactly then, neither earlier (it
         # would refuse again) nor later (the backoff, past max_delay too); else the backoff.
-        retry_after = getattr(err, "retry_after", None)
         delay = float(retry_after) if retry_after is not None else backoff_delay(
             attempt, base=self.policy.base_delay, cap=self.policy.max_delay)
         await self.store.retry_at(message.id, self.clock.now() + timedelta(seconds=delay),
-                                  f"{type(err).__name__}: {err}")
+                                  f"{type(err).__name__}: {err}", counts=retry_after is None)
         log.warning("outbox %s: send failed (%s); retry in %.1fs", message.id, err, delay)
         return False

@@ -258,6 +258,22 @@ async def test_retries_give_up_after_the_limit(gateway_app):
     assert "gave up after 6 attempts" in row["last_error"]
 
 
+async def test_a_long_run_of_flood_control_waits_never_drops_the_message(gateway_app):
+    app, _ = await gateway_app()
+    floods = [TransientSendError("flood", retry_after=3) for _ in range(10)]
+    flaky = RecordingSender("flaky", fail=floods)
+    app.add_channel(flaky)
+    deliverer = app.gateway.deps.deliverer
+    await app.gateway.deps.outbox.enqueue(app.db, dedupe_key="f", user_id=None, channel="flaky",
+                                          address="x", text="hello", at=app.clock.now())
+    for _ in range(10):  # more refusals than max_attempts: each only says "wait 3 s"
+        await deliverer.deliver_due()
+        app.clock.advance(seconds=3)
+    await deliverer.deliver_due()
+    assert flaky.sent == [("x", "hello")]
+    assert await app.gateway.deps.outbox.count("dead") == 0
+
+
 async def test_a_channels_retry_after_is_the_wait_exactly_even_when_the_backoff_is_longer(
         gateway_app):
     app, _ = await gateway_app()
