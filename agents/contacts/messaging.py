@@ -195,5 +195,5 @@ async def message_someone(ctx: ToolExecutionContext, to: str, text: str,
     return await deliver(ctx, await plan_message(ctx, to, text, sign_as))
 
 
-_tool = message_someone.__valet_tool__  # type: ignore[attr-defined]
+_tool = message_someone.__valet_tool__
 _tool.summarize, _tool.prepare, _tool.run_approved = summarize, prepare, run_approved

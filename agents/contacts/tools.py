@@ -94,7 +94,7 @@ async def propose_contact(ctx: ToolExecutionContext, name: str, found_in: str,
                                    "email": email, "telegram": telegram, "notes": notes})
 
 
-propose_contact.__valet_tool__.summarize = _summarize_proposal  # type: ignore[attr-defined]
+propose_contact.__valet_tool__.summarize = _summarize_proposal
 
 
 @tool(progress="looking in your address book", safe_to_repeat=True)

@@ -135,6 +135,7 @@ async def test_anas_reply_gets_the_stranger_treatment_and_never_reaches_sams_con
     await world.text("no worries, see you soon", sender=ANA_LOPEZ)
     await world.idle()
     [to_ana, pairing] = world.replies(ANA_LOPEZ)
+    assert to_ana == SIGNED_GSM
     assert "approve code" in pairing  # the access policy, like any stranger
     assert len(fake_llm.requests) == llm_calls  # no turn ran for it
     said = [str(m.get("content")) for m in await world.app.history.load(await sam_id(world))]
