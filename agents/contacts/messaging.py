@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agents.contacts.contacts import contacts_of, several
 from agents.contacts.store import Contact
-from agents.contacts.tools import contacts_of, several
 from bot.gateway.others import SendOutcome, Sent
 from bot.tools import ToolExecutionContext, tool
 
