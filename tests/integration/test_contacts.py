@@ -130,3 +130,15 @@ async def test_deleting_a_contact_names_it_and_waits_for_a_yes(app_factory, fake
     fake_llm.script(Reply(content="Deleted."))
     await say(app, me, "yes")
     assert await contacts.all(me) == []
+
+
+async def test_texting_someone_not_in_the_book_asks_for_their_number_and_opens_nothing(
+        app_factory, fake_llm):
+    app, me = await owner_app(app_factory)
+    fake_llm.script(Reply(tool_calls=[ToolCall("message_someone", {
+        "to": "Bob", "text": "running late"})]), Reply(content="What's Bob's number?"))
+    reply = await say(app, me, "text Bob that I'm running late")
+    assert reply.text == "What's Bob's number?" and not reply.prompts
+    assert results(fake_llm) == [
+        "Error: no contact matches 'Bob'. Nothing was sent. Ask the user for their phone "
+        "number and save it with save_contact first."]
