@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agents.contacts.store import ContactStore
 from agents.notes import NoteStore
 from agents.reminders import ReminderStore
 from agents.tools.planning import PlanStore
@@ -16,8 +17,10 @@ class AgentStores:
     notes: NoteStore = field(init=False)
     reminders: ReminderStore = field(init=False)
     plans: PlanStore = field(init=False)
+    contacts: ContactStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.notes = NoteStore(self.db)
         self.reminders = ReminderStore(self.db)
         self.plans = PlanStore(self.db)
+        self.contacts = ContactStore(self.db)

@@ -35,6 +35,7 @@ from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.gateway.notify import Notifier, ReachStore
+from bot.gateway.others import OutboxMessenger
 from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
 from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
@@ -190,6 +191,9 @@ class App:
             outcomes=approval_store.outcomes)
         senders = gateway.deps.senders
         gateway_box.append(gateway)
+        services["messages_to_others"] = OutboxMessenger(  # issue 17: "text Ana that ..."
+            db, gateway.deps.outbox, identities, clock, senders, gateway.deps.deliverer.wake,
+            max_per_day=settings.contacts.max_messages_per_day, assistant_name=persona.name)
         app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
                   http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
                   approvals=approvals, sweeper=ApprovalSweeper(

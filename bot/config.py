@@ -27,6 +27,9 @@ from bot.config_sections import (
     ApprovalSettings as ApprovalSettings,
 )
 from bot.config_sections import (
+    ContactsSettings as ContactsSettings,
+)
+from bot.config_sections import (
     DeliverySettings as DeliverySettings,
 )
 from bot.config_sections import (
@@ -99,6 +102,7 @@ class Settings(_Section):
     approvals: ApprovalSettings = ApprovalSettings()
     triggers: TriggerSettings = TriggerSettings()
     memory: MemorySettings = MemorySettings()
+    contacts: ContactsSettings = ContactsSettings()
     rate_limit_per_minute: int = pydantic.Field(20, gt=0)
     transcripts_dir: str | None = None
     access: AccessSettings = AccessSettings()

@@ -181,6 +181,13 @@ class MemorySettings(_Section):
     recall_budget_tokens: int = pydantic.Field(300, gt=0, le=4000)
 
 
+class ContactsSettings(_Section):
+    """The address book and messages to other people (agents/contacts)."""
+
+    # Messages a person may have Valet send to other people in any 24 hours (each approved).
+    max_messages_per_day: int = pydantic.Field(20, ge=0, le=1000)
+
+
 class HTTPSettings(_Section):
     """Where `valet serve` listens (webhooks, health checks)."""
 

@@ -124,6 +124,12 @@ class Tool:
     # The same, when naming the call's object needs a look-up ("Delete the note #3 “Dentist”");
     # asked once when the approval is opened. None: `summarize`, else the generic line.
     describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None
+    # Completes a call before it is offered for approval (it may look things up): the
+    # arguments to store, show and run, e.g. with the recipient a name resolves to pinned, so
+    # what runs is what the person saw. A ValueError refuses the call before any approval;
+    # its text is the model's result ("two contacts are called Ana: ask which").
+    prepare: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[dict[str, Any]]] | None \
+        = None
     # Checks edited arguments before they are offered for approval; None: `parse_arguments`.
     check_arguments: Callable[[dict[str, Any], ToolExecutionContext], dict[str, Any]] | None \
         = None

@@ -188,6 +188,9 @@ class ApprovalStep:
         try:
             arguments = tool.validated(await self._rewrite(tool, approval, changes),
                                        ctx.tool_ctx)
+            if tool.prepare is not None:  # completed again, as for the first request
+                arguments = await tool.prepare(arguments, ctx.tool_ctx.for_call(
+                    approval.call_id, tool.settings))
         except (ValueError, LLMError) as err:
             return f"I couldn't make that change to “{approval.summary}”: {err}"
         now = flow.clock.now()

@@ -99,6 +99,11 @@ class ApprovalFlow:
             arguments = tool.parse_arguments(call.arguments)
         except ValueError:
             return None  # the normal path turns bad arguments into a corrective result
+        if tool.prepare is not None:
+            try:
+                arguments = await tool.prepare(arguments, ctx.for_call(call.id, tool.settings))
+            except ValueError as err:  # refused before anyone is asked
+                return ToolOutcome(call.id, tool.name, ToolStatus.FAILED, f"Error: {err}")
         summary, details = describe(tool, arguments)
         summary = await _named_summary(tool, arguments, ctx) or summary
         draft = ApprovalDraft(tool.name, call.id, arguments, summary, details)

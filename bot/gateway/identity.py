@@ -80,12 +80,34 @@ class IdentityStore:
 
     async def set_opted_out(self, channel: str, address: str, opted_out: bool, *,
                             at: datetime | None = None) -> bool:
-        """STOP (True) or START (False). False when the address is nobody's."""
+        """STOP (True) or START (False). False when the address is nobody's: then it is
+        remembered by address (someone a person had Valet text said STOP)."""
         if opted_out and at is None:
             raise ValueError("opting out needs the time it happened")
-        return await self.db.execute(
+        changed = await self.db.execute(
             "UPDATE identities SET opted_out_at = $3 WHERE channel = $1 AND address = $2",
             channel, address, at if opted_out else None) > 0
+        if changed:
+            return True
+        if opted_out:
+            await self.db.execute(
+                "INSERT INTO stranger_opt_outs (channel, address, opted_out_at)"
+                " VALUES ($1, $2, $3) ON CONFLICT (channel, address) DO NOTHING",
+                channel, address, at)
+        else:
+            await self.db.execute(
+                "DELETE FROM stranger_opt_outs WHERE channel = $1 AND address = $2",
+                channel, address)
+        return False
+
+    async def opted_out(self, channel: str, address: str) -> bool:
+        """The address said STOP (as a user's identity, or as nobody's) and not START."""
+        identity = await self.get(channel, address)
+        if identity is not None:
+            return identity.opted_out_at is not None
+        return await self.db.fetchval(
+            "SELECT 1 FROM stranger_opt_outs WHERE channel = $1 AND address = $2",
+            channel, address) is not None
 
     async def set_unreachable(self, channel: str, address: str, unreachable: bool, *,
                               at: datetime | None = None) -> bool:

@@ -108,8 +108,7 @@ class SmsSender:
         await self.http.close()
 
     async def send(self, message: OutboundMessage) -> str | None:
-        identity = await self.identities.get("sms", message.address)
-        if identity is not None and identity.opted_out_at is not None:
+        if await self.identities.opted_out("sms", message.address):
             raise PermanentSendError(f"{message.address} opted out (STOP): not sent",
                                      opted_out=True)
         bodies = render(message, emoji=self.emoji)

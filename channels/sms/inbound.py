@@ -123,16 +123,16 @@ class SmsInbound:
 
     async def _opt_out(self, msg: IncomingMessage, identity: Identity | None) -> None:
         # Twilio (or the carrier) confirms the opt-out itself; a reply would be refused.
-        if identity is not None:
-            await self.identities.set_opted_out(CHANNEL, msg.address, True, at=msg.received_at)
-            log.info("sms %s opted out (%s)", msg.address, msg.text.strip())
+        # A number that is nobody's is remembered too: someone a person had Valet text.
+        await self.identities.set_opted_out(CHANNEL, msg.address, True, at=msg.received_at)
+        log.info("sms %s opted out (%s)", msg.address, msg.text.strip())
         await self._at_the_door(msg, identity, None)
 
     async def _opt_in(self, msg: IncomingMessage, identity: Identity | None) -> None:
+        await self.identities.set_opted_out(CHANNEL, msg.address, False)
         if identity is not None:
-            await self.identities.set_opted_out(CHANNEL, msg.address, False)
             await self.identities.set_unreachable(CHANNEL, msg.address, False)
-            log.info("sms %s opted back in", msg.address)
+        log.info("sms %s opted back in", msg.address)
         await self._at_the_door(msg, identity, None)
 
     async def _at_the_door(self, msg: IncomingMessage, identity: Identity | None,

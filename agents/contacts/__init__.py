@@ -1,0 +1,1 @@
+"""The address book (store, tools) and texting someone for the person (messaging)."""

@@ -1,0 +1,199 @@
+"""Texting someone for the person: "text Ana that I'm late".
+
+    resolve  `to` through the address book (a name, a relationship, "#12"); several matches
+             or none are told to the model before anyone is asked to approve
+    where    Ana's Telegram chat when she is a Valet user linked on Telegram, else an SMS
+             from Valet's number to her phone
+    card     who, where, and the exact text with its signature ("— from Sam, via Valet"),
+             pinned into the approval's arguments: what runs is what the person saw
+    send     once, through the outbox (`messages_to_others` service, bot.gateway.others),
+             keyed by the approval id; opt-outs and the daily limit refuse it
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agents.contacts.contacts import contacts_of, several
+from agents.contacts.store import Contact
+from bot.gateway.others import SendOutcome, Sent
+from bot.tools import ToolExecutionContext, tool
+
+MAX_TEXT = 1000
+SERVICE = "messages_to_others"
+PINNED = ("recipient", "channel", "address", "message")
+
+
+class MessagesToOthers(Protocol):
+    """The port this tool needs (bot.gateway.others.OutboxMessenger implements it)."""
+
+    assistant_name: str
+
+    async def user_at(self, channel: str, address: str) -> str | None: ...
+
+    async def telegram_chat_of(self, user_id: str) -> str | None: ...
+
+    async def check(self, sender_id: str, channel: str, address: str) -> Sent: ...
+
+    async def send(self, sender_id: str, channel: str, address: str, text: str, *,
+                   key: str) -> Sent: ...
+
+
+class MessageRefused(Exception):
+    """Not sent, and why, in words for the person."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    recipient: str
+    channel: str
+    address: str
+    message: str
+
+    def where(self) -> str:
+        if self.channel == "sms":
+            return f"an SMS from Valet's number to {self.address}"
+        return f"a {self.channel.capitalize()} message"
+
+    def pinned(self) -> dict[str, str]:
+        return {"recipient": self.recipient, "channel": self.channel,
+                "address": self.address, "message": self.message}
+
+
+def messenger_of(ctx: ToolExecutionContext) -> MessagesToOthers:
+    service = ctx.services.get(SERVICE)
+    if service is None:
+        raise RuntimeError("messaging other people is not available on this server")
+    messenger: MessagesToOthers = service
+    return messenger
+
+
+async def plan_message(ctx: ToolExecutionContext, to: str, text: str,
+                       sign_as: str | None = None) -> Plan:
+    """Who, where and what exactly; ValueError says what to ask the user."""
+    text = text.strip()
+    if not text:
+        raise ValueError("the message is empty: ask the user what to say")
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"the message is too long (at most {MAX_TEXT} characters)")
+    found = await contacts_of(ctx).find(ctx.user_id, to)
+    if not found:
+        raise ValueError(f"no contact matches {to!r}. Nothing was sent. Ask the user for "
+                         "their phone number and save it with save_contact first.")
+    if len(found) > 1:
+        raise ValueError(f"{several(to, found)} Nothing was sent.")
+    messenger = messenger_of(ctx)
+    contact = found[0]
+    channel, address = await _where(messenger, contact)
+    plan = Plan(contact.name, channel, address,
+                f"{text} — from {await _sender_name(ctx, sign_as)}, via {messenger.assistant_name}")
+    check = await messenger.check(ctx.user_id, channel, address)
+    if check.outcome is not SendOutcome.QUEUED:
+        raise ValueError(refusal(plan, check))
+    return plan
+
+
+async def _where(messenger: MessagesToOthers, contact: Contact) -> tuple[str, str]:
+    """Telegram for a Valet user linked there; else SMS to the contact's phone."""
+    user_id = contact.telegram if contact.telegram and not contact.telegram.startswith("@") \
+        and not contact.telegram.isdigit() else None
+    if user_id is None and contact.telegram.isdigit():
+        user_id = await messenger.user_at("telegram", contact.telegram)
+    if user_id is None and contact.phone:
+        user_id = await messenger.user_at("sms", contact.phone)
+    chat = await messenger.telegram_chat_of(user_id) if user_id else None
+    if chat is not None:
+        return "telegram", chat
+    if contact.phone:
+        return "sms", contact.phone
+    raise ValueError(f"{contact.name} has no phone number in the address book, and Telegram "
+                     "reaches only people who use Valet there. Nothing was sent. Ask the user "
+                     "for their number.")
+
+
+async def _sender_name(ctx: ToolExecutionContext, sign_as: str | None) -> str:
+    """The person's name on record; the one they gave (`sign_as`) only when none is."""
+    users = ctx.services.get("users")
+    user = await users.get(ctx.user_id) if users is not None else None
+    name = (user.display_name if user is not None else "").strip()
+    name = name or " ".join((sign_as or "").split())[:60]
+    if not name:
+        raise ValueError("the message is signed with the user's name, and it is not on "
+                         "record. Nothing was sent. Ask the user what name to sign with and "
+                         "call again with sign_as.")
+    return name
+
+
+def refusal(plan: Plan, sent: Sent) -> str:
+    outcome = sent.outcome
+    who = f"{plan.recipient} ({plan.address})" if plan.channel == "sms" else plan.recipient
+    if outcome is SendOutcome.OPTED_OUT:
+        return f"{who} has replied STOP to Valet's messages. Nothing was sent."
+    if outcome is SendOutcome.UNREACHABLE:
+        return f"{who} cannot be reached on {plan.channel}. Nothing was sent."
+    if outcome is SendOutcome.NO_CHANNEL:
+        return f"this server does not send {plan.channel.upper()} messages. Nothing was sent."
+    if outcome is SendOutcome.DAILY_LIMIT:
+        return (f"the user has sent {sent.sent_today} messages to other people in the last "
+                f"24 hours, the most allowed ({sent.limit}). Nothing was sent; try again "
+                "later.")
+    return f"not sent ({outcome.value})."
+
+
+async def deliver(ctx: ToolExecutionContext, plan: Plan) -> str:
+    """Queue the message once for this call (the approval id when approved)."""
+    if not ctx.call_id:
+        raise RuntimeError("a message to someone needs its call id (the approval's)")
+    sent = await messenger_of(ctx).send(ctx.user_id, plan.channel, plan.address, plan.message,
+                                        key=ctx.call_id)
+    if sent.outcome is SendOutcome.ALREADY_QUEUED:
+        return f"Already sent to {plan.recipient} before; nothing was sent again."
+    if sent.outcome is not SendOutcome.QUEUED:
+        raise MessageRefused(refusal(plan, sent))
+    return (f"Sent to {plan.recipient} ({plan.where()}): “{plan.message}”. "
+            f"({sent.sent_today} of {sent.limit} messages to others today.)")
+
+
+def summarize(arguments: dict[str, Any]) -> str:
+    """The approval card: who, where, and the exact text as it will be sent."""
+    if not all(arguments.get(k) for k in PINNED):
+        return f"Send {arguments.get('to')} a message: “{arguments.get('text')}”"
+    plan = Plan(*(str(arguments[k]) for k in PINNED))
+    return f"Send {plan.recipient} {plan.where()}: “{plan.message}”"
+
+
+async def prepare(arguments: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+    """Resolve the recipient before the approval and pin it (and the signed text)."""
+    plan = await plan_message(ctx, str(arguments["to"]), str(arguments["text"]),
+                              arguments.get("sign_as"))
+    return {**arguments, **plan.pinned()}
+
+
+async def run_approved(arguments: dict[str, Any], ctx: ToolExecutionContext) -> str:
+    """The approved, pinned message, exactly as shown; never looked up again."""
+    if not all(arguments.get(k) for k in PINNED):
+        return await deliver(ctx, await plan_message(
+            ctx, arguments["to"], arguments["text"], arguments.get("sign_as")))
+    return await deliver(ctx, Plan(*(str(arguments[k]) for k in PINNED)))
+
+
+@tool(progress="sending your message")
+async def message_someone(ctx: ToolExecutionContext, to: str, text: str,
+                          sign_as: str | None = None) -> str:
+    """Send someone in the user's address book a text message for the user: an SMS from
+    Valet's number (or a Telegram message if they use Valet there), signed with the user's
+    name. The user approves it first. If several contacts match, ask the user which one and
+    call again with its number ("#12").
+
+    Args:
+        to: Who: a name ("Ana"), a relationship ("my sister") or a contact number ("#12").
+        text: The message in the user's words, without a signature (it is added).
+        sign_as: The user's name to sign with; only when you were told their name is not on
+            record.
+    """
+    return await deliver(ctx, await plan_message(ctx, to, text, sign_as))
+
+
+_tool = message_someone.__valet_tool__
+_tool.summarize, _tool.prepare, _tool.run_approved = summarize, prepare, run_approved
