@@ -1,4 +1,5 @@
-"""The user's own settings, changed by saying so: timezone, quiet hours, preferred channel."""
+"""The user's own settings, changed by saying so: name, timezone, quiet hours, preferred
+channel."""
 
 from __future__ import annotations
 
@@ -20,6 +21,24 @@ def _users(ctx: ToolExecutionContext) -> UserStore:
     if users is None:
         raise RuntimeError("user settings are not available here")
     return users
+
+
+MAX_NAME = 60
+
+
+@tool(progress="noting your name")
+async def set_my_name(ctx: ToolExecutionContext, name: str) -> str:
+    """Set the name the user goes by ("call me Sam", "I'm Sam Ortiz"): Valet signs messages it
+    sends to other people for them with it.
+
+    Args:
+        name: The name as they want it shown, e.g. "Sam".
+    """
+    clean = " ".join(name.split())
+    if not clean or len(clean) > MAX_NAME:
+        raise ValueError(f"give a name of 1 to {MAX_NAME} characters")
+    await _users(ctx).set_display_name(ctx.user_id, clean)
+    return f"Name set: {clean}."
 
 
 @tool(progress="updating your timezone")

@@ -67,6 +67,9 @@ class UserStore:
             "UPDATE users SET timezone_asked_at = $2 WHERE id = $1 AND timezone_asked_at IS NULL"
             " AND timezone_candidates IS NOT NULL", user_id, at) > 0
 
+    async def set_display_name(self, user_id: str, name: str) -> None:
+        await self.db.execute("UPDATE users SET display_name = $1 WHERE id = $2", name, user_id)
+
     async def set_preferred_channel(self, user_id: str, channel: str) -> None:
         await self.db.execute(
             "UPDATE users SET preferred_channel = $1 WHERE id = $2", channel, user_id)

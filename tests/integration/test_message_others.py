@@ -207,3 +207,15 @@ async def test_an_ana_who_uses_valet_on_telegram_gets_it_in_her_telegram_chat(
     row = await app.db.fetchrow("SELECT * FROM outbox WHERE channel = 'telegram'")
     assert row is not None and row["user_id"] == await sam_id(world)
     assert row["dedupe_key"].startswith("others:")
+
+
+async def test_the_name_a_person_gives_signs_what_valet_sends_for_them(world, fake_llm):
+    await two_anas(world)
+    me = await sam_id(world)
+    await world.app.users.set_display_name(me, "")  # a number nobody has named yet
+    fake_llm.script(Reply(tool_calls=[ToolCall("set_my_name", {"name": "  Samuel   Ortiz "})]),
+                    Reply(content="Nice to meet you, Samuel."))
+    await sam_says(world, "call me Samuel Ortiz")
+    assert tool_results(fake_llm) == ["Name set: Samuel Ortiz."]
+    card = await approved_message(world, fake_llm, "Ana Lopez")
+    assert "I'm late - from Samuel Ortiz, via Valet" in card
