@@ -168,8 +168,24 @@ class TriggerSettings(_Section):
     """Scheduled tasks, events and conditions (triggers/)."""
 
     enabled: bool = True
-    heartbeat_seconds: float = pydantic.Field(15.0, gt=0)  # lease renewal, approvals check
-    lease_seconds: float = pydantic.Field(45.0, gt=0)  # a dead leader is replaced after this
+    # Every process's engine wakes this often: the leader renews its lease (and settles
+    # approvals), a follower tries to take the lease over.
+    heartbeat_seconds: float = pydantic.Field(15.0, gt=0)
+    # A leader that stops renewing (killed, frozen) is replaced once this has passed since its
+    # last renewal: the takeover comes within lease_seconds + heartbeat_seconds.
+    lease_seconds: float = pydantic.Field(45.0, gt=0)
+
+    @pydantic.model_validator(mode="after")
+    def _renewed_before_it_runs_out(self) -> TriggerSettings:
+        # A lease renewed less often than twice per length lapses at the first slow beat, and
+        # the processes take the schedule from each other over and over.
+        if self.heartbeat_seconds * 2 > self.lease_seconds:
+            raise ValueError(
+                f"heartbeat_seconds ({self.heartbeat_seconds:g}) must be at most half of "
+                f"lease_seconds ({self.lease_seconds:g}): the leader renews its lease at each "
+                "heartbeat, and a lease that runs out between two lets another process take "
+                "over from a leader that is alive")
+        return self
 class MemorySettings(_Section):
     """Long-term memory (bot/memory): recall before each turn, extraction after it."""
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import socket
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -64,7 +66,7 @@ class TriggerEngine:
         self.bus = bus
         self.checker = checker
         self.settings = settings or EngineSettings()
-        self.holder = holder or f"engine-{uuid.uuid4().hex[:8]}"
+        self.holder = holder or default_holder()
         self.lease = DatabaseLease(db, self.holder,
                                    ttl=timedelta(seconds=self.settings.lease_seconds))
         self.approvals = ApprovalWatch(db, self.store, gateway)
@@ -312,6 +314,13 @@ class TriggerEngine:
             return None
         now = self.clock.now()
         return await self._run(RunContext(task, f"manual:{_key(now)}", now), now)
+
+
+def default_holder() -> str:
+    """Who holds the lease, as an operator looking at `trigger_leases` wants to read it: the
+    host and process id (which process to look at), and a random part (a pid reused after a
+    restart is still another holder)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 def _key(at: datetime) -> str:

@@ -11,11 +11,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.clock import FakeClock
+from bot.envelopes import Notification
 from bot.gateway.access import AccessSettings, ChannelAccess
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming
+from triggers.engine import FIRING
 from triggers.events import Event
+from triggers.executors import RunContext
 from triggers.model import ConditionCheck, TaskStatus
 from triggers.service import Owner
 
@@ -91,6 +94,36 @@ async def test_a_reminder_due_while_down_is_delivered_once_after_restart(valet, 
     [task] = await again.triggers.engine.store.of_user(alice.id, include_finished=True)
     assert task.status is TaskStatus.COMPLETED
     assert fake_llm.calls == 0  # a plain reminder costs no LLM request
+
+
+@pytest.mark.parametrize("sent_before_the_crash", [False, True])
+async def test_a_run_its_process_died_in_is_finished_by_the_next_leader_without_a_second_message(
+        valet, sent_before_the_crash):
+    clock = FakeClock(datetime(2026, 1, 5, 9, tzinfo=UTC))
+    app, alice, first_sender = await valet(clock)
+    due = clock.now() + timedelta(minutes=5)
+    task = await app.triggers.service.remind(Owner(alice.id, "UTC"), "call mom", due)
+    # The process records the run and moves the task on (one transaction), then dies before
+    # its executor finishes: perhaps before the reminder was queued, perhaps after it went out.
+    clock.advance(minutes=5)
+    store = app.triggers.engine.store
+    run = RunContext(task, due.strftime("%Y-%m-%dT%H:%M:%SZ"), due)
+    assert await store.claim_run(task.id, run.run_key, due, FIRING, clock.now())
+    assert await store.advance(task, None, clock.now(), ran=True)
+    if sent_before_the_crash:
+        await app.gateway.notify(Notification(alice.id, "⏰ Reminder: call mom",
+                                              dedupe_key=run.message_key))
+        for _ in range(500):
+            if first_sender.texts():
+                break
+            await asyncio.sleep(0.02)
+    await app.close()
+
+    again, _, sender = await valet(clock)  # the next process to lead
+    await settle(again)
+    await settle(again)
+    assert first_sender.texts() + sender.texts() == ["⏰ Reminder: call mom"]
+    assert [r["outcome"] for r in await again.triggers.engine.store.runs(task.id)] == ["sent"]
 
 
 async def test_a_summary_missed_by_hours_is_recorded_missed_not_sent(valet, fake_llm):

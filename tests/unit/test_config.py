@@ -206,3 +206,13 @@ def test_a_persona_file_reports_every_mistake_at_once(tmp_path):
         f"{path}:2: sytem_prompt: unknown setting; did you mean system_prompt?",
         f"{path}:4: lines.llm_unavalable: unknown setting; did you mean llm_unavailable?",
     ]
+
+
+def test_a_trigger_lease_renewed_too_rarely_to_hold_is_refused(tmp_path):
+    said = problems_of(tmp_path, "triggers:\n  heartbeat_seconds: 30\n  lease_seconds: 45\n")
+    assert said == ["1: triggers: heartbeat_seconds (30) must be at most half of lease_seconds "
+                    "(45): the leader renews its lease at each heartbeat, and a lease that runs "
+                    "out between two lets another process take over from a leader that is alive"]
+    path = write(tmp_path, "ok.yaml", "triggers:\n  heartbeat_seconds: 0.5\n  lease_seconds: 2\n")
+    settings = load_settings(path, env={})
+    assert (settings.triggers.heartbeat_seconds, settings.triggers.lease_seconds) == (0.5, 2)
