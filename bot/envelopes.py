@@ -160,6 +160,14 @@ class Reply:
     silent: bool = False
 
 
+class Delivery(Enum):
+    """What became of a notification."""
+
+    QUEUED = "queued"  # in the outbox, for the channel the person is reached on
+    ALREADY_QUEUED = "already_queued"  # the same dedupe key went before: nothing new
+    UNREACHABLE = "unreachable"  # no channel reaches the person now: nothing was sent
+
+
 @dataclass(frozen=True)
 class Notification:
     """A message for a user that no inbound message asked for (a reminder, an expiry notice,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.envelopes import Notification, TriggerMessage, Urgency
+from bot.envelopes import Delivery, Notification, TriggerMessage, Urgency
 from triggers.model import RunOutcome, Task, TriggerKind
 from triggers.templates import instruction_for
 
@@ -22,7 +22,7 @@ class TriggerGateway(Protocol):
 
     async def submit(self, msg: TriggerMessage) -> bool: ...
 
-    async def notify(self, note: Notification) -> bool: ...
+    async def notify(self, note: Notification) -> Delivery: ...
 
 
 @dataclass(frozen=True)
@@ -90,10 +90,11 @@ class ReminderExecutor:
 
     async def execute(self, run: RunContext) -> RunOutcome:
         text = str(run.task.action.get("text") or run.task.name)
-        await self.gateway.notify(Notification(
+        delivery = await self.gateway.notify(Notification(
             run.task.user_id, f"⏰ Reminder: {text}", dedupe_key=run.message_key,
             channel=run.task.channel, urgency=urgency_of(run.task)))
-        return RunOutcome.SENT
+        # ALREADY_QUEUED is a redone run whose message went before: sent, once.
+        return RunOutcome.UNREACHABLE if delivery is Delivery.UNREACHABLE else RunOutcome.SENT
 
 
 class ExecutorRegistry:

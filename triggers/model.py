@@ -37,6 +37,7 @@ class Misfire(Enum):
 class RunOutcome(Enum):
     SUBMITTED = "submitted"  # an orchestrator run is in the person's queue
     SENT = "sent"  # a deterministic executor queued its message
+    UNREACHABLE = "unreachable"  # no channel reaches the person: nothing was sent
     NOTHING = "nothing"  # the run said it has nothing to report; nothing was sent
     MISSED = "missed"  # fell due while down, beyond its grace: not run
     FAILED = "failed"

@@ -21,6 +21,7 @@ from bot.db import Database, Queries
 from bot.envelopes import (
     ApprovalPrompt,
     ButtonPress,
+    Delivery,
     EventSink,
     Inbound,
     IncomingMessage,
@@ -352,19 +353,19 @@ class Gateway:
 
     # --- outbound that no inbound message asked for -----------------------------------------
 
-    async def notify(self, note: Notification, q: Queries | None = None) -> bool:
+    async def notify(self, note: Notification, q: Queries | None = None) -> Delivery:
         """A message for a person that no inbound message asked for (see bot.gateway.notify):
         routed to their channel, quiet hours respected, through the outbox."""
-        queued = await self.deps.notifier.notify(note, q)
+        delivery = await self.deps.notifier.notify(note, q)
         self.deps.deliverer.wake()
-        return queued
+        return delivery
 
     async def notify_user(self, user: User, text: str, *, dedupe_key: str,
                           channel: str | None = None, q: Queries | None = None,
                           urgency: Urgency = Urgency.URGENT) -> bool:
         """A notice about the person's own conversation (an expiry, "you're in"): sent now."""
         return await self.notify(Notification(user.id, text, dedupe_key, channel=channel,
-                                              urgency=urgency), q)
+                                              urgency=urgency), q) is Delivery.QUEUED
 
     async def notify_owner(self, text: str, *, dedupe_key: str,
                            prompts: tuple[ApprovalPrompt, ...] = ()) -> bool:
@@ -373,6 +374,6 @@ class Gateway:
         for owner in owners:
             sent |= await self.notify(Notification(
                 owner.id, text, f"{dedupe_key}:{owner.id}", urgency=Urgency.URGENT,
-                prompts=prompts))
+                prompts=prompts)) is Delivery.QUEUED
         return sent
 

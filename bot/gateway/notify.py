@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
 from bot.db import Database, Queries, Row
-from bot.envelopes import Notification, Urgency, payload_of
+from bot.envelopes import Delivery, Notification, Urgency, payload_of
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.users import User, UserStore
 
@@ -116,17 +116,17 @@ class Notifier:
         held = quiet_until(user, at) if user is not None else None
         return held or not_before
 
-    async def notify(self, note: Notification, q: Queries | None = None) -> bool:
-        """Queue the notification; False when the person cannot be reached or it was queued
-        before (same dedupe key)."""
+    async def notify(self, note: Notification, q: Queries | None = None) -> Delivery:
+        """Queue the notification, once per dedupe key; UNREACHABLE when no channel reaches
+        the person now."""
         target = await self.route(note.user_id, note.channel)
         if target is None:
             log.info("no reachable channel for %s (%s)", note.user_id, note.dedupe_key)
-            return False
+            return Delivery.UNREACHABLE
         not_before = await self.send_after(note.user_id, note.urgency, note.not_before)
         queued = await self.outbox.enqueue(
             q or self.db, dedupe_key=note.dedupe_key, user_id=note.user_id,
             channel=target.channel, address=target.address, text=note.text,
             at=self.clock.now(), not_before=not_before,
             payload=payload_of(note.prompts, None, {"kind": "notification"}))
-        return queued is not None
+        return Delivery.QUEUED if queued is not None else Delivery.ALREADY_QUEUED

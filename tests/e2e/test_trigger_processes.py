@@ -47,7 +47,7 @@ class _NoGateway:
     async def submit(self, msg: Any) -> bool:
         raise AssertionError("the test process must not run a task")
 
-    async def notify(self, note: Any) -> bool:
+    async def notify(self, note: Any) -> Any:
         raise AssertionError("the test process must not run a task")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from bot.channel import PermanentSendError
 from bot.clock import FakeClock
-from bot.envelopes import Notification, TriggerMessage, Urgency
+from bot.envelopes import Delivery, Notification, TriggerMessage, Urgency
 from bot.gateway.access import AccessSettings, ChannelAccess
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
@@ -78,9 +78,12 @@ async def test_a_triggered_turn_waits_for_the_persons_own_message_before_it(
 async def test_a_notification_goes_to_the_named_channel_else_the_preferred_one(
         two_channel_app):
     app, alice, test, sms = await two_channel_app()
-    assert await app.gateway.notify(Notification(alice.id, "by preference", "n1"))
-    assert await app.gateway.notify(Notification(alice.id, "by name", "n2", channel="sms"))
-    assert not await app.gateway.notify(Notification(alice.id, "again", "n2", channel="sms"))
+    assert await app.gateway.notify(Notification(alice.id, "by preference", "n1")) \
+        is Delivery.QUEUED
+    assert await app.gateway.notify(Notification(alice.id, "by name", "n2", channel="sms")) \
+        is Delivery.QUEUED
+    assert await app.gateway.notify(Notification(alice.id, "again", "n2", channel="sms")) \
+        is Delivery.ALREADY_QUEUED
     await asyncio.wait_for(app.gateway.wait_idle(), 10)
     assert test.texts() == ["by preference"]
     assert sms.texts() == ["by name"]
@@ -98,7 +101,8 @@ async def test_an_opted_out_or_unreachable_identity_gets_nothing_a_linked_one_do
     assert test.texts() == [] and sms.texts() == ["second"]  # fell back to the linked number
 
     await app.identities.set_opted_out("sms", "+15550001111", True, at=app.clock.now())
-    assert not await app.gateway.notify(Notification(alice.id, "third", "n3"))
+    assert await app.gateway.notify(Notification(alice.id, "third", "n3")) \
+        is Delivery.UNREACHABLE
     # Writing again makes the blocked channel reachable again (the opt-out stays).
     await app.gateway.receive(incoming("I'm back", channel="test", address="alice"))
     assert (await app.gateway.deps.notifier.route(alice.id, None)).channel == "test"

@@ -293,3 +293,15 @@ async def test_a_reminder_due_in_quiet_hours_waits_for_the_morning_and_goes_once
     assert sender.texts() == []  # due at 23:00, held by quiet hours
     await run_until(app, clock, datetime(2026, 1, 6, 8, 0, tzinfo=UTC), timedelta(minutes=10))
     assert sender.texts() == ["⏰ Reminder: take the bins out"]
+
+
+async def test_a_reminder_nobody_can_be_reached_for_is_recorded_unreachable_not_sent(valet):
+    clock = FakeClock(datetime(2026, 1, 5, 9, tzinfo=UTC))
+    app, alice, sender = await valet(clock)
+    await app.identities.set_opted_out("test", "alice", True, at=clock.now())  # her only way
+    await app.triggers.service.remind(Owner(alice.id, "UTC"), "call mom",
+                                      clock.now() + timedelta(minutes=5))
+    await run_until(app, clock, clock.now() + timedelta(minutes=10), timedelta(minutes=1))
+    assert sender.texts() == []
+    [run] = await app.db.fetch("SELECT outcome FROM trigger_runs")
+    assert run["outcome"] == "unreachable"
