@@ -91,8 +91,9 @@ class Orchestrator:
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
         waits = await self.open_waits(ctx, before, run)
-        turn = compose_turn(ctx, before, run, waits,
-                            approval_intro=self.deps.persona.lines.approval_intro)
+        lines = self.deps.persona.lines
+        turn = compose_turn(ctx, before, run, waits, approval_intro=(
+            lines.trigger_approval_intro if ctx.msg.from_trigger else lines.approval_intro))
         await self.post_process(ctx, turn, run)
         for hook in self.deps.after_turn:
             hook(ctx, turn)

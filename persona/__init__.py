@@ -38,6 +38,9 @@ class _Lines(pydantic.BaseModel):
     # About tasks waiting for the user's answer (bot.tasks.resume); {task} is "note", "reminder"...,
     # {question} what was asked, {limit} how many may wait at once.
     approval_intro: str = "Before I go ahead, I need your OK:"
+    # The same for a run the person did not just ask for (a schedule, an event, a condition).
+    trigger_approval_intro: str = ("Something you scheduled is ready to go and is waiting "
+                                   "for your OK:")
     approval_expired: str = ("“{summary}” waited {minutes} minutes for your OK, so I didn't "
                              "do it. Ask again if you still want it.")
     task_cancelled: str = "Okay, I've cancelled the {task}."

@@ -65,7 +65,8 @@ async def test_a_triggered_run_waits_for_approval_by_reply_then_delivers_the_res
         app_factory, tmp_path, fake_llm):
     app, clock, sender, task = await scheduled_email(app_factory, tmp_path, fake_llm)
     store = app.triggers.engine.store
-    assert sender.texts() == ["Before I go ahead, I need your OK:"]
+    assert sender.texts() == ["Something you scheduled is ready to go and is waiting for your "
+                              "OK:"]
     assert sender.prompts == ["send email (to: ana@example.com, subject: Weekly report, "
                               "body: Attached.)"]
     assert risky_tools.SENT == []
