@@ -386,3 +386,39 @@ async def test_a_chunked_body_over_the_limit_is_refused_too(world):
                                      headers={"X-Twilio-Signature": "c2ln"})
     assert response.status == 413
     assert await world.inbox_rows() == 0
+
+
+async def test_the_morning_summary_by_sms_fits_two_segments_and_is_counted(app_factory,
+                                                                              fake_llm):
+    from datetime import UTC, datetime
+
+    from bot.clock import FakeClock
+    from triggers.service import Owner
+
+    clock = FakeClock(datetime(2026, 1, 5, 12, 29, tzinfo=UTC))  # 07:29 in New York
+    world, close = await sms_world(app_factory, clock=clock,
+                                   tools={"weather": {"enabled": False}})
+    try:
+        fake_llm.script(LLMReply(content="Hello!"))
+        await world.text("hi")  # Alice becomes a user on SMS
+        await world.idle()
+        user = await alice(world)
+        await world.app.triggers.service.morning_summary(Owner(user.id, "America/New_York"),
+                                                         "every day at 7:30")
+        summary = ("Good morning! Today: dentist at 10:00, lunch with Ana at 13:00. "
+                   "Reminders: call mom at 15:00, pay rent. To-dos: buy oat milk. One email "
+                   "to the landlord waits for your OK. Have a good day!")
+        fake_llm.script(LLMReply(content=summary))
+        clock.advance(60)
+        await world.app.triggers.engine.tick()
+        await world.idle()
+        await world.app.triggers.engine.tick()  # the same minute again: nothing more
+        await world.idle()
+        asked = fake_llm.requests[-1]["messages"][-1]["content"]
+        assert "at most 300 characters" in asked and "one or two SMS" in asked
+        assert [m.body for m in world.twilio.sent if m.to == ALICE][-1] == summary
+        assert sum(m.body == summary for m in world.twilio.sent) == 1
+        row = await world.last_outbox()
+        assert (row["segments"], row["encoding"]) == (2, "GSM-7")
+    finally:
+        await close()
