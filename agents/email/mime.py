@@ -10,6 +10,7 @@ nested parts and is not linear on every input. This module imports the standard 
 from __future__ import annotations
 
 import email
+import email.parser
 import email.utils
 from dataclasses import dataclass
 from datetime import datetime
@@ -209,7 +210,12 @@ def _attachments(message: EmailMessage, body: Message | None, cut: bool
 
 def message_text(uid: str, raw: bytes, cut: bool, max_chars: int) -> MessageText:
     """The message as text. `cut`: the download stopped at the size limit before its end."""
-    message = _parse(raw)
+    try:
+        message = _parse(raw)
+    except RecursionError:  # parts nested thousands deep: the headers are still worth showing
+        headers = email.parser.BytesParser(policy=policy.default).parsebytes(
+            raw, headersonly=True)
+        return MessageText(_headers(uid, headers), "", "none", (), None, too_deep=True)
     body_part = _body_part(message)
     text, too_deep, kind = "", False, "none"
     if body_part is not None:

@@ -154,7 +154,7 @@ async def read_email(ctx: ToolExecutionContext, uid: str) -> str:
         notes.append(f"Body cut to {len(message.body)} of {message.body_truncated_from} "
                      "characters.")
     if message.too_deep:
-        notes.append("Part of the HTML nests too deep to read; that text is missing.")
+        notes.append("Part of the message nests too deep to read; that text is missing.")
     return " ".join(notes) + "\n" + quote_untrusted(_message_block(message, ctx.tz),
                                                     note=MESSAGE_NOTE)
 
