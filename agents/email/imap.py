@@ -198,7 +198,7 @@ async def session(account: MailAccount, *, examine: bool = True) -> AsyncIterato
             finally:
                 await _logout(client)
     except (TimeoutError, aioimaplib.AioImapException, OSError) as err:
-        raise MailError(f"the mail server {account.imap_host} did not answer in time "
+        raise MailError(f"the mail server {account.imap_host} stopped answering "
                         f"({_reason(err)})") from None
 
 

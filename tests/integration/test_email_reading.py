@@ -324,3 +324,18 @@ async def test_valet_connect_email_stores_only_after_a_real_login(
     out = capsys.readouterr().out
     assert right == 0 and said == ["email connected for owner (stored encrypted)"]
     assert "mail will be sent as alice@example.org" in out and PASSWORD not in out
+
+
+async def test_a_server_that_is_not_there_is_said_plainly():
+    from agents.email.account import MailError
+    from agents.email.imap import check_login
+    from tests.mail_servers import _free_port
+
+    port = _free_port()  # nothing listens there
+    account = MailAccount.from_secret({"imap_host": "127.0.0.1", "imap_port": str(port),
+                                       "smtp_host": "127.0.0.1", "username": USER,
+                                       "password": PASSWORD})
+    with pytest.raises(MailError) as err:
+        await check_login(account)
+    assert str(err.value).startswith(f"could not reach the mail server 127.0.0.1:{port} (")
+    assert PASSWORD not in str(err.value)
