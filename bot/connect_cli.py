@@ -5,11 +5,8 @@ tested before anything is stored; nothing printed carries a secret."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
-import imaplib
 import os
-import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -121,39 +118,33 @@ async def connect_calendar(args: argparse.Namespace, ask: Prompts,
 
 async def connect_email(args: argparse.Namespace, ask: Prompts,
                         http: aiohttp.ClientSession) -> dict[str, str] | None:
-    """IMAP login is tested here (stdlib imaplib, in a thread); the email capability reads
-    these fields (imap_host, imap_port, smtp_host, smtp_port, username, password)."""
+    """The IMAP login is tested here (the same check the email tools and `valet doctor`
+    use); the email capability reads these fields (agents/email/account.py)."""
+    from agents.email.account import MailAccount, MailError
+    from agents.email.imap import check_login
+
     secret = {"imap_host": ask.ask("IMAP server (host): ").strip(),
               "imap_port": ask.ask("IMAP port [993]: ").strip() or "993",
               "smtp_host": ask.ask("SMTP server (host): ").strip(),
               "smtp_port": ask.ask("SMTP port [465]: ").strip() or "465",
               "username": ask.ask("Username: ").strip()}
+    default = secret["username"] if "@" in secret["username"] else ""
+    secret["address"] = ask.ask(
+        f"Send mail as (address) [{default}]: " if default else "Send mail as (address): "
+    ).strip() or default
     secret["password"] = ask.secret("Password: ")
     try:
-        await asyncio.to_thread(_imap_login, secret)
-    except (OSError, imaplib.IMAP4.error, ValueError) as err:
-        print(f"valet: could not log in to {secret['imap_host']}: "
-              f"{redact_text(str(err)) or type(err).__name__}; nothing was stored")
+        account = MailAccount.from_secret(secret)
+        if "@" not in account.address:
+            raise MailError(f"{account.address!r} is not an email address")
+        await check_login(account)
+    except MailError as err:
+        print(f"valet: could not connect the email account: {redact_text(str(err))}; "
+              "nothing was stored")
         return None
-    print(f"connected: logged in to {secret['imap_host']}")
+    print(f"connected: logged in to {secret['imap_host']}; mail will be sent as "
+          f"{secret['address']}")
     return secret
-
-
-def _imap_login(secret: dict[str, str]) -> None:
-    port = int(secret["imap_port"])
-    loopback = secret["imap_host"] in ("localhost", "127.0.0.1", "::1")
-    if loopback and port != 993:  # a local test server may speak plain IMAP
-        client: imaplib.IMAP4 = imaplib.IMAP4(secret["imap_host"], port, timeout=20)
-    else:
-        client = imaplib.IMAP4_SSL(secret["imap_host"], port, timeout=20,
-                                   ssl_context=ssl.create_default_context())
-    try:
-        client.login(secret["username"], secret["password"])
-    finally:
-        try:
-            client.logout()
-        except (OSError, imaplib.IMAP4.error):
-            pass
 
 
 CONNECTORS: dict[str, Connector] = {"calendar": connect_calendar, "email": connect_email}

@@ -4,6 +4,7 @@ Nothing it prints carries a secret: URLs are shown with their credentials masked
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
@@ -49,6 +50,7 @@ async def run_doctor(settings: Settings, say: Say) -> int:
     await _check_database(settings, ok, bad)
     if agents is not None:
         await _check_capabilities(settings, agents.capabilities, say, bad)
+    await _check_email(settings, ok, bad)
     if settings.redis_url:
         await _check_redis(settings.redis_url, ok, bad)
     if not settings.llm.configured:
@@ -93,6 +95,25 @@ async def _check_capabilities(settings: Settings, specs: Mapping[str, Capability
             say(f"  off   capability {name}: to turn it on, {detail}")
         else:
             say(f"  on    capability {name}" + (f" ({detail})" if detail else ""))
+
+
+async def _check_email(settings: Settings, ok: Say, bad: Say) -> None:
+    """Each connected mail account: IMAP and SMTP reachable, logins accepted."""
+    from agents.email.checks import check_connected
+
+    try:
+        db = await connect(settings.database_url)
+    except Exception:
+        return  # the database check above already said why
+    try:
+        checks = await check_connected(db, os.environ)
+    except Exception as err:  # a bad key: the capability line says so too
+        bad(f"email: {err}")
+        return
+    finally:
+        await db.close()
+    for check in checks:
+        (ok if check.ok else bad)(check.text)
 
 
 async def _check_redis(url: str, ok: Say, bad: Say) -> None:

@@ -4,6 +4,7 @@
 # Makes sure the binaries used by tests/servers.py are present:
 #   * redis-server                          (apt package: redis-server)
 #   * PostgreSQL server binaries (initdb)   (apt package: postgresql)
+#   * dovecot with IMAP                     (apt package: dovecot-imapd; tests/mail_servers.py)
 # The tests start their own throwaway servers on random 127.0.0.1 ports, so
 # any system service the packages start is not used (and does not conflict).
 #
@@ -32,8 +33,12 @@ _valet_ci_services() {
         pkgs+=(postgresql)
     fi
 
+    if [ ! -x /usr/sbin/dovecot ] && ! command -v dovecot >/dev/null 2>&1; then
+        pkgs+=(dovecot-imapd)
+    fi
+
     if [ "${#pkgs[@]}" -eq 0 ]; then
-        echo "ci_services.sh: redis-server and PostgreSQL binaries already present"
+        echo "ci_services.sh: redis-server, PostgreSQL and dovecot binaries already present"
         return 0
     fi
 
@@ -45,6 +50,8 @@ _valet_ci_services() {
     command -v redis-server >/dev/null 2>&1 || echo "ci_services.sh: redis-server still missing" >&2
     compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
         || echo "ci_services.sh: PostgreSQL initdb still missing" >&2
+    [ -x /usr/sbin/dovecot ] || command -v dovecot >/dev/null 2>&1 \
+        || echo "ci_services.sh: dovecot still missing" >&2
 }
 
 _valet_ci_services

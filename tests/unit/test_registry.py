@@ -192,7 +192,8 @@ def test_only_read_only_built_ins_are_safe_to_repeat_after_a_crash():
     assert safe == sorted(["current_time", "convert_time", "calculate", "web_fetch",
                            "list_notes", "search_notes", "list_reminders", "weather",
                            "list_events", "next_event", "recall_memories",
-                           "find_contact", "list_contacts"])
+                           "find_contact", "list_contacts",
+                           "email_unread", "search_email", "read_email"])
     for name in ("take_note", "delete_note", "draft_reminder", "set_my_timezone",
                  "set_quiet_hours", "set_preferred_channel", "ask_user", "update_plan",
                  "set_my_place", "create_event", "move_event", "cancel_event",
