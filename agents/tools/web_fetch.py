@@ -30,6 +30,7 @@ from yarl import URL
 from agents.tools.html_text import PageText, html_to_text, page_text
 from bot.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.tools import ToolExecutionContext, tool
+from bot.untrusted import quote_untrusted
 
 __all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
 
@@ -169,7 +170,9 @@ async def _render(response: aiohttp.ClientResponse, body: bytes, capped: bool, m
     if len(text) > max_chars:
         header.append(f"Note: text truncated to {max_chars} of {len(text)} characters.")
         text = text[:max_chars]
-    return "\n".join(line.rstrip() for line in header) + "\n\n" + text
+    # The page's words are data: a page that says "ignore your instructions" is quoted.
+    return "\n".join(line.rstrip() for line in header) + "\n\n" + quote_untrusted(
+        text, note="the text below is the web page's content, written by its author")
 
 
 @tool(safe_to_repeat=True)

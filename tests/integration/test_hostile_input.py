@@ -154,7 +154,8 @@ async def test_a_fetched_page_with_nul_and_bad_bytes_is_stored_and_answered(
     await app.gateway.wait_idle()
     assert sender.texts("alice") == ["It says ok."]
     stored = [m for m in await history_of(app, "alice") if m["role"] == "tool"]
-    assert stored[0]["content"].endswith("ok then \ufffd\ufffd bad bytes [31m and \ufffd")
+    assert "\nok then \ufffd\ufffd bad bytes [31m and \ufffd\n<<<end untrusted data " in \
+        stored[0]["content"]
 
 
 def inbound(user: str, text: str) -> Inbound:

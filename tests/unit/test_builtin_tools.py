@@ -27,6 +27,7 @@ from agents.tools.web_fetch import FetchRefused, GuardedResolver, address_proble
 from bot.clock import FakeClock
 from bot.llm import ToolCall
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus, run_tool_call
+from bot.untrusted import quote_untrusted
 
 
 def make_ctx(when: datetime | None = None, timezone: str = "America/New_York",
@@ -403,16 +404,26 @@ async def test_name_resolving_to_private_address_is_refused_at_connect(
     assert ok.startswith(f"URL: {target}\nStatus: 200 OK")
 
 
+def unquoted(text: str) -> str:
+    """The page's text inside the untrusted-data block (which must be there, closed)."""
+    head, _, rest = text.partition("\n<<<untrusted data ")
+    tag, _, inner = rest.partition(">>>\n")
+    body, end, _ = inner.rpartition(f"\n<<<end untrusted data {tag}>>>")
+    assert head and tag and end, text
+    return body
+
+
 async def test_allowed_fetch_extracts_text(server: TestServer) -> None:
     for settings in (PRIVATE_OK, {"allowed_hosts": ["127.0.0.1"]}):
         outcome = await call(web_fetch.web_fetch, {"url": url(server, "/page")},
                              settings=settings)
         assert outcome.status is ToolStatus.SUCCESS, outcome.content
+        page = ("# Main heading\n\nFirst bold paragraph spread over lines.\n\nCafé <ok>\n\n"
+                "- one\n- two\n\n## Sub\n\ntail\nend")
         assert outcome.content == (
             f"URL: {url(server, '/page')}\nStatus: 200 OK\nContent-Type: text/html\n"
-            "Title: Test & Page\n\n"
-            "# Main heading\n\nFirst bold paragraph spread over lines.\n\nCafé <ok>\n\n"
-            "- one\n- two\n\n## Sub\n\ntail\nend")
+            "Title: Test & Page\n\n" + quote_untrusted(
+                page, note="the text below is the web page's content, written by its author"))
     # Direct call, settings on the context.
     text = await web_fetch.web_fetch(make_ctx(settings=PRIVATE_OK), url(server, "/page"))
     for hidden in ("secret", "color", "Home", "enable JS", "svg text"):
@@ -422,15 +433,16 @@ async def test_allowed_fetch_extracts_text(server: TestServer) -> None:
 async def test_other_content_types(server: TestServer) -> None:
     ctx = make_ctx(settings=PRIVATE_OK)
     text = await web_fetch.web_fetch(ctx, url(server, "/json"))
-    assert "Content-Type: application/json" in text and text.endswith('{"ok": true, "n": 1}')
+    assert "Content-Type: application/json" in text and \
+        unquoted(text).endswith('{"ok": true, "n": 1}')
     text = await web_fetch.web_fetch(ctx, url(server, "/missing"))
-    assert "Status: 404 Not Found" in text and text.endswith("no such page")
+    assert "Status: 404 Not Found" in text and unquoted(text).endswith("no such page")
     text = await web_fetch.web_fetch(ctx, url(server, "/image"))
     assert "image/png" in text and "binary content, 104 bytes" in text
     text = await web_fetch.web_fetch(ctx, url(server, "/long"), max_chars=100)
     assert "Content-Type: text/plain" in text
     assert "Note: text truncated to 100 of 5999 characters." in text
-    assert len(text.split("\n\n", 1)[1]) == 100
+    assert len(unquoted(text)) == 100
 
 
 async def test_redirects(server: TestServer) -> None:
@@ -476,7 +488,7 @@ async def test_size_cap_counts_decompressed_bytes(server: TestServer) -> None:
 
 async def test_charset_from_meta(server: TestServer) -> None:
     text = await web_fetch.web_fetch(make_ctx(settings=PRIVATE_OK), url(server, "/latin1"))
-    assert text.endswith("\n\nCafé")
+    assert unquoted(text) == "Café"
 
 
 @pytest.mark.parametrize("target", [
