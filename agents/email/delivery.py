@@ -29,7 +29,7 @@ from agents.email.smtp import SmtpOutcome, SmtpResult, deliver
 from bot.backoff import backoff_delay
 from bot.clock import Clock
 from bot.credentials import CredentialsLocked, CredentialStore
-from bot.envelopes import Notification
+from bot.envelopes import Notification, Urgency
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +160,11 @@ class MailDelivery:
         if self.notify is None:
             return
         for mail in await self.outbox.owed():
+            # About the person's own request (like an approval's expiry): told now, not held
+            # for quiet hours.
             await self.notify(Notification(mail.user_id, outcome_line(mail),
-                                           f"mail:{mail.approval_id}:{mail.status.value}"))
+                                           f"mail:{mail.approval_id}:{mail.status.value}",
+                                           urgency=Urgency.URGENT))
             await self.outbox.told(mail.approval_id)
 
     def wake(self) -> None:
@@ -173,12 +176,14 @@ class MailDelivery:
     async def _run(self, sole_owner: bool) -> None:
         startup = True
         while not self._stopping:
+            self._wake.clear()  # before the pass: a wake during it means "look again"
             try:
                 await self.run_once(startup=startup, sole_owner=sole_owner)
                 startup = False
             except Exception:
                 log.exception("mail delivery pass failed; trying again")
-            self._wake.clear()
+            if self._stopping:
+                return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.policy.poll_seconds)
 
