@@ -33,6 +33,10 @@ from bot.envelopes import Notification, Urgency
 
 log = logging.getLogger(__name__)
 
+class AccountLocked(MailError):
+    """The account is stored but cannot be opened now (no key, or the wrong one)."""
+
+
 # The person's account by user id (raises MailError when it cannot be had).
 AccountLookup = Callable[[str], Awaitable[MailAccount]]
 Notify = Callable[[Notification], Awaitable[Any]]
@@ -139,22 +143,22 @@ class MailDelivery:
         try:
             account = await self.accounts(mail.user_id)
         except MailError as err:
-            await self._account_problem(mail, str(err))
+            await self._account_problem(mail, err)
             return
         claimed = await self.outbox.claim(mail.approval_id, now, any_time=True)
         if claimed is not None:
             await self._attempt(claimed, account, self.policy.attempt_seconds)
 
-    async def _account_problem(self, mail: OutgoingMail, problem: str) -> None:
-        """No account any more (disconnected): nothing can send it. Locked (the key is
-        missing): maybe later."""
+    async def _account_problem(self, mail: OutgoingMail, err: MailError) -> None:
+        """Locked (the key is missing or wrong): maybe later. Gone or unusable
+        (disconnected, incomplete): nothing can send it."""
         now = self.clock.now()
-        if "no email account" in problem or "incomplete" in problem:
-            await self.outbox.give_up(mail.approval_id, now, problem)
+        if not isinstance(err, AccountLocked):
+            await self.outbox.give_up(mail.approval_id, now, str(err))
             return
         claimed = await self.outbox.claim(mail.approval_id, now, any_time=True)
         if claimed is not None:
-            await self._settle(claimed, SmtpResult(SmtpOutcome.TRANSIENT, problem))
+            await self._settle(claimed, SmtpResult(SmtpOutcome.TRANSIENT, str(err)))
 
     async def tell_owed(self) -> None:
         if self.notify is None:
@@ -228,7 +232,7 @@ def stored_accounts(credentials: CredentialStore) -> AccountLookup:
         try:
             secret = await credentials.get(user_id, SERVICE)
         except CredentialsLocked as err:
-            raise MailError(f"the email connection cannot be opened ({err})") from None
+            raise AccountLocked(f"the email connection cannot be opened ({err})") from None
         if secret is None:
             raise MailError("no email account is connected any more")
         return MailAccount.from_secret(secret)

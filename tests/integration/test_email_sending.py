@@ -262,3 +262,24 @@ async def test_an_edit_makes_a_new_approval_and_only_the_edited_mail_is_sent(
     assert mail.message["Subject"] == "Q3"
     assert mail.message["Message-ID"] == f"<valet.{edited.id}@example.org>"
     assert (await app.approvals.store.get(first.id)).status is ApprovalStatus.SUPERSEDED
+
+
+async def test_queued_mail_of_a_disconnected_account_fails_and_the_person_is_told(
+        app_factory, fake_llm, smtp):
+    app, me = await connected_app(app_factory, smtp)  # the SMTP server is not running
+    console = RecordingSender("console")
+    app.add_channel(console)
+    await app.gateway.start()
+    approval = await ask_to_send(app, me, fake_llm)
+    fake_llm.script(Reply(content="Queued."))
+    await say(app, me, "yes")
+    await app.orchestrator.deps.tool_services["credentials"].delete(me, "email")
+    await smtp.start()
+    app.clock.advance(minutes=5)
+    await app.mail.run_once()
+    await app.gateway.wait_idle()
+    assert smtp.received == []
+    assert (await app.mail.outbox.get(approval.id)).status is MailStatus.FAILED
+    assert console.texts() == [
+        "I could not send your email “Numbers” to ana@example.com, bob@example.com: no email "
+        "account is connected any more."]
