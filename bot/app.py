@@ -14,6 +14,8 @@ from typing import Any
 
 import aiohttp
 
+from agents.email.delivery import DeliveryPolicy, MailDelivery, stored_accounts
+from agents.email.outbox import MailOutbox
 from agents.registry import Registry, load_registry, registry_paths
 from agents.stores import AgentStores
 from bot.approvals.decide import ApprovalStep
@@ -28,7 +30,7 @@ from bot.config import ConfigError, Settings
 from bot.credentials import CredentialStore
 from bot.db import Database, connect
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.envelopes import OutboundMessage
+from bot.envelopes import Delivery, Notification, OutboundMessage
 from bot.gateway.access import AccessControl
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
@@ -110,6 +112,7 @@ class App:
     stall_monitor: StallMonitor | None = None
     triggers: Any = None  # triggers.wiring.Triggers (bot never imports triggers at the top)
     memory: Memory | None = None  # long-term memory (issue 15); None when turned off
+    mail: MailDelivery | None = None  # approved mail's outbox and its deliverer (issue 17)
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -163,6 +166,8 @@ class App:
                             assistant_name=persona.name)
         services: dict[str, Any] = {"pool": pool, "users": users,
                                     "credentials": CredentialStore.tolerant(db, os.environ)}
+        mail = _build_mail(db, clock, services["credentials"], gateway_box)  # issue 17
+        services["mail"] = mail
         memory = build_memory(settings, db, clock, llm)  # issue 15
         if memory is not None:
             services["memory"] = memory.service
@@ -209,6 +214,7 @@ class App:
         commands.register(Command("/tasks", "your reminders and scheduled tasks",
                                   _task_listing(app.triggers)))
         app.memory = memory
+        app.mail = mail
         for command in memory.commands() if memory else []:
             commands.register(command)
         await app.ensure_owner()
@@ -246,6 +252,8 @@ class App:
             await self.triggers.start()
         if self.memory is not None:  # issue 15: retries of failed extractions
             self.memory.start()
+        if self.mail is not None:  # issue 17: queued mail goes out; outcomes told
+            self.mail.start(sole_owner=self.db.dialect == "sqlite")
 
     async def sweep_approvals(self) -> None:
         """One pass of the approval sweeper (expiries, lapsed leases); owners are told without
@@ -270,6 +278,8 @@ class App:
     async def close(self) -> None:
         if self.triggers is not None:  # issue 14: stop firing first
             await self.triggers.stop()
+        if self.mail is not None:  # an attempt under way may finish; its outcome is told
+            await self.mail.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -311,6 +321,19 @@ def _build_gateway(settings: Settings, db: Database, clock: Clock, persona: Pers
         notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
         answer_button=answer_button, silenced=silenced,
         prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders))))
+
+
+def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,
+                gateway_box: list[Gateway]) -> MailDelivery:
+    """Issue 17: approved mail is stored (keyed by its approval id) and sent once; the
+    deliverer retries what the server did not take and tells the person the outcome."""
+    policy = DeliveryPolicy()
+
+    async def notify(note: Notification) -> Delivery:
+        return await gateway_box[0].notify(note)
+
+    return MailDelivery(MailOutbox(db, lease=policy.lease), clock, stored_accounts(credentials),
+                        policy=policy, notify=notify)
 
 
 def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:

@@ -1,5 +1,5 @@
-"""Throwaway mail servers for the email tests: a real Dovecot (IMAP) and an aiosmtpd SMTP
-server with AUTH, each on a free 127.0.0.1 port, torn down after the test.
+"""A throwaway mail server for the email tests: a real Dovecot (IMAP) on a free 127.0.0.1
+port, torn down after the test (the SMTP side is tests/fakes/smtp_server.py).
 
 Dovecot runs in the foreground (`dovecot -F -c CONF`) from a temp dir holding its config,
 base_dir, state_dir, log, a passwd-file with one user and the user's Maildir. Plain logins
@@ -171,29 +171,3 @@ def dovecot_server() -> Iterator[ThrowawayDovecot]:
         yield server
     finally:
         server.stop()
-
-
-@contextlib.contextmanager
-def smtp_server(user: str = USER, password: str = PASSWORD) -> Iterator[int]:
-    """An aiosmtpd server on a free loopback port that offers AUTH (without TLS: loopback)
-    and accepts `user`/`password`; yields its port."""
-    from aiosmtpd.controller import Controller
-    from aiosmtpd.smtp import AuthResult, LoginPassword
-
-    def authenticate(server: object, session: object, envelope: object, mechanism: str,
-                     data: object) -> AuthResult:
-        ok = (isinstance(data, LoginPassword) and data.login.decode() == user
-              and data.password.decode() == password)
-        return AuthResult(success=ok, handled=False)  # False: the server answers 535
-
-    class Sink:
-        async def handle_DATA(self, server: object, session: object, envelope: object) -> str:
-            return "250 OK"
-
-    controller = Controller(Sink(), hostname="127.0.0.1", port=_free_port(),
-                            authenticator=authenticate, auth_require_tls=False)
-    controller.start()
-    try:
-        yield controller.port
-    finally:
-        controller.stop()

@@ -14,7 +14,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, state_word
+from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, named_summary, state_word
 from bot.approvals.model import ApprovalRequest, ApprovalStatus
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.envelopes import ButtonPress, TurnStop
@@ -196,8 +196,8 @@ class ApprovalStep:
         now = flow.clock.now()
         if not await self.store.decide(approval.id, ApprovalStatus.SUPERSEDED, by=by, at=now):
             return f"“{approval.summary}” was already {state_word(approval)}."
-        summary, details = describe(tool, arguments)
-        summary = tool.summarize(arguments) if tool.summarize else summary
+        summary, details = describe(tool, arguments)  # the card reads as the first one did
+        summary = await named_summary(tool, arguments, ctx.tool_ctx) or summary
         edited = await self.store.create(
             user_id=ctx.user.id, call_id=approval.call_id, tool_name=tool.name,
             arguments=arguments, summary=summary, details=details, at=now,

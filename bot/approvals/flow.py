@@ -59,7 +59,7 @@ def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]
     return f"{tool.name.replace('_', ' ')}" + (f" ({shown})" if shown else ""), details
 
 
-async def _named_summary(tool: Tool, arguments: dict[str, Any], ctx: ToolExecutionContext
+async def named_summary(tool: Tool, arguments: dict[str, Any], ctx: ToolExecutionContext
                          ) -> str | None:
     """The tool's own line for the card, naming what it acts on; None: the generic one."""
     try:
@@ -105,7 +105,7 @@ class ApprovalFlow:
             except ValueError as err:  # refused before anyone is asked
                 return ToolOutcome(call.id, tool.name, ToolStatus.FAILED, f"Error: {err}")
         summary, details = describe(tool, arguments)
-        summary = await _named_summary(tool, arguments, ctx) or summary
+        summary = await named_summary(tool, arguments, ctx) or summary
         draft = ApprovalDraft(tool.name, call.id, arguments, summary, details)
         return ToolOutcome(call.id, tool.name, ToolStatus.WAITING, waiting_result(draft),
                            pause=draft, result_status="WAITING_FOR_APPROVAL")

@@ -1,6 +1,7 @@
 """Reading the person's mail from a real Dovecot: what is unread, searches, one message as text
 (HTML-only newsletters too, attachments named), never marking mail as read, and mail that
-gives orders treated as data. Also `valet doctor`'s email line and `valet connect email`."""
+gives orders treated as data; a reply to a mail read from the server keeps its thread (sent to a
+real aiosmtpd). Also `valet doctor`'s email line and `valet connect email`."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from bot.credentials import new_key
 from bot.doctor import run_doctor
 from bot.envelopes import Inbound
 from tests.fakes.fake_openai import Reply, ToolCall
-from tests.mail_servers import PASSWORD, USER, dovecot_missing, dovecot_server, smtp_server
+from tests.fakes.smtp_server import SmtpServer
+from tests.mail_servers import PASSWORD, USER, dovecot_missing, dovecot_server
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(dovecot_missing() is not None, reason=str(dovecot_missing()))]
@@ -288,7 +290,8 @@ async def doctor_email_lines(app_settings, fake_llm) -> list[str]:
 
 async def test_doctor_shows_the_connected_account_is_ok(app_factory, app_settings, fake_llm,
                                                         secret_key, mailbox):
-    with smtp_server() as smtp_port:
+    async with SmtpServer(user=USER, password=PASSWORD) as smtp:
+        smtp_port = smtp.port
         await connected_app(app_factory, secret_for(mailbox, smtp_port=smtp_port))
         lines = await doctor_email_lines(app_settings, fake_llm)
     assert lines == [f"  ok    email for owner (alice@example.org): IMAP 127.0.0.1:"
@@ -297,7 +300,8 @@ async def test_doctor_shows_the_connected_account_is_ok(app_factory, app_setting
 
 async def test_doctor_says_which_login_failed_without_the_password(
         app_factory, app_settings, fake_llm, secret_key, mailbox):
-    with smtp_server(password="the-smtp-one") as smtp_port:
+    async with SmtpServer(user=USER, password="the-smtp-one") as smtp:
+        smtp_port = smtp.port
         await connected_app(app_factory, secret_for(mailbox, password="wrong-pass-123",
                                                     smtp_port=smtp_port))
         [line] = await doctor_email_lines(app_settings, fake_llm)
@@ -339,3 +343,30 @@ async def test_a_server_that_is_not_there_is_said_plainly():
         await check_login(account)
     assert str(err.value).startswith(f"could not reach the mail server 127.0.0.1:{port} (")
     assert PASSWORD not in str(err.value)
+
+
+async def test_a_reply_to_mail_read_from_the_server_keeps_its_thread_and_goes_once(
+        app_factory, fake_llm, secret_key, mailbox):
+    from tests.helpers import requests_of
+
+    async with SmtpServer(user=USER, password=PASSWORD) as smtp:
+        app, me = await connected_app(app_factory, secret_for(mailbox, smtp_port=smtp.port))
+        fake_llm.script(Reply(tool_calls=[ToolCall("reply_to_mail", {
+            "uid": int(mailbox.uids["ana"]), "body": "Yes, 10 it is!"})]))
+        reply = await say(app, me, "tell Ana yes, 10 it is")
+        [approval] = await requests_of(app, reply)
+        assert approval.summary.startswith("Reply “Re: Sábado - are we still on?” to "
+                                           "ana.home@example.com from alice@example.org")
+        assert smtp.received == []  # nothing before the yes
+        fake_llm.script(Reply(content="Replied."))
+        await say(app, me, "yes")
+        await say(app, me, "yes")  # a second yes sends nothing more
+        [mail] = smtp.received
+    message = mail.message
+    assert message["In-Reply-To"] == "<sat-2@example.com>"
+    assert message["References"] == "<sat-0@example.com> <sat-1@example.org> <sat-2@example.com>"
+    assert message["Subject"] == "Re: Sábado - are we still on?"
+    assert mail.rcpt_tos == ("ana.home@example.com",)  # her Reply-To, as she asked
+    assert message["Message-ID"] == f"<valet.{approval.id}@example.org>"
+    assert message.get_content().strip() == "Yes, 10 it is!"
+    assert "\\Seen" not in mailbox.flags(mailbox.uids["ana"])  # replying read only headers

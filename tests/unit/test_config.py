@@ -144,7 +144,8 @@ def test_unknown_keys_anywhere_name_the_nearest_known_one(tmp_path):
     assert said[0] == "3: tools.calculater: no tool module of that name; did you mean calculator?"
     assert said[1].startswith("4: tools.zzz: no tool module of that name; known: calculator, "
                               "calendar, clock, contacts, mailbox, memory, messaging, notes, "
-                              "planning, profile, reminders, scheduling, weather, web_fetch")
+                              "planning, profile, reminders, scheduling, sending, weather, "
+                              "web_fetch")
     assert said[2] == "6: agents.answer_chek: unknown setting; did you mean answer_check?"
     assert said[3] == "10: access.channels.sms.polcy: unknown setting; did you mean policy?"
     assert said[4] == "11: personna: unknown setting; did you mean persona?"

@@ -1,0 +1,210 @@
+"""Sending mail: a new message or a reply, each only with the person's approval (the registry
+says `approval: always`; the tool also refuses to run outside an approved execution).
+
+Addresses are checked when the call's arguments are (bot.tools: pydantic validators), so a bad
+one gets a corrective error before anything is asked. The approval card says From, To, Cc,
+Subject and the body: the summary (the one line every channel shows, SMS included, cut at 300
+characters there) has the addresses, the subject and the body's first lines with its length;
+the details (Telegram, the console) have the whole body.
+
+The approved call composes the message once and hands it to the mail outbox under the
+approval id (agents.email.delivery): a retry or a second decision sends nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator
+
+from agents.email import imap
+from agents.email.account import MailAccount, MailError, mail_account
+from agents.email.delivery import MailDelivery
+from agents.email.message import (
+    Draft,
+    OriginalMessage,
+    checked_addresses,
+    one_line,
+    reply_headers,
+    split_addresses,
+)
+from agents.email.outbox import MailStatus, OutgoingMail
+from bot.approvals.model import ApprovalStatus
+from bot.approvals.store import ApprovalStore
+from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, tool
+
+PREVIEW_CHARS = 100  # of the body, on the card's one line
+QUEUED = ("Queued: the mail server did not answer; it will go out as soon as it does "
+          "(you'll be told).")
+
+# The original's headers by IMAP uid (agents.email.imap.message_headers); a test or a
+# deployment may hand another through ctx.services["mail_headers"].
+HeadersLookup = Callable[[MailAccount, int], Awaitable[OriginalMessage]]
+
+
+def _recipients(values: list[str]) -> list[str]:
+    checked = checked_addresses(values)
+    if not checked:
+        raise ValueError("give at least one address")
+    return checked
+
+
+def _subject(value: str) -> str:
+    return one_line(value)
+
+
+def _body(value: str) -> str:
+    if not value.strip():
+        raise ValueError("the message is empty: write what the email should say")
+    return value
+
+
+Recipients = Annotated[list[str], BeforeValidator(split_addresses), AfterValidator(_recipients)]
+CopyTo = Annotated[list[str], BeforeValidator(split_addresses), AfterValidator(checked_addresses)]
+Subject = Annotated[str, AfterValidator(_subject)]
+Body = Annotated[str, AfterValidator(_body)]
+
+
+# --- the tools ----------------------------------------------------------------------------------
+
+async def _describe_send(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+    account = await mail_account(ctx)
+    return card("Send email", list(args["to"]), list(args.get("cc") or ()),
+                str(args["subject"]), str(args["body"]), sender=_from(account))
+
+
+async def _describe_reply(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
+    account = await mail_account(ctx)
+    reply = reply_headers(await _lookup(ctx)(account, int(args["uid"])), account.address,
+                          reply_all=bool(args.get("reply_all")))
+    return card("Reply", list(reply.to), list(reply.cc), reply.subject, str(args["body"]),
+                sender=_from(account))
+
+
+@tool(progress="sending the email", describe=_describe_send)
+async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject, body: Body,
+                    cc: CopyTo | None = None) -> str | ToolOutcome:
+    """Send a new email from the user's account (the user approves it first).
+
+    Args:
+        to: Recipient addresses (name@example.com or "Name <name@example.com>").
+        subject: The subject line.
+        body: The message, plain text.
+        cc: Addresses to copy.
+    """
+    try:
+        account = await mail_account(ctx)
+        draft = Draft(tuple(to), subject, body, tuple(cc or ()))
+        return await _send(ctx, "send_mail", account, draft)
+    except MailError as err:
+        return _failed(ctx, f"Error: {err}")
+
+
+@tool(progress="sending the reply", describe=_describe_reply)
+async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
+                        reply_all: bool = False) -> str | ToolOutcome:
+    """Reply to an email in the user's inbox, in its thread (the user approves it first).
+
+    Args:
+        uid: The message's uid, as listed.
+        body: The reply, plain text (without the quoted original).
+        reply_all: Also to everyone the original was sent or copied to.
+    """
+    try:
+        account = await mail_account(ctx)
+        reply = reply_headers(await _lookup(ctx)(account, uid), account.address,
+                              reply_all=reply_all)
+        if not reply.to:
+            return _failed(ctx, "Error: that message has no one to reply to.")
+        draft = Draft(reply.to, reply.subject, body, reply.cc, reply.in_reply_to,
+                      reply.references)
+        return await _send(ctx, "reply_to_mail", account, draft)
+    except MailError as err:
+        return _failed(ctx, f"Error: {err}")
+
+
+async def _send(ctx: ToolExecutionContext, tool_name: str, account: MailAccount,
+                draft: Draft) -> str | ToolOutcome:
+    delivery: MailDelivery | None = ctx.services.get("mail")
+    if delivery is None:
+        raise MailError("sending email is not available here")
+    if not await _approved(delivery, ctx, tool_name):
+        raise MailError("an email goes out only once the user has approved it")
+    mail = await delivery.submit(approval_id=ctx.call_id, user_id=ctx.user_id,
+                                 account=account, draft=draft)
+    return said(ctx, mail)
+
+
+async def _approved(delivery: MailDelivery, ctx: ToolExecutionContext, tool_name: str
+                    ) -> bool:
+    """The call is an approved execution of this tool for this person: its id is an approval
+    now executing (defence in depth: a deployment registry that dropped `approval: always`
+    must not send mail unasked, nor key two mails by a reused model call id)."""
+    approval = await ApprovalStore(delivery.outbox.db).get(ctx.call_id)
+    return approval is not None and approval.status is ApprovalStatus.EXECUTING and \
+        approval.tool_name == tool_name and approval.user_id == ctx.user_id
+
+
+def said(ctx: ToolExecutionContext, mail: OutgoingMail) -> str | ToolOutcome:
+    """The tool's answer for the stored mail's state."""
+    to = ", ".join(mail.recipients)
+    if mail.status is MailStatus.SENT:
+        return f"Sent to {to} (subject “{mail.subject}”)."
+    if mail.status in (MailStatus.QUEUED, MailStatus.SENDING):
+        return QUEUED + (f" ({mail.last_error})" if mail.last_error else "")
+    if mail.status is MailStatus.FAILED:
+        return _failed(ctx, f"Not sent: {mail.last_error or 'the mail server refused it'}.")
+    return _failed(ctx, f"Outcome unknown: {mail.last_error}. It may or may not have been "
+                   "sent: the user should check their Sent folder before sending it again.")
+
+
+def _failed(ctx: ToolExecutionContext, content: str) -> ToolOutcome:
+    return ToolOutcome(ctx.call_id, "", ToolStatus.FAILED, content)
+
+
+def _lookup(ctx: ToolExecutionContext) -> HeadersLookup:
+    given: HeadersLookup | None = ctx.services.get("mail_headers")
+    if given is not None:
+        return given
+    async def over_imap(account: MailAccount, uid: int) -> OriginalMessage:
+        return await imap.message_headers(account, str(uid))
+
+    return over_imap
+
+
+def _from(account: MailAccount) -> str:
+    return f"{account.display_name} <{account.address}>" if account.display_name \
+        else account.address
+
+
+# --- the approval card --------------------------------------------------------------------------
+
+def preview(body: str, limit: int = PREVIEW_CHARS) -> str:
+    """The body's first lines on one line; cut, with the whole length, when longer."""
+    flat = " / ".join(line.strip() for line in body.strip().splitlines() if line.strip())
+    if len(flat) <= limit:
+        return f"“{flat}”"
+    return f"“{flat[:limit].rstrip()}…” ({len(body.strip())} characters)"
+
+
+def card(verb: str, to: list[str], cc: list[str], subject: str, body: str, *,
+         sender: str = "") -> str:
+    who = f" from {sender}" if sender else ""
+    copies = f", cc {', '.join(cc)}" if cc else ""
+    return (f"{verb} “{one_line(subject)}” to {', '.join(to)}{copies}{who}: "
+            f"{preview(body)}")
+
+
+def _summarize_send(args: dict[str, Any]) -> str:
+    return card("Send email", list(args.get("to") or ()), list(args.get("cc") or ()),
+                str(args.get("subject", "")), str(args.get("body", "")))
+
+
+def _summarize_reply(args: dict[str, Any]) -> str:
+    everyone = " to all" if args.get("reply_all") else ""
+    return f"Reply{everyone} to message {args.get('uid')}: {preview(str(args.get('body', '')))}"
+
+
+send_mail.__valet_tool__.summarize = _summarize_send
+reply_to_mail.__valet_tool__.summarize = _summarize_reply
