@@ -103,7 +103,10 @@ class Notifier:
             found = next((r for r in writable if choice and r.channel == choice), None)
             if found is not None:
                 return found
-        return next((r for r in writable if r.channel in self.senders), None)
+        # Another linked channel this process can send on; a process with none (the admin
+        # CLI's `valet tasks run-now`) queues for whichever process runs the channels.
+        return next((r for r in writable if r.channel in self.senders or not self.senders),
+                    None)
 
     async def send_after(self, user_id: str, urgency: Urgency,
                          not_before: datetime | None) -> datetime | None:

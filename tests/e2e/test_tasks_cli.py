@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 
 from tests.e2e.test_console_pipe import clean_env, run_valet
 
@@ -25,6 +26,9 @@ async def test_tasks_are_added_listed_paused_resumed_run_and_removed(tmp_path):
     assert rc == 0 and f"resumed {task_id}" in out
     rc, out, _ = await run_valet(["tasks", "run-now", task_id], env)
     assert rc == 0 and f"ran {task_id}: sent" in out
+    with sqlite3.connect(tmp_path / "valet.db") as db:  # queued for the running process
+        queued = db.execute("SELECT channel, text FROM outbox").fetchall()
+    assert queued == [("console", "⏰ Reminder: stretch")]
     rc, out, _ = await run_valet(["tasks", "remove", task_id], env)
     assert rc == 0 and f"removed {task_id}" in out
     rc, out, _ = await run_valet(["tasks", "list"], env)
