@@ -1,4 +1,5 @@
-"""Media that came with a person's message (a photo), from the inbox row to the LLM request.
+"""Media that came with a person's message (a photo, a voice note), from the inbox row to the
+LLM request and the reply.
 
     inbox row: MediaRef (the channel's durable file id; the bytes are not stored)
     -> the gateway, when the turn runs: `fetch_images` asks the channel for the bytes
@@ -70,7 +71,8 @@ def stored_text(msg: Inbound) -> str:
 def request_content(msg: Inbound) -> str | list[dict[str, Any]]:
     """The person's message as this turn's requests carry it: with its images as parts."""
     if not msg.images:
-        return f"{stored_text(msg)}\n{NOT_LOADED}" if msg.media else msg.text
+        photo_missing = any(ref.kind == "photo" for ref in msg.media)
+        return f"{stored_text(msg)}\n{NOT_LOADED}" if photo_missing else stored_text(msg)
     parts: list[dict[str, Any]] = []
     if msg.text.strip():
         parts.append({"type": "text", "text": msg.text})
@@ -81,3 +83,11 @@ def request_content(msg: Inbound) -> str | list[dict[str, Any]]:
 def image_part(image: Image) -> dict[str, Any]:
     data = base64.b64encode(image.data).decode("ascii")
     return {"type": "image_url", "image_url": {"url": f"data:{image.mime};base64,{data}"}}
+
+
+def heard_line(media: tuple[MediaRef, ...], text: str) -> str | None:
+    """For a voice note (the channel transcribed it; `text` is the transcript): the reply's
+    first line, so the person sees what Valet understood. None for anything else."""
+    if not any(ref.kind == "voice" for ref in media) or not text.strip():
+        return None
+    return f"🎤 “{text.strip()}”"

@@ -41,7 +41,7 @@ from bot.gateway.notify import Notifier, ReachStore
 from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
 from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.users import User, UserStore
-from bot.media import MediaSource, fetch_images
+from bot.media import MediaSource, fetch_images, heard_line
 from bot.memory.history import HistoryStore
 from bot.sanitize import clean_incoming
 
@@ -312,19 +312,21 @@ class Gateway:
         deps = self.deps
         at = deps.clock.now()
         speaks = not reply.silent and bool(reply.text or reply.prompts)
+        heard = heard_line(row.media, row.text) if row.media else None
+        text = f"{heard}\n\n{reply.text}" if heard and reply.text else reply.text
         if speaks and row.trigger_task_id is not None and deps.silenced is not None \
                 and not reply.prompts and await deps.silenced(row.external_id):
             speaks = False
         async with deps.db.transaction() as tx:
             if speaks and row.trigger_task_id is not None and row.user_id is not None:
                 await deps.notifier.notify(Notification(
-                    row.user_id, reply.text, dedupe_key=f"reply:{row.id}",
+                    row.user_id, text, dedupe_key=f"reply:{row.id}",
                     channel=row.reply_channel, urgency=row.urgency, prompts=reply.prompts),
                     q=tx)
             elif speaks:
                 await deps.outbox.enqueue(
                     tx, dedupe_key=f"reply:{row.id}", user_id=row.user_id, channel=row.channel,
-                    address=row.address, text=reply.text, at=at,
+                    address=row.address, text=text, at=at,
                     payload=payload_of(reply.prompts, reply.stop))
             await deps.inbox.close(tx, row.id, status, at, error)
         deps.deliverer.wake()

@@ -34,7 +34,8 @@ OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
 def _message(r: Row) -> OutboundMessage:
     payload = json.loads(r["payload"]) if r["payload"] else {}
     return OutboundMessage(r["id"], r["user_id"], r["channel"], r["address"], r["text"],
-                           prompts_of(payload), stop_of(payload), r["attempts"],
+                           # the tries that count towards giving up (not the waits)
+                           prompts_of(payload), stop_of(payload), r["attempts"] - r["waits"],
                            kind=payload.get("kind", "reply"), dedupe_key=r["dedupe_key"] or "")
 
 
@@ -96,11 +97,12 @@ class OutboxStore:
 
     async def retry_at(self, message_id: int, when: datetime, error: str, *,
                        counts: bool = True) -> None:
-        """Back to pending until `when`. `counts=False`: the try is given back (the channel
-        only asked us to wait), so it does not bring the message nearer to giving up."""
+        """Back to pending until `when`. `counts=False`: the channel only asked us to wait,
+        so the try does not bring the message nearer to giving up (it is still a try: the
+        message is on its way, and later ones to the same address stay behind it)."""
         await self.db.execute(
             "UPDATE outbox SET status = 'pending', next_attempt_at = $2, last_error = $3,"
-            " attempts = attempts - $4 WHERE id = $1", message_id, when, error, 0 if counts else 1)
+            " waits = waits + $4 WHERE id = $1", message_id, when, error, 0 if counts else 1)
 
     async def dead(self, message_id: int, reason: str) -> None:
         await self.db.execute(

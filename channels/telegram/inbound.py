@@ -35,6 +35,7 @@ MAX_VOICE_BYTES = 20 * 1024 * 1024  # the Bot API's own download limit
 # rendition is usually well under it, and a few megabytes of base64 per request is plenty.
 MAX_PHOTO_BYTES = 5 * 1024 * 1024
 PHOTO_MIME = "image/jpeg"  # Telegram re-encodes every photo (not a file) as JPEG
+VOICE_MIME = "audio/ogg"  # Telegram voice notes are OGG/Opus
 
 CANNOT_HEAR = "Sorry, I can't listen to voice notes yet: could you type it for me?"
 CANNOT_SEE = ("Sorry, I can't look at photos yet: could you tell me in words what it shows?")
@@ -261,9 +262,10 @@ class InboundHandler:
             log.warning("voice note from chat %s not transcribed: %s", chat, err)
             await self.replier.send_text(chat, UNCLEAR_VOICE)
             return
-        # The transcript first, so the person sees what Valet understood before the answer.
-        await self.replier.send_text(chat, f"🎤 “{transcript}”")
-        await self._receive(item.origin, transcript)
+        # Marked as a voice note: the reply's first line shows the transcript, so the person
+        # sees what Valet understood (bot.media.heard_line).
+        await self._receive(item.origin, transcript, media=(
+            MediaRef("voice", item.file_id, VOICE_MIME, item.size),))
 
     async def _photo(self, item: Photo) -> None:
         chat = item.origin.chat_id

@@ -133,8 +133,9 @@ async def test_a_voice_note_is_transcribed_shown_and_answered(start_telegram, fa
     fake_llm.script(Reply(content="I'll remember the milk."))
     h = await start_telegram(transcription=True)
     h.tg.user_sends_voice(OWNER_CHAT, b"OggS fake audio")
-    await h.tg.wait_for(lambda: len(bot_messages(h.tg, OWNER_CHAT)) == 2)
-    assert bot_messages(h.tg, OWNER_CHAT) == ["🎤 “remind me to buy milk”",
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, OWNER_CHAT)) == 1)
+    # The transcript is the reply's first line: what Valet understood, then its answer.
+    assert bot_messages(h.tg, OWNER_CHAT) == ["🎤 “remind me to buy milk”\n\n"
                                               "I'll remember the milk."]
     assert fake_llm.transcriptions == [{"model": "whisper-test", "audio": b"OggS fake audio"}]
     assert fake_llm.requests[0]["messages"][-1]["content"].endswith("remind me to buy milk")
