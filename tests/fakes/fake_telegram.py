@@ -240,7 +240,10 @@ class FakeTelegram:
             return web.json_response({"ok": False, "error_code": 401,
                                       "description": "Unauthorized"}, status=401)
         method = request.match_info["method"]
-        params = await self._params(request)
+        try:
+            params = await self._params(request)
+        except ConnectionResetError:  # the client went away mid-request (a bot shutting down)
+            return web.Response(status=499)
         self.calls.append(Call(method, params, time.monotonic()))
         try:
             if self._failures.get(method):
