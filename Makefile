@@ -24,8 +24,11 @@ run: $(STAMP)
 doctor: $(STAMP)
 	$(VENV)/bin/valet doctor
 
+# Two pytest processes: the e2e stories mostly wait on subprocesses and servers (every test
+# starts its own on random loopback ports, so they do not collide). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: $(TEST_STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
