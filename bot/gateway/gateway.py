@@ -355,6 +355,16 @@ class Gateway:
 
     # --- outbound that no inbound message asked for -----------------------------------------
 
+    async def answer_directly(self, channel: str, address: str, text: str, *,
+                              dedupe_key: str) -> None:
+        """A channel's short answer that needs no turn (media Valet cannot read yet), from a
+        known sender: through the outbox like every reply (limits, retries), once per key (the
+        channel's own id of what it answers: a redelivered update is answered once)."""
+        await self.deps.outbox.enqueue(self.deps.db, dedupe_key=dedupe_key, user_id=None,
+                                       channel=channel, address=address, text=text,
+                                       at=self.deps.clock.now())
+        self.deps.deliverer.wake()
+
     async def notify(self, note: Notification, q: Queries | None = None) -> Delivery:
         """A message for a person that no inbound message asked for (see bot.gateway.notify):
         routed to their channel, quiet hours respected, through the outbox."""

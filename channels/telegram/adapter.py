@@ -116,13 +116,6 @@ class TelegramChannel:
 
     # --- helpers the inbound side and the progress board use ------------------------------
 
-    async def send_text(self, chat_id: int, text: str) -> None:
-        """A short direct answer (media Valet cannot read, a voice note's transcript)."""
-        try:
-            await self._call(str(chat_id), lambda: self.bot.send_message(chat_id, text))
-        except (TransientSendError, PermanentSendError) as err:
-            log.warning("short answer to chat %s not sent: %s", chat_id, err)
-
     async def _post_status(self, address: str, line: str) -> int:
         sent = await self._call(address, lambda: self.bot.send_message(
             int(address), f"<i>{escape(line)}</i>", parse_mode=ParseMode.HTML,

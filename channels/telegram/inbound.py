@@ -2,7 +2,8 @@
 
 `classify` is pure: it says what an update is (text, a button press, a voice note, a photo,
 something Valet cannot read, or nothing for Valet). `InboundHandler` does what that needs:
-voice notes are transcribed, media Valet cannot read get one short sentence, and everything
+voice notes are transcribed, media Valet cannot read get one short sentence (queued through the
+gateway's outbox once per update, like every reply), and everything
 else goes through the door (the gateway), which stores it (duplicates stop on the update id)
 and applies the access policy. Media from an unknown sender go to the door as a placeholder,
 so a stranger gets the pairing reply and costs no transcription.
@@ -186,11 +187,12 @@ def _what(message: Message) -> str:
 class Door(Protocol):
     async def receive(self, msg: IncomingMessage) -> Any: ...
 
+    async def answer_directly(self, channel: str, address: str, text: str, *,
+                              dedupe_key: str) -> None: ...
+
 
 class Replier(Protocol):
-    """The channel side the handler needs: short direct answers and button answers."""
-
-    async def send_text(self, chat_id: int, text: str) -> None: ...
+    """The channel side the handler needs: button answers (at once, not queued)."""
 
     async def answer_button(self, answer_ref: str, text: str) -> None: ...
 
@@ -236,8 +238,7 @@ class InboundHandler:
         elif isinstance(item, Photo):
             await self._photo(item)
         else:
-            await self.replier.send_text(
-                item.origin.chat_id, f"I can't read {item.what} yet: please write to me.")
+            await self._say(item.origin, f"I can't read {item.what} yet: please write to me.")
 
     async def _receive(self, origin: Origin, text: str, button: ButtonPress | None = None,
                        media: tuple[MediaRef, ...] = ()) -> None:
@@ -246,13 +247,19 @@ class InboundHandler:
             text=text, received_at=origin.received_at, display_name=origin.display_name,
             button=button, media=media))
 
+    async def _say(self, origin: Origin, text: str) -> None:
+        """A short answer that needs no turn, queued once per update (a redelivery is not
+        answered twice)."""
+        await self.door.answer_directly(CHANNEL, str(origin.chat_id), text,
+                                        dedupe_key=f"telegram-notice:{origin.update_id}")
+
     async def _voice(self, item: Voice) -> None:
         chat = item.origin.chat_id
         if self.transcriber is None:
-            await self.replier.send_text(chat, CANNOT_HEAR)
+            await self._say(item.origin, CANNOT_HEAR)
             return
         if item.size > MAX_VOICE_BYTES:
-            await self.replier.send_text(chat, UNCLEAR_VOICE)
+            await self._say(item.origin, UNCLEAR_VOICE)
             return
         try:
             file = await self.bot.get_file(item.file_id)
@@ -260,7 +267,7 @@ class InboundHandler:
             transcript = await self.transcriber.transcribe(audio, "voice.ogg")
         except TranscriptionError as err:
             log.warning("voice note from chat %s not transcribed: %s", chat, err)
-            await self.replier.send_text(chat, UNCLEAR_VOICE)
+            await self._say(item.origin, UNCLEAR_VOICE)
             return
         # Marked as a voice note: the reply's first line shows the transcript, so the person
         # sees what Valet understood (bot.media.heard_line).
@@ -268,18 +275,17 @@ class InboundHandler:
             MediaRef("voice", item.file_id, VOICE_MIME, item.size),))
 
     async def _photo(self, item: Photo) -> None:
-        chat = item.origin.chat_id
         if self.settings.vision:
             # The file id, not the bytes: the inbox keeps the reference, and the gateway
             # fetches the photo (fetch_media) when the turn runs.
             await self._receive(item.origin, item.caption, media=(
                 MediaRef("photo", item.file_id, PHOTO_MIME, item.size),))
         elif item.caption.strip():
-            await self.replier.send_text(chat, CANNOT_SEE_CAPTION)
+            await self._say(item.origin, CANNOT_SEE_CAPTION)
             await self._receive(item.origin, item.caption + "\n(A photo came with this "
                                 "message; I could not see it.)")
         else:
-            await self.replier.send_text(chat, CANNOT_SEE)
+            await self._say(item.origin, CANNOT_SEE)
 
 
 def _kind(item: Classified) -> str:

@@ -151,6 +151,17 @@ async def test_a_photo_with_vision_off_gets_the_polite_sentence(start_telegram, 
     assert fake_llm.calls == 0
 
 
+async def test_a_photo_delivered_twice_gets_the_polite_sentence_once(start_telegram, fake_llm):
+    h = await start_telegram(mode="webhook")
+    update = h.tg.user_sends_photo(OWNER_CHAT)
+    assert await h.tg.deliver_webhook(update) == 200
+    assert await h.tg.deliver_webhook(update) == 200  # Telegram delivers it again
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    await h.app.gateway.wait_idle()
+    assert bot_messages(h.tg, OWNER_CHAT) == [CANNOT_SEE]  # once, through the outbox
+    assert fake_llm.calls == 0
+
+
 async def test_an_unknown_sender_gets_the_pairing_reply_and_no_llm_request(start_telegram,
                                                                          fake_llm):
     h = await start_telegram()
