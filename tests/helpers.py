@@ -124,3 +124,19 @@ def incoming(text: str, *, channel: str = "test", address: str = "alice", extern
 async def requests_of(app, reply):  # type: ignore[no-untyped-def]
     """The stored approval requests behind a reply's prompts, in the order shown."""
     return [await app.approvals.store.get(p.id) for p in reply.prompts]
+
+
+async def app_with_connected_owner(app_factory: Any, service: str, secret: dict[str, str], *,
+                                   clock: FakeClock, timezone: str | None = None
+                                   ) -> tuple[Any, str]:
+    """An app whose owner has `service` (calendar, email) connected with `secret`; the
+    approval-reply check is the heuristic (no extra LLM call to script). (app, owner id)."""
+    from bot.config import AgentsSettings
+
+    app = await app_factory(clock=clock, agents=AgentsSettings(answer_check="heuristic"))
+    me = (await app.ensure_owner()).id
+    if timezone:
+        await app.users.set_timezone(me, timezone)
+    credentials = app.orchestrator.deps.tool_services["credentials"]
+    await credentials.put(me, service, secret, app.clock.now())
+    return app, me

@@ -11,12 +11,11 @@ import pytest
 from aiohttp import web
 
 from bot.clock import FakeClock
-from bot.config import AgentsSettings
 from bot.credentials import new_key
 from bot.envelopes import Inbound
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.radicale_server import PASSWORD, USER, event_titles, make_calendar, radicale
-from tests.helpers import requests_of
+from tests.helpers import app_with_connected_owner, requests_of
 
 # Europe/Paris moves to summer time on Sunday 29 March 2026: a weekly 09:30 stand-up that
 # began before it is still at 09:30 local (07:30 UTC, not 08:30) on Monday the 30th.
@@ -93,13 +92,9 @@ async def ics_url():
 
 
 async def connected_app(app_factory, secret: dict[str, str]):
-    app = await app_factory(clock=FakeClock(MONDAY_MORNING),
-                            agents=AgentsSettings(answer_check="heuristic"))
-    me = (await app.ensure_owner()).id
-    await app.users.set_timezone(me, "Europe/Paris")
-    credentials = app.orchestrator.deps.tool_services["credentials"]
-    await credentials.put(me, "calendar", secret, app.clock.now())
-    return app, me
+    return await app_with_connected_owner(app_factory, "calendar", secret,
+                                          clock=FakeClock(MONDAY_MORNING),
+                                          timezone="Europe/Paris")
 
 
 def caldav_secret(url: str) -> dict[str, str]:

@@ -14,13 +14,13 @@ import pytest
 from agents.email.account import MailAccount
 from agents.email.imap import message_headers
 from bot.clock import FakeClock
-from bot.config import AgentsSettings
 from bot.connect_cli import Prompts, run_connect
 from bot.credentials import new_key
 from bot.doctor import run_doctor
 from bot.envelopes import Inbound
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer
+from tests.helpers import app_with_connected_owner
 from tests.mail_servers import PASSWORD, USER, dovecot_missing, dovecot_server
 
 pytestmark = [pytest.mark.slow,
@@ -127,13 +127,8 @@ def secret_for(server, password: str = PASSWORD, smtp_port: int = 2525) -> dict[
 
 
 async def connected_app(app_factory, secret: dict[str, str]):
-    app = await app_factory(clock=FakeClock(MONDAY),
-                            agents=AgentsSettings(answer_check="heuristic"))
-    me = (await app.ensure_owner()).id
-    await app.users.set_timezone(me, "Europe/Madrid")
-    credentials = app.orchestrator.deps.tool_services["credentials"]
-    await credentials.put(me, "email", secret, app.clock.now())
-    return app, me
+    return await app_with_connected_owner(app_factory, "email", secret, clock=FakeClock(MONDAY),
+                                          timezone="Europe/Madrid")
 
 
 def say(app, user: str, text: str):

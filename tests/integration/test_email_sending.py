@@ -16,12 +16,11 @@ from agents.email.account import MailAccount
 from agents.email.message import Draft
 from agents.email.outbox import MailStatus
 from bot.approvals.model import ApprovalStatus
-from bot.config import AgentsSettings
 from bot.credentials import new_key
 from bot.envelopes import Inbound
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer
-from tests.helpers import RecordingSender, requests_of
+from tests.helpers import RecordingSender, app_with_connected_owner, requests_of
 
 NOW = datetime(2026, 3, 30, 9, 0, tzinfo=UTC)
 BODY = "Hi Ana,\nthe Q3 numbers are attached.\nMia"
@@ -58,11 +57,8 @@ class Headers:  # what agents.email.imap.message_headers gives (MailHeaders)
 async def connected_app(app_factory, smtp: SmtpServer):
     from bot.clock import FakeClock
 
-    app = await app_factory(clock=FakeClock(NOW), agents=AgentsSettings(answer_check="heuristic"))
-    me = (await app.ensure_owner()).id
-    credentials = app.orchestrator.deps.tool_services["credentials"]
-    await credentials.put(me, "email", smtp.secret(), app.clock.now())
-    return app, me
+    return await app_with_connected_owner(app_factory, "email", smtp.secret(),
+                                          clock=FakeClock(NOW))
 
 
 def say(app, user: str, text: str):
