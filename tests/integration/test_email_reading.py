@@ -20,7 +20,7 @@ from bot.doctor import run_doctor
 from bot.envelopes import Inbound
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer
-from tests.helpers import app_with_connected_owner
+from tests.helpers import app_with_connected_owner, requests_of
 from tests.mail_servers import PASSWORD, USER, dovecot_missing, dovecot_server
 
 pytestmark = [pytest.mark.slow,
@@ -342,8 +342,6 @@ async def test_a_server_that_is_not_there_is_said_plainly():
 
 async def test_a_reply_to_mail_read_from_the_server_keeps_its_thread_and_goes_once(
         app_factory, fake_llm, secret_key, mailbox):
-    from tests.helpers import requests_of
-
     async with SmtpServer(user=USER, password=PASSWORD) as smtp:
         app, me = await connected_app(app_factory, secret_for(mailbox, smtp_port=smtp.port))
         fake_llm.script(Reply(tool_calls=[ToolCall("reply_to_mail", {
