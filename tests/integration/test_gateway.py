@@ -267,9 +267,11 @@ async def test_a_long_run_of_flood_control_waits_never_drops_the_message(gateway
     await app.gateway.deps.outbox.enqueue(app.db, dedupe_key="f", user_id=None, channel="flaky",
                                           address="x", text="hello", at=app.clock.now())
     for _ in range(10):  # more refusals than max_attempts: each only says "wait 3 s"
-        await deliverer.deliver_due()
+        deliverer.wake()  # the app's own deliverer tries it; idle once it waits again
+        await asyncio.wait_for(app.gateway.wait_idle(), 10)
         app.clock.advance(seconds=3)
-    await deliverer.deliver_due()
+    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    assert flaky.attempts == 11
     assert flaky.sent == [("x", "hello")]
     assert await app.gateway.deps.outbox.count("dead") == 0
 
