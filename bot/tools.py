@@ -76,6 +76,9 @@ class ToolExecutionContext:
     channel: str = ""
     call_id: str = ""
     services: Mapping[str, Any] = field(default_factory=dict)
+    # This call runs a request the person approved (set by the approval flow, nowhere else):
+    # a tool that must never act unasked (sending mail) checks it as defence in depth.
+    approved: bool = False
 
     @property
     def tz(self) -> ZoneInfo:

@@ -30,8 +30,6 @@ from agents.email.message import (
     split_addresses,
 )
 from agents.email.outbox import MailStatus, OutgoingMail
-from bot.approvals.model import ApprovalStatus
-from bot.approvals.store import ApprovalStore
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, tool
 
 PREVIEW_CHARS = 100  # of the body, on the card's one line
@@ -96,7 +94,7 @@ async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject,
     try:
         account = await mail_account(ctx)
         draft = Draft(tuple(to), subject, body, tuple(cc or ()))
-        return await _send(ctx, "send_mail", account, draft)
+        return await _send(ctx, account, draft)
     except MailError as err:
         return _failed(ctx, f"Error: {err}")
 
@@ -119,31 +117,23 @@ async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
             return _failed(ctx, "Error: that message has no one to reply to.")
         draft = Draft(reply.to, reply.subject, body, reply.cc, reply.in_reply_to,
                       reply.references)
-        return await _send(ctx, "reply_to_mail", account, draft)
+        return await _send(ctx, account, draft)
     except MailError as err:
         return _failed(ctx, f"Error: {err}")
 
 
-async def _send(ctx: ToolExecutionContext, tool_name: str, account: MailAccount,
+async def _send(ctx: ToolExecutionContext, account: MailAccount,
                 draft: Draft) -> str | ToolOutcome:
     delivery: MailDelivery | None = ctx.services.get("mail")
     if delivery is None:
         raise MailError("sending email is not available here")
-    if not await _approved(delivery, ctx, tool_name):
+    # Defence in depth: a deployment registry that dropped `approval: always` must not send
+    # mail unasked (nor key two mails by a reused model call id).
+    if not ctx.approved:
         raise MailError("an email goes out only once the user has approved it")
     mail = await delivery.submit(approval_id=ctx.call_id, user_id=ctx.user_id,
                                  account=account, draft=draft)
     return said(ctx, mail)
-
-
-async def _approved(delivery: MailDelivery, ctx: ToolExecutionContext, tool_name: str
-                    ) -> bool:
-    """The call is an approved execution of this tool for this person: its id is an approval
-    now executing (defence in depth: a deployment registry that dropped `approval: always`
-    must not send mail unasked, nor key two mails by a reused model call id)."""
-    approval = await ApprovalStore(delivery.outbox.db).get(ctx.call_id)
-    return approval is not None and approval.status is ApprovalStatus.EXECUTING and \
-        approval.tool_name == tool_name and approval.user_id == ctx.user_id
 
 
 def said(ctx: ToolExecutionContext, mail: OutgoingMail) -> str | ToolOutcome:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
@@ -147,7 +147,7 @@ class ApprovalFlow:
             return f"Not run: {problem}."
         assert tool is not None
         # The approval id is the action's idempotency key (ctx.call_id).
-        call_ctx = (tool_ctx or ctx.tool_ctx).for_call(approval.id)
+        call_ctx = replace((tool_ctx or ctx.tool_ctx).for_call(approval.id), approved=True)
         try:
             async with asyncio.timeout(self.agent_timeout if tool.is_agent
                                        else self.tool_timeout):
