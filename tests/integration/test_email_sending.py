@@ -18,6 +18,7 @@ from agents.email.outbox import MailStatus
 from bot.approvals.model import ApprovalStatus
 from bot.credentials import new_key
 from bot.envelopes import Inbound
+from bot.tools import ToolExecutionContext
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer
 from tests.helpers import RecordingSender, app_with_connected_owner, requests_of
@@ -128,6 +129,18 @@ async def test_a_bad_address_is_corrected_before_anything_is_asked(app_factory, 
     assert reply.text == "What is Ana's address?" and not reply.prompts
     assert "'ana at example' is not an email address" in last_result(fake_llm)
     assert await app.approvals.store.pending(me, NOW) == []
+
+
+async def test_a_registry_without_approval_still_cannot_send_mail_unasked(
+        app_factory, fake_llm, smtp):
+    await smtp.start()
+    app, me = await connected_app(app_factory, smtp)
+    send = app.orchestrator.deps.registry.get("send_mail")
+    ctx = ToolExecutionContext(user_id=me, clock=app.clock,
+                               services=app.orchestrator.deps.tool_services, call_id="c1")
+    outcome = await send.run_with_approval(dict(EMAIL), ctx)  # as if no approval were asked
+    assert "only once the user has approved it" in str(getattr(outcome, "content", outcome))
+    assert smtp.received == [] and await app.mail.outbox.get("c1") is None
 
 
 async def test_a_second_yes_or_a_retried_submit_sends_nothing_more(app_factory, fake_llm, smtp):
