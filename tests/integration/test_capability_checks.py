@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from agents.registry import BUILTIN_REGISTRY, load_registry
+from bot.cli.doctor import run_doctor
 from bot.config import ConfigError
 from bot.credentials import new_key
-from bot.doctor import run_doctor
 from tests.fakes.fake_openai import Reply
 
 

@@ -3,9 +3,9 @@ that only produced an approval request, and the card numbered as /pending number
 
 from __future__ import annotations
 
+from bot.cli.chat import approval_gated
 from bot.envelopes import EventType, LoopEvent
 from channels.console import ConsoleChannel, ConsoleChat
-from channels.console_main import approval_gated
 from channels.console_tty import TtyScreen
 from tests.fakes.fake_openai import Reply, ToolCall
 

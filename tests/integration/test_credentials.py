@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.cli.connect import Prompts, run_connect
 from bot.config import ConfigError
-from bot.connect_cli import Prompts, run_connect
 from bot.credentials import CredentialsLocked, CredentialStore, new_key, parse_keys
 from bot.db import Database
 from bot.gateway.users import UserStore

@@ -13,10 +13,10 @@ import pytest
 
 from agents.email.account import MailAccount
 from agents.email.imap import message_headers
+from bot.cli.connect import Prompts, run_connect
+from bot.cli.doctor import run_doctor
 from bot.clock import FakeClock
-from bot.connect_cli import Prompts, run_connect
 from bot.credentials import new_key
-from bot.doctor import run_doctor
 from bot.envelopes import Inbound
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer

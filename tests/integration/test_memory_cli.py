@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.cli import parser
+from bot.cli.memory import run_memory
 from bot.clock import FakeClock
 from bot.config import load_settings
 from bot.db import connect
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import UserStore
-from bot.memory.cli import run_memory
 from bot.memory.facts import FactStore
 
 NOON = datetime(2026, 1, 5, 12, tzinfo=UTC)

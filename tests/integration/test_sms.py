@@ -9,8 +9,8 @@ from argparse import Namespace
 
 import pytest
 
-from bot.admin_cli import _users
 from bot.channel import PermanentSendError
+from bot.cli.admin import _users
 from bot.envelopes import OutboundMessage
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.integration.sms_harness import (

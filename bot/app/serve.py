@@ -106,7 +106,7 @@ def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application
 def _service_logging() -> None:
     """Start-up and shutdown lines always show; request URLs never do (a Telegram request
     URL contains the bot token)."""
-    for name in ("bot.serve", "channels.telegram"):
+    for name in ("bot.app.serve", "channels.telegram"):
         logger = logging.getLogger(name)
         logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
     for name in ("httpx", "httpcore", "telegram"):

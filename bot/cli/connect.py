@@ -48,8 +48,8 @@ def add_connect_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
 
 async def run_connect(settings: Settings, args: argparse.Namespace, say: Say = print,
                       prompts: Prompts | None = None) -> int:
-    from bot.admin_cli import _find_user, _NoLLM
     from bot.app import App
+    from bot.cli.admin import _find_user, _NoLLM
 
     if args.command == "credentials" and args.action == "new-key":
         say(new_key())

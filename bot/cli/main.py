@@ -16,7 +16,7 @@ from collections.abc import Callable, Coroutine
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from bot.admin_cli import add_admin_commands, run_admin
+from bot.cli.admin import add_admin_commands, run_admin
 from bot.config import ConfigError, Settings, load_settings
 from bot.db import DatabaseUnavailable, DatabaseURLError, as_unavailable
 from bot.redact import install_redaction, redact_text
@@ -51,13 +51,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="run the service: channels (Telegram, SMS), webhooks, "
                                  "health checks")
     add_admin_commands(sub)
-    from bot.connect_cli import add_connect_commands  # issue 16
+    from bot.cli.connect import add_connect_commands  # issue 16
 
     add_connect_commands(sub)
-    from triggers.cli import add_task_commands  # issue 14
+    from bot.cli.tasks import add_task_commands  # issue 14
 
     add_task_commands(sub)
-    from bot.memory.cli import add_memory_commands  # issue 15
+    from bot.cli.memory import add_memory_commands  # issue 15
 
     add_memory_commands(sub)
     _everywhere(p)
@@ -141,37 +141,37 @@ def _stop(err: Exception) -> int:
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from channels.console_main import run_chat
+    from bot.cli.chat import run_chat
 
     return await run_chat(settings, pipe=args.pipe or args.jsonl or not sys.stdin.isatty(),
                           jsonl=args.jsonl)
 
 
 async def _tasks(settings: Settings, args: argparse.Namespace) -> int:
-    from triggers.cli import run_tasks  # issue 14
+    from bot.cli.tasks import run_tasks  # issue 14
 
     return await run_tasks(settings, args)
 
 
 async def _connect(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.connect_cli import run_connect  # issue 16
+    from bot.cli.connect import run_connect  # issue 16
 
     return await run_connect(settings, args)
 
 
 async def _memory(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.memory.cli import run_memory  # issue 15
+    from bot.cli.memory import run_memory  # issue 15
 
     return await run_memory(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.serve import serve
+    from bot.app.serve import serve
 
     return await serve(settings)
 
 
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.doctor import run_doctor
+    from bot.cli.doctor import run_doctor
 
     return await run_doctor(settings, print)

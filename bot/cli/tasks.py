@@ -37,8 +37,8 @@ def add_task_commands(sub: argparse._SubParsersAction) -> None:
 
 async def run_tasks(settings: Settings, args: argparse.Namespace,
                     say: Callable[[str], None] = print) -> int:
-    from bot.admin_cli import _NoLLM
     from bot.app import App
+    from bot.cli.admin import _NoLLM
 
     app = await App.build(settings, llm=_NoLLM() if not settings.llm.configured else None)
     try:

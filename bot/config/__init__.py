@@ -15,51 +15,51 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pydantic
 import yaml
 
-from bot.config_problems import Problem, did_you_mean, in_file_order, validation_problems
-from bot.config_problems import yaml_line as yaml_line  # re-exported for persona files
-from bot.config_sections import (
+from bot.config.problems import Problem, did_you_mean, in_file_order, validation_problems
+from bot.config.problems import yaml_line as yaml_line  # re-exported for persona files
+from bot.config.sections import (
     SECRET_WORDS as SECRET_WORDS,
 )
-from bot.config_sections import (  # the sections, re-exported: bot.config is their home
+from bot.config.sections import (  # the sections, re-exported: bot.config is their home
     AgentsSettings as AgentsSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     ApprovalSettings as ApprovalSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     ContactsSettings as ContactsSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     DeliverySettings as DeliverySettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     GatewaySettings as GatewaySettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     HTTPSettings as HTTPSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     LLMSettings as LLMSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     LoopSettings as LoopSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     MemorySettings as MemorySettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     OwnerSettings as OwnerSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     SmsSettings as SmsSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     TelegramSettings as TelegramSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     TriggerSettings as TriggerSettings,
 )
-from bot.config_sections import (
+from bot.config.sections import (
     _Section as _Section,
 )
 from bot.db import database_url_problem

@@ -1,0 +1,6 @@
+"""The composition root: the one place that knows every part (core, channels, triggers,
+agents), builds them in order and closes them in reverse. The core never imports it."""
+
+from bot.app.root import NO_LLM_MESSAGE, OWNER_ID, App, build_agents, build_llm
+
+__all__ = ["NO_LLM_MESSAGE", "OWNER_ID", "App", "build_agents", "build_llm"]
