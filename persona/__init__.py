@@ -11,7 +11,7 @@ import pydantic
 import yaml
 
 from bot.config import ConfigError
-from bot.config_problems import did_you_mean, in_file_order, validation_problems, yaml_line
+from bot.config.problems import did_you_mean, in_file_order, validation_problems, yaml_line
 
 PERSONA_DIR = Path(__file__).parent
 CHANNELS = ("console", "telegram", "sms")
