@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from agents.base import AgentResult, InputField, StandardAgent
+from agents.services import services_of
 from bot.db import Database
 from bot.tools import ToolExecutionContext, tool
 
@@ -85,10 +86,7 @@ def title_from(body: str, words: int = 6) -> str:
 
 
 def notes_of(ctx: ToolExecutionContext) -> NoteStore:
-    stores = ctx.stores
-    if stores is None or not hasattr(stores, "notes"):
-        raise RuntimeError("notes are not available (no database configured for tools)")
-    return stores.notes
+    return services_of(ctx).stores.notes
 
 
 class NoteAgent(StandardAgent):

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from agents.base import AgentResult, InputField, StandardAgent
+from agents.services import services_of
 from bot.db import Database
 from bot.tools import ToolExecutionContext, tool
 from bot.when import UNREADABLE, parse_when
@@ -48,10 +49,7 @@ class ReminderStore:
 
 
 def reminders_of(ctx: ToolExecutionContext) -> ReminderStore:
-    stores = ctx.stores
-    if stores is None or not hasattr(stores, "reminders"):
-        raise RuntimeError("reminders are not available (no database configured for tools)")
-    return stores.reminders
+    return services_of(ctx).stores.reminders
 
 
 def describe(when: datetime) -> str:
@@ -90,14 +88,13 @@ class ReminderDraftAgent(StandardAgent):
         reminder = await reminders_of(self.context).add(
             self.context.user_id, self.what, due, self.context.timezone, status=status,
             source_text=self.task_instruction, at=self.context.clock.now())
-        scheduler = self.context.services.get("triggers")
-        if status != "pending" or scheduler is None:
+        if status != "pending":
             return self.make_result(
                 f"Saved reminder #{reminder.id}: “{self.what}” on {describe(due)} as a draft "
                 f"(status {status}): it will not be sent until it is scheduled.",
                 id=reminder.id, due=due.isoformat())
-        task = await scheduler.remind(Owner(self.context.user_id, self.context.timezone,
-                                             f"reminder:{reminder.id}"), self.what, due)
+        owner = Owner(self.context.user_id, self.context.timezone, f"reminder:{reminder.id}")
+        task = await services_of(self.context).tasks.remind(owner, self.what, due)
         return self.make_result(
             f"Saved reminder #{reminder.id} and scheduled it (task {task.id}): “{self.what}” on "
             f"{describe(due)}. It will be sent to the user then.",

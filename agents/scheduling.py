@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from agents.services import services_of
 from bot.tools import ToolExecutionContext, tool
 from triggers.describe import task_line
 from triggers.model import ConditionCheck
@@ -16,10 +17,7 @@ from triggers.service import Owner, TaskError, TaskService
 
 
 def _service(ctx: ToolExecutionContext) -> TaskService:
-    service = ctx.services.get("triggers")
-    if service is None:
-        raise RuntimeError("scheduled tasks are not available in this deployment")
-    return service
+    return services_of(ctx).tasks
 
 
 def _owner(ctx: ToolExecutionContext) -> Owner:

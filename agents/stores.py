@@ -1,4 +1,4 @@
-"""The stores agents and their tools use, handed to every call as `ctx.stores`."""
+"""The stores agents and their tools use, reached through `services_of(ctx).stores`."""
 
 from __future__ import annotations
 

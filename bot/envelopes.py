@@ -79,6 +79,10 @@ class IncomingMessage:
     display_name: str = ""
     button: ButtonPress | None = None
     media: tuple[MediaRef, ...] = ()  # a photo; `text` is then its caption
+    # The whole message picks an option ("approve", "cancel") of the prompt it answers, as a
+    # channel without buttons reads a bare "1" or "2": the gateway binds it to the one prompt
+    # in the last message this address got, or it stays plain text.
+    choice: str | None = None
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,8 @@ class OrchestratorDeps:
     loop_config: ReactLoopConfig = field(default_factory=ReactLoopConfig)
     limiter: SlidingWindowLimiter | None = None
     transcripts: TranscriptWriter = field(default_factory=lambda: TranscriptWriter(None))
-    tool_services: dict[str, Any] = field(default_factory=dict)
-    tool_stores: Any = None
+    # What tools may use (agents.services.Services), passed through without a look inside.
+    tool_services: object = None
     http: Any = None
     steps: list[Step] = field(default_factory=list)  # before the loop, in this order
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
@@ -109,7 +109,7 @@ class Orchestrator:
             raise LookupError(f"unknown user {msg.user_id!r}: the gateway admits users first")
         tool_ctx = ToolExecutionContext(
             user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
-            stores=deps.tool_stores, channel=msg.channel, services=deps.tool_services,
+            channel=msg.channel, services=deps.tool_services,
             triggered_by=msg.external_id if msg.from_trigger else None)
         system = deps.persona.system_prompt(
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,

@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any, get_type_hints
 from zoneinfo import ZoneInfo
 
+import aiohttp
 import pydantic
 
 from bot.clock import Clock, SystemClock
@@ -70,14 +71,15 @@ class ToolExecutionContext:
     user_id: str
     timezone: str = "UTC"
     clock: Clock = field(default_factory=SystemClock)
-    http: Any = None  # a shared aiohttp.ClientSession, when the app has one
-    stores: Any = None  # the app's stores (notes, reminders, pool...)
+    http: aiohttp.ClientSession | None = None  # shared by the app's tools
     settings: Mapping[str, Any] = field(default_factory=dict)
     channel: str = ""
     call_id: str = ""
     # The message key of the triggered run this turn answers (None: a person wrote).
     triggered_by: str | None = None
-    services: Mapping[str, Any] = field(default_factory=dict)
+    # What the composition root hands to tools (agents.services.Services): the core carries
+    # it without looking inside; a tool reads it typed with agents.services.services_of.
+    services: object = None
     # This call runs a request the person approved (set by the approval flow, nowhere else):
     # a tool that must never act unasked (sending mail) checks it as defence in depth.
     approved: bool = False
@@ -89,6 +91,12 @@ class ToolExecutionContext:
     def now(self) -> datetime:
         """Now, in the user's timezone (never the server's)."""
         return self.clock.now().astimezone(self.tz)
+
+    def session(self) -> aiohttp.ClientSession:
+        """The app's shared HTTP client; RuntimeError (a tool error) where there is none."""
+        if self.http is None:
+            raise RuntimeError("web access is not available here")
+        return self.http
 
     def for_call(self, call_id: str, settings: Mapping[str, Any] | None = None
                  ) -> ToolExecutionContext:

@@ -137,6 +137,6 @@ async def app_with_connected_owner(app_factory: Any, service: str, secret: dict[
     me = (await app.ensure_owner()).id
     if timezone:
         await app.users.set_timezone(me, timezone)
-    credentials = app.orchestrator.deps.tool_services["credentials"]
+    credentials = app.services.credentials
     await credentials.put(me, service, secret, app.clock.now())
     return app, me

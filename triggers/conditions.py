@@ -11,6 +11,8 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
+
 from bot.clock import Clock
 from bot.tools import ToolExecutionContext, ToolRegistry
 from triggers.model import ConditionCheck, Task
@@ -48,8 +50,9 @@ def _number(value: Any) -> float:
     return float(match.group())
 
 
-def registry_checker(registry: ToolRegistry, clock: Clock, *, http: Any = None,
-                     stores: Any = None) -> Checker:
+def registry_checker(registry: ToolRegistry, clock: Clock, *,
+                     http: aiohttp.ClientSession | None = None, services: object = None
+                     ) -> Checker:
     """Run a condition's check through the tool registry, as the task's user. A tool that
     needs approval is refused: a check must not change anything."""
 
@@ -61,7 +64,7 @@ def registry_checker(registry: ToolRegistry, clock: Clock, *, http: Any = None,
             raise ConditionError(f"{condition.tool} cannot be a check (it needs approval or is "
                                  "an agent)")
         ctx = ToolExecutionContext(user_id=task.user_id, timezone=task.timezone, clock=clock,
-                                   http=http, stores=stores,
+                                   http=http, services=services,
                                    call_id=f"condition:{task.id}")
         return await found.invoke(found.validated(condition.arguments, ctx), ctx)
 

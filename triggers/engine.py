@@ -32,6 +32,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.clock import Clock
 from bot.db import Database
 from triggers.approval_watch import ApprovalWatch
+from triggers.changes import TaskChanges
 from triggers.conditions import Checker, ConditionError, holds
 from triggers.events import Event, EventBus, EventPattern
 from triggers.executors import ExecutorRegistry, RunContext, TriggerGateway
@@ -57,7 +58,7 @@ class TriggerEngine:
     def __init__(self, db: Database, clock: Clock, gateway: TriggerGateway,
                  executors: ExecutorRegistry, *, bus: EventBus | None = None,
                  checker: Checker | None = None, settings: EngineSettings | None = None,
-                 holder: str | None = None) -> None:
+                 holder: str | None = None, changes: TaskChanges | None = None) -> None:
         self.db = db
         self.clock = clock
         self.gateway = gateway
@@ -74,6 +75,8 @@ class TriggerEngine:
         self._lock = asyncio.Lock()
         self._scheduler: AsyncIOScheduler | None = None
         self._stopped = False
+        if changes is not None:  # a person changed a task: rebuild the wake-up
+            changes.listen(self.changed)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -283,29 +286,7 @@ class TriggerEngine:
             await self._run(RunContext(task, f"condition:{_key(now)}", now, observed=observed),
                             now)
 
-    # --- changes from people ---------------------------------------------------------------
-
-    async def add(self, task: Task) -> Task:
-        stored = await self.store.add(task, self.clock.now())
-        await self.changed()
-        return stored
-
-    async def set_status(self, task_id: str, status: TaskStatus) -> bool:
-        now = self.clock.now()
-        task = await self.store.get(task_id)
-        if task is None:
-            return False
-        await self.store.set_status(task_id, status, now)
-        if status is TaskStatus.ACTIVE and task.is_recurring():
-            # Resuming does not replay what fell due while paused.
-            await self.store.update(task_id, now, next_run_at=task.next_after(now))
-        await self.changed()
-        return True
-
-    async def remove(self, task_id: str) -> bool:
-        removed = await self.store.remove(task_id)
-        await self.changed()
-        return removed
+    # --- by hand ---------------------------------------------------------------------------
 
     async def run_now(self, task_id: str) -> RunOutcome | None:
         """Run a task at once (whatever its schedule), under a key of its own."""

@@ -113,6 +113,9 @@ class ExecutorRegistry:
         return sorted(self._executors)
 
 
+EXECUTORS = ("orchestrator", "reminder")  # what default_executors registers, by name
+
+
 def default_executors(gateway: TriggerGateway, tools: Collection[str] = ()) -> ExecutorRegistry:
     return ExecutorRegistry({"orchestrator": OrchestratorExecutor(gateway, tools),
                              "reminder": ReminderExecutor(gateway)})

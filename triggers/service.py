@@ -4,13 +4,16 @@ every entry point gives the same clear errors, and a person only ever touches th
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.clock import Clock
+from triggers.changes import TaskChanges
 from triggers.describe import tasks_text
-from triggers.engine import TriggerEngine
+from triggers.executors import EXECUTORS
 from triggers.model import (
     ConditionCheck,
     EventFilter,
@@ -22,7 +25,7 @@ from triggers.model import (
     TriggerKind,
 )
 from triggers.phrases import parse_schedule
-from triggers.store import new_task_id
+from triggers.store import TaskStore, new_task_id
 from triggers.templates import MORNING_SUMMARY
 
 # Defaults per kind (ARCHITECTURE 7): a reminder missed while down still goes within a day; a
@@ -43,21 +46,24 @@ class Owner:
 
 
 class TaskService:
-    def __init__(self, engine: TriggerEngine) -> None:
-        self.engine = engine
-        self.store = engine.store
+    def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges,
+                 executors: Collection[str] = EXECUTORS) -> None:
+        self.store = store
+        self.clock = clock
+        self.changes = changes
+        self.executors = sorted(executors)
 
     def _now(self) -> datetime:
-        return self.engine.clock.now()
+        return self.clock.now()
 
     async def schedule(self, owner: Owner, *, name: str, schedule: str, instruction: str = "",
                        executor: str = "orchestrator", action: dict[str, Any] | None = None,
                        channel: str | None = None, quiet_when_nothing: bool = False,
                        template: str | None = None) -> Task:
         """A schedule in plain language or cron, in the owner's timezone."""
-        if executor not in self.engine.executors.names():
+        if executor not in self.executors:
             raise TaskError(f"unknown executor {executor!r}; known: "
-                            f"{', '.join(self.engine.executors.names())}")
+                            f"{', '.join(self.executors)}")
         try:
             parsed = parse_schedule(schedule, self._now().astimezone(ZoneInfo(owner.timezone)))
         except ValueError as err:
@@ -67,7 +73,7 @@ class TaskService:
             TriggerKind.CRON if parsed.cron else TriggerKind.INTERVAL)
         grace = REMINDER_GRACE if executor == "reminder" or once else SUMMARY_GRACE
         misfire = Misfire.SKIP if kind is TriggerKind.INTERVAL else Misfire.CATCH_UP
-        return await self.engine.add(Task(
+        return await self._add(Task(
             id=new_task_id(), user_id=owner.user_id, name=name[:80] or instruction[:40],
             kind=kind, timezone=owner.timezone, status=TaskStatus.ACTIVE, misfire=misfire,
             grace_seconds=int(grace.total_seconds()), executor=executor,
@@ -80,7 +86,7 @@ class TaskService:
     async def remind(self, owner: Owner, text: str, due_at: datetime,
                      channel: str | None = None) -> Task:
         """A one-time reminder: its text is sent at `due_at`; no LLM call."""
-        return await self.engine.add(Task(
+        return await self._add(Task(
             id=new_task_id(), user_id=owner.user_id, name=f"Reminder: {text}"[:80],
             kind=TriggerKind.ONCE, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.CATCH_UP, grace_seconds=int(REMINDER_GRACE.total_seconds()),
@@ -95,7 +101,7 @@ class TaskService:
 
     async def on_event(self, owner: Owner, *, name: str, instruction: str, source: str,
                        type: str, fields: dict[str, Any] | None = None) -> Task:
-        return await self.engine.add(Task(
+        return await self._add(Task(
             id=new_task_id(), user_id=owner.user_id, name=name[:80] or instruction[:40],
             kind=TriggerKind.EVENT, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.SKIP, grace_seconds=0, action={"instruction": instruction},
@@ -110,12 +116,17 @@ class TaskService:
 
         if check.op not in OPERATORS:
             raise TaskError(f"unknown comparison {check.op!r}; use one of {sorted(OPERATORS)}")
-        return await self.engine.add(Task(
+        return await self._add(Task(
             id=new_task_id(), user_id=owner.user_id, name=name[:80] or instruction[:40],
             kind=TriggerKind.CONDITION, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.SKIP, grace_seconds=0, action={"instruction": instruction},
             interval_seconds=int(every.total_seconds()), condition=check,
             created_from=owner.created_from))
+
+    async def _add(self, task: Task) -> Task:
+        stored = await self.store.add(task, self._now())
+        await self.changes.changed()
+        return stored
 
     async def listing(self, user_id: str) -> str:
         return tasks_text(await self.store.of_user(user_id), self._now())
@@ -128,19 +139,20 @@ class TaskService:
 
     async def pause(self, user_id: str, task_id: str) -> Task:
         task = await self.own(user_id, task_id)
-        await self.engine.set_status(task.id, TaskStatus.PAUSED)
+        await self._set_status(task, TaskStatus.PAUSED)
         return task
 
     async def resume(self, user_id: str, task_id: str) -> Task:
         task = await self.own(user_id, task_id)
         if task.status not in (TaskStatus.PAUSED, TaskStatus.DISABLED):
             raise TaskError(f"{task.name} is {task.status.value}, not paused")
-        await self.engine.set_status(task.id, TaskStatus.ACTIVE)
+        await self._set_status(task, TaskStatus.ACTIVE)
         return task
 
     async def delete(self, user_id: str, task_id: str) -> Task:
         task = await self.own(user_id, task_id)
-        await self.engine.remove(task.id)
+        await self.store.remove(task.id)
+        await self.changes.changed()
         return task
 
     async def change(self, user_id: str, task_id: str, *, schedule: str = "",
@@ -174,8 +186,16 @@ class TaskService:
         if not changes:
             raise TaskError("say what to change: the schedule, the instruction or the channel")
         await self.store.update(task.id, now, **changes)
-        await self.engine.changed()
+        await self.changes.changed()
         return await self.own(user_id, task.id)
+
+    async def _set_status(self, task: Task, status: TaskStatus) -> None:
+        now = self._now()
+        await self.store.set_status(task.id, status, now)
+        if status is TaskStatus.ACTIVE and task.is_recurring():
+            # Resuming does not replay what fell due while paused.
+            await self.store.update(task.id, now, next_run_at=task.next_after(now))
+        await self.changes.changed()
 
     async def nothing_to_report(self, user_id: str, message_key: str | None) -> bool:
         """Mark the person's triggered run (the turn's message key) as having nothing to
@@ -183,7 +203,7 @@ class TaskService:
         key = RunKey.parse(message_key or "")
         if key is None:
             return False
-        return await self.engine.db.execute(
+        return await self.store.db.execute(
             "UPDATE trigger_runs SET nothing_to_report = 1, outcome = $4 WHERE task_id = $1"
             " AND run_key = $2 AND EXISTS (SELECT 1 FROM trigger_tasks t"
             " WHERE t.id = trigger_runs.task_id AND t.user_id = $3)",
@@ -193,7 +213,7 @@ class TaskService:
         """For the gateway: should a triggered turn's reply (its TriggerMessage key) stay
         unsent? Yes when the run said it had nothing to report and its task says so."""
         key = RunKey.parse(message_key)
-        return key is not None and bool(await self.engine.db.fetchval(
+        return key is not None and bool(await self.store.db.fetchval(
             "SELECT 1 FROM trigger_runs r JOIN trigger_tasks t ON t.id = r.task_id"
             " WHERE r.task_id = $1 AND r.run_key = $2"
             " AND r.nothing_to_report = 1 AND t.quiet_when_nothing = 1", key.task_id, key.run))

@@ -1,22 +1,27 @@
-"""Builds the trigger side for the composition root (bot/app.py calls `build_triggers`)."""
+"""Builds the trigger side for the composition root (bot/app calls these two).
+
+The task service comes first (tools need it before the turn's parts exist); the engine comes
+last (it puts runs into the gateway's queue) and hears the service's changes."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from bot.clock import Clock
 from bot.db import Database
 from bot.tools import ToolRegistry
+from triggers.changes import TaskChanges
 from triggers.conditions import registry_checker
 from triggers.engine import EngineSettings, TriggerEngine
 from triggers.events import InProcessEventBus
 from triggers.executors import TriggerGateway, default_executors
 from triggers.http import events_app
 from triggers.service import TaskService
+from triggers.store import TaskStore
 
 EVENTS_TOKEN_ENV = "VALET_EVENTS_TOKEN"
 
@@ -41,12 +46,18 @@ class Triggers:
         return events_app(self.bus, token)
 
 
+def build_task_service(db: Database, clock: Clock) -> TaskService:
+    return TaskService(TaskStore(db), clock, TaskChanges())
+
+
 def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry: ToolRegistry,
-                   settings: EngineSettings, *, http: Any = None, stores: Any = None
+                   settings: EngineSettings, *, service: TaskService,
+                   http: aiohttp.ClientSession | None = None, services: object = None
                    ) -> Triggers:
+    """`services`: what a condition's check (a read-only tool) may use, as in a turn."""
     bus = InProcessEventBus()
     engine = TriggerEngine(db, clock, gateway, default_executors(gateway, registry.names()),
                            bus=bus, checker=registry_checker(registry, clock, http=http,
-                                                             stores=stores),
-                           settings=settings)
-    return Triggers(engine, TaskService(engine), bus)
+                                                             services=services),
+                           settings=settings, changes=service.changes)
+    return Triggers(engine, service, bus)

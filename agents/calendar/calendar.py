@@ -9,8 +9,8 @@ from typing import Any
 
 from agents.calendar import sources
 from agents.calendar.sources import SERVICE, CalendarAccount, CalendarError, read_events
+from agents.connected import NotConnected, connected_secret, connected_status
 from bot.capabilities import CapabilityStatus
-from bot.connected import NotConnected, connected_secret, connected_status
 from bot.tools import ToolExecutionContext, tool
 
 NEXT_EVENT_HORIZON = timedelta(days=30)
@@ -50,7 +50,7 @@ async def _events_text(ctx: ToolExecutionContext, start: datetime, end: datetime
                        empty: str) -> str:
     try:
         account = await _account(ctx)
-        events = await read_events(account, start, end, ctx.tz, ctx.http)
+        events = await read_events(account, start, end, ctx.tz, ctx.session())
     except CalendarError as err:
         return f"Error: {err}"
     if not events:
@@ -82,7 +82,7 @@ async def next_event(ctx: ToolExecutionContext) -> str:
     now = ctx.now()
     try:
         events = await read_events(await _account(ctx), now, now + NEXT_EVENT_HORIZON,
-                                   ctx.tz, ctx.http)
+                                   ctx.tz, ctx.session())
     except CalendarError as err:
         return f"Error: {err}"
     upcoming = [e for e in events if not e.all_day]
@@ -111,7 +111,7 @@ async def create_event(ctx: ToolExecutionContext, title: str, start: str,
         account = await _account(ctx)
         if not account.writable:
             return "Error: this calendar is a read-only subscription (ICS); nothing was added."
-        clashes = [e for e in await read_events(account, first, last, ctx.tz, ctx.http)
+        clashes = [e for e in await read_events(account, first, last, ctx.tz, ctx.session())
                    if not e.all_day]
         await sources.create_event(account, title, first, last, ctx.clock.now(), location,
                                tuple(attendees or ()))

@@ -12,15 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from agents.contacts.store import Contact, ContactStore, Saved, clean_fields
+from agents.services import services_of
 from bot.tools import ToolExecutionContext, tool
 
 
 def contacts_of(ctx: ToolExecutionContext) -> ContactStore:
-    stores = ctx.stores
-    if stores is None or not hasattr(stores, "contacts"):
-        raise RuntimeError("the address book is not available (no database configured)")
-    store: ContactStore = stores.contacts
-    return store
+    return services_of(ctx).stores.contacts
 
 
 def several(query: str, found: list[Contact]) -> str:

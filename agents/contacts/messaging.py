@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from agents.contacts.contacts import contacts_of, several
 from agents.contacts.store import Contact
+from agents.services import services_of
 from bot.gateway.others import SendOutcome, Sent
 from bot.tools import ToolExecutionContext, tool
 
@@ -62,11 +63,7 @@ class Plan:
 
 
 def messenger_of(ctx: ToolExecutionContext) -> MessagesToOthers:
-    service = ctx.services.get(SERVICE)
-    if service is None:
-        raise RuntimeError("messaging other people is not available on this server")
-    messenger: MessagesToOthers = service
-    return messenger
+    return services_of(ctx).messages_to_others
 
 
 async def plan_message(ctx: ToolExecutionContext, to: str, text: str,
@@ -114,8 +111,7 @@ async def _where(messenger: MessagesToOthers, contact: Contact) -> tuple[str, st
 
 async def _sender_name(ctx: ToolExecutionContext, sign_as: str | None) -> str:
     """The person's name on record; the one they gave (`sign_as`) only when none is."""
-    users = ctx.services.get("users")
-    user = await users.get(ctx.user_id) if users is not None else None
+    user = await services_of(ctx).users.get(ctx.user_id)
     name = (user.display_name if user is not None else "").strip()
     name = name or " ".join((sign_as or "").split())[:60]
     if not name:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.connected import NotConnected, connected_secret
+from agents.connected import NotConnected, connected_secret
 from bot.tools import ToolExecutionContext
 
 SERVICE = "email"

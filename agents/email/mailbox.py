@@ -11,12 +11,12 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from agents.connected import connected_status
 from agents.email import imap
 from agents.email.account import SERVICE, MailError, mail_account
 from agents.email.imap import Listing
 from agents.email.mime import Attachment, MailSummary, MessageText
 from bot.capabilities import CapabilityStatus
-from bot.connected import connected_status
 from bot.tools import ToolExecutionContext, tool
 from bot.untrusted import quote_untrusted
 

@@ -7,7 +7,7 @@ Pure functions (no I/O): the tools and the outbox build on them, and tests call 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.errors import HeaderParseError
@@ -15,7 +15,10 @@ from email.headerregistry import Address
 from email.message import EmailMessage
 from email.policy import SMTP
 from email.utils import format_datetime, parseaddr
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from agents.email.account import MailAccount
 
 MAX_REFERENCES = 20  # a long thread's References keep its root and its latest ids
 _REPLY_PREFIX = re.compile(r"^\s*(re|aw|sv)\s*:\s*", re.IGNORECASE)
@@ -203,3 +206,8 @@ def compose(draft: Draft, *, approval_id: str, sender: str, display_name: str,
         message["References"] = " ".join(draft.references)
     message.set_content(draft.body if draft.body.endswith("\n") else draft.body + "\n")
     return message
+
+
+# How a reply finds the original message's headers (by mailbox uid): over IMAP, or another
+# lookup a deployment hands over in the tool services.
+HeadersLookup = Callable[["MailAccount", int], Awaitable[OriginalMessage]]

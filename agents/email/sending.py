@@ -13,16 +13,15 @@ approval id (agents.email.delivery): a retry or a second decision sends nothing 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
 
 from agents.email import imap
 from agents.email.account import MailAccount, MailError, mail_account
-from agents.email.delivery import MailDelivery
 from agents.email.message import (
     Draft,
+    HeadersLookup,
     OriginalMessage,
     checked_addresses,
     one_line,
@@ -30,6 +29,7 @@ from agents.email.message import (
     split_addresses,
 )
 from agents.email.outbox import MailStatus, OutgoingMail
+from agents.services import services_of
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, tool
 
 PREVIEW_CHARS = 100  # of the body, on the card's one line
@@ -37,10 +37,7 @@ QUEUED = ("Queued: the mail server did not answer; it will go out as soon as it 
           "(you'll be told).")
 
 # The original's headers by IMAP uid (agents.email.imap.message_headers); a test or a
-# deployment may hand another through ctx.services["mail_headers"].
-HeadersLookup = Callable[[MailAccount, int], Awaitable[OriginalMessage]]
-
-
+# deployment may hand another through the services (`mail_headers`).
 def _recipients(values: list[str]) -> list[str]:
     checked = checked_addresses(values)
     if not checked:
@@ -124,9 +121,7 @@ async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
 
 async def _send(ctx: ToolExecutionContext, account: MailAccount,
                 draft: Draft) -> str | ToolOutcome:
-    delivery: MailDelivery | None = ctx.services.get("mail")
-    if delivery is None:
-        raise MailError("sending email is not available here")
+    delivery = services_of(ctx).mail
     # Defence in depth: a deployment registry that dropped `approval: always` must not send
     # mail unasked (nor key two mails by a reused model call id).
     if not ctx.approved:
@@ -154,7 +149,7 @@ def _failed(ctx: ToolExecutionContext, content: str) -> ToolOutcome:
 
 
 def _lookup(ctx: ToolExecutionContext) -> HeadersLookup:
-    given: HeadersLookup | None = ctx.services.get("mail_headers")
+    given = services_of(ctx).mail_headers
     if given is not None:
         return given
     async def over_imap(account: MailAccount, uid: int) -> OriginalMessage:

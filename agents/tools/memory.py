@@ -6,13 +6,14 @@ approvals package asks the person once before it runs.
 
 from __future__ import annotations
 
+from agents.services import services_of
 from bot.memory.facts import Kind
 from bot.memory.service import MemoryService, forgotten_line
 from bot.tools import ToolExecutionContext, tool
 
 
 def _memory(ctx: ToolExecutionContext) -> MemoryService:
-    memory = ctx.services.get("memory")
+    memory = services_of(ctx).memory
     if memory is None:
         raise RuntimeError("long-term memory is turned off in this installation")
     return memory

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import pydantic
 
+from agents.services import services_of
 from bot.db import Database
 from bot.tasks.model import PausedTask
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, tool
@@ -59,10 +60,7 @@ def render(steps: list[PlanStep], heading: str = "Plan:") -> str:
 
 
 def plans_of(ctx: ToolExecutionContext) -> PlanStore:
-    stores = ctx.stores
-    if stores is None or not hasattr(stores, "plans"):
-        raise RuntimeError("plans are not available (no database configured for tools)")
-    return stores.plans
+    return services_of(ctx).stores.plans
 
 
 @tool(progress="asking you")
@@ -109,10 +107,7 @@ async def cancel_task(ctx: ToolExecutionContext, task_id: str) -> str:
     Args:
         task_id: The waiting task's id.
     """
-    pool: Any = ctx.services.get("pool")
-    if pool is None:
-        raise RuntimeError("no task pool is available")
-    task = await pool.cancel(ctx.user_id, task_id.strip())
+    task = await services_of(ctx).pool.cancel(ctx.user_id, task_id.strip())
     if task is None:
         raise ValueError(f"no waiting task has the id {task_id!r}")
     return f"Cancelled the waiting {task.label} (it had asked “{task.question}”)."

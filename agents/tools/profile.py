@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from agents.services import services_of
 from agents.tools.clock import resolve_zone
 from bot.tools import ToolExecutionContext, tool
 
@@ -17,10 +18,7 @@ CHANNELS = ("telegram", "sms", "console")
 
 
 def _users(ctx: ToolExecutionContext) -> UserStore:
-    users = ctx.services.get("users")
-    if users is None:
-        raise RuntimeError("user settings are not available here")
-    return users
+    return services_of(ctx).users
 
 
 MAX_NAME = 60

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import aiohttp
 
+from agents.services import services_of
 from bot.capabilities import CapabilityStatus
 from bot.tools import ToolExecutionContext, tool
 
@@ -88,7 +89,7 @@ async def _get_json(http: aiohttp.ClientSession, url: str, params: dict[str, Any
 
 async def geocode(ctx: ToolExecutionContext, name: str) -> Place:
     base, _ = _bases(ctx)
-    data = await _get_json(ctx.http, f"{base}/v1/search",
+    data = await _get_json(ctx.session(), f"{base}/v1/search",
                            {"name": name, "count": 1, "language": "en", "format": "json"})
     results = data.get("results") or []  # an unknown place: no `results` at all
     if not results:
@@ -102,8 +103,7 @@ async def geocode(ctx: ToolExecutionContext, name: str) -> Place:
 async def _place(ctx: ToolExecutionContext, place: str | None) -> Place:
     if place and place.strip():
         return await geocode(ctx, place.strip())
-    users = ctx.services.get("users")
-    known = await PlaceStore(users.db).get(ctx.user_id) if users is not None else None
+    known = await PlaceStore(services_of(ctx).users.db).get(ctx.user_id)
     if known is None:
         raise WeatherError("the user's place is not known: ask where they are (and offer to "
                            "remember it with set_my_place)")
@@ -136,7 +136,7 @@ async def weather(ctx: ToolExecutionContext, place: str | None = None, days: int
         if imperial:
             params.update(temperature_unit="fahrenheit", wind_speed_unit="mph",
                           precipitation_unit="inch")
-        data = await _get_json(ctx.http, f"{base}/v1/forecast", params)
+        data = await _get_json(ctx.session(), f"{base}/v1/forecast", params)
         return render(where, data, imperial)
     except WeatherError as err:
         return f"Error: {err}"
@@ -149,9 +149,7 @@ async def set_my_place(ctx: ToolExecutionContext, place: str) -> str:
     Args:
         place: A town or city, with the country if ambiguous.
     """
-    users = ctx.services.get("users")
-    if users is None:
-        return "Error: user settings are not available here"
+    users = services_of(ctx).users
     try:
         found = await geocode(ctx, place)
     except WeatherError as err:

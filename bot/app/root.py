@@ -10,14 +10,15 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 import aiohttp
 
 from agents.email.delivery import DeliveryPolicy, MailDelivery, stored_accounts
 from agents.email.outbox import MailOutbox
 from agents.registry import Registry, load_registry
+from agents.services import Services
 from agents.stores import AgentStores
+from bot.app.database import open_database
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
 from bot.approvals.store import ApprovalStore
@@ -29,18 +30,20 @@ from bot.commands import Command, Commands
 from bot.config import ConfigError, Settings
 from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
-from bot.db import Database, connect
+from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.envelopes import Delivery, Notification, OutboundMessage
+from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
 from bot.gateway.access import AccessControl
+from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
-from bot.gateway.notify import Notifier, ReachStore
+from bot.gateway.notify import Notifier
 from bot.gateway.others import OutboxMessenger
+from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
-from bot.gateway.prompt_edits import PromptEdits
+from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
@@ -58,6 +61,9 @@ from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
 from persona import Persona, load_persona
+from triggers.engine import EngineSettings
+from triggers.service import TaskService
+from triggers.wiring import Triggers, build_task_service, build_triggers
 
 log = logging.getLogger(__name__)
 
@@ -93,31 +99,40 @@ class App:
     clock: Clock
     llm: LLM
     persona: Persona
-    registry: ToolRegistry
+    agents: Registry
     users: UserStore
-    history: HistoryStore
-    orchestrator: Orchestrator
-    http: aiohttp.ClientSession
     identities: IdentityStore
     access: AccessControl
-    gateway: Gateway
-    senders: dict[str, ChannelSender]
-    _closers: list[Any] = field(default_factory=list)
-    agents: Registry = field(default_factory=Registry)
-    pool: AgentPool | None = None
-    # Always built by App.build; keyword-only so they may follow the fields with defaults.
-    approvals: ApprovalFlow = field(kw_only=True)
-    sweeper: ApprovalSweeper = field(kw_only=True)
+    history: HistoryStore
+    pool: AgentPool
+    approvals: ApprovalFlow
+    sweeper: ApprovalSweeper
+    services: Services  # what tools and agents may use
+    orchestrator: Orchestrator
+    outbound: Outbound  # the outbox, its deliverer, notifications
+    gateway: Gateway  # the inbound path: inbox, access, one turn at a time per person
+    triggers: Triggers
+    http: aiohttp.ClientSession
+    memory: Memory | None = None  # long-term memory; None when turned off
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    stall_monitor: StallMonitor | None = None
     _sweeper: asyncio.Task[None] | None = None
     _owner: SQLiteOwner | None = None
-    stall_monitor: StallMonitor | None = None
-    triggers: Any = None  # triggers.wiring.Triggers (bot never imports triggers at the top)
-    memory: Memory | None = None  # long-term memory (issue 15); None when turned off
-    mail: MailDelivery | None = None  # approved mail's outbox and its deliverer (issue 17)
+
+    @property
+    def registry(self) -> ToolRegistry:
+        return self.agents.tools
+
+    @property
+    def mail(self) -> MailDelivery:
+        return self.services.mail
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
                     clock: Clock | None = None) -> App:
+        """Every part, in the order they need each other: stores, the outbound side, the
+        services tools use, the turn, the inbound gateway, then the trigger engine (which
+        puts runs into the gateway's queue)."""
         clock = clock or SystemClock()
         persona = load_persona(settings.persona)
         agents = build_agents(settings)
@@ -126,16 +141,18 @@ class App:
         llm = llm or build_llm(settings)
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
         try:
-            db = await connect(settings.database_url)
+            db = await open_database(settings.database_url)
         except BaseException:
             for closer in closers:
                 await closer()
             raise
         http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
             total=settings.gateway.http_timeout_seconds))
-        # --- capabilities (issue 16): tool groups shown when needed; credentials encrypted
+        # Capabilities: tool groups shown when needed; credentials encrypted at rest.
         exposure = await build_exposure(registry, agents.capabilities, settings, db)
         users = UserStore(db)
+        identities = IdentityStore(db, users)
+        access = AccessControl(db, identities, settings.access, settings.timezone)
         history = HistoryStore(db, load_limit=settings.gateway.history_messages)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
                          max_per_user=settings.agents.pool_max_per_user)
@@ -154,31 +171,32 @@ class App:
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
         decisions = ApprovalStep(approvals, users)
-        identities = IdentityStore(db, users)
-        access = AccessControl(db, identities, settings.access, settings.timezone)
-        gateway_box: list[Gateway] = []  # the gateway is built after the orchestrator
-        triggers_box: list[Any] = []  # and the trigger engine after the gateway
-
-        async def notify_user(user: User, text: str, **kwargs: Any) -> bool:
-            return await gateway_box[0].notify_user(user, text, **kwargs)
-
+        outbound = _build_outbound(settings, db, clock, users, identities,
+                                   approval_store.outcomes)
+        tasks = build_task_service(db, clock)
+        memory = build_memory(settings, db, clock, llm)
+        credentials = CredentialStore.tolerant(db, os.environ)
+        services = Services(
+            users=users, pool=pool, credentials=credentials, stores=stores, tasks=tasks,
+            messages_to_others=OutboxMessenger(  # "text Ana that ..."
+                db, outbound.outbox, identities, clock, outbound.senders, outbound.wake,
+                max_per_day=settings.contacts.max_messages_per_day,
+                assistant_name=persona.name),
+            mail=_build_mail(db, clock, credentials, outbound),
+            memory=memory.service if memory else None)
         commands = Commands(access=access, identities=identities, approvals=approvals,
-                            tasks=resume, notify_user=notify_user,
+                            tasks=resume, notify_user=outbound.notify_user,
                             assistant_name=persona.name)
-        services: dict[str, Any] = {"pool": pool, "users": users,
-                                    "credentials": CredentialStore.tolerant(db, os.environ)}
-        mail = _build_mail(db, clock, services["credentials"], gateway_box)  # issue 17
-        services["mail"] = mail
-        memory = build_memory(settings, db, clock, llm)  # issue 15
-        if memory is not None:
-            services["memory"] = memory.service
+        commands.register(Command("/tasks", "your reminders and scheduled tasks",
+                                  _task_listing(tasks)))
+        for command in memory.commands() if memory else []:
+            commands.register(command)
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
-            tool_stores=stores, tool_services=services,
-            approvals=approvals, tasks=resume, steps=[
+            tool_services=services, approvals=approvals, tasks=resume, steps=[
                 commands,  # slash commands answer at once, without the LLM;
                 decisions,  # pending approvals get the message first,
                 resume,  # then tasks waiting for an answer;
@@ -190,40 +208,41 @@ class App:
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
             after_turn=[memory.extractor.after_turn] if memory else []))
-        gateway = _build_gateway(
-            settings, db, clock, persona, users=users, identities=identities, access=access,
-            history=history, handle_message=orchestrator.handle_message, locks=locks,
-            answer_button=decisions.answer_button, silenced=_silenced(triggers_box),
-            outcomes=approval_store.outcomes)
-        senders = gateway.deps.senders
-        gateway_box.append(gateway)
-        services["messages_to_others"] = OutboxMessenger(  # issue 17: "text Ana that ..."
-            db, gateway.deps.outbox, identities, clock, senders, gateway.deps.deliverer.wake,
-            max_per_day=settings.contacts.max_messages_per_day, assistant_name=persona.name)
-        app = cls(settings, db, clock, llm, persona, registry, users, history, orchestrator,
-                  http, identities, access, gateway, senders, closers, agents=agents, pool=pool,
-                  approvals=approvals, sweeper=ApprovalSweeper(
-                      approval_store, clock,
-                      expired_template=persona.lines.approval_expired))
-        # --- triggers (issue 14): the engine, its task service (tools reach it as a service)
-        # (triggered runs ask only for what is on: a capability that is off has no tools there)
+        gateway = Gateway(GatewayDeps(
+            db=db, clock=clock, users=users, identities=identities, access=access,
+            inbox=InboxStore(db), outbound=outbound, history=history,
+            handle_message=orchestrator.handle_message, locks=locks,
+            failure_line=persona.lines.llm_unavailable,
+            max_attempts=settings.gateway.turn_attempts,
+            retry_seconds=settings.gateway.turn_retry_seconds,
+            answer_button=decisions.answer_button, silenced=tasks.silenced))
+        # Triggered runs ask only for what is on: a capability that is off has no tools there.
         on = exposure.available()
-        available = ToolRegistry([t for t in registry if t.name in on])
-        app.triggers = _build_triggers(settings, db, clock, gateway, available, http, stores)
-        services["triggers"] = app.triggers.service
-        triggers_box.append(app.triggers)
-        commands.register(Command("/tasks", "your reminders and scheduled tasks",
-                                  _task_listing(app.triggers)))
-        app.memory = memory
-        app.mail = mail
-        for command in memory.commands() if memory else []:
-            commands.register(command)
+        triggers = build_triggers(
+            db, clock, TriggerDoor(gateway, outbound),
+            ToolRegistry([t for t in registry if t.name in on]),
+            EngineSettings(heartbeat_seconds=settings.triggers.heartbeat_seconds,
+                           lease_seconds=settings.triggers.lease_seconds),
+            service=tasks, http=http, services=services)
+        app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
+                  agents=agents, users=users, identities=identities, access=access,
+                  history=history, pool=pool, approvals=approvals,
+                  sweeper=ApprovalSweeper(approval_store, clock,
+                                          expired_template=persona.lines.approval_expired),
+                  services=services, orchestrator=orchestrator, outbound=outbound,
+                  gateway=gateway, triggers=triggers, http=http, memory=memory,
+                  closers=closers)
         await app.ensure_owner()
         return app
 
+    def channel_host(self) -> ChannelHost:
+        """What a channel may use of Valet (never the App itself)."""
+        return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
+                           db=self.db)
+
     def add_channel(self, sender: ChannelSender) -> None:
         """Register a channel's sender: the outbox delivers its messages through it."""
-        self.senders[sender.name] = sender
+        self.outbound.add_channel(sender)
 
     async def ensure_owner(self) -> User:
         """The owner from configuration, reachable on the console and their listed ids."""
@@ -249,12 +268,12 @@ class App:
         self.stall_monitor.start()
         await self.gateway.start()
         self._sweeper = asyncio.create_task(self._sweep_approvals())
-        if self.triggers is not None and self.settings.triggers.enabled:  # issue 14
+        if self.settings.triggers.enabled:
             await self.triggers.start()
-        if self.memory is not None:  # issue 15: retries of failed extractions
+        if self.memory is not None:  # retries of failed extractions
             self.memory.start()
-        if self.mail is not None:  # issue 17: queued mail goes out; outcomes told
-            self.mail.start(sole_owner=self.db.dialect == "sqlite")
+        # Queued mail goes out; outcomes are told.
+        self.mail.start(sole_owner=self.db.dialect == "sqlite")
 
     async def sweep_approvals(self) -> None:
         """One pass of the approval sweeper (expiries, lapsed leases); owners are told without
@@ -265,8 +284,8 @@ class App:
         for notice in notices:
             user = await self.users.get(notice.user_id)
             if user is not None:
-                await self.gateway.notify_user(user, notice.line, dedupe_key=notice.dedupe_key)
-                await self.gateway.settle_prompts(user.id)
+                await self.outbound.notify_user(user, notice.line, dedupe_key=notice.dedupe_key)
+                await self.outbound.settle_prompts(user.id)
 
     async def _sweep_approvals(self) -> None:
         while True:
@@ -277,10 +296,8 @@ class App:
             await asyncio.sleep(self.settings.approvals.sweep_seconds)
 
     async def close(self) -> None:
-        if self.triggers is not None:  # issue 14: stop firing first
-            await self.triggers.stop()
-        if self.mail is not None:  # an attempt under way may finish; its outcome is told
-            await self.mail.close()
+        await self.triggers.stop()  # stop firing first
+        await self.mail.close()  # an attempt under way may finish; its outcome is told
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -291,7 +308,7 @@ class App:
         if self.stall_monitor is not None:
             await self.stall_monitor.stop()
         stop_offload_workers()
-        for closer in self._closers:
+        for closer in self.closers:
             await closer()
         await self.http.close()
         await self.llm.close()
@@ -300,41 +317,42 @@ class App:
             self._owner.release()
 
 
-def _build_gateway(settings: Settings, db: Database, clock: Clock, persona: Persona, *,
-                   users: UserStore, identities: IdentityStore, access: AccessControl,
-                   history: HistoryStore, handle_message: Any, locks: UserLocks,
-                   answer_button: Any, silenced: Callable[[str], Awaitable[bool]],
-                   outcomes: Any) -> Gateway:
-    """The message path: inbox and access in, outbox out, notifications, prompt edits. Channels
-    register their senders later (App.add_channel) in the map it delivers through."""
+@dataclass(frozen=True)
+class TriggerDoor:
+    """What a triggered run needs of the message path: the person's queue (the gateway's
+    entry by user) and notifications (the outbound side)."""
+
+    gateway: Gateway
+    outbound: Outbound
+
+    async def submit(self, msg: TriggerMessage) -> bool:
+        return await self.gateway.submit(msg)
+
+    async def notify(self, note: Notification) -> Delivery:
+        return await self.outbound.notify(note)
+
+
+def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserStore,
+                    identities: IdentityStore, outcomes: Outcomes) -> Outbound:
+    """The outbox and its deliverer, notifications, prompt edits. Channels register their
+    senders later (App.add_channel) in the map it delivers through."""
     senders: dict[str, ChannelSender] = {}
     outbox = OutboxStore(db)
-    reach = ReachStore(db)
-    return Gateway(GatewayDeps(
-        db=db, clock=clock, users=users, identities=identities, access=access,
-        inbox=InboxStore(db), outbox=outbox,
+    return Outbound(
+        db=db, clock=clock, users=users, outbox=outbox,
         deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
                                   on_permanent=_mark_unwritable(identities, clock)),
-        history=history, handle_message=handle_message, locks=locks,
-        senders=senders, failure_line=persona.lines.llm_unavailable,
-        max_attempts=settings.gateway.turn_attempts,
-        retry_seconds=settings.gateway.turn_retry_seconds,
-        notifier=Notifier(db, users, reach, outbox, clock, senders), reach=reach,
-        answer_button=answer_button, silenced=silenced,
-        prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders))))
+        notifier=Notifier(db, users, identities, outbox, clock, senders), senders=senders,
+        prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)))
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,
-                gateway_box: list[Gateway]) -> MailDelivery:
-    """Issue 17: approved mail is stored (keyed by its approval id) and sent once; the
-    deliverer retries what the server did not take and tells the person the outcome."""
+                outbound: Outbound) -> MailDelivery:
+    """Approved mail is stored (keyed by its approval id) and sent once; the deliverer
+    retries what the server did not take and tells the person the outcome."""
     policy = DeliveryPolicy()
-
-    async def notify(note: Notification) -> Delivery:
-        return await gateway_box[0].notify(note)
-
     return MailDelivery(MailOutbox(db, lease=policy.lease), clock, stored_accounts(credentials),
-                        policy=policy, notify=notify)
+                        policy=policy, notify=outbound.notify)
 
 
 def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
@@ -345,29 +363,11 @@ def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
     return can_edit
 
 
-def _silenced(triggers_box: list[Any]) -> Callable[[str], Awaitable[bool]]:
-    async def silenced(run_key: str) -> bool:
-        return bool(triggers_box) and await triggers_box[0].service.silenced(run_key)
-
-    return silenced
-
-
-def _task_listing(triggers: Any) -> Callable[[TurnContext, list[str]], Awaitable[str]]:
+def _task_listing(tasks: TaskService) -> Callable[[TurnContext, list[str]], Awaitable[str]]:
     async def listing(ctx: TurnContext, args: list[str]) -> str:
-        return str(await triggers.service.listing(ctx.user.id))
+        return await tasks.listing(ctx.user.id)
 
     return listing
-
-
-def _build_triggers(settings: Settings, db: Database, clock: Clock, gateway: Gateway,
-                    registry: ToolRegistry, http: aiohttp.ClientSession, stores: Any) -> Any:
-    """Issue 14: the trigger engine (the composition root is the one place bot meets it)."""
-    from triggers.engine import EngineSettings
-    from triggers.wiring import build_triggers
-
-    return build_triggers(db, clock, gateway, registry, EngineSettings(
-        heartbeat_seconds=settings.triggers.heartbeat_seconds,
-        lease_seconds=settings.triggers.lease_seconds), http=http, stores=stores)
 
 
 def _mark_unwritable(identities: IdentityStore, clock: Clock) -> OnPermanent:
@@ -384,7 +384,8 @@ def _mark_unwritable(identities: IdentityStore, clock: Clock) -> OnPermanent:
     return mark
 
 
-async def _user_locks(settings: Settings) -> tuple[UserLocks, list[Any]]:
+async def _user_locks(settings: Settings
+                      ) -> tuple[UserLocks, list[Callable[[], Awaitable[None]]]]:
     if not settings.redis_url:
         return LocalUserLocks(), []
     from bot.redis_service import open_redis

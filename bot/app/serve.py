@@ -15,67 +15,25 @@ import logging
 import os
 import signal
 from collections.abc import Mapping
-from typing import Protocol
 
 from aiohttp import web
 
+from bot.app.channels import ServedChannel, configured_channels
+from bot.app.root import App
 from bot.config import Settings
 
 log = logging.getLogger(__name__)
 
-class ServedChannel(Protocol):
-    """What a channel gives `valet serve`: its HTTP routes (webhooks) and its lifecycle."""
-
-    name: str
-    ready: bool  # started and receiving
-
-    def routes(self) -> list[web.RouteDef]: ...
-
-    async def start(self) -> None:
-        """Begin receiving (polling, registering a webhook)."""
-        ...
-
-    async def stop(self) -> None:
-        """Take no new messages; replies can still be sent."""
-        ...
-
-    async def close(self) -> None:
-        """Release everything, after the last reply went out."""
-        ...
-
-
-async def configured_channels(settings: Settings, app: object,
-                              env: Mapping[str, str] | None = None) -> list[ServedChannel]:
-    """Every channel whose settings turn it on: Telegram with VALET_TELEGRAM_TOKEN, SMS with
-    VALET_TWILIO_ACCOUNT_SID (the rest of its settings are then required)."""
-    env = os.environ if env is None else env
-    channels: list[ServedChannel] = []
-    if settings.telegram.token:
-        from channels.telegram.service import TelegramService
-
-        telegram = TelegramService.from_app(app)  # type: ignore[arg-type]
-        app.add_channel(telegram.channel)  # type: ignore[attr-defined]
-        channels.append(telegram)
-    if env.get("VALET_TWILIO_ACCOUNT_SID"):
-        from channels.sms import build_sms_channel
-
-        channels.append(await build_sms_channel(app, env))  # type: ignore[arg-type]
-    return channels
-
-
-def extra_routes(app: object, env: Mapping[str, str] | None = None) -> list[web.RouteDef]:
+def extra_routes(app: App, env: Mapping[str, str] | None = None) -> list[web.RouteDef]:
     """Routes that are not a channel's: `POST /events` for the trigger engine (bearer token
     VALET_EVENTS_TOKEN; without one every request gets 401)."""
     env = os.environ if env is None else env
-    triggers = getattr(app, "triggers", None)
-    if triggers is None:
-        return []
     from triggers.http import events_routes
 
-    return events_routes(triggers.bus, env.get("VALET_EVENTS_TOKEN") or None)
+    return events_routes(app.triggers.bus, env.get("VALET_EVENTS_TOKEN") or None)
 
 
-def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application:
+def build_web_app(app: App, channels: list[ServedChannel]) -> web.Application:
     web_app = web.Application(client_max_size=2 * 1024 * 1024)
 
     async def healthz(_: web.Request) -> web.Response:
@@ -84,7 +42,7 @@ def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application
     async def readyz(_: web.Request) -> web.Response:
         checks: dict[str, bool] = {}
         try:
-            await app.db.fetchval("SELECT 1")  # type: ignore[attr-defined]
+            await app.db.fetchval("SELECT 1")
             checks["database"] = True
         except Exception:
             log.warning("readiness: database unreachable", exc_info=True)
@@ -115,8 +73,6 @@ def _service_logging() -> None:
 
 
 async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
-    from bot.app import App
-
     _service_logging()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -158,14 +114,13 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     return 0
 
 
-async def _drain(app: object, channels: list[ServedChannel], grace: float) -> None:
+async def _drain(app: App, channels: list[ServedChannel], grace: float) -> None:
     """No new work; running turns and their replies get a bounded time to finish."""
     log.info("valet serve: stopping; finishing running turns (up to %.0fs)",
              grace)
     for channel in channels:
         await channel.stop()
     try:
-        await asyncio.wait_for(app.gateway.wait_idle(),  # type: ignore[attr-defined]
-                               grace)
+        await asyncio.wait_for(app.gateway.wait_idle(), grace)
     except TimeoutError:
         log.warning("valet serve: turns still running are left for the next start")

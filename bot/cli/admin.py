@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bot.approvals.model import ApprovalStatus
 from bot.config import Settings
 from bot.gateway.users import User
+from channels.sms.store import SmsStore
 
 if TYPE_CHECKING:
     from bot.app import App  # imported when run, after the CLI has parsed its arguments
@@ -121,7 +122,7 @@ async def _sms_segments_this_month(app: App, user: User) -> int:
         zone = ZoneInfo("UTC")
     local = app.clock.now().astimezone(zone)
     month_start = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return await app.gateway.deps.outbox.segments_since(user.id, "sms", month_start.astimezone(UTC))
+    return await SmsStore(app.db).segments_since(user.id, month_start.astimezone(UTC))
 
 
 async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) -> int:
@@ -141,7 +142,7 @@ async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) 
     if user is None:
         say(f"no pending request {code} (it may have expired)")
         return 1
-    await app.gateway.notify_user(user, "You're in! I'm your assistant now: ask me anything.",
+    await app.outbound.notify_user(user, "You're in! I'm your assistant now: ask me anything.",
                                   dedupe_key=f"paired:{code}")
     say(f"approved {code}: user {user.id}")
     return 0

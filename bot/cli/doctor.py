@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
+from bot.app.database import open_database
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
 from bot.config import ConfigError, Settings
-from bot.db import connect
 from bot.llm import LLM, LLMAuthError, LLMError, LLMModelNotFoundError
 from bot.redact import redact_text, redact_url
 from bot.redis_service import RedisUnavailable, open_redis
@@ -68,7 +68,7 @@ async def run_doctor(settings: Settings, say: Say) -> int:
 async def _check_database(settings: Settings, ok: Say, bad: Say) -> None:
     where = redact_url(settings.database_url)
     try:
-        db = await connect(settings.database_url)
+        db = await open_database(settings.database_url)
         await db.close()
         ok(f"database {where}")
     except Exception as err:
@@ -79,7 +79,7 @@ async def _check_capabilities(settings: Settings, specs: Mapping[str, Capability
                               say: Say, bad: Say) -> None:
     """Each capability: on, off (and what would turn it on) or failing (and why)."""
     try:
-        db = await connect(settings.database_url)
+        db = await open_database(settings.database_url)
     except Exception:
         db = None  # the database check above already said why
     try:
@@ -102,7 +102,7 @@ async def _check_email(settings: Settings, ok: Say, bad: Say) -> None:
     from agents.email.checks import check_connected
 
     try:
-        db = await connect(settings.database_url)
+        db = await open_database(settings.database_url)
     except Exception:
         return  # the database check above already said why
     try:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from bot.app.database import open_database
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
-from bot.db import Database, connect
+from bot.db import Database
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import User, UserStore
 from bot.memory.facts import Closed, FactStore
@@ -33,7 +34,7 @@ def add_memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 async def run_memory(settings: Settings, args: argparse.Namespace,
                      say: Callable[[str], None] = print, clock: Clock | None = None) -> int:
-    db = await connect(settings.database_url)
+    db = await open_database(settings.database_url)
     try:
         user = await _find_user(db, args.user)
         if user is None:

@@ -6,6 +6,7 @@ translates them. Times are timezone-aware datetimes in UTC on both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -73,9 +74,11 @@ def database_url_problem(url: str) -> str | None:
             "(embedded) or postgresql://user@host/dbname")
 
 
-async def connect(url: str, *, migrate: bool = True) -> Database:
+async def connect(url: str, *, migrate: bool = True,
+                  migrations: Sequence[str] = ("bot.db",)) -> Database:
     """Open the database a URL names (sqlite:///path, sqlite:///:memory:, postgresql://...).
 
+    `migrations`: the packages whose migrations apply (bot.app.database names them all).
     Raises DatabaseURLError for a URL of the wrong form and DatabaseUnavailable when the
     database is there on paper but cannot be reached, opened or written."""
     problem = database_url_problem(url)
@@ -95,7 +98,7 @@ async def connect(url: str, *, migrate: bool = True) -> Database:
         from bot.db.migrate import apply_migrations
 
         try:
-            await apply_migrations(db)
+            await apply_migrations(db, migrations)
         except Exception as err:
             await db.close()
             if not _is_database_failure(err):

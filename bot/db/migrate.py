@@ -1,6 +1,10 @@
 """Numbered SQL migrations, shared by SQLite and Postgres, applied at start-up.
 
-A migration file is `NNNN_name.sql`. The few types the two dialects spell differently are
+A migration file is `NNNN_name.sql`, in the `migrations` folder of the package that owns its
+tables: the core's (`bot.db`), or a part's own (the SMS channel's). One numbering for all: the
+composition root names the packages (bot.app.database), and two files may not share a number.
+
+The few types the two dialects spell differently are
 written as placeholders: {autoid} (an auto-increment primary key) and {blob}. A statement
 whose first line is `-- sqlite only...` or `-- postgres only...` runs on that dialect alone
 (full-text search: an FTS5 table on SQLite, a GIN index on Postgres).
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import resources
 
@@ -26,13 +31,18 @@ _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _ONLY = re.compile(r"^--\s*(sqlite|postgres) only\b")
 
 
-def migration_files() -> list[tuple[int, str, str]]:
-    """(version, name, sql) in order."""
+CORE = ("bot.db",)
+
+
+def migration_files(packages: Sequence[str] = CORE) -> list[tuple[int, str, str]]:
+    """(version, name, sql) in order, from every package's `migrations` folder."""
     found = []
-    for entry in resources.files("bot.db").joinpath("migrations").iterdir():
-        match = _NAME.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    for package in packages:
+        for entry in resources.files(package).joinpath("migrations").iterdir():
+            match = _NAME.match(entry.name)
+            if match:
+                found.append((int(match.group(1)), entry.name,
+                              entry.read_text(encoding="utf-8")))
     found.sort()
     versions = [v for v, _, _ in found]
     if len(versions) != len(set(versions)):
@@ -55,7 +65,7 @@ def _runs_on(statement: str, dialect: str) -> bool:
     return only is None or only.group(1) == dialect
 
 
-async def apply_migrations(db: Database) -> list[str]:
+async def apply_migrations(db: Database, packages: Sequence[str] = CORE) -> list[str]:
     """Apply the migrations this database has not seen; returns their names."""
     async with db.transaction() as tx:
         await _serialise(db, tx)
@@ -63,7 +73,7 @@ async def apply_migrations(db: Database) -> list[str]:
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
     applied: list[str] = []
-    for version, name, sql in migration_files():
+    for version, name, sql in migration_files(packages):
         async with db.transaction() as tx:
             await _serialise(db, tx)
             done = await tx.fetchval(

@@ -1,27 +1,24 @@
 """The inbound path: persist (duplicates stop here), who is it (unknown senders never reach the
-LLM), one turn at a time per user, and every reply through the outbox.
+LLM), one turn at a time per user, and every reply through the outbox (bot.gateway.outbound).
 
     channel -> receive() -> inbox row -> admit -> kick(user) -> drain: claim, turn, outbox
+    channel -> answer_at_the_door() -> inbox row, a fixed answer, closed: no turn
     trigger -> submit()  -> inbox row (the user's queue) -> drain -> reply as a notification
-    anyone  -> notify()  -> routed to the person's channel -> outbox
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from bot.clock import Clock
 from bot.commands import command_word
-from bot.db import Database, Queries
+from bot.db import Database
 from bot.envelopes import (
-    ApprovalPrompt,
     ButtonPress,
-    Delivery,
     EventSink,
     Inbound,
     IncomingMessage,
@@ -30,16 +27,13 @@ from bot.envelopes import (
     Reply,
     TriggerMessage,
     TurnStop,
-    Urgency,
     payload_of,
 )
 from bot.gateway.access import AccessControl, Admission, pairing_prompt
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
-from bot.gateway.notify import Notifier, ReachStore
-from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
-from bot.gateway.prompt_edits import PromptEdits
+from bot.gateway.outbound import Outbound
 from bot.gateway.users import User, UserStore
 from bot.media import MediaSource, fetch_images, heard_line
 from bot.memory.history import HistoryStore
@@ -66,15 +60,11 @@ class GatewayDeps:
     identities: IdentityStore
     access: AccessControl
     inbox: InboxStore
-    outbox: OutboxStore
-    deliverer: OutboxDeliverer
+    outbound: Outbound
     history: HistoryStore
     handle_message: HandleMessage
     locks: UserLocks
-    senders: dict[str, ChannelSender]
     failure_line: str  # what the user reads when their message could not be handled
-    notifier: Notifier
-    reach: ReachStore
     max_attempts: int = 3  # a turn that crashes is tried this often (gateway.turn_attempts)
     retry_seconds: float = 0.2  # x attempt, before the next try
     # The short answer to a button press, given at once (before the turn runs): "Approving...",
@@ -83,8 +73,6 @@ class GatewayDeps:
     # Whether a trigger run's reply stays unsent (it said it had nothing to report and its
     # task asks for silence then), by the run's key. A structured flag, never the text.
     silenced: Callable[[str], Awaitable[bool]] | None = None
-    # Prompt messages whose approvals are settled are edited to show the outcome.
-    prompt_edits: PromptEdits | None = None
 
 
 class Gateway:
@@ -93,13 +81,13 @@ class Gateway:
         self._running: dict[str, asyncio.Event] = {}  # user -> their running turn's /stop
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
-        self._delivery: asyncio.Task[None] | None = None
+        self.outbound = deps.outbound
 
     # --- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start delivering, and pick up messages a previous run left unfinished."""
-        self._delivery = asyncio.create_task(self.deps.deliverer.run())
+        self.outbound.start()
         for user_id in await self.deps.inbox.users_with_work():
             log.info("recovering unfinished messages for %s", user_id)
             self.kick(user_id)
@@ -108,17 +96,14 @@ class Gateway:
         for task in list(self._drains.values()):
             task.cancel()  # a cancelled turn's row stays `processing`: redone after restart
         await asyncio.gather(*self._drains.values(), return_exceptions=True)
-        self.deps.deliverer.stop()
-        if self._delivery:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._delivery
+        await self.outbound.stop()
 
     async def wait_idle(self, poll: float = 0.01) -> None:
         """Until no turn is running and nothing due is waiting to be sent."""
         while True:
-            if not self._drains and not await self.deps.outbox.in_flight(self.deps.clock.now()):
+            if not self._drains and not await self.outbound.in_flight():
                 return
-            self.deps.deliverer.wake()
+            self.outbound.wake()
             await asyncio.sleep(poll)
 
     # --- inbound -------------------------------------------------------------------------
@@ -132,10 +117,20 @@ class Gateway:
         """`receive`, and the message's inbox row id (None for a duplicate): its reply is the
         outbox row keyed `reply:<row id>`, so a channel can wait for exactly that reply."""
         msg, deps = clean_incoming(msg), self.deps  # bytes a store or a terminal cannot take
+        if msg.choice is not None and msg.button is None:
+            msg = await self._bind_choice(msg)
         row_id = await deps.inbox.record(msg)
         if row_id is None:
             return ReceiveResult.DUPLICATE, None
         return await self._admit(msg, row_id), row_id
+
+    async def _bind_choice(self, msg: IncomingMessage) -> IncomingMessage:
+        """A bare choice answers the prompt of the last message to this address, when that
+        message carried exactly one; otherwise ("1" answering a question, a list) it is text."""
+        last = await self.outbound.outbox.latest_to(msg.channel, msg.address)
+        if last is None or len(last.prompts) != 1 or msg.choice is None:
+            return msg
+        return replace(msg, button=ButtonPress(last.prompts[0].id, msg.choice))
 
     async def _admit(self, msg: IncomingMessage, row_id: int) -> ReceiveResult:
         deps = self.deps
@@ -146,10 +141,9 @@ class Gateway:
             await self._close_at_the_door(msg, row_id, admission)
             return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
         await deps.inbox.assign(row_id, admission.user.id)
-        await deps.reach.wrote_again(msg.channel, msg.address)
+        await deps.identities.wrote_again(msg.channel, msg.address)
         if self._stop_running_turn(admission.user.id, msg.text):
-            async with deps.db.transaction() as tx:  # the stopped turn's reply says it
-                await deps.inbox.close(tx, row_id, "done", at)
+            await self._close(row_id, "done")  # the stopped turn's reply says it
             return ReceiveResult.HANDLED
         self.kick(admission.user.id)
         if msg.button is not None and msg.button.answer_ref:
@@ -177,7 +171,7 @@ class Gateway:
 
     async def _answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
         """A button press is acknowledged at once, whatever the turn does next."""
-        sender = self.deps.senders.get(channel)
+        sender = self.outbound.sender(channel)
         answer = getattr(sender, "answer_button", None)
         if answer is None or self.deps.answer_button is None:
             return
@@ -186,23 +180,55 @@ class Gateway:
         except Exception:  # the press is stored and will be decided; only the toast failed
             log.warning("answering a %s button press failed", channel, exc_info=True)
 
+    async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
+                                 user_id: str | None, status: str = "done") -> bool:
+        """A message a channel answers itself (STOP, HELP, a picture alone): recorded in the
+        inbox first (a redelivery is a duplicate, answered once), answered with at most one
+        fixed line, and closed: no turn, no LLM. False for a duplicate."""
+        msg = clean_incoming(msg)
+        row_id = await self.deps.inbox.record(msg)
+        if row_id is None:
+            return False
+        if user_id:
+            await self.deps.inbox.assign(row_id, user_id)
+        await self._close(row_id, status, reply=Reply(reply or ""), user_id=user_id,
+                          channel=msg.channel, address=msg.address)
+        return True
+
+    async def answer_directly(self, channel: str, address: str, text: str, *,
+                              dedupe_key: str, user_id: str | None = None) -> None:
+        """A channel's short answer that needs no turn (media Valet cannot read yet)."""
+        await self.outbound.answer_directly(channel, address, text, dedupe_key=dedupe_key,
+                                            user_id=user_id)
+
     async def _close_at_the_door(self, msg: IncomingMessage, row_id: int,
                                  admission: Admission) -> None:
-        deps = self.deps
-        at = deps.clock.now()
-        async with deps.db.transaction() as tx:
-            if admission.reply:
-                await deps.outbox.enqueue(
-                    tx, dedupe_key=f"reply:{row_id}",
-                    user_id=admission.user.id if admission.user else None,
-                    channel=msg.channel, address=msg.address, text=admission.reply, at=at)
-            await deps.inbox.close(tx, row_id, "done" if admission.handled else "rejected", at)
+        user_id = admission.user.id if admission.user else None
+        await self._close(row_id, "done" if admission.handled else "rejected",
+                          reply=Reply(admission.reply or ""), user_id=user_id,
+                          channel=msg.channel, address=msg.address)
         if admission.notify_owner:
             prompts = (pairing_prompt(admission.pairing_code),) if admission.pairing_code \
                 else ()
-            await self.notify_owner(admission.notify_owner, dedupe_key=f"pairing:{row_id}",
-                                    prompts=prompts)
-        deps.deliverer.wake()
+            await self.outbound.notify_owner(admission.notify_owner,
+                                             dedupe_key=f"pairing:{row_id}", prompts=prompts)
+
+    async def _close(self, row_id: int, status: str, *, reply: Reply | None = None,
+                     user_id: str | None = None, channel: str = "", address: str = "",
+                     error: str | None = None) -> None:
+        """The one way an inbox row ends: its reply (if it has one) queued and the row closed
+        in one transaction, so the reply exists exactly once."""
+        deps = self.deps
+        speaks = reply is not None and bool(reply.text or reply.prompts)
+        async with deps.db.transaction() as tx:
+            if speaks and reply is not None:
+                await self.outbound.queue_reply(
+                    tx, dedupe_key=f"reply:{row_id}", user_id=user_id, channel=channel,
+                    address=address, text=reply.text,
+                    payload=payload_of(reply.prompts, reply.stop))
+            await deps.inbox.close(tx, row_id, status, deps.clock.now(), error)
+        if speaks:
+            self.outbound.wake()
 
     def kick(self, user_id: str) -> None:
         """There is work for this user: make sure one drain runs for them."""
@@ -242,14 +268,12 @@ class Gateway:
             return
         user = await deps.users.get(row.user_id)
         if user is None or user.blocked:
-            async with deps.db.transaction() as tx:
-                await deps.inbox.close(tx, row.id, "rejected", deps.clock.now())
+            await self._close(row.id, "rejected")
             return
         target = await self._reply_target(row)
         if target is None:
             log.warning("trigger run %s for %s: no reachable channel; dropped", row.id, user.id)
-            async with deps.db.transaction() as tx:
-                await deps.inbox.close(tx, row.id, "failed", deps.clock.now(), "unreachable")
+            await self._close(row.id, "failed", error="unreachable")
             return
         channel, address = target
         await self._typing(channel, address)
@@ -271,18 +295,7 @@ class Gateway:
         finally:
             self._running.pop(user.id, None)
         await self._finish(row, reply)
-        await self.settle_prompts(user.id)
-
-    async def settle_prompts(self, user_id: str) -> None:
-        """Prompts decided, expired or interrupted: their messages say so (where the channel
-        can edit). A courtesy: a failure here is logged and tried again after the next turn."""
-        if self.deps.prompt_edits is None:
-            return
-        try:
-            if await self.deps.prompt_edits.settle(user_id):
-                self.deps.deliverer.wake()
-        except Exception:
-            log.warning("editing settled prompts of %s failed", user_id, exc_info=True)
+        await self.outbound.settle_prompts(user.id)
 
     async def _reply_target(self, row: InboxRow) -> tuple[str, str] | None:
         """Where the turn's reply goes: back where the message came from, or, for a
@@ -290,14 +303,14 @@ class Gateway:
         if row.trigger_task_id is None:
             return row.channel, row.address
         assert row.user_id is not None
-        found = await self.deps.notifier.route(row.user_id, row.reply_channel)
+        found = await self.outbound.route(row.user_id, row.reply_channel)
         return (found.channel, found.address) if found else None
 
     async def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str
                        ) -> Inbound:
         assert row.user_id is not None
         # A photo's bytes are fetched now, for this turn only (the row keeps the reference).
-        source = self.deps.senders.get(row.channel)
+        source = self.outbound.sender(row.channel)
         images = await fetch_images(source if isinstance(source, MediaSource) else None,
                                     row.media) if row.media else ()
         return Inbound(user_id=row.user_id, channel=channel, text=row.text,
@@ -310,29 +323,26 @@ class Gateway:
         """The reply is queued and the message closed in one transaction: exactly once. A
         trigger's reply is a notification: routed to the person, quiet hours respected."""
         deps = self.deps
-        at = deps.clock.now()
         speaks = not reply.silent and bool(reply.text or reply.prompts)
         heard = heard_line(row.media, row.text) if row.media else None
         text = f"{heard}\n\n{reply.text}" if heard and reply.text else reply.text
         if speaks and row.trigger_task_id is not None and deps.silenced is not None \
                 and not reply.prompts and await deps.silenced(row.external_id):
             speaks = False
-        async with deps.db.transaction() as tx:
-            if speaks and row.trigger_task_id is not None and row.user_id is not None:
-                await deps.notifier.notify(Notification(
-                    row.user_id, text, dedupe_key=f"reply:{row.id}",
-                    channel=row.reply_channel, urgency=row.urgency, prompts=reply.prompts),
-                    q=tx)
-            elif speaks:
-                await deps.outbox.enqueue(
-                    tx, dedupe_key=f"reply:{row.id}", user_id=row.user_id, channel=row.channel,
-                    address=row.address, text=text, at=at,
-                    payload=payload_of(reply.prompts, reply.stop))
-            await deps.inbox.close(tx, row.id, status, at, error)
-        deps.deliverer.wake()
+        if not (speaks and row.trigger_task_id is not None and row.user_id is not None):
+            await self._close(row.id, status, reply=replace(reply, text=text) if speaks else None,
+                              user_id=row.user_id, channel=row.channel, address=row.address,
+                              error=error)
+            return
+        async with deps.db.transaction() as tx:  # a trigger's reply is a notification
+            await self.outbound.notifier.notify(Notification(
+                row.user_id, text, dedupe_key=f"reply:{row.id}", channel=row.reply_channel,
+                urgency=row.urgency, prompts=reply.prompts), q=tx)
+            await deps.inbox.close(tx, row.id, status, deps.clock.now(), error)
+        self.outbound.wake()
 
     async def _typing(self, channel: str, address: str) -> None:
-        show = getattr(self.deps.senders.get(channel), "typing", None)
+        show = getattr(self.outbound.sender(channel), "typing", None)
         if show is None:
             return
         try:
@@ -341,7 +351,7 @@ class Gateway:
             log.debug("typing indicator failed", exc_info=True)
 
     def _progress(self, channel: str, address: str) -> EventSink | None:
-        show = getattr(self.deps.senders.get(channel), "progress", None)
+        show = getattr(self.outbound.sender(channel), "progress", None)
         if show is None:
             return None
 
@@ -352,40 +362,3 @@ class Gateway:
                 log.debug("progress display failed", exc_info=True)
 
         return emit
-
-    # --- outbound that no inbound message asked for -----------------------------------------
-
-    async def answer_directly(self, channel: str, address: str, text: str, *,
-                              dedupe_key: str) -> None:
-        """A channel's short answer that needs no turn (media Valet cannot read yet), from a
-        known sender: through the outbox like every reply (limits, retries), once per key (the
-        channel's own id of what it answers: a redelivered update is answered once)."""
-        await self.deps.outbox.enqueue(self.deps.db, dedupe_key=dedupe_key, user_id=None,
-                                       channel=channel, address=address, text=text,
-                                       at=self.deps.clock.now())
-        self.deps.deliverer.wake()
-
-    async def notify(self, note: Notification, q: Queries | None = None) -> Delivery:
-        """A message for a person that no inbound message asked for (see bot.gateway.notify):
-        routed to their channel, quiet hours respected, through the outbox."""
-        delivery = await self.deps.notifier.notify(note, q)
-        self.deps.deliverer.wake()
-        return delivery
-
-    async def notify_user(self, user: User, text: str, *, dedupe_key: str,
-                          channel: str | None = None, q: Queries | None = None,
-                          urgency: Urgency = Urgency.URGENT) -> bool:
-        """A notice about the person's own conversation (an expiry, "you're in"): sent now."""
-        return await self.notify(Notification(user.id, text, dedupe_key, channel=channel,
-                                              urgency=urgency), q) is Delivery.QUEUED
-
-    async def notify_owner(self, text: str, *, dedupe_key: str,
-                           prompts: tuple[ApprovalPrompt, ...] = ()) -> bool:
-        owners = [u for u in await self.deps.users.list() if u.is_owner]
-        sent = False
-        for owner in owners:
-            sent |= await self.notify(Notification(
-                owner.id, text, f"{dedupe_key}:{owner.id}", urgency=Urgency.URGENT,
-                prompts=prompts)) is Delivery.QUEUED
-        return sent
-

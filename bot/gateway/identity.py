@@ -37,6 +37,11 @@ class Identity:
     opted_out_at: datetime | None = None  # said STOP: nothing is sent until START
     unreachable_at: datetime | None = None  # a permanent send failure: wait for them to write
 
+    @property
+    def writable(self) -> bool:
+        """Valet may send here now (neither opted out nor marked unreachable)."""
+        return self.opted_out_at is None and self.unreachable_at is None
+
 
 _IDENTITY_COLUMNS = "channel, address, user_id, display_name, opted_out_at, unreachable_at"
 
@@ -47,6 +52,9 @@ def _identity(row: Row) -> Identity:
 
 
 class IdentityStore:
+    """People's addresses per channel, and whether each can be written to: the one store
+    that writes the opt-out (STOP/START) and unreachable marks."""
+
     def __init__(self, db: Database, users: UserStore) -> None:
         self.db = db
         self.users = users
@@ -117,6 +125,13 @@ class IdentityStore:
         return await self.db.execute(
             "UPDATE identities SET unreachable_at = $3 WHERE channel = $1 AND address = $2",
             channel, address, at if unreachable else None) > 0
+
+    async def wrote_again(self, channel: str, address: str) -> None:
+        """The person wrote from this identity: it is reachable again (an opt-out stays
+        until they say START: only their channel's own keyword lifts it)."""
+        await self.db.execute(
+            "UPDATE identities SET unreachable_at = NULL WHERE channel = $1 AND address = $2"
+            " AND unreachable_at IS NOT NULL", channel, address)
 
     async def create_user(self, channel: str, address: str, *, display_name: str,
                           default_timezone: str, at: datetime, is_owner: bool = False) -> User:

@@ -16,8 +16,9 @@ from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
-from bot.db import Database, Queries, Row
+from bot.db import Database, Queries
 from bot.envelopes import Delivery, Notification, Urgency, payload_of
+from bot.gateway.identity import IdentityStore
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.users import User, UserStore
 
@@ -30,33 +31,6 @@ class Reachable:
 
     channel: str
     address: str
-
-
-class ReachStore:
-    """Whether an identity can be written to: opted out (SMS STOP) or unreachable (a
-    permanent send failure), as routing reads it. The marks are set by IdentityStore
-    (set_opted_out, set_unreachable); unreachable clears when the person writes again."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    async def wrote_again(self, channel: str, address: str) -> None:
-        """The person wrote from this identity: it is reachable again (an opt-out stays
-        until they say START: only their channel's own keyword lifts it)."""
-        await self.db.execute(
-            "UPDATE identities SET unreachable_at = NULL WHERE channel = $1 AND address = $2"
-            " AND unreachable_at IS NOT NULL", channel, address)
-
-    async def of_user(self, user_id: str) -> list[tuple[Reachable, bool]]:
-        """Every identity of the user, oldest first, with whether it can be written to."""
-        rows = await self.db.fetch(
-            "SELECT channel, address, opted_out_at, unreachable_at FROM identities"
-            " WHERE user_id = $1 ORDER BY created_at", user_id)
-        return [(Reachable(r["channel"], r["address"]), _writable(r)) for r in rows]
-
-
-def _writable(row: Row) -> bool:
-    return row["opted_out_at"] is None and row["unreachable_at"] is None
 
 
 def quiet_until(user: User, now: datetime) -> datetime | None:
@@ -84,11 +58,11 @@ def _hhmm(text: str) -> time:
 
 
 class Notifier:
-    def __init__(self, db: Database, users: UserStore, reach: ReachStore, outbox: OutboxStore,
-                 clock: Clock, senders: Container[str]) -> None:
+    def __init__(self, db: Database, users: UserStore, identities: IdentityStore,
+                 outbox: OutboxStore, clock: Clock, senders: Container[str]) -> None:
         self.db = db
         self.users = users
-        self.reach = reach
+        self.identities = identities
         self.outbox = outbox
         self.clock = clock
         self.senders = senders
@@ -98,7 +72,8 @@ class Notifier:
         user = await self.users.get(user_id)
         if user is None:
             return None
-        writable = [r for r, ok in await self.reach.of_user(user_id) if ok]
+        writable = [Reachable(i.channel, i.address)
+                    for i in await self.identities.of_user(user_id) if i.writable]
         for choice in (wanted, user.preferred_channel):
             found = next((r for r in writable if choice and r.channel == choice), None)
             if found is not None:

@@ -39,13 +39,6 @@ def _message(r: Row) -> OutboundMessage:
                            kind=payload.get("kind", "reply"), dedupe_key=r["dedupe_key"] or "")
 
 
-# How final a delivery report is (SQL, for one value): a report moves a row only upwards.
-_DELIVERY_RANK = ("(CASE {} WHEN 'failed' THEN 5 WHEN 'undelivered' THEN 5"
-                  " WHEN 'delivered' THEN 4 WHEN 'read' THEN 4 WHEN 'sent' THEN 3"
-                  " WHEN 'sending' THEN 2 WHEN 'queued' THEN 1 WHEN 'accepted' THEN 1"
-                  " ELSE 0 END)")
-
-
 class OutboxStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -115,26 +108,6 @@ class OutboxStore:
             " the process stopped while sending' WHERE status = 'sending'"
             " AND claimed_at < $1", older_than)
 
-    # --- after sending: what the channel reports back, and what it cost -------------------
-
-    async def record_delivery(self, message_id: int, status: str, error: str | None,
-                              at: datetime) -> bool:
-        """A delivery report (Twilio's status callback). Reports arrive out of order and a
-        long message has several parts: a report never replaces a more final one, and a
-        failure of any part stands. False when nothing changed."""
-        return await self.db.execute(
-            f"UPDATE outbox SET delivery_status = $2, delivery_error = $3,"
-            f" delivery_updated_at = $4 WHERE id = $1"
-            f" AND {_DELIVERY_RANK.format('$2')} > {_DELIVERY_RANK.format('delivery_status')}",
-            message_id, status, error, at) > 0
-
-    async def add_cost(self, message_id: int, segments: int, encoding: str) -> None:
-        """One part of the message was handed to the channel: count its segments."""
-        await self.db.execute(
-            "UPDATE outbox SET segments = COALESCE(segments, 0) + $2, encoding = CASE"
-            " WHEN encoding IS NULL OR encoding = $3 THEN $3 ELSE 'mixed' END WHERE id = $1",
-            message_id, segments, encoding)
-
     async def latest_to(self, channel: str, address: str) -> OutboundMessage | None:
         """The newest message queued for the address (what the person last saw, or is about
         to): a bare "1" answers the prompt in it."""
@@ -142,12 +115,6 @@ class OutboxStore:
             "SELECT * FROM outbox WHERE channel = $1 AND address = $2 ORDER BY id DESC LIMIT 1",
             channel, address)
         return _message(row) if row else None
-
-    async def segments_since(self, user_id: str, channel: str, since: datetime) -> int:
-        """Segments sent to the user on the channel since then (SMS cost)."""
-        return int(await self.db.fetchval(
-            "SELECT COALESCE(SUM(segments), 0) FROM outbox WHERE user_id = $1"
-            " AND channel = $2 AND created_at >= $3", user_id, channel, since) or 0)
 
     async def count(self, status: str) -> int:
         return int(await self.db.fetchval(

@@ -1,8 +1,9 @@
 """SMS over Twilio: signed webhooks in (`webhook`, `inbound`), the REST API out (`adapter`),
 text that reads well and costs few segments (`render`, `gsm`).
 
-`valet serve` mounts it: `channel = await build_sms_channel(app)`, then
-`web_app.add_routes(channel.routes())`, `await channel.start()` ... `await channel.stop()`.
+The composition root builds it on a `ChannelHost` (bot.gateway.door): `build_sms_channel(host,
+settings)`, registers `channel.sender` with the outbox, mounts `channel.routes()`, then
+`await channel.start()` ... `await channel.stop()`.
 """
 
 from __future__ import annotations
@@ -10,18 +11,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from bot.config import ConfigError, Settings
+from bot.gateway.door import ChannelHost
 from channels.sms.adapter import SmsSender, TwilioAccount
 from channels.sms.inbound import SmsInbound, SmsLines
-from channels.sms.parts import SmsPartStore
+from channels.sms.store import SmsStore
 from channels.sms.webhook import STATUS_PATH, SmsWebhook
-
-if TYPE_CHECKING:
-    from bot.app import App
 
 __all__ = ["SmsChannel", "build_sms_channel", "twilio_account"]
 
@@ -77,22 +75,18 @@ class SmsChannel:
         await self.sender.close()
 
 
-async def build_sms_channel(app: App, env: Mapping[str, str] | None = None,
-                            lines: SmsLines | None = None) -> SmsChannel:
-    """The SMS channel on an app's stores; its sender is registered with the outbox."""
+def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, str] | None = None,
+                      *, emoji: bool = False, lines: SmsLines | None = None) -> SmsChannel:
+    """The SMS channel on the host's door and its own store. The caller registers its sender
+    with the outbox (App.add_channel). `emoji`: the persona lets emoji through on SMS."""
     env = os.environ if env is None else env
-    settings = app.settings
     account = twilio_account(settings, env)
-    deps = app.gateway.deps
-    sender = SmsSender(account, outbox=deps.outbox, parts=SmsPartStore(app.db),
-                       identities=app.identities, clock=app.clock, emoji=app.persona.emoji)
-    inbound = SmsInbound(door=app.gateway, db=app.db, identities=app.identities,
-                         inbox=deps.inbox, outbox=deps.outbox, clock=app.clock,
-                         wake_delivery=deps.deliverer.wake,
-                         default_region=settings.sms.default_region, lines=lines)
+    store = SmsStore(host.db)
+    sender = SmsSender(account, store=store, identities=host.identities, clock=host.clock,
+                       emoji=emoji)
+    inbound = SmsInbound(host, default_region=settings.sms.default_region, lines=lines)
     assert settings.public_url is not None
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,
-                         inbound=inbound, outbox=deps.outbox, identities=app.identities,
-                         clock=app.clock, max_bytes=settings.sms.max_request_bytes)
-    app.add_channel(sender)
+                         inbound=inbound, store=store, identities=host.identities,
+                         clock=host.clock, max_bytes=settings.sms.max_request_bytes)
     return SmsChannel(sender, webhook)

@@ -22,9 +22,8 @@ from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
 from bot.clock import Clock
 from bot.envelopes import LoopEvent, OutboundMessage
 from bot.gateway.identity import IdentityStore
-from bot.gateway.outbox import OutboxStore
-from channels.sms.parts import SmsPartStore
 from channels.sms.render import MAX_CHARS, SmsBody, render
+from channels.sms.store import SmsStore
 
 log = logging.getLogger(__name__)
 
@@ -91,15 +90,14 @@ class SmsSender:
     name = "sms"
     features = ChannelFeatures(edit=False, buttons=False, typing=False, max_chars=MAX_CHARS)
 
-    def __init__(self, account: TwilioAccount, *, outbox: OutboxStore, parts: SmsPartStore,
-                 identities: IdentityStore, clock: Clock, emoji: bool = False) -> None:
+    def __init__(self, account: TwilioAccount, *, store: SmsStore, identities: IdentityStore,
+                 clock: Clock, emoji: bool = False) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
         self.http = ValetTwilioHttpClient(account.api_url)
         self.client = Client(account.account_sid, account.auth_token, http_client=self.http)
-        self.outbox = outbox
-        self.parts = parts
+        self.store = store
         self.identities = identities
         self.clock = clock
         self.emoji = emoji
@@ -114,7 +112,7 @@ class SmsSender:
         bodies = render(message, emoji=self.emoji)
         if not bodies:
             return None
-        already = await self.parts.accepted(message.id)
+        already = await self.store.accepted(message.id)
         sids = []
         for part, body in enumerate(bodies):
             sid = already.get(part) or await self._create(message, part, body)
@@ -134,9 +132,9 @@ class SmsSender:
         except TwilioException as err:
             raise _permanent(err) from err
         sid = str(created.sid)
-        await self.parts.record(message.id, part, sid, body.segments, body.encoding.value,
+        await self.store.record(message.id, part, sid, body.segments, body.encoding.value,
                                 self.clock.now())
-        await self.outbox.add_cost(message.id, body.segments, body.encoding.value)
+        await self.store.add_cost(message.id, body.segments, body.encoding.value)
         log.info("sms %s part %d to %s: %s, %d segment(s) %s", message.id, part,
                  message.address, sid, body.segments, body.encoding.value)
         return sid

@@ -6,24 +6,20 @@ polite sentence), and anything from a number that said STOP. These are still wri
 inbox first, so a retried webhook (same MessageSid) is a duplicate there as everywhere else.
 
 Translated on the way: "LINK 4K7M2Q" -> "/link 4K7M2Q" (and "LINK" -> "/link"); a bare "1"
-or "2" answering the one approval prompt in the last message this number got -> a decision
-bound to that request.
+or "2" -> a choice (approve, cancel) that the gateway binds to the one approval prompt in the
+last message this number got.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
-from bot.clock import Clock
-from bot.db import Database
-from bot.envelopes import ButtonPress, IncomingMessage
-from bot.gateway.identity import Identity, IdentityStore
-from bot.gateway.inbox import InboxStore
-from bot.gateway.outbox import OutboxStore
+from bot.envelopes import IncomingMessage
+from bot.gateway.door import ChannelHost
+from bot.gateway.identity import Identity
 from bot.phones import normalize_or_keep
 
 log = logging.getLogger(__name__)
@@ -35,12 +31,6 @@ START_WORDS = frozenset({"START", "UNSTOP"})
 HELP_WORDS = frozenset({"HELP", "INFO"})
 _LINK = re.compile(r"^\s*link(?:\s+([A-Za-z0-9]{4,12}))?\s*$", re.IGNORECASE)
 _CHOICE = re.compile(r"^\s*([12])\s*[.!]?\s*$")
-
-
-class Door(Protocol):
-    """The gateway's entrance: durable (inbox) when it returns."""
-
-    async def receive(self, msg: IncomingMessage) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -60,17 +50,11 @@ def keyword(text: str) -> str | None:
 
 
 class SmsInbound:
-    def __init__(self, *, door: Door, db: Database, identities: IdentityStore,
-                 inbox: InboxStore, outbox: OutboxStore, clock: Clock,
-                 wake_delivery: Callable[[], None], default_region: str | None = None,
+    def __init__(self, host: ChannelHost, *, default_region: str | None = None,
                  lines: SmsLines | None = None) -> None:
-        self.door = door
-        self.db = db
-        self.identities = identities
-        self.inbox = inbox
-        self.outbox = outbox
-        self.clock = clock
-        self.wake_delivery = wake_delivery
+        self.door = host.door
+        self.identities = host.identities
+        self.clock = host.clock
         self.default_region = default_region
         self.lines = lines or SmsLines()
 
@@ -100,24 +84,12 @@ class SmsInbound:
             await self._at_the_door(msg, identity, self.lines.help)
         elif media and not body.strip():
             await self._at_the_door(msg, identity, self.lines.picture_only)
-        else:
-            if identity.unreachable_at is not None:  # they wrote: reachable again
-                await self.identities.set_unreachable(CHANNEL, address, False)
+        else:  # the gateway marks the identity reachable again: they wrote
             if media:
-                await self._tell(identity, self.lines.picture_too, f"sms-media:{sid}")
-            await self.door.receive(await self._translated(msg))
-
-    async def _translated(self, msg: IncomingMessage) -> IncomingMessage:
-        msg = _translated_link(msg)
-        choice = _CHOICE.match(msg.text)
-        if choice is None:
-            return msg
-        last = await self.outbox.latest_to(CHANNEL, msg.address)
-        if last is None or len(last.prompts) != 1:
-            return msg  # "1" answers something else (a question, a list): plain text
-        option = "approve" if choice.group(1) == "1" else "cancel"
-        return IncomingMessage(msg.channel, msg.address, msg.external_id, msg.text,
-                               msg.received_at, button=ButtonPress(last.prompts[0].id, option))
+                await self.door.answer_directly(CHANNEL, address, self.lines.picture_too,
+                                                dedupe_key=f"sms-media:{sid}",
+                                                user_id=identity.user_id)
+            await self.door.receive(_translated(msg))
 
     # --- answered here -------------------------------------------------------------------------
 
@@ -137,29 +109,20 @@ class SmsInbound:
 
     async def _at_the_door(self, msg: IncomingMessage, identity: Identity | None,
                            reply: str | None, *, status: str = "done") -> None:
-        """Recorded in the inbox (a retry is a duplicate), answered with at most one fixed
-        line, and closed: no turn, no LLM."""
-        row_id = await self.inbox.record(msg)
-        if row_id is None:
-            return
+        """No turn, no LLM: the gateway records it, gives the fixed line (to a known number
+        only) and closes it."""
         user_id = identity.user_id if identity else None
-        if user_id:
-            await self.inbox.assign(row_id, user_id)
-        at = self.clock.now()
-        async with self.db.transaction() as tx:
-            if reply and user_id:
-                await self.outbox.enqueue(tx, dedupe_key=f"reply:{row_id}", user_id=user_id,
-                                          channel=CHANNEL, address=msg.address, text=reply,
-                                          at=at)
-            await self.inbox.close(tx, row_id, status, at)
-        if reply:
-            self.wake_delivery()
+        await self.door.answer_at_the_door(msg, reply if user_id else None, user_id=user_id,
+                                           status=status)
 
-    async def _tell(self, identity: Identity, text: str, dedupe_key: str) -> None:
-        await self.outbox.enqueue(self.db, dedupe_key=dedupe_key, user_id=identity.user_id,
-                                  channel=CHANNEL, address=identity.address, text=text,
-                                  at=self.clock.now())
-        self.wake_delivery()
+
+def _translated(msg: IncomingMessage) -> IncomingMessage:
+    """ "LINK CODE" as the /link command; a bare 1 or 2 as the option it picks."""
+    msg = _translated_link(msg)
+    choice = _CHOICE.match(msg.text)
+    if choice is None:
+        return msg
+    return replace(msg, choice="approve" if choice.group(1) == "1" else "cancel")
 
 
 def _translated_link(msg: IncomingMessage) -> IncomingMessage:

@@ -18,8 +18,8 @@ from twilio.request_validator import RequestValidator
 
 from bot.clock import Clock
 from bot.gateway.identity import IdentityStore
-from bot.gateway.outbox import OutboxStore
 from channels.sms.inbound import CHANNEL, SmsInbound
+from channels.sms.store import SmsStore
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +37,12 @@ def _twiml() -> web.Response:
 
 class SmsWebhook:
     def __init__(self, *, auth_token: str, public_url: str, inbound: SmsInbound,
-                 outbox: OutboxStore, identities: IdentityStore,
+                 store: SmsStore, identities: IdentityStore,
                  clock: Clock, max_bytes: int = 64 * 1024) -> None:
         self._validator = RequestValidator(auth_token)
         self.public_url = public_url.rstrip("/")
         self.inbound = inbound
-        self.outbox = outbox
+        self.store = store
         self.identities = identities
         self.clock = clock
         self.max_bytes = max_bytes
@@ -97,7 +97,7 @@ class SmsWebhook:
             log.warning("sms status callback without an outbox id: %s", request.rel_url)
             return _twiml()
         at = self.clock.now()
-        await self.outbox.record_delivery(outbox_id, status, error, at)
+        await self.store.record_delivery(outbox_id, status, error, at)
         to = form.get("To", "")
         if error in OPTED_OUT_ERRORS and to:
             await self.identities.set_opted_out(CHANNEL, to, True, at=at)

@@ -16,11 +16,12 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from telegram import Bot, Message, PhotoSize, Update
 
 from bot.envelopes import ButtonPress, IncomingMessage, MediaRef
+from bot.gateway.door import Door
 from bot.transcribe import Transcriber, TranscriptionError
 
 log = logging.getLogger(__name__)
@@ -182,13 +183,6 @@ def _what(message: Message) -> str:
 
 
 # --- doing what the update needs -----------------------------------------------------------
-
-
-class Door(Protocol):
-    async def receive(self, msg: IncomingMessage) -> Any: ...
-
-    async def answer_directly(self, channel: str, address: str, text: str, *,
-                              dedupe_key: str) -> None: ...
 
 
 class Replier(Protocol):

@@ -21,28 +21,25 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
-from bot.config import ConfigError, TelegramSettings
+from bot.config import ConfigError, Settings, TelegramSettings
+from bot.gateway.door import ChannelHost, Door
 from bot.transcribe import Transcriber
 from channels.telegram.adapter import TelegramChannel, retry_after_seconds
 from channels.telegram.inbound import (
     COMMANDS,
     BotIdentity,
-    Door,
     InboundHandler,
     InboundSettings,
 )
 from channels.telegram.lease import FileLease, PollerLease, RedisLease, bot_id, lease_file
 from channels.telegram.limiter import OutboundLimiter
-
-if TYPE_CHECKING:
-    from bot.app import App
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +93,8 @@ class TelegramService:
         self._offset: int | None = None  # the first update not yet stored
 
     @classmethod
-    def from_app(cls, app: App, **kwargs: Any) -> TelegramService:
-        settings = app.settings
+    def build(cls, host: ChannelHost, settings: Settings, **kwargs: Any) -> TelegramService:
+        """The service `valet serve` runs, from the settings, on the host's door."""
         check_settings(settings.telegram)
         token = settings.telegram.token or ""
         lease: PollerLease
@@ -116,10 +113,10 @@ class TelegramService:
                                       model=llm.transcription_model)
 
         async def is_known(address: str) -> bool:
-            return await app.identities.resolve("telegram", address) is not None
+            return await host.identities.resolve("telegram", address) is not None
 
-        return cls(settings.telegram, door=app.gateway, is_known=is_known, lease=lease,
-                   transcriber=transcriber, vision=llm.vision, now=app.clock.now, **kwargs)
+        return cls(settings.telegram, door=host.door, is_known=is_known, lease=lease,
+                   transcriber=transcriber, vision=llm.vision, now=host.clock.now, **kwargs)
 
     # --- ServedChannel ---------------------------------------------------------------------
 

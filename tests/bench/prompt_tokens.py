@@ -96,7 +96,7 @@ async def measure(exposure: str, folder: Path, llm: FakeOpenAI, meteo: FakeOpenM
     first = await App.build(settings, clock=FakeClock(NOW))
     for name in TURNS:
         await first.users.ensure(f"bench-{name}", timezone="Europe/Paris", at=NOW)
-        await first.orchestrator.deps.tool_services["credentials"].put(
+        await first.services.credentials.put(
             f"bench-{name}", "calendar", {"kind": "ics", "url": feed}, NOW)
     await first.close()
     app = await App.build(settings, clock=FakeClock(NOW))

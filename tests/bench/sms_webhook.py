@@ -26,9 +26,9 @@ import aiohttp
 from aiohttp import web
 
 from bot.app import App
+from bot.app.channels import sms_channel
 from bot.config import SmsSettings, load_settings
 from bot.gateway.access import AccessSettings, ChannelAccess
-from channels.sms import build_sms_channel
 from tests.bench.gateway import SleepyLLM
 from tests.bench.stats import pct
 from tests.fakes.fake_twilio import inbound_params, sign
@@ -65,7 +65,7 @@ async def _serve(url: str, twilio_url: str, llm_seconds: float
         "rate_limit_per_minute": 0, "public_url": PUBLIC_URL,
         "sms": SmsSettings(from_number="+15005550006")})
     app = await App.build(settings, llm=SleepyLLM(llm_seconds))
-    channel = await build_sms_channel(app, env={
+    channel = sms_channel(app, env={
         "VALET_TWILIO_ACCOUNT_SID": SID, "VALET_TWILIO_AUTH_TOKEN": TOKEN,
         "VALET_TWILIO_API_URL": twilio_url})
     await app.start()
@@ -92,7 +92,7 @@ async def _measure(url: str, label: str, *, parked: bool = False) -> list[str]:
         if not parked:
             await asyncio.wait_for(app.gateway.wait_idle(), 120)
         times = result["latencies_ms"]
-        sent = await app.gateway.deps.outbox.count("sent")
+        sent = await app.outbound.outbox.count("sent")
         rows = await app.db.fetch("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status")
         inbox = ", ".join(f"{r['status']} {r['n']}" for r in rows)
         return [f"  {label:<13} {result['rate']:6.1f} signed req/s sustained over "

@@ -82,7 +82,7 @@ async def test_a_send_cut_short_by_a_crash_does_not_block_later_replies(app_fact
     app = await app_factory()
     console = RecordingSender("console")
     app.add_channel(console)
-    outbox = app.gateway.deps.outbox
+    outbox = app.outbound.outbox
     stuck = await outbox.enqueue(app.db, dedupe_key="old", user_id="owner", channel="console",
                                  address="local", text="cut short", at=app.clock.now())
     assert await outbox.claim(stuck, app.clock.now())  # ...and then the process died

@@ -74,7 +74,7 @@ async def test_a_burst_of_429s_every_message_arrives_once_in_order_within_limits
         content="echo " + body["messages"][-1]["content"].split()[-1])
     limits = Limits(per_chat_rate=4.0, per_chat_burst=1, per_bot_rate=6.0, per_bot_burst=1)
     h = await start_telegram(clock=SystemClock(), limits=limits)
-    h.app.gateway.deps.deliverer.policy.base_delay = 0.05  # retry as soon as Telegram allows
+    h.app.outbound.deliverer.policy.base_delay = 0.05  # retry as soon as Telegram allows
     chats = [OWNER_CHAT, 43]
     await h.app.identities.link("telegram", "43", "owner", at=h.app.clock.now())
     h.tg.fail_next("sendMessage", 429, retry_after=1, times=3)

@@ -23,10 +23,9 @@ from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_twilio import FakeTwilio
 from tests.servers import free_port
-from triggers.engine import TriggerEngine
-from triggers.executors import default_executors
 from triggers.lease import SCHEDULER_LEASE
 from triggers.service import Owner, TaskService
+from triggers.wiring import build_task_service
 
 ALICE = "+12125550123"
 CONFIG = f"""\
@@ -41,24 +40,12 @@ triggers:
 WAIT = 30.0  # generous: two cores shared with other test runs
 
 
-class _NoGateway:
-    """The test only adds tasks (as `valet tasks add` does); the serve processes run them."""
-
-    async def submit(self, msg: Any) -> bool:
-        raise AssertionError("the test process must not run a task")
-
-    async def notify(self, note: Any) -> Any:
-        raise AssertionError("the test process must not run a task")
-
-
 @asynccontextmanager
 async def reminders(dsn: str) -> AsyncIterator[tuple[Database, TaskService]]:
     """The task service over the shared database, with no engine running in this process."""
     db = await connect(dsn)
-    gateway = _NoGateway()
-    engine = TriggerEngine(db, SystemClock(), gateway, default_executors(gateway))
     try:
-        yield db, TaskService(engine)
+        yield db, build_task_service(db, SystemClock())
     finally:
         await db.close()
 

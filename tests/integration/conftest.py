@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.db import Database, connect
+from bot.app.database import open_database
+from bot.db import Database
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -22,7 +23,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 async def db(db_url: str) -> AsyncIterator[Database]:
     """A migrated database, closed after the test."""
-    database = await connect(db_url)
+    database = await open_database(db_url)
     try:
         yield database
     finally:

@@ -12,9 +12,10 @@ import aiohttp
 from aiohttp.test_utils import TestServer
 
 from bot.app import App
+from bot.app.channels import sms_channel
 from bot.config import SmsSettings
 from bot.gateway.access import AccessSettings, ChannelAccess
-from channels.sms import SmsChannel, build_sms_channel
+from channels.sms import SmsChannel
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 
 PUBLIC_URL = "https://valet.example.com"
@@ -24,6 +25,10 @@ AUTH_TOKEN = "test-auth-token"
 ACCOUNT_SID = "AC" + "1" * 32
 
 _sids = itertools.count(1)
+
+# An outbox row with what the SMS channel keeps of it (its own table): cost and delivery.
+OUTBOX_ROWS = ("SELECT o.*, s.segments, s.encoding, s.delivery_status, s.delivery_error"
+               " FROM outbox o LEFT JOIN sms_messages s ON s.outbox_id = o.id")
 
 
 def new_sid() -> str:
@@ -77,12 +82,12 @@ class SmsWorld:
         return int(await self.app.db.fetchval("SELECT COUNT(*) FROM inbox"))
 
     async def outbox_row(self, outbox_id: int) -> dict[str, Any]:
-        row = await self.app.db.fetchrow("SELECT * FROM outbox WHERE id = $1", outbox_id)
+        row = await self.app.db.fetchrow(f"{OUTBOX_ROWS} WHERE o.id = $1", outbox_id)
         assert row is not None
         return row
 
     async def last_outbox(self) -> dict[str, Any]:
-        row = await self.app.db.fetchrow("SELECT * FROM outbox ORDER BY id DESC LIMIT 1")
+        row = await self.app.db.fetchrow(f"{OUTBOX_ROWS} ORDER BY o.id DESC LIMIT 1")
         assert row is not None
         return row
 
@@ -103,7 +108,7 @@ async def sms_world(app_factory: Any, *, allow: tuple[str, ...] = (ALICE,),
                                                                 allow=list(allow))}),
         **overrides}
     app = await app_factory(**settings_overrides)
-    channel = await build_sms_channel(app, env=sms_env(twilio))
+    channel = sms_channel(app, env=sms_env(twilio))
     await app.start()
     server = TestServer(channel.web_app())
     await server.start_server()

@@ -307,15 +307,15 @@ async def test_an_unrelated_message_goes_to_the_loop_and_the_approval_stays(
 
 async def test_a_builtin_delete_needs_approval(app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path)
-    note = await app.orchestrator.deps.tool_stores.notes.add(me, "wifi", "pw 1234",
+    note = await app.services.stores.notes.add(me, "wifi", "pw 1234",
                                                              app.clock.now())
     fake_llm.script(LLMReply(tool_calls=[ToolCall("delete_note", {"note_id": note.id})]))
     reply = await say(app, me, "delete the wifi note")
     assert [a.tool_name for a in (await requests_of(app, reply))] == ["delete_note"]
-    assert await app.orchestrator.deps.tool_stores.notes.recent(me)
+    assert await app.services.stores.notes.recent(me)
     fake_llm.script(LLMReply(content="Deleted."))
     await say(app, me, "yes")
-    assert await app.orchestrator.deps.tool_stores.notes.recent(me) == []
+    assert await app.services.stores.notes.recent(me) == []
 
 
 async def test_the_owner_can_decide_someone_elses_request_and_they_hear_of_it(
@@ -348,7 +348,7 @@ async def test_the_owners_approval_runs_in_the_requesters_timezone(app_factory, 
 async def test_the_delete_card_names_the_note_and_shows_no_argument_twice(
         app_factory, fake_llm, tmp_path):
     app, me = await start(app_factory, tmp_path)
-    note = await app.orchestrator.deps.tool_stores.notes.add(me, "Dentist", "Tuesday 3pm",
+    note = await app.services.stores.notes.add(me, "Dentist", "Tuesday 3pm",
                                                              app.clock.now())
     fake_llm.script(LLMReply(tool_calls=[ToolCall("delete_note", {"note_id": note.id})]))
     reply = await say(app, me, "delete the dentist note")

@@ -111,16 +111,16 @@ async def test_a_contact_found_in_mail_is_saved_only_once_the_person_confirms(
     [approval] = await requests_of(app, reply)
     assert approval.summary == ("Save Dr Ruiz to your address book: dentist, +34 911 234 567 "
                                 "(found in the clinic's email of 3 May)")
-    assert await app.orchestrator.deps.tool_stores.contacts.all(me) == []
+    assert await app.services.stores.contacts.all(me) == []
     fake_llm.script(Reply(content="Saved."))
     await say(app, me, "yes")
-    [saved] = await app.orchestrator.deps.tool_stores.contacts.all(me)
+    [saved] = await app.services.stores.contacts.all(me)
     assert (saved.name, saved.phone) == ("Dr Ruiz", "+34911234567")
 
 
 async def test_deleting_a_contact_names_it_and_waits_for_a_yes(app_factory, fake_llm):
     app, me = await owner_app(app_factory)
-    contacts = app.orchestrator.deps.tool_stores.contacts
+    contacts = app.services.stores.contacts
     ana = (await contacts.save(me, "Ana", {"phone": "+12125550101"}, NOON)).contact
     fake_llm.script(Reply(tool_calls=[ToolCall("delete_contact", {"contact_id": ana.id})]))
     reply = await say(app, me, "forget Ana")

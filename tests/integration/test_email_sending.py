@@ -7,7 +7,7 @@ approval and only the edited mail goes out."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import pytest
@@ -234,7 +234,7 @@ async def test_a_reply_keeps_the_thread(app_factory, fake_llm, smtp):
         looked_up.append(uid)
         return original
 
-    app.orchestrator.deps.tool_services["mail_headers"] = message_headers
+    app.orchestrator.deps.tool_services = replace(app.services, mail_headers=message_headers)
     fake_llm.script(Reply(tool_calls=[ToolCall("reply_to_mail", {
         "uid": 42, "body": "Sounds good.", "reply_all": True})]))
     reply = await say(app, me, "reply all: sounds good")
@@ -283,7 +283,7 @@ async def test_queued_mail_of_a_disconnected_account_fails_and_the_person_is_tol
     approval = await ask_to_send(app, me, fake_llm)
     fake_llm.script(Reply(content="Queued."))
     await say(app, me, "yes")
-    await app.orchestrator.deps.tool_services["credentials"].delete(me, "email")
+    await app.services.credentials.delete(me, "email")
     await smtp.start()
     app.clock.advance(minutes=5)
     await app.mail.run_once()

@@ -78,11 +78,11 @@ async def test_a_triggered_turn_waits_for_the_persons_own_message_before_it(
 async def test_a_notification_goes_to_the_named_channel_else_the_preferred_one(
         two_channel_app):
     app, alice, test, sms = await two_channel_app()
-    assert await app.gateway.notify(Notification(alice.id, "by preference", "n1")) \
+    assert await app.outbound.notify(Notification(alice.id, "by preference", "n1")) \
         is Delivery.QUEUED
-    assert await app.gateway.notify(Notification(alice.id, "by name", "n2", channel="sms")) \
+    assert await app.outbound.notify(Notification(alice.id, "by name", "n2", channel="sms")) \
         is Delivery.QUEUED
-    assert await app.gateway.notify(Notification(alice.id, "again", "n2", channel="sms")) \
+    assert await app.outbound.notify(Notification(alice.id, "again", "n2", channel="sms")) \
         is Delivery.ALREADY_QUEUED
     await asyncio.wait_for(app.gateway.wait_idle(), 10)
     assert test.texts() == ["by preference"]
@@ -93,19 +93,19 @@ async def test_an_opted_out_or_unreachable_identity_gets_nothing_a_linked_one_do
         two_channel_app):
     app, alice, test, sms = await two_channel_app()
     test.fail = [PermanentSendError("bot was blocked by the user", unreachable=True)]
-    await app.gateway.notify(Notification(alice.id, "first", "n1"))
+    await app.outbound.notify(Notification(alice.id, "first", "n1"))
     await asyncio.wait_for(app.gateway.wait_idle(), 10)
     assert test.texts() == []
-    await app.gateway.notify(Notification(alice.id, "second", "n2"))
+    await app.outbound.notify(Notification(alice.id, "second", "n2"))
     await asyncio.wait_for(app.gateway.wait_idle(), 10)
     assert test.texts() == [] and sms.texts() == ["second"]  # fell back to the linked number
 
     await app.identities.set_opted_out("sms", "+15550001111", True, at=app.clock.now())
-    assert await app.gateway.notify(Notification(alice.id, "third", "n3")) \
+    assert await app.outbound.notify(Notification(alice.id, "third", "n3")) \
         is Delivery.UNREACHABLE
     # Writing again makes the blocked channel reachable again (the opt-out stays).
     await app.gateway.receive(incoming("I'm back", channel="test", address="alice"))
-    assert (await app.gateway.deps.notifier.route(alice.id, None)).channel == "test"
+    assert (await app.outbound.notifier.route(alice.id, None)).channel == "test"
 
 
 async def test_quiet_hours_hold_a_notification_until_they_end_unless_urgent(
@@ -114,12 +114,12 @@ async def test_quiet_hours_hold_a_notification_until_they_end_unless_urgent(
     app, alice, test, _ = await two_channel_app(clock)
     await app.users.set_timezone(alice.id, "Europe/London")
     await app.users.set_quiet_hours(alice.id, "22:00", "07:00")
-    await app.gateway.notify(Notification(alice.id, "your reminder", "n1"))
-    await app.gateway.notify(Notification(alice.id, "the house is on fire", "n2",
+    await app.outbound.notify(Notification(alice.id, "your reminder", "n1"))
+    await app.outbound.notify(Notification(alice.id, "the house is on fire", "n2",
                                           urgency=Urgency.URGENT))
     await asyncio.wait_for(app.gateway.wait_idle(), 10)
     assert test.texts() == ["the house is on fire"]
     clock.advance(hours=7, minutes=31)  # 07:01 the next morning
-    app.gateway.deps.deliverer.wake()
+    app.outbound.deliverer.wake()
     await asyncio.wait_for(app.gateway.wait_idle(), 10)
     assert test.texts() == ["the house is on fire", "your reminder"]

@@ -37,7 +37,7 @@ async def test_a_message_is_answered_through_the_outbox(gateway_app, fake_llm):
     assert await app.gateway.receive(incoming("hi", address="alice")) is ReceiveResult.ACCEPTED
     await app.gateway.wait_idle()
     assert sender.sent == [("alice", "Hello Alice!")]
-    assert await app.gateway.deps.outbox.count("sent") == 1
+    assert await app.outbound.outbox.count("sent") == 1
 
 
 async def test_the_same_message_delivered_three_times_at_once_is_processed_once(
@@ -202,24 +202,24 @@ async def test_transient_send_failures_are_retried_and_permanent_ones_dead_lette
     app.add_channel(broken)
     now = app.clock.now()
     async with app.db.transaction() as tx:
-        await app.gateway.deps.outbox.enqueue(tx, dedupe_key="a", user_id=None, channel="flaky",
+        await app.outbound.outbox.enqueue(tx, dedupe_key="a", user_id=None, channel="flaky",
                                               address="x", text="one", at=now)
-        await app.gateway.deps.outbox.enqueue(tx, dedupe_key="b", user_id=None,
+        await app.outbound.outbox.enqueue(tx, dedupe_key="b", user_id=None,
                                               channel="broken", address="y", text="two", at=now)
-        again = await app.gateway.deps.outbox.enqueue(tx, dedupe_key="a", user_id=None,
+        again = await app.outbound.outbox.enqueue(tx, dedupe_key="a", user_id=None,
                                                       channel="flaky", address="x", text="one",
                                                       at=now)
     assert again is None  # the same reply is never queued twice
-    deliverer = app.gateway.deps.deliverer
+    deliverer = app.outbound.deliverer
     await deliverer.deliver_due()
-    assert flaky.sent == [] and await app.gateway.deps.outbox.count("dead") == 1
+    assert flaky.sent == [] and await app.outbound.outbox.count("dead") == 1
     app.clock.advance(seconds=29)
     await deliverer.deliver_due()
     assert flaky.attempts == 1  # Retry-After honoured
     app.clock.advance(seconds=2)
     await deliverer.deliver_due()
     assert flaky.sent == [("x", "one")]
-    dead = await app.gateway.deps.outbox.list("dead")
+    dead = await app.outbound.outbox.list("dead")
     assert dead[0]["last_error"] == "chat not found"
     await asyncio.gather(deliverer.deliver_due(), deliverer.deliver_due())
     assert flaky.attempts == 2 and broken.attempts == 1  # nothing sent twice
@@ -233,11 +233,11 @@ async def test_two_deliverers_racing_send_each_message_once(gateway_app):
     app.add_channel(slow)
     async with app.db.transaction() as tx:
         for i in range(20):
-            await app.gateway.deps.outbox.enqueue(
+            await app.outbound.outbox.enqueue(
                 tx, dedupe_key=f"m{i}", user_id=None, channel="slow", address=f"a{i % 3}",
                 text=f"m{i}", at=app.clock.now())
-    other = OutboxDeliverer(app.gateway.deps.outbox, app.senders, app.clock)
-    await asyncio.gather(app.gateway.deps.deliverer.deliver_due(), other.deliver_due(),
+    other = OutboxDeliverer(app.outbound.outbox, app.outbound.senders, app.clock)
+    await asyncio.gather(app.outbound.deliverer.deliver_due(), other.deliver_due(),
                          other.deliver_due())
     await app.gateway.wait_idle()  # the app's own background deliverer may still be at it
     assert sorted(t for _, t in slow.sent) == sorted(f"m{i}" for i in range(20))
@@ -248,13 +248,13 @@ async def test_retries_give_up_after_the_limit(gateway_app):
     app, _ = await gateway_app()
     down = RecordingSender("down", fail=[TransientSendError("503")] * 10)
     app.add_channel(down)
-    await app.gateway.deps.outbox.enqueue(app.db, dedupe_key="z", user_id=None, channel="down",
+    await app.outbound.outbox.enqueue(app.db, dedupe_key="z", user_id=None, channel="down",
                                           address="x", text="hello", at=app.clock.now())
     for _ in range(10):
-        await app.gateway.deps.deliverer.deliver_due()
+        await app.outbound.deliverer.deliver_due()
         app.clock.advance(seconds=700)
     assert down.attempts == 6
-    [row] = await app.gateway.deps.outbox.list("dead")
+    [row] = await app.outbound.outbox.list("dead")
     assert "gave up after 6 attempts" in row["last_error"]
 
 
@@ -263,8 +263,8 @@ async def test_a_long_run_of_flood_control_waits_never_drops_the_message(gateway
     floods = [TransientSendError("flood", retry_after=3) for _ in range(10)]
     flaky = RecordingSender("flaky", fail=floods)
     app.add_channel(flaky)
-    deliverer = app.gateway.deps.deliverer
-    await app.gateway.deps.outbox.enqueue(app.db, dedupe_key="f", user_id=None, channel="flaky",
+    deliverer = app.outbound.deliverer
+    await app.outbound.outbox.enqueue(app.db, dedupe_key="f", user_id=None, channel="flaky",
                                           address="x", text="hello", at=app.clock.now())
     for _ in range(10):  # more refusals than max_attempts: each only says "wait 3 s"
         deliverer.wake()  # the app's own deliverer tries it; idle once it waits again
@@ -273,7 +273,7 @@ async def test_a_long_run_of_flood_control_waits_never_drops_the_message(gateway
     await asyncio.wait_for(app.gateway.wait_idle(), 10)
     assert flaky.attempts == 11
     assert flaky.sent == [("x", "hello")]
-    assert await app.gateway.deps.outbox.count("dead") == 0
+    assert await app.outbound.outbox.count("dead") == 0
 
 
 async def test_a_channels_retry_after_is_the_wait_exactly_even_when_the_backoff_is_longer(
@@ -282,8 +282,8 @@ async def test_a_channels_retry_after_is_the_wait_exactly_even_when_the_backoff_
     flaky = RecordingSender("flaky", fail=[TransientSendError("503"), TransientSendError("503"),
                                            TransientSendError("flood", retry_after=1.5)])
     app.add_channel(flaky)
-    deliverer = app.gateway.deps.deliverer
-    await app.gateway.deps.outbox.enqueue(app.db, dedupe_key="r", user_id=None, channel="flaky",
+    deliverer = app.outbound.deliverer
+    await app.outbound.outbox.enqueue(app.db, dedupe_key="r", user_id=None, channel="flaky",
                                           address="x", text="hello", at=app.clock.now())
     await deliverer.deliver_due()  # 503: the backoff's 2 s
     app.clock.advance(seconds=2)

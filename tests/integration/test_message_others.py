@@ -42,7 +42,7 @@ async def sam_id(world: SmsWorld) -> str:
 
 
 async def two_anas(world: SmsWorld) -> dict[str, int]:
-    contacts = world.app.orchestrator.deps.tool_stores.contacts
+    contacts = world.app.services.stores.contacts
     me = await sam_id(world)
     lopez = await contacts.save(me, "Ana Lopez", {"phone": ANA_LOPEZ,
                                                   "relationship": "sister"}, NOON)
@@ -97,17 +97,17 @@ async def test_two_anas_make_valet_ask_which_before_any_approval_then_one_sms_go
 
     await world.text("1", sender=SAM)  # a second yes (or a redelivered one)
     await world.idle()
-    world.app.gateway.deps.deliverer.wake()
+    world.app.outbound.deliverer.wake()
     await world.idle()
     # The approved call run again with its approval id (a crash redone): nothing more queued.
     [approval] = await world.app.approvals.store.list(None, None)
     deps = world.app.orchestrator.deps
     again = await deps.registry.get("message_someone").run_with_approval(
         approval.arguments, ToolExecutionContext(
-            user_id=await sam_id(world), clock=world.app.clock, stores=deps.tool_stores,
+            user_id=await sam_id(world), clock=world.app.clock,
             services=deps.tool_services, call_id=approval.id))
     assert again == "Already sent to Ana Lopez before; nothing was sent again."
-    world.app.gateway.deps.deliverer.wake()
+    world.app.outbound.deliverer.wake()
     await world.idle()
     assert world.replies(ANA_LOPEZ) == [SIGNED_GSM]
     assert world.replies(ANA_RUIZ) == []
@@ -196,7 +196,7 @@ async def test_an_ana_who_uses_valet_on_telegram_gets_it_in_her_telegram_chat(
     ana = await app.identities.create_user("telegram", "70001", display_name="Ana",
                                            default_timezone="UTC", at=NOON)
     await app.identities.link("sms", ANA_LOPEZ, ana.id, at=NOON)  # her number is hers too
-    await app.orchestrator.deps.tool_stores.contacts.save(
+    await app.services.stores.contacts.save(
         await sam_id(world), "Ana Lopez", {"phone": ANA_LOPEZ}, NOON)
     card = await approved_message(world, fake_llm, "Ana Lopez")
     assert f"Send Ana Lopez a Telegram message: \"{SIGNED_GSM}\"" in card  # Sam is on SMS

@@ -12,6 +12,7 @@ import pytest
 from bot.channel import PermanentSendError
 from bot.cli.admin import _users
 from bot.envelopes import OutboundMessage
+from channels.sms.store import SmsStore
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.integration.sms_harness import (
     ALICE,
@@ -98,13 +99,13 @@ async def test_twilio_5xx_and_429_are_retried_without_sending_twice(world, fake_
     assert row["status"] == "pending" and "503" in row["last_error"]
     world.twilio.fail_next(429, 20429, retry_after=30)
     world.app.clock.advance(10)
-    world.app.gateway.deps.deliverer.wake()
+    world.app.outbound.deliverer.wake()
     await world.idle()
     row = await world.outbox_row(row["id"])
     assert row["status"] == "pending"
     assert (row["next_attempt_at"] - world.app.clock.now()).total_seconds() >= 30
     world.app.clock.advance(31)
-    world.app.gateway.deps.deliverer.wake()
+    world.app.outbound.deliverer.wake()
     await world.idle()
     assert world.replies() == ["Here you go."]
     assert (await world.outbox_row(row["id"]))["status"] == "sent"
@@ -120,7 +121,7 @@ async def test_a_long_answer_failing_part_way_sends_only_the_missing_part_on_ret
     await world.idle()
     assert len(world.twilio.sent) == 1
     world.app.clock.advance(60)
-    world.app.gateway.deps.deliverer.wake()
+    world.app.outbound.deliverer.wake()
     await world.idle()
     first, second = world.replies()
     assert f"{first} {second}" == sentences
@@ -211,7 +212,7 @@ async def test_stop_opts_out_then_a_proactive_message_is_not_sent_and_start_send
     identity = await world.app.identities.get("sms", ALICE)
     assert identity.opted_out_at is not None
     # Routing skips an opted-out number: nothing is even queued for it.
-    assert not await world.app.gateway.notify_user(me, "Reminder: dentist at 3pm.",
+    assert not await world.app.outbound.notify_user(me, "Reminder: dentist at 3pm.",
                                                    dedupe_key="r1")
     await world.idle()
     assert world.replies() == ["Hi!"]  # nothing after STOP
@@ -222,7 +223,7 @@ async def test_stop_opts_out_then_a_proactive_message_is_not_sent_and_start_send
     await world.text("START")
     await world.idle()
     assert (await world.app.identities.get("sms", ALICE)).opted_out_at is None
-    await world.app.gateway.notify_user(me, "Reminder: dentist at 4pm.", dedupe_key="r2")
+    await world.app.outbound.notify_user(me, "Reminder: dentist at 4pm.", dedupe_key="r2")
     await world.idle()
     assert world.replies() == ["Hi!", "Reminder: dentist at 4pm."]
     assert len(fake_llm.requests) == 1  # STOP, the text while out, START: no LLM
@@ -330,8 +331,8 @@ async def test_on_sqlite_and_postgres_a_retried_text_is_answered_once_and_report
         await world.text("STOP")
         assert (await world.app.identities.get("sms", ALICE)).opted_out_at is not None
         me = await alice(world)
-        assert await world.app.gateway.deps.outbox.segments_since(
-            me.id, "sms", world.app.clock.now().replace(day=1, hour=0)) == 1
+        assert await SmsStore(world.app.db).segments_since(
+            me.id, world.app.clock.now().replace(day=1, hour=0)) == 1
     finally:
         await close()
 
@@ -366,12 +367,12 @@ async def test_stop_from_an_unknown_number_is_recorded_and_answers_nothing(world
 
 async def test_sms_without_credentials_or_public_url_is_a_clear_configuration_error(
         app_factory):
+    from bot.app.channels import sms_channel
     from bot.config import ConfigError
-    from channels.sms import build_sms_channel
 
     app = await app_factory()
     with pytest.raises(ConfigError) as err:
-        await build_sms_channel(app, env={"VALET_TWILIO_AUTH_TOKEN": "secret-token"})
+        sms_channel(app, env={"VALET_TWILIO_AUTH_TOKEN": "secret-token"})
     message = str(err.value)
     assert "VALET_TWILIO_ACCOUNT_SID" in message and "VALET_PUBLIC_URL" in message
     assert "sms.from_number" in message and "secret-token" not in message

@@ -1,5 +1,5 @@
-"""The store methods the SMS channel adds, on SQLite and Postgres: opt-out and unreachable
-identities, delivery reports and SMS cost on outbox rows."""
+"""The stores SMS relies on, on SQLite and Postgres: opt-out and unreachable identities (the
+identity store), delivery reports and SMS cost (the SMS channel's own store)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from bot.gateway.identity import IdentityStore
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.users import UserStore
+from channels.sms.store import SmsStore
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
@@ -31,6 +32,7 @@ async def test_opting_out_and_becoming_unreachable_are_remembered_and_undone(db)
 
 async def test_delivery_reports_only_move_forward_and_cost_adds_up_per_month(db):
     outbox = OutboxStore(db)
+    sms = SmsStore(db)
     users = UserStore(db)
     await users.ensure("u1", at=NOW)
     first = await outbox.enqueue(db, dedupe_key="a", user_id="u1", channel="sms",
@@ -38,16 +40,16 @@ async def test_delivery_reports_only_move_forward_and_cost_adds_up_per_month(db)
     last_month = await outbox.enqueue(db, dedupe_key="b", user_id="u1", channel="sms",
                                       address="+1", text="old", at=NOW - timedelta(days=40))
     assert first is not None and last_month is not None
-    assert await outbox.record_delivery(first, "sent", None, NOW)
-    assert await outbox.record_delivery(first, "failed", "30003", NOW)
-    assert not await outbox.record_delivery(first, "delivered", None, NOW)
-    row = await db.fetchrow("SELECT * FROM outbox WHERE id = $1", first)
+    assert await sms.record_delivery(first, "sent", None, NOW)
+    assert await sms.record_delivery(first, "failed", "30003", NOW)
+    assert not await sms.record_delivery(first, "delivered", None, NOW)
+    row = await db.fetchrow("SELECT * FROM sms_messages WHERE outbox_id = $1", first)
     assert (row["delivery_status"], row["delivery_error"]) == ("failed", "30003")
-    await outbox.add_cost(first, 2, "GSM-7")
-    await outbox.add_cost(first, 1, "UCS-2")
-    await outbox.add_cost(last_month, 5, "GSM-7")
-    row = await db.fetchrow("SELECT * FROM outbox WHERE id = $1", first)
+    await sms.add_cost(first, 2, "GSM-7")
+    await sms.add_cost(first, 1, "UCS-2")
+    await sms.add_cost(last_month, 5, "GSM-7")
+    row = await db.fetchrow("SELECT * FROM sms_messages WHERE outbox_id = $1", first)
     assert (row["segments"], row["encoding"]) == (3, "mixed")
-    assert await outbox.segments_since("u1", "sms", NOW.replace(day=1, hour=0)) == 3
+    assert await sms.segments_since("u1", NOW.replace(day=1, hour=0)) == 3
     latest = await outbox.latest_to("sms", "+1")
     assert latest is not None and latest.id == last_month

@@ -1,4 +1,4 @@
-"""TelegramService.from_app: the service `valet serve` builds from the settings."""
+"""TelegramService.build: the service `valet serve` builds from the settings."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests.fakes.fake_telegram import TOKEN
 async def test_voice_notes_are_transcribed_with_the_configured_api_key(app_factory, fake_llm):
     app = await app_factory(telegram=TelegramSettings(token=TOKEN, api_url="http://127.0.0.1:9"))
     app.settings.llm.transcription_model = "whisper-test"
-    service = TelegramService.from_app(app)
+    service = TelegramService.build(app.channel_host(), app.settings)
     try:
         assert service.transcriber is not None
         text = await service.transcriber.transcribe(b"OggS fake audio")

@@ -111,7 +111,7 @@ async def test_a_run_its_process_died_in_is_finished_by_the_next_leader_without_
     assert await store.claim_run(task.id, run.run_key, due, FIRING, clock.now())
     assert await store.advance(task, None, clock.now(), ran=True)
     if sent_before_the_crash:
-        await app.gateway.notify(Notification(alice.id, "⏰ Reminder: call mom",
+        await app.outbound.notify(Notification(alice.id, "⏰ Reminder: call mom",
                                               dedupe_key=run.message_key))
         for _ in range(500):
             if first_sender.texts():

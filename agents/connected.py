@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from agents.services import services_of
 from bot.capabilities import CapabilityStatus
 from bot.credentials import KEY_ENV, CredentialsLocked, CredentialStore
 from bot.tools import ToolExecutionContext
@@ -20,11 +21,8 @@ async def connected_secret(ctx: ToolExecutionContext, service: str, *,
                            what: str) -> dict[str, str]:
     """The person's stored secret for `service` (`what` names it for people: "calendar",
     "email account"), or NotConnected saying what to do."""
-    store: CredentialStore | None = ctx.services.get("credentials")
-    if store is None:
-        raise NotConnected(f"{what}s are not available here")
     try:
-        secret = await store.get(ctx.user_id, service)
+        secret = await services_of(ctx).credentials.get(ctx.user_id, service)
     except CredentialsLocked as err:
         raise NotConnected(f"your {what} connection cannot be opened ({err})") from None
     if secret is None:

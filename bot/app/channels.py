@@ -1,0 +1,65 @@
+"""The channels `valet serve` runs, built on the narrow port (bot.gateway.door.ChannelHost),
+never on the App: a channel sees the gateway's door, identities, the clock and its own store."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+from aiohttp import web
+
+from bot.app.root import App
+from bot.config import Settings
+
+if TYPE_CHECKING:  # imported when SMS is configured: a deployment without it never loads it
+    from channels.sms import SmsChannel
+
+
+class ServedChannel(Protocol):
+    """What a channel gives `valet serve`: its HTTP routes (webhooks) and its lifecycle."""
+
+    name: str
+    ready: bool  # started and receiving
+
+    def routes(self) -> list[web.RouteDef]: ...
+
+    async def start(self) -> None:
+        """Begin receiving (polling, registering a webhook)."""
+        ...
+
+    async def stop(self) -> None:
+        """Take no new messages; replies can still be sent."""
+        ...
+
+    async def close(self) -> None:
+        """Release everything, after the last reply went out."""
+        ...
+
+
+async def configured_channels(settings: Settings, app: App,
+                              env: Mapping[str, str] | None = None) -> list[ServedChannel]:
+    """Every channel whose settings turn it on: Telegram with VALET_TELEGRAM_TOKEN, SMS with
+    VALET_TWILIO_ACCOUNT_SID (the rest of its settings are then required). Each one's sender
+    is registered with the outbox."""
+    env = os.environ if env is None else env
+    channels: list[ServedChannel] = []
+    if settings.telegram.token:
+        from channels.telegram.service import TelegramService
+
+        telegram = TelegramService.build(app.channel_host(), settings)
+        app.add_channel(telegram.channel)
+        channels.append(telegram)
+    if env.get("VALET_TWILIO_ACCOUNT_SID"):
+        channels.append(sms_channel(app, env))
+    return channels
+
+
+def sms_channel(app: App, env: Mapping[str, str] | None = None) -> SmsChannel:
+    """The SMS channel on the app's door, its sender registered with the outbox."""
+    from channels.sms import build_sms_channel
+
+    channel = build_sms_channel(app.channel_host(), app.settings, env,
+                                emoji=app.persona.emoji)
+    app.add_channel(channel.sender)
+    return channel

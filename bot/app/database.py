@@ -1,0 +1,13 @@
+"""The database with every part's migrations: the core's, and those of parts that keep tables
+of their own (the SMS channel). Every command that opens the database opens it here."""
+
+from __future__ import annotations
+
+from bot.db import Database, connect
+
+# Packages with a `migrations` folder, in no particular order (one numbering for all).
+MIGRATIONS = ("bot.db", "channels.sms")
+
+
+async def open_database(url: str, *, migrate: bool = True) -> Database:
+    return await connect(url, migrate=migrate, migrations=MIGRATIONS)

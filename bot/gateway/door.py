@@ -1,0 +1,40 @@
+"""The port a channel gets (never the App): the gateway's door to hand messages in, people's
+identities (who is known, who said STOP), the time, and the database for the channel's own
+store. The composition root builds one `ChannelHost` and each configured channel from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.clock import Clock
+from bot.db import Database
+from bot.envelopes import IncomingMessage
+from bot.gateway.identity import IdentityStore
+
+
+class Door(Protocol):
+    """What a channel hands to Valet (bot.gateway.gateway.Gateway is the door). Each returns
+    once the message is durable: a channel acknowledges its platform after that."""
+
+    async def receive(self, msg: IncomingMessage) -> object:
+        """A message for a turn (the access policy decides who gets one)."""
+        ...
+
+    async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
+                                 user_id: str | None, status: str = "done") -> bool:
+        """A message the channel answers itself (STOP, HELP): recorded, answered, closed."""
+        ...
+
+    async def answer_directly(self, channel: str, address: str, text: str, *,
+                              dedupe_key: str, user_id: str | None = None) -> None:
+        """A fixed short answer to a known address, once per key (no inbox row)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ChannelHost:
+    door: Door
+    identities: IdentityStore
+    clock: Clock
+    db: Database  # for the channel's own store (its own tables and migrations)

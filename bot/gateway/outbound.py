@@ -1,0 +1,128 @@
+"""Everything that leaves Valet, in one place: the outbox (every message durable before it is
+sent), its deliverer, notifications routed by person, and prompt messages edited once they
+are settled. Built before the turn's parts, so commands, tools and triggers can reach a
+person without knowing the inbound gateway.
+
+    reply      -> queue_reply(tx, ...)   the turn's answer, in the transaction that closes
+                                         the inbox row
+    notice     -> notify(Notification)   routed to the person's channel, quiet hours kept
+    short one  -> answer_directly(...)   a channel's fixed answer to a known address
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from bot.clock import Clock
+from bot.db import Database, Queries
+from bot.envelopes import ApprovalPrompt, Delivery, Notification, Urgency
+from bot.gateway.notify import Notifier, Reachable
+from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
+from bot.gateway.prompt_edits import PromptEdits
+from bot.gateway.users import User, UserStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outbound:
+    db: Database
+    clock: Clock
+    users: UserStore
+    outbox: OutboxStore
+    deliverer: OutboxDeliverer
+    notifier: Notifier
+    # The channels this process sends on, by name; channels register when they start.
+    senders: dict[str, ChannelSender]
+    prompt_edits: PromptEdits | None = None
+
+    def __post_init__(self) -> None:
+        self._delivery: asyncio.Task[None] | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def add_channel(self, sender: ChannelSender) -> None:
+        """Messages for this channel are delivered through `sender` from now on."""
+        self.senders[sender.name] = sender
+
+    def sender(self, channel: str) -> ChannelSender | None:
+        return self.senders.get(channel)
+
+    def start(self) -> None:
+        self._delivery = asyncio.create_task(self.deliverer.run())
+
+    async def stop(self) -> None:
+        self.deliverer.stop()
+        if self._delivery:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._delivery
+
+    def wake(self) -> None:
+        """Something was queued: deliver now rather than at the next poll."""
+        self.deliverer.wake()
+
+    async def in_flight(self) -> bool:
+        """Something is due now or being sent right now."""
+        return await self.outbox.in_flight(self.clock.now())
+
+    # --- queueing --------------------------------------------------------------------------
+
+    async def queue_reply(self, q: Queries, *, dedupe_key: str, user_id: str | None,
+                          channel: str, address: str, text: str,
+                          payload: dict[str, Any] | None = None) -> int | None:
+        """A reply to an address, in the caller's transaction (wake the deliverer after it
+        commits). None when a message with this key was queued before."""
+        return await self.outbox.enqueue(q, dedupe_key=dedupe_key, user_id=user_id,
+                                         channel=channel, address=address, text=text,
+                                         at=self.clock.now(), payload=payload)
+
+    async def answer_directly(self, channel: str, address: str, text: str, *,
+                              dedupe_key: str, user_id: str | None = None) -> None:
+        """A channel's short answer that needs no turn (media Valet cannot read yet), once per
+        key (the channel's own id of what it answers: a redelivered update is answered once)."""
+        await self.queue_reply(self.db, dedupe_key=dedupe_key, user_id=user_id,
+                               channel=channel, address=address, text=text)
+        self.wake()
+
+    async def route(self, user_id: str, wanted: str | None) -> Reachable | None:
+        """Where a message for this person goes now (bot.gateway.notify)."""
+        return await self.notifier.route(user_id, wanted)
+
+    async def notify(self, note: Notification, q: Queries | None = None) -> Delivery:
+        """A message for a person that no inbound message asked for (see bot.gateway.notify):
+        routed to their channel, quiet hours respected, through the outbox."""
+        delivery = await self.notifier.notify(note, q)
+        self.wake()
+        return delivery
+
+    async def notify_user(self, user: User, text: str, *, dedupe_key: str,
+                          channel: str | None = None, q: Queries | None = None,
+                          urgency: Urgency = Urgency.URGENT) -> bool:
+        """A notice about the person's own conversation (an expiry, "you're in"): sent now."""
+        return await self.notify(Notification(user.id, text, dedupe_key, channel=channel,
+                                              urgency=urgency), q) is Delivery.QUEUED
+
+    async def notify_owner(self, text: str, *, dedupe_key: str,
+                           prompts: tuple[ApprovalPrompt, ...] = ()) -> bool:
+        owners = [u for u in await self.users.list() if u.is_owner]
+        sent = False
+        for owner in owners:
+            sent |= await self.notify(Notification(
+                owner.id, text, f"{dedupe_key}:{owner.id}", urgency=Urgency.URGENT,
+                prompts=prompts)) is Delivery.QUEUED
+        return sent
+
+    async def settle_prompts(self, user_id: str) -> None:
+        """Prompts decided, expired or interrupted: their messages say so (where the channel
+        can edit). A courtesy: a failure here is logged and tried again after the next turn."""
+        if self.prompt_edits is None:
+            return
+        try:
+            if await self.prompt_edits.settle(user_id):
+                self.wake()
+        except Exception:
+            log.warning("editing settled prompts of %s failed", user_id, exc_info=True)
