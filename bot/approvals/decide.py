@@ -142,7 +142,7 @@ class ApprovalStep:
                 said.append(f"“{approval.summary}” was already "
                             f"{state_word(current or approval)}.")
                 continue
-            content = await self.flow._execute(ctx, approval) if status is \
+            content = (await self.flow.execute(ctx, approval)).content if status is \
                 ApprovalStatus.APPROVED else CANCELLED
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
@@ -173,8 +173,8 @@ class ApprovalStep:
             return f"Not run: {approval.user_id} no longer exists."
         theirs = replace(ctx.tool_ctx, user_id=requester.id, timezone=requester.timezone,
                          channel=requester.preferred_channel or ctx.tool_ctx.channel)
-        content = await self.flow._execute(ctx, approval, theirs)
-        return f"Approved “{approval.summary}” for {approval.user_id}: {content}"
+        ran = await self.flow.execute(ctx, approval, theirs)
+        return f"Approved “{approval.summary}” for {approval.user_id}: {ran.content}"
 
     async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
                     ) -> ApprovalRequest | tuple[ApprovalRequest, Joined] | str:
@@ -206,7 +206,8 @@ class ApprovalStep:
         if flow.confirm_edits:
             return edited
         await self.store.decide(edited.id, ApprovalStatus.APPROVED, by=by, at=now)
-        return edited, _joined(edited, arguments, await flow._execute(ctx, edited))
+        ran = await flow.execute(ctx, edited)
+        return edited, _joined(edited, arguments, ran.content)
 
     async def _rewrite(self, tool: Tool, approval: ApprovalRequest, changes: str
                        ) -> dict[str, Any]:

@@ -30,6 +30,27 @@ class ApprovalStatus(Enum):
     FAILED = "failed"
 
 
+class ExecutionStatus(Enum):
+    """What became of one attempt to run an approved action (`ApprovalFlow.execute`)."""
+
+    EXECUTED = "executed"  # it ran and did what it was asked
+    # It ran and failed, came back unfinished, or was refused before it ran (its tool is
+    # gone, its arguments changed): the request is recorded as failed. A later change
+    # tells refusals apart (a REFUSED value) without touching the callers' matching.
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"  # its lease was lost while it ran: it was stopped mid-way
+    ALREADY_HANDLED = "already_handled"  # someone else began it first: nothing ran here
+
+
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    """One run of an approved action, as a value: its status, and the content the
+    conversation hears as the call's result."""
+
+    status: ExecutionStatus
+    content: str
+
+
 def new_approval_id() -> str:
     """Random and unique; it says nothing about order (the store orders by created_at and a
     per-user sequence, never by a wall-clock id)."""
