@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
+from bot.approvals.listing import pending_lines
 from bot.approvals.model import (
     ApprovalDraft,
     ApprovalRequest,
@@ -191,15 +192,13 @@ class ApprovalFlow:
     def listing(self, pending: list[ApprovalRequest]) -> str:
         if not pending:
             return "Nothing is waiting for your approval."
-        return "Waiting for your OK:\n" + "\n".join(
-            f"{i}. {a.summary} (code {a.code}, until {a.expires_at:%H:%M} UTC)"
-            for i, a in enumerate(pending, 1))
+        return "Waiting for your OK:\n" + "\n".join(pending_lines(pending, until=True))
 
     async def context_note(self, user_id: str) -> str | None:
         pending = await self.store.pending(user_id, self.clock.now())
         if not pending:
             return None
-        listed = "\n".join(f"- {a.summary} (code {a.code})" for a in pending)
+        listed = "\n".join(pending_lines(pending, numbered=False))
         return ("Waiting for the user's approval (the app asked them; their yes or no goes "
                 f"to these, and nothing runs before it):\n{listed}\nDo not call these again; "
                 "if they ask, remind them what is waiting.")

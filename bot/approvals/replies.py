@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from bot.approvals.listing import pending_lines
 from bot.approvals.model import ApprovalRequest
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def _which(pending: list[ApprovalRequest], ref: str) -> ApprovalRequest | None:
 
 
 def _ask_which(pending: list[ApprovalRequest]) -> str:
-    listing = "; ".join(f"{i}. {a.summary}" for i, a in enumerate(pending, 1))
+    listing = "; ".join(pending_lines(pending, code=False))
     return (f"Which one do you mean? {listing}. Reply for example \"1 yes 2 no\", or "
             "\"yes to all\".")
 
@@ -226,6 +227,5 @@ INTERPRET_PROMPT = (
 
 
 def interpret_prompt(text: str, pending: list[ApprovalRequest]) -> str:
-    listing = "\n".join(f"{i}. {a.summary} {json.dumps(a.details, default=str)}"
-                        for i, a in enumerate(pending, 1))
+    listing = "\n".join(pending_lines(pending, code=False, details=True))
     return INTERPRET_PROMPT.format(listing=listing, reply=json.dumps(text))

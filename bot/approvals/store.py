@@ -220,11 +220,12 @@ class ApprovalStore:
             user_id)
         return [_approval(r) for r in rows]
 
-    async def list(self, user_id: str | None = None, status: str | None = None,
+    async def list(self, user_id: str | None = None, status: ApprovalStatus | None = None,
                    limit: int = 50) -> list[ApprovalRequest]:
         rows = await self.db.fetch(
             "SELECT * FROM approvals WHERE ($1 = '' OR user_id = $1) AND ($2 = '' OR status = $2)"
-            " ORDER BY created_at DESC, seq DESC, id LIMIT $3", user_id or "", status or "", limit)
+            " ORDER BY created_at DESC, seq DESC, id LIMIT $3", user_id or "",
+            status.value if status else "", limit)
         return [_approval(r) for r in rows]
 
     async def outcomes(self, approval_ids: Sequence[str]) -> dict[str, str]:
