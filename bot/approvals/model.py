@@ -14,9 +14,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from bot.approvals.options import OPTIONS, Option
 from bot.envelopes import ApprovalPrompt
-
-OPTIONS = ("approve", "edit", "cancel")
 
 
 class ApprovalStatus(Enum):
@@ -95,7 +94,7 @@ class ApprovalRequest:
     expires_at: datetime
     created_at: datetime
     status: ApprovalStatus = ApprovalStatus.PENDING
-    options: tuple[str, ...] = OPTIONS
+    options: tuple[Option, ...] = OPTIONS
     allow_modification: bool = True
     task_id: str | None = None  # the paused task (agent) it belongs to
     source: str = "chat"  # or "trigger"
@@ -116,7 +115,7 @@ class ApprovalRequest:
             id=self.id, code=self.code, position=position, summary=self.summary,
             details=tuple((k, _shown(v)) for k, v in self.details.items()),
             options=self.options if self.allow_modification else tuple(
-                o for o in self.options if o != "edit"),
+                o for o in self.options if o is not Option.EDIT),
             allow_modification=self.allow_modification, expires_at=self.expires_at)
 
 

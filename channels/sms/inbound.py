@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bot.approvals.options import Option
 from bot.clock import Clock
 from bot.db import Database
 from bot.envelopes import ButtonPress, IncomingMessage
@@ -113,11 +114,13 @@ class SmsInbound:
         if choice is None:
             return msg
         last = await self.outbox.latest_to(CHANNEL, msg.address)
-        if last is None or len(last.prompts) != 1:
+        option = Option.parse(choice.group(1))
+        if last is None or len(last.prompts) != 1 or option is None:
             return msg  # "1" answers something else (a question, a list): plain text
-        option = "approve" if choice.group(1) == "1" else "cancel"
+        [prompt] = last.prompts
         return IncomingMessage(msg.channel, msg.address, msg.external_id, msg.text,
-                               msg.received_at, button=ButtonPress(last.prompts[0].id, option))
+                               msg.received_at, button=ButtonPress(prompt.id, option.value,
+                                                                   kind=prompt.kind))
 
     # --- answered here -------------------------------------------------------------------------
 
