@@ -180,6 +180,10 @@ class ApprovalFlow:
         return ExecutionOutcome(ExecutionStatus.EXECUTED if ok else ExecutionStatus.FAILED,
                                 content)
 
+    async def mark_reported(self, approval_ids: list[str]) -> None:
+        """These outcomes reached the conversation (the turn that carried them is stored)."""
+        await self.store.mark_reported(approval_ids)
+
     def expired_line(self, approval: ApprovalRequest) -> str:
         return expired_line(approval, self.lines.expired)
 
