@@ -12,8 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.approvals.flow import ApprovalFlow
-from bot.envelopes import ButtonPress, TurnStop
-from bot.gateway.access import PAIRING_PREFIX, AccessControl, one_line, quoted
+from bot.approvals.options import Option
+from bot.envelopes import ButtonPress, PromptKind, TurnStop
+from bot.gateway.access import AccessControl, one_line, quoted
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import User
 from bot.tasks.resume import Resumer
@@ -80,7 +81,7 @@ class Commands:
 
     async def before(self, ctx: TurnContext) -> StepResult:
         button = ctx.msg.button
-        if button is not None and button.approval_id.startswith(PAIRING_PREFIX):
+        if button is not None and button.kind is PromptKind.PAIRING:
             return await self._pairing_button(ctx, button)
         if button is not None or ctx.msg.from_trigger:
             return Continue()
@@ -101,9 +102,9 @@ class Commands:
         """The owner tapped Approve or Cancel under a pairing notice: /pair by button."""
         if not ctx.user.is_owner:
             return Answered(text="Only the owner can approve new people.", stop=TurnStop.COMMAND)
-        verb = "approve" if button.option.lower() in ("approve", "yes") else "deny"
-        code = button.approval_id.removeprefix(PAIRING_PREFIX)
-        return Answered(text=await self._pair(ctx, [verb, code]), stop=TurnStop.COMMAND)
+        verb = "approve" if button.choice is Option.APPROVE else "deny"
+        return Answered(text=await self._pair(ctx, [verb, button.approval_id]),
+                        stop=TurnStop.COMMAND)
 
     # --- the commands ----------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bot.approvals.listing import pending_lines
 from bot.approvals.model import ApprovalRequest
 from bot.envelopes import TurnStop
 from bot.loop import ReactLoopResult
@@ -39,8 +40,7 @@ class Waits:
 
 def listed(intro: str, prompts: tuple[ApprovalRequest, ...]) -> str:
     """The approvals as the LLM reads them in the history (channels render their own)."""
-    lines = "\n".join(f"{i}. {a.summary} (code {a.code})" for i, a in enumerate(prompts, 1))
-    return f"{intro}\n{lines}"
+    return "\n".join([intro, *pending_lines(prompts)])
 
 
 def compose_turn(ctx: TurnContext, before: StepResult, run: ReactLoopResult | LLMFailure | None,

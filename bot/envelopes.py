@@ -1,7 +1,9 @@
 """What travels between channels and the core: `IncomingMessage` and `Inbound` in, `Reply` and
-`OutboundMessage` out, the typed approval prompt, the loop's progress events, and the
-`TurnStop` that says how a turn ended. Nothing here imports the core: a channel adapter
-depends on this module and `bot.channel`, never on the loop or the orchestrator."""
+`OutboundMessage` out, the typed prompt (an approval, or a pairing request for the owner),
+the loop's progress events, and the `TurnStop` that says how a turn ended. Nothing here
+imports the core but the prompts' vocabulary (`bot.approvals.options`, which imports
+nothing): a channel adapter depends on this module and `bot.channel`, never on the loop or
+the orchestrator."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any
+
+from bot.approvals.options import OPTIONS, Option
 
 
 class TurnStop(Enum):
@@ -29,14 +33,27 @@ class TurnStop(Enum):
     FAILED = "failed"  # the turn crashed repeatedly; the person was told
 
 
+class PromptKind(Enum):
+    """What a prompt asks, and so who reads the answer to it."""
+
+    APPROVAL = "approval"  # a risky action waits for its owner's OK (bot.approvals)
+    PAIRING = "pairing"  # a stranger waits for the owner to let them in (/pair)
+
+
 @dataclass(frozen=True)
 class ButtonPress:
-    """A decision made with a button (Telegram inline keyboard, console number)."""
+    """A choice made on a prompt (a Telegram button, an SMS "1" or "2")."""
 
-    approval_id: str
-    option: str
+    approval_id: str  # the prompt's id: an approval's id, or a pairing request's code
+    option: str  # the word the channel carried ("approve"); `choice` reads it
     # The channel's handle for answering the press (Telegram callback query id), if any.
     answer_ref: str = ""
+    kind: PromptKind = PromptKind.APPROVAL
+
+    @property
+    def choice(self) -> Option | None:
+        """The option pressed; None for a word that names none (never offered)."""
+        return Option.parse(self.option)
 
 
 @dataclass(frozen=True)
@@ -82,7 +99,7 @@ class IncomingMessage:
     # The whole message picks an option ("approve", "cancel") of the prompt it answers, as a
     # channel without buttons reads a bare "1" or "2": the gateway binds it to the one prompt
     # in the last message this address got, or it stays plain text.
-    choice: str | None = None
+    choice: Option | None = None
 
 
 @dataclass(frozen=True)
@@ -126,21 +143,25 @@ class TriggerMessage:
 
 @dataclass(frozen=True)
 class ApprovalPrompt:
-    """One approval request as a channel shows it: each adapter renders it its own way
-    (Telegram: buttons whose data carries `id`; SMS: "reply 1" or the code; console: lines)."""
+    """One request as a channel shows it: each adapter renders it its own way (Telegram:
+    buttons whose data carries `id` and `kind`; SMS: "reply 1" or the code; console: lines).
+    Most are approvals; `kind` PAIRING is the owner asked to let a stranger in (`id` is then
+    the pairing code), rendered the same way."""
 
     id: str
     code: str  # the short code a person can type ("YES 4821")
     position: int  # 1, 2... among the requests shown together (and in /pending)
     summary: str  # what will happen, naming its object: "Delete the note “Dentist”"
     details: tuple[tuple[str, str], ...] = ()  # every argument the action receives
-    options: tuple[str, ...] = ("approve", "edit", "cancel")
+    options: tuple[Option, ...] = OPTIONS
     allow_modification: bool = True
     expires_at: datetime | None = None
+    kind: PromptKind = PromptKind.APPROVAL
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["expires_at"] = self.expires_at.isoformat() if self.expires_at else None
+        data["kind"] = self.kind.value
         return data
 
     @classmethod
@@ -149,9 +170,10 @@ class ApprovalPrompt:
         return cls(id=data["id"], code=data["code"], position=int(data["position"]),
                    summary=data["summary"],
                    details=tuple((str(k), str(v)) for k, v in data.get("details") or ()),
-                   options=tuple(data.get("options") or ()),
+                   options=tuple(Option(o) for o in data.get("options") or ()),
                    allow_modification=bool(data.get("allow_modification", True)),
-                   expires_at=datetime.fromisoformat(expires) if expires else None)
+                   expires_at=datetime.fromisoformat(expires) if expires else None,
+                   kind=PromptKind(data.get("kind") or PromptKind.APPROVAL.value))
 
 
 @dataclass

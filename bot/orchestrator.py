@@ -19,7 +19,6 @@ from typing import Any
 
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
-from bot.approvals.store import ApprovalStore
 from bot.capabilities import OPEN_TOOL, ToolExposure
 from bot.clock import Clock
 from bot.compose import LLMFailure, Waits, compose_turn
@@ -188,15 +187,10 @@ class Orchestrator:
         if self.deps.journal is not None:  # the turn is stored: nothing left to replay
             await self.deps.journal.finish(ctx.turn_id)
         if turn.settled and self.deps.approvals is not None:
-            await self.approval_store.mark_reported(list(turn.settled))
+            await self.deps.approvals.mark_reported(list(turn.settled))
         if isinstance(run, ReactLoopResult):
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
-
-    @property
-    def approval_store(self) -> ApprovalStore:
-        assert self.deps.approvals is not None
-        return self.deps.approvals.store
 
     async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
         """The same run as `handle_message`, as events, ending with the Reply."""

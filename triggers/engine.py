@@ -29,6 +29,7 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bot.approvals.triggered import TriggerApprovals
 from bot.clock import Clock
 from bot.db import Database
 from triggers.approval_watch import ApprovalWatch
@@ -70,7 +71,7 @@ class TriggerEngine:
         self.holder = holder or default_holder()
         self.lease = DatabaseLease(db, self.holder,
                                    ttl=timedelta(seconds=self.settings.lease_seconds))
-        self.approvals = ApprovalWatch(db, self.store, gateway)
+        self.approvals = ApprovalWatch(TriggerApprovals(db), self.store, gateway)
         self.leading = False
         self._lock = asyncio.Lock()
         self._scheduler: AsyncIOScheduler | None = None

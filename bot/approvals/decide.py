@@ -16,9 +16,9 @@ from typing import Any
 
 from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, named_summary, state_word
 from bot.approvals.model import ApprovalRequest, ApprovalStatus
+from bot.approvals.options import Option
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
-from bot.envelopes import ButtonPress, TurnStop
-from bot.gateway.access import PAIRING_PREFIX
+from bot.envelopes import ButtonPress, PromptKind, TurnStop
 from bot.gateway.users import User, UserStore
 from bot.llm import LLMError
 from bot.tools import Tool
@@ -79,31 +79,31 @@ class ApprovalStep:
         if self._settled(approval):
             return Answered(text=f"“{approval.summary}” was already {state_word(approval)}.",
                             stop=WAITING)
-        verdict = {"approve": Verdict.APPROVE, "yes": Verdict.APPROVE,
-                   "cancel": Verdict.REJECT, "no": Verdict.REJECT,
-                   "reject": Verdict.REJECT}.get(button.option.lower())
-        if verdict is None:  # "edit" on a button: ask for the change in words
+        option = button.choice
+        # Edit (or a word no button offers): ask for the change in words; nothing is decided.
+        if option is None or option is Option.EDIT:
             await self.store.ask_change(approval.id, self.flow.clock.now())
             field = next(iter(approval.arguments), "subject").replace("_", " ")
             return Answered(text=f"What should I change in “{approval.summary}”? (Reply with "
                             f"the change, e.g. \"make the {field} …\".)", stop=WAITING)
-        return ParsedReply([Decision(approval.id, verdict)])
+        return ParsedReply([Decision(approval.id, Verdict.of(option))])
 
     async def answer_button(self, user: User, button: ButtonPress) -> str:
         """The short answer to a button press, at once (the decision itself is made by the
         turn, with a compare-and-set): what will happen, or why nothing will."""
-        if button.approval_id.startswith(PAIRING_PREFIX):  # a pairing notice's buttons
+        if button.kind is PromptKind.PAIRING:  # a pairing notice's buttons
             if not user.is_owner:
                 return "Only the owner can approve new people."
-            return "Letting them in…" if button.option.lower() == "approve" else "Refusing…"
+            return "Letting them in…" if button.choice is Option.APPROVE else "Refusing…"
         approval = await self.store.get(button.approval_id)
         refusal = _not_for(approval, user)
         if refusal is not None or approval is None:
             return refusal or ""
         if self._settled(approval):
             return f"Already {state_word(approval)}."
-        return {"approve": "Approving…", "yes": "Approving…",
-                "edit": "Tell me what to change."}.get(button.option.lower(), "Cancelling…")
+        if button.choice is Option.APPROVE:
+            return "Approving…"
+        return "Tell me what to change." if button.choice is Option.EDIT else "Cancelling…"
 
     def _settled(self, approval: ApprovalRequest) -> bool:
         """No longer open to a decision: decided already, or past its time."""
@@ -142,7 +142,7 @@ class ApprovalStep:
                 said.append(f"“{approval.summary}” was already "
                             f"{state_word(current or approval)}.")
                 continue
-            content = await self.flow._execute(ctx, approval) if status is \
+            content = (await self.flow.execute(ctx, approval)).content if status is \
                 ApprovalStatus.APPROVED else CANCELLED
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
@@ -173,8 +173,8 @@ class ApprovalStep:
             return f"Not run: {approval.user_id} no longer exists."
         theirs = replace(ctx.tool_ctx, user_id=requester.id, timezone=requester.timezone,
                          channel=requester.preferred_channel or ctx.tool_ctx.channel)
-        content = await self.flow._execute(ctx, approval, theirs)
-        return f"Approved “{approval.summary}” for {approval.user_id}: {content}"
+        ran = await self.flow.execute(ctx, approval, theirs)
+        return f"Approved “{approval.summary}” for {approval.user_id}: {ran.content}"
 
     async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
                     ) -> ApprovalRequest | tuple[ApprovalRequest, Joined] | str:
@@ -206,7 +206,8 @@ class ApprovalStep:
         if flow.confirm_edits:
             return edited
         await self.store.decide(edited.id, ApprovalStatus.APPROVED, by=by, at=now)
-        return edited, _joined(edited, arguments, await flow._execute(ctx, edited))
+        ran = await flow.execute(ctx, edited)
+        return edited, _joined(edited, arguments, ran.content)
 
     async def _rewrite(self, tool: Tool, approval: ApprovalRequest, changes: str
                        ) -> dict[str, Any]:

@@ -4,7 +4,7 @@
                 ApprovalDraft (siblings run as usual; the loop stops after the round)
     open        after the turn, drafts become durable ApprovalRequests, shown together
     decide      the next message (or button) decides them (bot.approvals.decide): the
-                stored arguments run once (`_execute`), the outcome joins the turn
+                stored arguments run once (`execute`), the outcome joins the turn
     sweep       expired and interrupted requests are settled, their owners told
                 (bot.approvals.sweeper)
 
@@ -21,7 +21,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
-from bot.approvals.model import ApprovalDraft, ApprovalRequest, ApprovalStatus, waiting_result
+from bot.approvals.listing import pending_lines
+from bot.approvals.model import (
+    ApprovalDraft,
+    ApprovalRequest,
+    ApprovalStatus,
+    ExecutionOutcome,
+    ExecutionStatus,
+    waiting_result,
+)
 from bot.approvals.store import INTERRUPTED, ApprovalStore
 from bot.approvals.sweeper import expired_line
 from bot.clock import Clock
@@ -45,7 +53,6 @@ CANCELLED = "User cancelled this action."
 
 @dataclass(frozen=True)
 class ApprovalLines:
-    intro: str
     expired: str  # {summary}, {minutes}
 
 
@@ -123,20 +130,14 @@ class ApprovalFlow:
             source="trigger" if trigger else "chat", trigger_task_id=trigger)
             for d in drafts]
 
-    def prompt_text(self, approvals: list[ApprovalRequest], *, listed: bool = True) -> str:
-        """The intro, and with `listed` the requests themselves (for the history; channels
-        render them from the Reply's approvals)."""
-        if not listed:
-            return self.lines.intro
-        lines = "\n".join(f"{i}. {a.summary} (code {a.code})" for i, a in enumerate(approvals, 1))
-        return f"{self.lines.intro}\n{lines}"
-
-    async def _execute(self, ctx: TurnContext, approval: ApprovalRequest,
-                       tool_ctx: ToolExecutionContext | None = None) -> str:
-        """Run the stored call once: whoever wins approved -> executing runs it."""
+    async def execute(self, ctx: TurnContext, approval: ApprovalRequest,
+                      tool_ctx: ToolExecutionContext | None = None) -> ExecutionOutcome:
+        """Run the stored call once: whoever wins approved -> executing runs it. `tool_ctx`:
+        whose action it is when not the turn's own person (the owner deciding for them)."""
         now = self.clock.now()
         if not await self.store.begin_execution(approval.id, now):
-            return "Not run: this action was already handled."
+            return ExecutionOutcome(ExecutionStatus.ALREADY_HANDLED,
+                                    "Not run: this action was already handled.")
         tool = self.registry.get(approval.tool_name)
         problem = None if tool is not None else f"the tool {approval.tool_name} is gone"
         if problem is None and not approval.intact():
@@ -144,7 +145,7 @@ class ApprovalFlow:
         if problem is not None:
             await self.store.finish(approval.id, False, f"refused: {problem}")
             log.error("approval %s not run: %s", approval.id, problem)
-            return f"Not run: {problem}."
+            return ExecutionOutcome(ExecutionStatus.FAILED, f"Not run: {problem}.")
         assert tool is not None
         # The approval id is the action's idempotency key (ctx.call_id).
         call_ctx = replace((tool_ctx or ctx.tool_ctx).for_call(approval.id), approved=True)
@@ -159,14 +160,15 @@ class ApprovalFlow:
         except LeaseLost:  # settled as interrupted meanwhile; its owner was told so
             log.error("approval %s: lease lost while running; the action was stopped",
                       approval.id)
-            return f"Not completed: {INTERRUPTED}."
+            return ExecutionOutcome(ExecutionStatus.INTERRUPTED,
+                                    f"Not completed: {INTERRUPTED}.")
         except Exception as err:  # the action failed: say so, never retry it silently
             log.warning("approved action %s (%s) failed", approval.id, approval.tool_name,
                         exc_info=True)
             content = f"Error: {type(err).__name__}: {err}" if str(err) else \
                 f"Error: {type(err).__name__}"
             await self.store.finish(approval.id, False, content)
-            return content
+            return ExecutionOutcome(ExecutionStatus.FAILED, content)
         ok = not (isinstance(result, ToolOutcome) and result.is_error)
         content = result.content if isinstance(result, ToolOutcome) else render_result(result)
         if isinstance(result, ToolOutcome) and result.status is ToolStatus.WAITING:
@@ -174,7 +176,13 @@ class ApprovalFlow:
         if not await self.store.finish(approval.id, ok, content):
             log.warning("approval %s finished after it was settled as interrupted",
                         approval.id)
-        return content
+        # What the action did, also when its record was settled as interrupted meanwhile.
+        return ExecutionOutcome(ExecutionStatus.EXECUTED if ok else ExecutionStatus.FAILED,
+                                content)
+
+    async def mark_reported(self, approval_ids: list[str]) -> None:
+        """These outcomes reached the conversation (the turn that carried them is stored)."""
+        await self.store.mark_reported(approval_ids)
 
     def expired_line(self, approval: ApprovalRequest) -> str:
         return expired_line(approval, self.lines.expired)
@@ -188,15 +196,13 @@ class ApprovalFlow:
     def listing(self, pending: list[ApprovalRequest]) -> str:
         if not pending:
             return "Nothing is waiting for your approval."
-        return "Waiting for your OK:\n" + "\n".join(
-            f"{i}. {a.summary} (code {a.code}, until {a.expires_at:%H:%M} UTC)"
-            for i, a in enumerate(pending, 1))
+        return "Waiting for your OK:\n" + "\n".join(pending_lines(pending, until=True))
 
     async def context_note(self, user_id: str) -> str | None:
         pending = await self.store.pending(user_id, self.clock.now())
         if not pending:
             return None
-        listed = "\n".join(f"- {a.summary} (code {a.code})" for a in pending)
+        listed = "\n".join(pending_lines(pending, numbered=False))
         return ("Waiting for the user's approval (the app asked them; their yes or no goes "
                 f"to these, and nothing runs before it):\n{listed}\nDo not call these again; "
                 "if they ask, remind them what is waiting.")

@@ -14,9 +14,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from bot.approvals.options import OPTIONS, Option
 from bot.envelopes import ApprovalPrompt
-
-OPTIONS = ("approve", "edit", "cancel")
 
 
 class ApprovalStatus(Enum):
@@ -28,6 +27,27 @@ class ApprovalStatus(Enum):
     EXECUTING = "executing"
     EXECUTED = "executed"
     FAILED = "failed"
+
+
+class ExecutionStatus(Enum):
+    """What became of one attempt to run an approved action (`ApprovalFlow.execute`)."""
+
+    EXECUTED = "executed"  # it ran and did what it was asked
+    # It ran and failed, came back unfinished, or was refused before it ran (its tool is
+    # gone, its arguments changed): the request is recorded as failed. A later change
+    # tells refusals apart (a REFUSED value) without touching the callers' matching.
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"  # its lease was lost while it ran: it was stopped mid-way
+    ALREADY_HANDLED = "already_handled"  # someone else began it first: nothing ran here
+
+
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    """One run of an approved action, as a value: its status, and the content the
+    conversation hears as the call's result."""
+
+    status: ExecutionStatus
+    content: str
 
 
 def new_approval_id() -> str:
@@ -74,7 +94,7 @@ class ApprovalRequest:
     expires_at: datetime
     created_at: datetime
     status: ApprovalStatus = ApprovalStatus.PENDING
-    options: tuple[str, ...] = OPTIONS
+    options: tuple[Option, ...] = OPTIONS
     allow_modification: bool = True
     task_id: str | None = None  # the paused task (agent) it belongs to
     source: str = "chat"  # or "trigger"
@@ -95,7 +115,7 @@ class ApprovalRequest:
             id=self.id, code=self.code, position=position, summary=self.summary,
             details=tuple((k, _shown(v)) for k, v in self.details.items()),
             options=self.options if self.allow_modification else tuple(
-                o for o in self.options if o != "edit"),
+                o for o in self.options if o is not Option.EDIT),
             allow_modification=self.allow_modification, expires_at=self.expires_at)
 
 

@@ -17,15 +17,25 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from bot.approvals.listing import pending_lines
 from bot.approvals.model import ApprovalRequest
+from bot.approvals.options import APPROVE_WORDS, CANCEL_WORDS, Option
 
 log = logging.getLogger(__name__)
 
 
 class Verdict(Enum):
+    """What a decision does to a request. Each Option a person picks is one verdict
+    (`Verdict.of`); the values are the interpreter's JSON words."""
+
     APPROVE = "approve"
     REJECT = "reject"
     EDIT = "edit"
+
+    @classmethod
+    def of(cls, option: Option) -> Verdict:
+        return {Option.APPROVE: cls.APPROVE, Option.CANCEL: cls.REJECT,
+                Option.EDIT: cls.EDIT}[option]
 
 
 @dataclass(frozen=True)
@@ -43,11 +53,10 @@ class ParsedReply:
     unrelated: bool = False  # not an answer at all: the message goes to the normal loop
 
 
-YES = ("yes", "y", "yeah", "yep", "yup", "ok", "okay", "sure", "approve", "approved", "confirm",
-       "confirmed", "go ahead", "send it", "do it", "please do", "book it", "👍")
-NO = ("no", "n", "nope", "nah", "cancel", "reject", "deny", "denied", "don't", "dont",
-      "do not", "stop", "skip", "never mind", "nevermind", "👎")
-_WORDS = "|".join(re.escape(w) for w in sorted(YES + NO, key=len, reverse=True))
+# The yes and no words are the options' own (bot.approvals.options): one table for every
+# channel.
+_WORDS = "|".join(re.escape(w) for w in sorted(APPROVE_WORDS + CANCEL_WORDS, key=len,
+                                                reverse=True))
 # A whole word (or emoji): "y" must not match inside "yesterday".
 _VERDICT = rf"(?<!\w)(?:{_WORDS})(?!\w)"
 _PAIR = re.compile(rf"(?:(?<!\w)#?(\d{{1,4}})\s*[:.)=-]?\s*({_VERDICT})"
@@ -71,7 +80,8 @@ Interpreter = Callable[[str, list[ApprovalRequest]], Awaitable[str]]
 
 
 def _verdict(word: str) -> Verdict:
-    return Verdict.APPROVE if word.lower() in YES else Verdict.REJECT
+    """A yes or no word (one the patterns matched) as its verdict."""
+    return Verdict.APPROVE if Option.parse(word) is Option.APPROVE else Verdict.REJECT
 
 
 def _which(pending: list[ApprovalRequest], ref: str) -> ApprovalRequest | None:
@@ -83,7 +93,7 @@ def _which(pending: list[ApprovalRequest], ref: str) -> ApprovalRequest | None:
 
 
 def _ask_which(pending: list[ApprovalRequest]) -> str:
-    listing = "; ".join(f"{i}. {a.summary}" for i, a in enumerate(pending, 1))
+    listing = "; ".join(pending_lines(pending, code=False))
     return (f"Which one do you mean? {listing}. Reply for example \"1 yes 2 no\", or "
             "\"yes to all\".")
 
@@ -226,6 +236,5 @@ INTERPRET_PROMPT = (
 
 
 def interpret_prompt(text: str, pending: list[ApprovalRequest]) -> str:
-    listing = "\n".join(f"{i}. {a.summary} {json.dumps(a.details, default=str)}"
-                        for i, a in enumerate(pending, 1))
+    listing = "\n".join(pending_lines(pending, code=False, details=True))
     return INTERPRET_PROMPT.format(listing=listing, reply=json.dumps(text))

@@ -18,6 +18,7 @@ from bot.approvals.model import (
     args_hash,
     new_approval_id,
 )
+from bot.approvals.options import Option
 from bot.db import Database, Queries, Row
 
 
@@ -27,7 +28,8 @@ def _approval(row: Row) -> ApprovalRequest:
         tool_name=row["tool_name"], arguments=json.loads(row["arguments"]),
         args_hash=row["args_hash"], summary=row["summary"], details=json.loads(row["details"]),
         expires_at=row["expires_at"], created_at=row["created_at"],
-        status=ApprovalStatus(row["status"]), options=tuple(json.loads(row["options"])),
+        status=ApprovalStatus(row["status"]),
+        options=tuple(Option(o) for o in json.loads(row["options"])),
         allow_modification=bool(row["allow_modification"]), task_id=row["task_id"],
         source=row["source"], trigger_task_id=row["trigger_task_id"],
         replaces=row["replaces"], turn_id=row["turn_id"], decided_by=row["decided_by"],
@@ -220,11 +222,12 @@ class ApprovalStore:
             user_id)
         return [_approval(r) for r in rows]
 
-    async def list(self, user_id: str | None = None, status: str | None = None,
+    async def list(self, user_id: str | None = None, status: ApprovalStatus | None = None,
                    limit: int = 50) -> list[ApprovalRequest]:
         rows = await self.db.fetch(
             "SELECT * FROM approvals WHERE ($1 = '' OR user_id = $1) AND ($2 = '' OR status = $2)"
-            " ORDER BY created_at DESC, seq DESC, id LIMIT $3", user_id or "", status or "", limit)
+            " ORDER BY created_at DESC, seq DESC, id LIMIT $3", user_id or "",
+            status.value if status else "", limit)
         return [_approval(r) for r in rows]
 
     async def outcomes(self, approval_ids: Sequence[str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.approvals.listing import TABLE_HEADER, table_rows
 from bot.approvals.model import ApprovalStatus
 from bot.config import Settings
 from bot.gateway.users import User
@@ -156,12 +157,10 @@ async def _approvals(app: App, args: argparse.Namespace, say: Callable[[str], No
             say(f"no such user: {args.user}")
             return 1
         user_id = user.id
-    found = await app.approvals.store.list(user_id, args.status)
-    rows = [(f"{a.created_at:%Y-%m-%d %H:%M}", a.user_id, a.code,
-             a.status.value + (f" by {a.decided_by}" if a.decided_by else ""), a.summary,
-             _one_line(a.result) if a.result else "-") for a in found]
-    say(table(("CREATED (UTC)", "USER", "CODE", "STATUS", "ACTION", "RESULT"), rows) if rows
-        else "no approvals")
+    found = await app.approvals.store.list(
+        user_id, ApprovalStatus(args.status) if args.status else None)
+    rows = table_rows(found)
+    say(table(TABLE_HEADER, rows) if rows else "no approvals")
     return 0
 
 
@@ -170,8 +169,3 @@ def table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header) - 1)]
     return "\n".join("  ".join([*(str(c).ljust(w) for c, w in zip(r, widths, strict=False)),
                                str(r[-1])]).rstrip() for r in [header, *rows])
-
-
-def _one_line(text: str, limit: int = 80) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[:limit - 1] + "…"

@@ -16,8 +16,9 @@ from typing import Literal
 
 import pydantic
 
+from bot.approvals.options import Option
 from bot.db import Database, Row
-from bot.envelopes import ApprovalPrompt
+from bot.envelopes import ApprovalPrompt, PromptKind
 from bot.gateway.guesses import GuessLimiter, GuessVerdict
 from bot.gateway.identity import IdentityStore, new_code
 from bot.gateway.users import User
@@ -222,14 +223,12 @@ class AccessControl:
         return changed > 0
 
 
-PAIRING_PREFIX = "pair-"  # no colon: button data is "a:<id>:<option>"
-
-
 def pairing_prompt(code: str) -> ApprovalPrompt:
-    """A pairing request as a choice the owner can tap (Telegram buttons); typing
-    /pair approve CODE works everywhere."""
-    return ApprovalPrompt(id=f"{PAIRING_PREFIX}{code}", code=code, position=1,
+    """A pairing request as a choice the owner can tap (Telegram buttons), a prompt of its
+    own kind whose id is the code; typing /pair approve CODE works everywhere."""
+    return ApprovalPrompt(id=code, code=code, position=1,
                           summary=f"Let the sender of code {code} in",
-                          options=("approve", "cancel"), allow_modification=False)
+                          options=(Option.APPROVE, Option.CANCEL), allow_modification=False,
+                          kind=PromptKind.PAIRING)
 
 

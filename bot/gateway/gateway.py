@@ -130,7 +130,8 @@ class Gateway:
         last = await self.outbound.outbox.latest_to(msg.channel, msg.address)
         if last is None or len(last.prompts) != 1 or msg.choice is None:
             return msg
-        return replace(msg, button=ButtonPress(last.prompts[0].id, msg.choice))
+        [prompt] = last.prompts
+        return replace(msg, button=ButtonPress(prompt.id, msg.choice.value, kind=prompt.kind))
 
     async def _admit(self, msg: IncomingMessage, row_id: int) -> ReceiveResult:
         deps = self.deps

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.db import Database, Queries, Row
-from bot.envelopes import ButtonPress, IncomingMessage, MediaRef, TriggerMessage, Urgency
+from bot.envelopes import (
+    ButtonPress,
+    IncomingMessage,
+    MediaRef,
+    PromptKind,
+    TriggerMessage,
+    Urgency,
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,8 @@ def _media_of(raw: str | None) -> tuple[MediaRef, ...]:
 
 
 def _row(r: Row) -> InboxRow:
-    button = ButtonPress(r["button_approval_id"], r["button_option"] or "") \
+    button = ButtonPress(r["button_approval_id"], r["button_option"] or "",
+                         kind=PromptKind(r["button_kind"] or PromptKind.APPROVAL.value)) \
         if r["button_approval_id"] else None
     return InboxRow(r["id"], r["channel"], r["external_id"], r["address"], r["user_id"],
                     r["text"], button, r["display_name"], r["status"], r["attempts"],
@@ -59,12 +67,13 @@ class InboxStore:
         """The new row's id, or None when this (channel, external id) was seen before."""
         return await self.db.fetchval(
             "INSERT INTO inbox (channel, external_id, address, text, button_approval_id,"
-            " button_option, display_name, status, received_at, media)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8, $9)"
+            " button_option, button_kind, display_name, status, received_at, media)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'received', $9, $10)"
             " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id",
             msg.channel, msg.external_id, msg.address, msg.text,
             msg.button.approval_id if msg.button else None,
-            msg.button.option if msg.button else None, msg.display_name, msg.received_at,
+            msg.button.option if msg.button else None,
+            msg.button.kind.value if msg.button else None, msg.display_name, msg.received_at,
             _media_json(msg.media))
 
     async def record_for_user(self, msg: TriggerMessage, at: datetime) -> int | None:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from bot.approvals.options import Option
 from bot.envelopes import IncomingMessage
 from bot.gateway.door import ChannelHost
 from bot.gateway.identity import Identity
@@ -122,7 +123,8 @@ def _translated(msg: IncomingMessage) -> IncomingMessage:
     choice = _CHOICE.match(msg.text)
     if choice is None:
         return msg
-    return replace(msg, choice="approve" if choice.group(1) == "1" else "cancel")
+    option = Option.parse(choice.group(1))
+    return replace(msg, choice=option) if option is not None else msg
 
 
 def _translated_link(msg: IncomingMessage) -> IncomingMessage:

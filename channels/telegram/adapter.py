@@ -20,6 +20,7 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 
+from bot.approvals.options import Option
 from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
 from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
 from bot.media import MediaUnavailable
@@ -31,7 +32,8 @@ from channels.telegram.render import escape, message_html, split_html, split_pla
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-BUTTON_LABELS = {"approve": "✅ Approve", "edit": "✏️ Edit", "cancel": "✖️ Cancel"}
+BUTTON_LABELS = {Option.APPROVE: "✅ Approve", Option.EDIT: "✏️ Edit",
+                 Option.CANCEL: "✖️ Cancel"}
 UNREACHABLE = ("bot was blocked by the user", "chat not found", "user is deactivated",
                "bot was kicked", "bot can't initiate conversation")
 
@@ -186,15 +188,16 @@ def retry_after_seconds(err: RetryAfter) -> float:
 
 
 def keyboard(prompts: tuple[ApprovalPrompt, ...]) -> InlineKeyboardMarkup | None:
-    """One row per approval; each button carries the approval's id and the option."""
+    """One row per prompt; each button carries the prompt's kind and id and the option."""
     if not prompts:
         return None
     rows = []
     for prompt in prompts:
-        options = [o for o in prompt.options if o != "edit" or prompt.allow_modification]
+        options = [o for o in prompt.options if o is not Option.EDIT or prompt.allow_modification]
         numbered = f"{prompt.position} " if len(prompts) > 1 else ""
         rows.append([InlineKeyboardButton(numbered + BUTTON_LABELS.get(o, o.capitalize()),
-                                          callback_data=callback_data(prompt.id, o))
+                                          callback_data=callback_data(prompt.id, o,
+                                                                      prompt.kind))
                      for o in options])
     return InlineKeyboardMarkup(rows)
 

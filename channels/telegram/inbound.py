@@ -20,7 +20,7 @@ from typing import Protocol
 
 from telegram import Bot, Message, PhotoSize, Update
 
-from bot.envelopes import ButtonPress, IncomingMessage, MediaRef
+from bot.envelopes import ButtonPress, IncomingMessage, MediaRef, PromptKind
 from bot.gateway.door import Door
 from bot.transcribe import Transcriber, TranscriptionError
 
@@ -31,7 +31,9 @@ COMMANDS = {"start": "Start talking to Valet", "help": "What Valet can do",
             "pending": "What waits for your approval", "cancel": "Cancel what is waiting",
             "stop": "Stop what Valet is doing now", "link": "Link another account",
             "whoami": "Who Valet thinks you are"}
-CALLBACK_PREFIX = "a"
+# A button's data starts with what kind of prompt it answers: an approval, or the owner
+# letting a stranger in.
+CALLBACK_PREFIXES = {PromptKind.APPROVAL: "a", PromptKind.PAIRING: "p"}
 MAX_VOICE_BYTES = 20 * 1024 * 1024  # the Bot API's own download limit
 # The largest of a photo's sizes under this is the one the model sees: Telegram's biggest
 # rendition is usually well under it, and a few megabytes of base64 per request is plenty.
@@ -46,19 +48,32 @@ UNCLEAR_VOICE = "Sorry, I couldn't make out that voice note: could you type it?"
 INVALID_BUTTON = "This button is no longer valid."
 
 
-def callback_data(approval_id: str, option: str) -> str:
-    """What an approval button carries: the request's id and the option, never a position."""
-    data = f"{CALLBACK_PREFIX}:{approval_id}:{option}"
+def callback_data(prompt_id: str, option: str, kind: PromptKind = PromptKind.APPROVAL) -> str:
+    """What a prompt's button carries: the prompt's kind and id and the option, never a
+    position."""
+    data = f"{CALLBACK_PREFIXES[kind]}:{prompt_id}:{option}"
     if len(data.encode()) > 64:
-        raise ValueError(f"approval id too long for a Telegram button: {approval_id!r}")
+        raise ValueError(f"prompt id too long for a Telegram button: {prompt_id!r}")
     return data
 
 
-def parse_callback(data: str | None) -> tuple[str, str] | None:
+def parse_callback(data: str | None, kind: PromptKind = PromptKind.APPROVAL
+                   ) -> tuple[str, str] | None:
+    """(prompt id, option) of a button of a `kind` prompt; None for any other data."""
     parts = (data or "").split(":")
-    if len(parts) != 3 or parts[0] != CALLBACK_PREFIX or not parts[1] or not parts[2]:
+    if len(parts) != 3 or parts[0] != CALLBACK_PREFIXES[kind] or not parts[1] or not parts[2]:
         return None
     return parts[1], parts[2]
+
+
+def pressed(data: str | None) -> tuple[PromptKind, str, str] | None:
+    """Which prompt a button answers, and how: (kind, prompt id, option); None for data
+    Valet cannot read."""
+    for kind in PromptKind:
+        parsed = parse_callback(data, kind)
+        if parsed is not None:
+            return kind, *parsed
+    return None
 
 
 # --- what an update is ---------------------------------------------------------------------
@@ -82,7 +97,7 @@ class Text:
 class Press:
     origin: Origin
     callback_id: str
-    parsed: tuple[str, str] | None  # (approval id, option); None: data Valet cannot read
+    parsed: tuple[PromptKind, str, str] | None  # (kind, prompt id, option); None: unreadable
 
 
 @dataclass(frozen=True)
@@ -121,7 +136,7 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
         query = update.callback_query
         chat = query.message.chat.id if query.message is not None else query.from_user.id
         origin = Origin(update.update_id, chat, query.from_user.full_name, now())
-        return Press(origin, query.id, parse_callback(query.data))
+        return Press(origin, query.id, pressed(query.data))
     message = update.message
     if message is None or message.from_user is None:
         return None  # edits, channel posts, joins: nothing for Valet
@@ -220,9 +235,9 @@ class InboundHandler:
             if item.parsed is None:
                 await self.replier.answer_button(item.callback_id, INVALID_BUTTON)
                 return
-            approval_id, option = item.parsed
-            await self._receive(item.origin, option, ButtonPress(approval_id, option,
-                                                                 answer_ref=item.callback_id))
+            kind, prompt_id, option = item.parsed
+            await self._receive(item.origin, option, ButtonPress(
+                prompt_id, option, answer_ref=item.callback_id, kind=kind))
         elif isinstance(item, Text):
             await self._receive(item.origin, item.text)
         elif not await self.is_known(str(item.origin.chat_id)):
