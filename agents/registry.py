@@ -265,8 +265,10 @@ class _Loader:
             self.errors.append(f"{where('name')}: {'.'.join((*where.entry, 'name'))}: "
                                f"duplicate capability {entry.name!r}")
             return
+        source = McpToolSource(entry)
         self.registry.capabilities[entry.name] = CapabilitySpec(
-            entry.name, entry.description, source=McpToolSource(entry))
+            entry.name, entry.description, source=source)
+        self.registry.tools.add_source(source)  # its tools found by name once it runs
         self.mcp_where[entry.name] = where("name")
 
     def _group(self, capability: str | None, tool_name: str, where: str) -> None:

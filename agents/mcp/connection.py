@@ -68,6 +68,7 @@ class McpConnection:
         self._attempt: asyncio.Future[None] | None = None
         self._lost = asyncio.Event()
         self._closing = False
+        self._refreshing: set[asyncio.Task[None]] = set()
 
     @property
     def running(self) -> bool:
@@ -213,10 +214,9 @@ class McpConnection:
     def _errlog(self) -> TextIO:
         """Where the server's own stderr goes: a file beside Valet's log, never the console."""
         if self.log_dir is None:
-            return open(os.devnull, "w")  # noqa: SIM115 (closed by the exit stack)
+            return open(os.devnull, "w")  # closed by the session's exit stack
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        return open(self.log_dir / f"mcp-{self.config.name}.log", "a",  # noqa: SIM115
-                    encoding="utf-8")
+        return open(self.log_dir / f"mcp-{self.config.name}.log", "a", encoding="utf-8")
 
     async def _refresh(self, client: Client) -> None:
         tools: list[mcp_types.Tool] = []
@@ -236,8 +236,10 @@ class McpConnection:
 
         if isinstance(message, ToolListChangedNotification):
             client = self._client
-            if client is not None:
-                asyncio.create_task(self._refresh_quietly(client))
+            if client is not None:  # not inline: the handler runs on the receive path
+                task = asyncio.create_task(self._refresh_quietly(client))
+                self._refreshing.add(task)
+                task.add_done_callback(self._refreshing.discard)
         elif isinstance(message, Exception):
             log.warning("MCP server %s: transport error: %s", self.config.name,
                         _describe(message))
