@@ -85,9 +85,9 @@ def problems(config: McpServerConfig) -> list[tuple[str, str]]:
                                  "`url:` (streamable HTTP)"))
     if config.command and config.url:
         found.append(("url", "give either `command:` (stdio) or `url:` (HTTP), not both"))
-    if config.headers and not config.url:
+    if config.headers and config.command:
         found.append(("headers", "headers are for a server reached by `url:`"))
-    if config.env and not config.command:
+    if config.env and config.url:
         found.append(("env", "env is for a server started by `command:` (use headers for a "
                              "server reached by `url:`)"))
     for section, values in (("env", config.env), ("headers", config.headers)):

@@ -250,3 +250,31 @@ async def test_after_a_restart_an_open_tracker_starts_again_when_the_turn_needs_
     assert (await say(again, me, "and the gate?")).text == "Found it."
     assert "tracker_lookup" in tools_of(fake_llm.requests[0])
     assert len(starts(server_log)) == 2
+
+
+async def test_valet_mcp_tools_and_doctor_start_the_server_and_list_its_tools(
+        app_settings, fake_llm: FakeOpenAI, tmp_path, server_log):
+    import argparse
+
+    from bot.cli.doctor import run_doctor
+    from bot.cli.mcp import run_mcp
+
+    settings = app_settings(agents=registry(tmp_path, slow_timeout=5))
+    lines: list[str] = []
+    assert await run_mcp(settings, argparse.Namespace(action="list"), lines.append) == 0
+    assert lines == [f"tracker: the team's issue tracker (stdio: {sys.executable} -m "
+                     "tests.fakes.fake_mcp_server stdio)"]
+    assert starts(server_log) == []  # listing starts nothing
+    lines.clear()
+    assert await run_mcp(settings, argparse.Namespace(action="tools", name="tracker"),
+                         lines.append) == 0
+    assert lines[0].endswith(": 6 tool(s)")
+    assert "  tracker_create_item: asks first, times out after 30 s" in lines
+    assert "  tracker_slow: runs without asking, times out after 5 s" in lines
+    fake_llm.script(LLMReply(content="ready"))
+    lines.clear()
+    await run_doctor(settings, lines.append)
+    [started] = [line for line in lines if "MCP server tracker" in line]
+    assert started.startswith("  ok") and started.endswith("starts: 6 tool(s)")
+    assert any("tracker_lookup: runs without asking" in line for line in lines)
+    assert len(starts(server_log)) == 2  # each look started it once (and stopped it)
