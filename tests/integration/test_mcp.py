@@ -37,7 +37,8 @@ def server_log(tmp_path, monkeypatch) -> Path:
     return path
 
 
-def registry(tmp_path: Path, *, url: str | None = None, slow_timeout: float = 1) -> AgentsSettings:
+def registry(tmp_path: Path, *, url: str | None = None, slow_timeout: float = 1,
+             slow_repeats: bool = False) -> AgentsSettings:
     """A deployment registry with the fake server as the `tracker` capability."""
     if url is None:
         where = (f"    command: [{sys.executable}, -m, tests.fakes.fake_mcp_server, stdio]\n"
@@ -47,7 +48,8 @@ def registry(tmp_path: Path, *, url: str | None = None, slow_timeout: float = 1)
     path = tmp_path / "mine.yaml"
     path.write_text("mcp:\n  - name: tracker\n" + where +
                     "    description: the team's issue tracker\n"
-                    f"    tools:\n      slow: {{timeout_seconds: {slow_timeout}}}\n")
+                    f"    tools:\n      slow: {{timeout_seconds: {slow_timeout}, "
+                    f"safe_to_repeat: {str(slow_repeats).lower()}}}\n")
     return AgentsSettings(registries=[str(path)], answer_check="heuristic")
 
 
@@ -278,3 +280,50 @@ async def test_valet_mcp_tools_and_doctor_start_the_server_and_list_its_tools(
     assert started.startswith("  ok") and started.endswith("starts: 6 tool(s)")
     assert any("tracker_lookup: runs without asking" in line for line in lines)
     assert len(starts(server_log)) == 2  # each look started it once (and stopped it)
+
+
+@pytest.mark.parametrize("safe", [False, True])
+async def test_a_call_cut_short_by_a_crash_runs_again_only_if_marked_safe_to_repeat(
+        fake_llm: FakeOpenAI, llm, tmp_path, server_log, safe):
+    """The turn is killed mid-call (as kill -9 would); the process that redoes it has not
+    started the server: its journal, not the model, decides whether the call runs again."""
+    from agents.registry import load_registry, registry_paths
+    from bot.clock import FakeClock
+    from bot.context import ContextManager
+    from bot.db import connect
+    from bot.envelopes import TurnStop
+    from bot.journal import INTERRUPTED, TurnJournal
+    from bot.loop import LoopDeps, react_loop
+    from bot.tools import ToolExecutionContext
+    from tests.helpers import loop_config
+
+    db = await connect(f"sqlite:///{tmp_path}/journal.db")
+    paths = registry_paths(registry(tmp_path, slow_timeout=60, slow_repeats=safe).registries)
+
+    async def run_turn():
+        agents = load_registry(paths)
+        cfg, clock = loop_config(), FakeClock()
+        deps = LoopDeps(llm, agents.tools, ContextManager(cfg), clock,
+                        journal=TurnJournal(db, clock))
+        try:
+            return await react_loop(deps, [{"role": "system", "content": "test"}],
+                                    [{"role": "user", "content": "slow report"}],
+                                    ToolExecutionContext(user_id="u1", clock=clock), cfg,
+                                    turn_id="inbox-1")
+        finally:
+            await agents.close()
+
+    try:
+        fake_llm.script(LLMReply(tool_calls=[ToolCall("tracker_slow", {"seconds": 0.5})]))
+        first = asyncio.create_task(run_turn())
+        await eventually(lambda: bool(calls(server_log, "slow")))
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        fake_llm.script(LLMReply(content="done"))
+        result = await run_turn()
+    finally:
+        await db.close()
+    assert result.stop_reason is TurnStop.FINAL_ANSWER
+    assert len(calls(server_log, "slow")) == (2 if safe else 1)
+    [outcome] = [m["content"] for m in result.new_messages if m["role"] == "tool"]
+    assert ("waited 0.5 s" in outcome) if safe else (outcome == INTERRUPTED)
