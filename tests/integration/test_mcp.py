@@ -44,7 +44,8 @@ def registry(tmp_path: Path, *, url: str | None = None, slow_timeout: float = 1,
         where = (f"    command: [{sys.executable}, -m, tests.fakes.fake_mcp_server, stdio]\n"
                  f"    cwd: {REPO}\n    env: {{FAKE_MCP_LOG: 'env:FAKE_MCP_LOG'}}\n")
     else:
-        where = f"    url: {url}\n    headers: {{Authorization: 'Bearer ${{env:FAKE_MCP_TOKEN}}'}}\n"
+        where = (f"    url: {url}\n"
+                 "    headers: {Authorization: 'Bearer ${env:FAKE_MCP_TOKEN}'}\n")
     path = tmp_path / "mine.yaml"
     path.write_text("mcp:\n  - name: tracker\n" + where +
                     "    description: the team's issue tracker\n"
@@ -85,8 +86,9 @@ def starts(log: Path) -> list[int]:
 
 
 async def eventually(check, seconds: float = 30) -> None:
+    """Until `check()` holds (a file another process writes, a restart): polled, bounded."""
     async with asyncio.timeout(seconds):
-        while not check():
+        while not check():  # noqa: ASYNC110 (nothing here to wait on but the condition)
             await asyncio.sleep(0.05)
 
 

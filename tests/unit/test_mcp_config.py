@@ -5,7 +5,6 @@ model sees them."""
 from __future__ import annotations
 
 import base64
-import sys
 from pathlib import Path
 
 import mcp_types
