@@ -25,6 +25,12 @@ file, line and what is wrong, all of them at once.
       - name: weather                    # a group of tools, opened by open_capability
         summary: forecasts, rain soon    # one line in the system prompt
         check: agents.tools.weather:capability_status  # optional: on / off / failing
+    mcp:                                 # MCP servers: each one a capability (agents/mcp/)
+      - name: github                     # its tools appear as github_<tool>
+        command: [npx, -y, "@modelcontextprotocol/server-github"]  # or url: (HTTP)
+        env: {GITHUB_TOKEN: "credential:github"}   # secrets by reference only
+        description: "Your GitHub: issues, pull requests, notifications"
+        tools: {create_issue: {approval: always, timeout_seconds: 30}}
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ import pydantic
 import yaml
 
 from agents.base import RESERVED_FIELD_NAMES, StandardAgent
+from agents.mcp.config import McpServerConfig
+from agents.mcp.config import problems as mcp_problems
+from agents.mcp.source import McpToolSource
 from agents.runtime import AgentSpec, AgentTasks, agent_tool
 from bot.capabilities import CapabilitySpec
 from bot.config import ConfigError, yaml_line
@@ -92,6 +101,16 @@ class Registry:
     def handler(self) -> AgentTasks:
         return AgentTasks(self.agents)
 
+    @property
+    def mcp_servers(self) -> dict[str, McpToolSource]:
+        return {name: spec.source for name, spec in self.capabilities.items()
+                if isinstance(spec.source, McpToolSource)}
+
+    async def close(self) -> None:
+        """Stop what the capabilities started (MCP servers' sessions and processes)."""
+        for source in self.mcp_servers.values():
+            await source.close()
+
 
 def load_registry(paths: Iterable[Path], tool_settings: Mapping[str, Mapping[str, Any]]
                   | None = None) -> Registry:
@@ -112,6 +131,7 @@ class _Loader:
         self.errors: list[str] = []
         self.defined: dict[str, str] = {}  # name -> file:line where it was first defined
         self.grouped: dict[str, list[tuple[str, str]]] = {}  # capability -> [(tool, where)]
+        self.mcp_where: dict[str, str] = {}  # MCP server -> file:line of its name
 
     def load_file(self, path: Path) -> None:
         try:
@@ -131,12 +151,14 @@ class _Loader:
             self.errors.append(f"{path}:1: a registry file is a mapping with `agents:` and/or "
                                "`tools:` lists")
             return
-        unknown = sorted(set(data) - {"agents", "tools", "capabilities"})
+        unknown = sorted(set(data) - {"agents", "tools", "capabilities", "mcp"})
         for key in unknown:
             self.errors.append(f"{path}:{yaml_line(root, (str(key),))}: {key}: unknown section "
-                               "(a registry file has `agents:`, `tools:` and `capabilities:`)")
-        sections: tuple[tuple[str, type[_Strict]], ...] = (
-            ("capabilities", _CapabilityEntry), ("tools", _ToolEntry), ("agents", _AgentEntry))
+                               "(a registry file has `agents:`, `tools:`, `capabilities:` and "
+                               "`mcp:`)")
+        sections: tuple[tuple[str, type[pydantic.BaseModel]], ...] = (
+            ("capabilities", _CapabilityEntry), ("mcp", McpServerConfig), ("tools", _ToolEntry),
+            ("agents", _AgentEntry))
         for section, model in sections:
             entries = data.get(section) or []
             if not isinstance(entries, list):
@@ -155,6 +177,8 @@ class _Loader:
                     continue
                 if isinstance(entry, _CapabilityEntry):
                     self._capability(entry, where)
+                elif isinstance(entry, McpServerConfig):
+                    self._mcp_server(entry, where)
                 elif isinstance(entry, _ToolEntry):
                     self._tool_module(entry, where)
                 elif isinstance(entry, _AgentEntry):
@@ -220,12 +244,40 @@ class _Loader:
         self.registry.capabilities[entry.name] = CapabilitySpec(
             entry.name, entry.summary, check=entry.check)
 
+    def _mcp_server(self, entry: McpServerConfig, where: _Where) -> None:
+        found = mcp_problems(entry)
+        for key, problem in found:
+            self.errors.append(f"{where(*key.split('.'))}: {'.'.join((*where.entry, key))}: "
+                               f"{problem}")
+        if found:
+            return
+        if entry.name in self.registry.capabilities:
+            self.errors.append(f"{where('name')}: {'.'.join((*where.entry, 'name'))}: "
+                               f"duplicate capability {entry.name!r}")
+            return
+        source = McpToolSource(entry)
+        self.registry.capabilities[entry.name] = CapabilitySpec(
+            entry.name, entry.description, source=source)
+        self.registry.tools.add_source(source)  # its tools found by name once it runs
+        self.mcp_where[entry.name] = where("name")
+
     def _group(self, capability: str | None, tool_name: str, where: str) -> None:
         if capability is not None:
             self.grouped.setdefault(capability, []).append((tool_name, where))
 
     def check_capabilities(self) -> None:
-        """Every group named by a tool is declared (in any file), and gets its tools."""
+        """Every group named by a tool is declared (in any file), and gets its tools; no
+        declared tool carries an MCP server's prefix (its tools would be taken for the
+        server's)."""
+        for server, where in self.mcp_where.items():
+            taken = sorted(n for n in self.defined if n.startswith(f"{server}_"))
+            if taken:
+                self.errors.append(f"{where}: mcp name {server!r}: tools named {server}_... "
+                                   f"already exist ({', '.join(taken[:3])}); choose another "
+                                   "name")
+            if server in self.grouped:
+                self.errors.append(f"{self.grouped[server][0][1]}: capability {server!r} is "
+                                   "an MCP server's: its tools come from the server")
         for name, members in self.grouped.items():
             spec = self.registry.capabilities.get(name)
             if spec is None:

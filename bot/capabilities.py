@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import pydantic
 
-from bot.tools import Tool, ToolExecutionContext, ToolRegistry
+from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus
 
 OPEN_TOOL = "open_capability"
 # A group stays open for the turn it was opened in and this many turns after it: follow-ups
@@ -58,6 +58,37 @@ class CapabilityStatus:
 CapabilityCheck = Callable[[Any, Any], Awaitable[CapabilityStatus]]
 
 
+class SourceUnavailable(Exception):
+    """A tool source could not be started; the message says why, in words for the model."""
+
+
+class ToolSource(Protocol):
+    """A capability whose tools are learnt at run time (an MCP server's): nothing starts until
+    the group is first opened; then its tools are known for the life of the process. Every
+    tool it owns is named `prefix` + something, so a name says its group without a start."""
+
+    prefix: str
+
+    def known(self) -> Sequence[Tool]:
+        """The tools known now (empty until the first start); starts nothing."""
+        ...
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called `name` (one of its own), or None; starts nothing."""
+        ...
+
+    async def attach(self, settings: Any, db: Any) -> CapabilityStatus:
+        """Once, at start-up: where its secrets are read from (`db`), and whether it is
+        configured (its secrets present). Starts nothing."""
+        ...
+
+    async def open(self) -> Sequence[Tool]:
+        """Started if it is not (SourceUnavailable when it cannot be); its tools."""
+        ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class CapabilitySpec:
     """A capability as the registry declares it: its tools, and how to tell whether it is on."""
@@ -66,8 +97,14 @@ class CapabilitySpec:
     summary: str
     tools: tuple[str, ...] = ()
     check: str | None = None  # "module:function"; None: always on
+    source: ToolSource | None = None  # tools learnt when first opened (an MCP server)
 
     async def status(self, settings: Any, db: Any = None) -> CapabilityStatus:
+        if self.source is not None:
+            try:
+                return await self.source.attach(settings, db)
+            except Exception as err:  # as a broken check: failing, never a crash
+                return CapabilityStatus.failing(f"{type(err).__name__}: {err}")
         if self.check is None:
             return CapabilityStatus.on()
         module_name, fn_name = self.check.split(":", 1)
@@ -94,23 +131,29 @@ class ToolExposure:
 
     @property
     def grouped(self) -> dict[str, str]:
-        """tool name -> its capability (on or not)."""
+        """tool name -> its capability (on or not), for the tools the registry declares."""
         return _grouped(tuple(self.on.values()) + tuple(self.off.values()))
 
+    def group_of(self, tool_name: str) -> str | None:
+        """The capability a tool belongs to; a source's tools by their prefix (known or not)."""
+        group = self.grouped.get(tool_name)
+        if group is None:
+            for spec in (*self.on.values(), *self.off.values()):
+                if spec.source is not None and tool_name.startswith(spec.source.prefix):
+                    return spec.name
+        return group
+
     def core(self) -> list[str]:
-        grouped = self.grouped
-        return [name for name in self.registry.names() if name not in grouped]
+        return [name for name in self.registry.names() if self.group_of(name) is None]
 
     def available(self) -> set[str]:
         """The core and the tools of every capability that is on."""
-        grouped = self.grouped
         return {name for name in self.registry.names()
-                if name not in grouped or grouped[name] in self.on}
+                if (group := self.group_of(name)) is None or group in self.on}
 
     def open_in(self, messages: list[Message]) -> set[str]:
         """The capabilities opened (or used) in this turn and the last `open_for_turns`."""
         opened: set[str] = set()
-        grouped = self.grouped
         turns = 0
         for msg in reversed(messages):
             if msg.get("role") == "user":
@@ -122,19 +165,30 @@ class ToolExposure:
                 name = fn.get("name")
                 if name == OPEN_TOOL:
                     opened.add(_argument(fn.get("arguments"), "name"))
-                elif name in grouped:
-                    opened.add(grouped[name])
+                elif isinstance(name, str) and (group := self.group_of(name)) is not None:
+                    opened.add(group)
         return opened & set(self.on)
 
-    def schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
-        return self._schemas(frozenset(self.open_in(messages)))
+    async def schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """The core and the open groups' tools. A source of an open group that is not running
+        (the process restarted since it was opened) is started here; one that cannot start
+        offers nothing, and a call to its tools says why."""
+        opened = frozenset(self.open_in(messages))
+        for name in opened:
+            source = self.on[name].source
+            if source is not None and not source.known():
+                try:
+                    await source.open()
+                except SourceUnavailable:
+                    pass
+        return self._schemas(opened)
 
     def _schemas(self, opened: frozenset[str]) -> list[dict[str, Any]]:
         return _schemas_for(self, opened)
 
     def refusal(self, tool_name: str, messages: list[Message]) -> str | None:
         """Why a call may not run now (its group is not open or not on); None: it may."""
-        group = self.grouped.get(tool_name)
+        group = self.group_of(tool_name)
         if group is None:
             return None
         if group not in self.on:
@@ -164,9 +218,13 @@ def _grouped(specs: tuple[CapabilitySpec, ...]) -> dict[str, str]:
 
 def _schemas_for(exposure: ToolExposure, opened: frozenset[str]) -> list[dict[str, Any]]:
     wanted = set(exposure.core())
-    for name in opened:
-        wanted.update(exposure.on[name].tools)
-    return [t.schema() for t in exposure.registry if t.name in wanted]
+    learnt: list[dict[str, Any]] = []
+    for name in sorted(opened):
+        spec = exposure.on[name]
+        wanted.update(spec.tools)
+        if spec.source is not None:
+            learnt += [t.schema() for t in spec.source.known()]
+    return [t.schema() for t in exposure.registry if t.name in wanted] + learnt
 
 
 def _argument(raw: Any, key: str) -> str:
@@ -189,11 +247,23 @@ def _without_last_call(messages: list[Message], tool_name: str) -> list[Message]
 def open_capability_tool(on: Mapping[str, CapabilitySpec]) -> Tool:
     names = tuple(on)
     listing = {name: spec.tools for name, spec in on.items()}
+    sources = {name: spec.source for name, spec in on.items() if spec.source is not None}
     choice: Any = Literal[names]  # built at run time from the capabilities that are on
     args_model = pydantic.create_model("open_capability_args", name=(choice, ...))
 
-    async def open_capability(ctx: ToolExecutionContext, name: str) -> str:
-        return f"{name} is open: {', '.join(listing[name])} are available now."
+    async def open_capability(ctx: ToolExecutionContext, name: str) -> str | ToolOutcome:
+        tools = list(listing[name])
+        source = sources.get(name)
+        if source is not None:  # started now, the first time it is needed
+            try:
+                tools += [t.name for t in await source.open()]
+            except SourceUnavailable as err:
+                return ToolOutcome(ctx.call_id, OPEN_TOOL, ToolStatus.FAILED,
+                                   f"Error: {name} is not available right now: {err}. Tell "
+                                   "the user it cannot be reached.")
+        if not tools:
+            return f"{name} is open, but it offers no tools right now."
+        return f"{name} is open: {', '.join(tools)} are available now."
 
     return Tool(
         name=OPEN_TOOL,

@@ -84,7 +84,7 @@ class _Run:
 class ToolChoice(Protocol):
     """Which tools a request carries, from the conversation so far (bot.capabilities)."""
 
-    def schemas(self, messages: list[Message]) -> list[dict[str, Any]]: ...
+    async def schemas(self, messages: list[Message]) -> list[dict[str, Any]]: ...
 
     def refusal(self, tool_name: str, messages: list[Message]) -> str | None: ...
 
@@ -99,10 +99,10 @@ class LoopDeps:
     journal: TurnJournal | None = None  # None: nothing recorded, nothing replayed
     tool_choice: ToolChoice | None = None  # None: every tool, every request
 
-    def tool_schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
+    async def tool_schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
         if self.tool_choice is None:
             return self.registry.schemas()
-        return self.tool_choice.schemas(messages)
+        return await self.tool_choice.schemas(messages)
 
 
 async def react_loop(
@@ -143,7 +143,7 @@ async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
         if cancel is not None and cancel.is_set():
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         run.turns += 1
-        call = _call_llm(deps, run, system, emit, tools=deps.tool_schemas(run.messages))
+        call = _call_llm(deps, run, system, emit, tools=await deps.tool_schemas(run.messages))
         response = await _unless_cancelled(call, cancel)
         if response is _STOPPED:  # /stop while the model was still writing
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []

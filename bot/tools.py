@@ -13,11 +13,11 @@ import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
-from typing import Any, get_type_hints
+from typing import Any, Protocol, get_type_hints
 from zoneinfo import ZoneInfo
 
 import aiohttp
@@ -278,14 +278,33 @@ def tools_in_module(module: Any) -> list[Tool]:
             if callable(obj) and hasattr(obj, "__valet_tool__")]
 
 
-class ToolRegistry:
-    """The tools and Agent-Tools the LLM may call, in a stable order."""
+class ToolLookup(Protocol):
+    """Tools learnt at run time (an MCP server's; see bot.capabilities.ToolSource)."""
 
-    def __init__(self, tools: list[Tool] | None = None) -> None:
+    def known(self) -> Sequence[Tool]: ...
+
+    def get(self, name: str) -> Tool | None: ...
+
+
+class ToolRegistry:
+    """The tools and Agent-Tools the LLM may call, in a stable order. Tools learnt at run time
+    are found through their sources: `get` finds them (the loop, approvals, the journal), but
+    `names` and iteration list only the tools declared up front."""
+
+    def __init__(self, tools: list[Tool] | None = None,
+                 sources: Sequence[ToolLookup] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._schemas: list[dict[str, Any]] | None = None
+        self._sources: list[ToolLookup] = list(sources)
         for t in tools or []:
             self.add(t)
+
+    def add_source(self, source: ToolLookup) -> None:
+        self._sources.append(source)
+
+    @property
+    def sources(self) -> tuple[ToolLookup, ...]:
+        return tuple(self._sources)
 
     def add(self, t: Tool) -> None:
         if t.name in self._tools:
@@ -299,7 +318,12 @@ class ToolRegistry:
         return t
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        found = self._tools.get(name)
+        for source in self._sources if found is None else ():
+            found = source.get(name)
+            if found is not None:
+                break
+        return found
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -311,9 +335,11 @@ class ToolRegistry:
         return iter(self._tools.values())
 
     def schemas(self) -> list[dict[str, Any]]:
+        """Every tool's schema; a source's once it has started (nothing is started here)."""
         if self._schemas is None:
             self._schemas = [t.schema() for t in self._tools.values()]
-        return self._schemas
+        learnt = [t.schema() for source in self._sources for t in source.known()]
+        return self._schemas + learnt if learnt else self._schemas
 
 
 def _outcome(call: ToolCall, status: ToolStatus, content: str, started: float,

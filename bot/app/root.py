@@ -303,6 +303,7 @@ class App:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         await self.gateway.stop()
+        await self.agents.close()  # issue 29: MCP servers' sessions (their processes end)
         if self.memory is not None:
             await self.memory.close()
         if self.stall_monitor is not None:

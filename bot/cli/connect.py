@@ -41,6 +41,12 @@ def add_connect_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     creds_sub.add_parser("rotate", help="re-encrypt everything with the first key of "
                          "VALET_SECRET_KEY")
     creds_sub.add_parser("new-key", help="print a new key for VALET_SECRET_KEY")
+    setter = creds_sub.add_parser("set", help="store a secret for the deployment (an MCP "
+                                  "server's token: `credential:NAME` in the registry); asked "
+                                  "without echo")
+    setter.add_argument("service", help="the credential's name (github for credential:github)")
+    setter.add_argument("field", nargs="?", default="token",
+                        help="which field (default: token; credential:NAME.FIELD)")
     forget = creds_sub.add_parser("forget", help="delete a person's credential")
     forget.add_argument("user", help="user id, or channel:address")
     forget.add_argument("service", help="calendar or email")
@@ -58,7 +64,7 @@ async def run_connect(settings: Settings, args: argparse.Namespace, say: Say = p
     try:
         store = CredentialStore.from_env(app.db, os.environ)  # a bad key: its own clear line
         if args.command == "credentials":
-            return await _credentials(store, app, args, say)
+            return await _credentials(store, app, args, say, prompts)
         user = await _find_user(app, args.user)
         if user is None:
             say(f"no such user: {args.user}")
@@ -76,10 +82,23 @@ async def run_connect(settings: Settings, args: argparse.Namespace, say: Say = p
 
 
 async def _credentials(store: CredentialStore, app, args: argparse.Namespace,  # type: ignore[no-untyped-def]
-                       say: Say) -> int:
+                       say: Say, prompts: Prompts | None = None) -> int:
     if args.action == "list":
         for c in await store.stored():
             say(f"{c.user_id}\t{c.service}\tset {c.updated_at:%Y-%m-%d %H:%M}")
+        return 0
+    if args.action == "set":  # the owner's: MCP servers run for the whole deployment
+        from bot.app.root import OWNER_ID
+
+        value = (prompts or Prompts()).secret(f"{args.service} {args.field}: ").strip()
+        if not value:
+            say("nothing entered; nothing stored")
+            return 1
+        current = await store.get(OWNER_ID, args.service) or {}
+        await store.put(OWNER_ID, args.service, {**current, args.field: value},
+                        app.clock.now())
+        say(f"{args.service} {args.field} stored encrypted (credential:{args.service}"
+            + (f".{args.field}" if args.field != "token" else "") + ")")
         return 0
     if args.action == "forget":
         found = await store.delete(args.user, args.service)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from bot.app.database import open_database
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
@@ -50,6 +51,7 @@ async def run_doctor(settings: Settings, say: Say) -> int:
     await _check_database(settings, ok, bad)
     if agents is not None:
         await _check_capabilities(settings, agents.capabilities, say, bad)
+        await _check_mcp(settings, agents, say, ok, bad)
     await _check_email(settings, ok, bad)
     if settings.redis_url:
         await _check_redis(settings.redis_url, ok, bad)
@@ -95,6 +97,37 @@ async def _check_capabilities(settings: Settings, specs: Mapping[str, Capability
             say(f"  off   capability {name}: to turn it on, {detail}")
         else:
             say(f"  on    capability {name}" + (f" ({detail})" if detail else ""))
+
+
+async def _check_mcp(settings: Settings, agents: Any, say: Say, ok: Say, bad: Say) -> None:
+    """Each MCP server: started (with its secrets), its tools and their policy; stopped."""
+    from agents.mcp.report import probe, server_line, tool_line
+
+    servers = agents.mcp_servers
+    if not servers:
+        return
+    try:
+        db = await connect(settings.database_url)
+    except Exception:
+        db = None  # the database check above already said why
+    try:
+        for name, source in servers.items():
+            status = await source.attach(settings, db)
+            if status.state is not CapabilityState.ON:
+                say(f"  off   MCP server {name}: {redact_text(status.detail)}")
+                continue
+            found = await probe(source)
+            if not found.started:
+                bad(f"MCP server {server_line(source)} does not start: {found.error}")
+                continue
+            ok(f"MCP server {server_line(source)} starts: {len(found.tools)} tool(s)")
+            for tool in found.tools:
+                say(f"          {redact_text(tool_line(tool))}")
+            for unknown in found.unknown_policies:
+                say(f"          note: a policy is set for {unknown!r}, which it does not offer")
+    finally:
+        if db is not None:
+            await db.close()
 
 
 async def _check_email(settings: Settings, ok: Say, bad: Say) -> None:

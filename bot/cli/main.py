@@ -60,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.memory import add_memory_commands  # issue 15
 
     add_memory_commands(sub)
+    from bot.cli.mcp import add_mcp_commands  # issue 29
+
+    add_mcp_commands(sub)
     _everywhere(p)
     return p
 
@@ -95,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     commands: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, int]]] = {
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
-        "connect": _connect, "credentials": _connect, "memory": _memory}
+        "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp}
     if args.command == "chat":
         _log_to_file(settings)
     else:
@@ -163,6 +166,12 @@ async def _memory(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.memory import run_memory  # issue 15
 
     return await run_memory(settings, args)
+
+
+async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.mcp import run_mcp  # issue 29
+
+    return await run_mcp(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:
