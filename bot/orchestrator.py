@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from bot.llm import (
 )
 from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
+from bot.metrics import Metrics
 from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
@@ -69,6 +71,7 @@ class OrchestratorDeps:
     # Called with the stored turn before the reply goes out; each only schedules its work
     # (memory extraction runs in the background), so none may delay the reply.
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
+    metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
 
 
 class Orchestrator:
@@ -84,6 +87,17 @@ class Orchestrator:
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
                              cancel: asyncio.Event | None = None) -> Reply:
+        started = time.perf_counter()
+        try:
+            reply = await self._handle(msg, emit, cancel)
+        except Exception:
+            self.deps.metrics.turn_finished("error", time.perf_counter() - started)
+            raise
+        self.deps.metrics.turn_finished(reply.stop, time.perf_counter() - started)
+        return reply
+
+    async def _handle(self, msg: Inbound, emit: EventSink | None,
+                      cancel: asyncio.Event | None) -> Reply:
         ctx = await self.prepare_context(msg, cancel)
         rejection = self.should_process(ctx)
         if rejection is not None:
@@ -189,6 +203,7 @@ class Orchestrator:
         if turn.settled and self.deps.approvals is not None:
             await self.approval_store.mark_reported(list(turn.settled))
         if isinstance(run, ReactLoopResult):
+            self.deps.metrics.tools_ran(run.tool_calls)
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
 

@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -74,6 +75,8 @@ class TriggerEngine:
         self._lock = asyncio.Lock()
         self._scheduler: AsyncIOScheduler | None = None
         self._stopped = False
+        # Told (due time, firing time) of every run it fires: the scheduler's lag (/metrics).
+        self.on_fired: Callable[[datetime, datetime], None] | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -222,6 +225,8 @@ class TriggerEngine:
         if not await self.store.claim_run(run.task.id, run.run_key, run.scheduled_at, FIRING,
                                           now):
             return None
+        if self.on_fired is not None:
+            self.on_fired(run.scheduled_at, now)
         return await self._execute(run)
 
     async def _execute(self, run: RunContext) -> RunOutcome:

@@ -46,6 +46,8 @@ from bot.journal import TurnJournal
 from bot.llm import LLM
 from bot.memory.history import HistoryStore
 from bot.memory.wiring import Memory, build_memory
+from bot.metered_llm import MeteredLLM
+from bot.metrics import Metrics
 from bot.offload import shutdown as stop_offload_workers
 from bot.openai_llm import OpenAILLM
 from bot.orchestrator import Orchestrator, OrchestratorDeps
@@ -113,6 +115,7 @@ class App:
     triggers: Any = None  # triggers.wiring.Triggers (bot never imports triggers at the top)
     memory: Memory | None = None  # long-term memory (issue 15); None when turned off
     mail: MailDelivery | None = None  # approved mail's outbox and its deliverer (issue 17)
+    metrics: Metrics = field(default_factory=Metrics)  # /metrics: this App's own registry
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
@@ -122,7 +125,8 @@ class App:
         agents = build_agents(settings)
         registry = agents.tools
         loop_config = settings.loop_config()
-        llm = llm or build_llm(settings)
+        metrics = Metrics()  # issue 26: what /metrics shows (bot/metrics.py)
+        llm = MeteredLLM(llm or build_llm(settings), metrics)
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
         try:
             db = await connect(settings.database_url)
@@ -188,7 +192,7 @@ class App:
                 AskTimezoneOnce(users)],
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else []))
+            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics))
         gateway = _build_gateway(
             settings, db, clock, persona, users=users, identities=identities, access=access,
             history=history, handle_message=orchestrator.handle_message, locks=locks,
@@ -215,6 +219,8 @@ class App:
                                   _task_listing(app.triggers)))
         app.memory = memory
         app.mail = mail
+        app.metrics = metrics
+        app.triggers.engine.on_fired = metrics.scheduler_fired
         for command in memory.commands() if memory else []:
             commands.register(command)
         await app.ensure_owner()

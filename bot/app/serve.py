@@ -75,8 +75,13 @@ def extra_routes(app: object, env: Mapping[str, str] | None = None) -> list[web.
     return events_routes(triggers.bus, env.get("VALET_EVENTS_TOKEN") or None)
 
 
-def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application:
-    web_app = web.Application(client_max_size=2 * 1024 * 1024)
+def build_web_app(app: object, channels: list[ServedChannel],
+                  env: Mapping[str, str] | None = None) -> web.Application:
+    from bot.app.observe import METRICS_TOKEN_ENV, metrics_routes, webhook_counter
+
+    env = os.environ if env is None else env
+    counter = webhook_counter(app.metrics)  # type: ignore[attr-defined]
+    web_app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[counter])
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "alive"})
@@ -99,7 +104,8 @@ def build_web_app(app: object, channels: list[ServedChannel]) -> web.Application
     web_app.router.add_get("/readyz", readyz)
     for channel in channels:
         web_app.router.add_routes(channel.routes())
-    web_app.router.add_routes(extra_routes(app))
+    web_app.router.add_routes(extra_routes(app, env))
+    web_app.router.add_routes(metrics_routes(app, env.get(METRICS_TOKEN_ENV) or None))
     return web_app
 
 
