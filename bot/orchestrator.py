@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot import logs
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
 from bot.approvals.store import ApprovalStore
@@ -88,11 +89,16 @@ class Orchestrator:
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
                              cancel: asyncio.Event | None = None) -> Reply:
         started = time.perf_counter()
+        # Log lines of this turn carry its id, not the id of the request that woke its queue.
+        ids = (logs.turn_id.set(msg.turn_id), logs.request_id.set(None))
         try:
             reply = await self._handle(msg, emit, cancel)
         except Exception:
             self.deps.metrics.turn_finished("error", time.perf_counter() - started)
             raise
+        finally:
+            logs.turn_id.reset(ids[0])
+            logs.request_id.reset(ids[1])
         self.deps.metrics.turn_finished(reply.stop, time.perf_counter() - started)
         return reply
 
@@ -128,7 +134,9 @@ class Orchestrator:
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
             capabilities=self.capabilities(),
             opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
-        return TurnContext(msg, user, msg.turn_id or uuid.uuid4().hex, system,
+        turn_id = msg.turn_id or uuid.uuid4().hex
+        logs.turn_id.set(turn_id)
+        return TurnContext(msg, user, turn_id, system,
                            await deps.history.load(user.id), tool_ctx,
                            cancel or asyncio.Event())
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import re
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from bot import logs
 from bot.metrics import CONTENT_TYPE_LATEST, Metrics
 
 log = logging.getLogger(__name__)
@@ -63,6 +66,24 @@ def _is_loopback(remote: str | None) -> bool:
         return remote is not None and ipaddress.ip_address(remote).is_loopback
     except ValueError:  # a Unix socket or an unknown peer
         return False
+
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+@web.middleware
+async def request_ids(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every log line written while a request is handled carries its id (the proxy's
+    X-Request-Id when it sent a sane one); the response says it too."""
+    given = request.headers.get("X-Request-Id", "")
+    rid = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex[:16]
+    token = logs.request_id.set(rid)
+    try:
+        response = await handler(request)
+    finally:
+        logs.request_id.reset(token)
+    response.headers["X-Request-Id"] = rid
+    return response
 
 
 def webhook_counter(metrics: Metrics) -> Middleware:

@@ -10,7 +10,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 
@@ -119,7 +119,10 @@ class App:
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
-                    clock: Clock | None = None) -> App:
+                    clock: Clock | None = None, migrate: bool | Literal["check"] = True
+                    ) -> App:
+        """`migrate`: apply pending migrations (True) or refuse an old schema ("check");
+        see bot.app.roles.migrates_on_start."""
         clock = clock or SystemClock()
         persona = load_persona(settings.persona)
         agents = build_agents(settings)
@@ -129,7 +132,7 @@ class App:
         llm = MeteredLLM(llm or build_llm(settings), metrics)
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
         try:
-            db = await connect(settings.database_url)
+            db = await connect(settings.database_url, migrate=migrate)
         except BaseException:
             for closer in closers:
                 await closer()

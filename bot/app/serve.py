@@ -77,11 +77,12 @@ def extra_routes(app: object, env: Mapping[str, str] | None = None) -> list[web.
 
 def build_web_app(app: object, channels: list[ServedChannel],
                   env: Mapping[str, str] | None = None) -> web.Application:
-    from bot.app.observe import METRICS_TOKEN_ENV, metrics_routes, webhook_counter
+    from bot.app.observe import METRICS_TOKEN_ENV, metrics_routes, request_ids, webhook_counter
 
     env = os.environ if env is None else env
     counter = webhook_counter(app.metrics)  # type: ignore[attr-defined]
-    web_app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[counter])
+    web_app = web.Application(client_max_size=2 * 1024 * 1024,
+                              middlewares=[request_ids, counter])
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "alive"})
@@ -120,15 +121,18 @@ def _service_logging() -> None:
         logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
 
 
-async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
+async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
+                role: str = "all") -> int:
     from bot.app import App
+    from bot.app.roles import migrates_on_start
 
     _service_logging()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    app = await App.build(settings)
+    app = await App.build(settings, migrate=True if migrates_on_start(settings, role)
+                          else "check")
     channels: list[ServedChannel] = []
     runner: web.AppRunner | None = None
     try:

@@ -62,6 +62,7 @@ from bot.config.sections import (
 from bot.config.sections import (
     _Section as _Section,
 )
+from bot.config.sections import plain_http_problem as plain_http_problem
 from bot.db import database_url_problem
 from bot.gateway.access import AccessSettings
 from bot.gateway.outbox import DeliveryPolicy
@@ -90,6 +91,8 @@ class Settings(_Section):
     persona: str = "default"
     timezone: str = "UTC"
     log_level: str = "WARNING"
+    # "json": one JSON object a line (containers, log collectors); "text": for a person.
+    log_format: Literal["text", "json"] = "text"
     owner: OwnerSettings = OwnerSettings()
     loop: LoopSettings = LoopSettings()  # type: ignore[valid-type]
     delivery: DeliverySettings = DeliverySettings()  # type: ignore[valid-type]
@@ -114,6 +117,21 @@ class Settings(_Section):
     public_url: str | None = None
     http: HTTPSettings = HTTPSettings()
     telegram: TelegramSettings = TelegramSettings()
+
+    @pydantic.field_validator("public_url")
+    @classmethod
+    def _public_over_https(cls, value: str | None) -> str | None:
+        problem = plain_http_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @pydantic.model_validator(mode="after")
+    def _telegram_webhook_at_the_public_url(self) -> Settings:
+        """Webhook mode without its own URL uses the server's public address."""
+        if self.telegram.mode == "webhook" and not self.telegram.webhook_url:
+            self.telegram.webhook_url = self.public_url
+        return self
 
     @pydantic.field_validator("timezone")
     @classmethod
@@ -220,6 +238,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_PERSONA": ("persona",),
     "VALET_TIMEZONE": ("timezone",),
     "VALET_LOG_LEVEL": ("log_level",),
+    "VALET_LOG_FORMAT": ("log_format",),
     "VALET_OWNER_NAME": ("owner", "name"),
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
     "VALET_AGENTS_FILES": ("agents", "registries"),
@@ -230,6 +249,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_SMS_MESSAGING_SERVICE_SID": ("sms", "messaging_service_sid"),
     "VALET_HTTP_HOST": ("http", "host"),
     "VALET_HTTP_PORT": ("http", "port"),
+    "VALET_TELEGRAM_MODE": ("telegram", "mode"),
 }
 SECRET_KEYS = {("llm", "api_key"), ("telegram", "token"), ("telegram", "webhook_secret"),
                ("telegram", "api_url")}
