@@ -88,6 +88,10 @@ class Settings(_Section):
     llm: LLMSettings = LLMSettings()
     # "": the default, filled in below (never relative to the current directory).
     database_url: str = ""
+    # Where Valet keeps its files (the default SQLite database, the log file, the chat's
+    # history); None: beside valet.yaml (its data/), else $XDG_DATA_HOME/valet. A service sets
+    # it (VALET_DATA_DIR=/var/lib/valet).
+    data_directory: str | None = None
     persona: str = "default"
     timezone: str = "UTC"
     log_level: str = "WARNING"
@@ -184,6 +188,8 @@ class Settings(_Section):
         return self.source != "<defaults>" and Path(self.source).is_file()
 
     def default_data_dir(self) -> Path:
+        if self.data_directory:
+            return self.config_dir() / self.data_directory  # an absolute path stays
         if self._has_config_file():
             return Path(self.source).resolve().parent / "data"
         return user_data_dir()
@@ -192,6 +198,8 @@ class Settings(_Section):
         """Where this process keeps its files (log, chat history): beside the SQLite
         database, else the default data directory."""
         url = self.database_url
+        if self.data_directory:
+            return self.config_dir() / self.data_directory  # an absolute path stays
         if url.startswith("sqlite:///") and not url.endswith(":memory:"):
             return Path(url.removeprefix("sqlite:///")).parent
         return self.default_data_dir()
@@ -235,6 +243,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_LLM_BASE_URL": ("llm", "base_url"),
     "VALET_LLM_MODEL": ("llm", "model"),
     "VALET_DATABASE_URL": ("database_url",),
+    "VALET_DATA_DIR": ("data_directory",),
     "VALET_PERSONA": ("persona",),
     "VALET_TIMEZONE": ("timezone",),
     "VALET_LOG_LEVEL": ("log_level",),
