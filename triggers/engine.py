@@ -155,6 +155,8 @@ class TriggerEngine:
             runs = await self._record_batch(scheduled, now) if scheduled else []
             finished = []
             for run in runs:
+                if self.on_fired is not None:
+                    self.on_fired(run.scheduled_at, now)
                 finished.append((run, *await self._call_executor(run)))
                 await asyncio.sleep(0)
             await self.store.finish_runs(
@@ -225,8 +227,6 @@ class TriggerEngine:
         if not await self.store.claim_run(run.task.id, run.run_key, run.scheduled_at, FIRING,
                                           now):
             return None
-        if self.on_fired is not None:
-            self.on_fired(run.scheduled_at, now)
         return await self._execute(run)
 
     async def _execute(self, run: RunContext) -> RunOutcome:

@@ -149,3 +149,22 @@ def test_two_apps_in_one_process_keep_their_own_counts():
     first.turn_finished("final_answer", 0.5)
     assert b'valet_turns_total{stop="final_answer"} 1.0' in first.render()
     assert b'valet_turns_total{stop="final_answer"}' not in second.render()
+
+
+async def test_a_reminder_fired_late_shows_as_scheduler_lag(app_factory):
+    from datetime import UTC, datetime, timedelta
+
+    from bot.clock import FakeClock
+    from triggers.service import Owner
+
+    clock = FakeClock(datetime(2026, 1, 5, 9, tzinfo=UTC))
+    app = await app_factory(clock=clock)
+    await app.start()
+    owner = await app.ensure_owner()
+    await app.triggers.service.remind(Owner(owner.id, "UTC"), "call mom",
+                                      clock.now() + timedelta(minutes=10))
+    clock.advance(minutes=10, seconds=7)  # the engine wakes 7 s after the reminder fell due
+    await app.triggers.engine.tick()
+    text = app.metrics.render().decode()
+    assert "valet_scheduler_lag_seconds_count 1.0" in text
+    assert "valet_scheduler_lag_seconds_sum 7.0" in text
