@@ -43,9 +43,10 @@ from agents.base import RESERVED_FIELD_NAMES, StandardAgent
 from agents.runtime import AgentSpec, AgentTasks, agent_tool
 from bot.capabilities import CapabilitySpec
 from bot.config import ConfigError, yaml_line
+from bot.config.registries import BUILTIN_REGISTRY as BUILTIN_REGISTRY
+from bot.config.registries import registry_paths as registry_paths
 from bot.tools import ToolRegistry, tools_in_module
 
-BUILTIN_REGISTRY = Path(__file__).with_name("registry.yaml")
 _NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 
 
@@ -90,17 +91,6 @@ class Registry:
 
     def handler(self) -> AgentTasks:
         return AgentTasks(self.agents)
-
-
-def registry_paths(extra: Iterable[str], base_dir: Path | None = None) -> list[Path]:
-    """The built-in file, then the deployment's (relative to `base_dir`)."""
-    paths = [BUILTIN_REGISTRY]
-    for name in extra:
-        path = Path(name).expanduser()
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        paths.append(path)
-    return paths
 
 
 def load_registry(paths: Iterable[Path], tool_settings: Mapping[str, Mapping[str, Any]]

@@ -129,7 +129,8 @@ class Orchestrator:
             raise LookupError(f"unknown user {msg.user_id!r}: the gateway admits users first")
         tool_ctx = ToolExecutionContext(
             user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
-            stores=deps.tool_stores, channel=msg.channel, services=deps.tool_services)
+            stores=deps.tool_stores, channel=msg.channel, services=deps.tool_services,
+            triggered_by=msg.external_id if msg.from_trigger else None)
         system = deps.persona.system_prompt(
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
             capabilities=self.capabilities(),

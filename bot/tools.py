@@ -75,6 +75,8 @@ class ToolExecutionContext:
     settings: Mapping[str, Any] = field(default_factory=dict)
     channel: str = ""
     call_id: str = ""
+    # The message key of the triggered run this turn answers (None: a person wrote).
+    triggered_by: str | None = None
     services: Mapping[str, Any] = field(default_factory=dict)
     # This call runs a request the person approved (set by the approval flow, nowhere else):
     # a tool that must never act unasked (sending mail) checks it as defence in depth.

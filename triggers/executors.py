@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bot.envelopes import Delivery, Notification, TriggerMessage, Urgency
-from triggers.model import RunOutcome, Task, TriggerKind
+from triggers.model import RunKey, RunOutcome, Task, TriggerKind
 from triggers.templates import instruction_for
 
 MAX_EVENT_CHARS = 2000  # an event's data is quoted into the turn, bounded
@@ -39,7 +39,7 @@ class RunContext:
     @property
     def message_key(self) -> str:
         """The key the gateway dedupes the run's message on."""
-        return f"task:{self.task.id}:{self.run_key}"
+        return str(RunKey(self.task.id, self.run_key))
 
 
 class Executor(Protocol):

@@ -34,6 +34,29 @@ class Misfire(Enum):
     SKIP = "skip"  # every run late by more than the grace is recorded "missed"
 
 
+@dataclass(frozen=True)
+class RunKey:
+    """One run of one task. Its text form, `task:<task id>:<run>`, is the run's message key:
+    the inbox dedupes the run's turn on it and the outbox its reply, so a run is queued and
+    answered once. Only this type builds or reads that form."""
+
+    task_id: str
+    run: str  # unique per task: the scheduled time, an event id, a condition's edge
+
+    PREFIX = "task:"
+
+    def __str__(self) -> str:
+        return f"{self.PREFIX}{self.task_id}:{self.run}"
+
+    @classmethod
+    def parse(cls, text: str) -> RunKey | None:
+        """The key a message key names; None for anything else (a person's message)."""
+        if not text.startswith(cls.PREFIX):
+            return None
+        task_id, sep, run = text[len(cls.PREFIX):].partition(":")
+        return cls(task_id, run) if sep and task_id and run else None
+
+
 class RunOutcome(Enum):
     SUBMITTED = "submitted"  # an orchestrator run is in the person's queue
     SENT = "sent"  # a deterministic executor queued its message

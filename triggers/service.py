@@ -15,6 +15,7 @@ from triggers.model import (
     ConditionCheck,
     EventFilter,
     Misfire,
+    RunKey,
     RunOutcome,
     Task,
     TaskStatus,
@@ -176,20 +177,23 @@ class TaskService:
         await self.engine.changed()
         return await self.own(user_id, task.id)
 
-    async def nothing_to_report(self, user_id: str) -> bool:
-        """Mark the person's triggered run that is being handled now as having nothing to
-        report. True when there is such a run (one turn at a time per person: at most one)."""
+    async def nothing_to_report(self, user_id: str, message_key: str | None) -> bool:
+        """Mark the person's triggered run (the turn's message key) as having nothing to
+        report. False when the turn answers no run of theirs (a person wrote)."""
+        key = RunKey.parse(message_key or "")
+        if key is None:
+            return False
         return await self.engine.db.execute(
-            "UPDATE trigger_runs SET nothing_to_report = 1, outcome = $2 WHERE EXISTS ("
-            " SELECT 1 FROM inbox i WHERE i.channel = 'trigger' AND i.status = 'processing'"
-            " AND i.user_id = $1 AND i.external_id ="
-            " 'task:' || trigger_runs.task_id || ':' || trigger_runs.run_key)",
-            user_id, RunOutcome.NOTHING.value) > 0
+            "UPDATE trigger_runs SET nothing_to_report = 1, outcome = $4 WHERE task_id = $1"
+            " AND run_key = $2 AND EXISTS (SELECT 1 FROM trigger_tasks t"
+            " WHERE t.id = trigger_runs.task_id AND t.user_id = $3)",
+            key.task_id, key.run, user_id, RunOutcome.NOTHING.value) > 0
 
     async def silenced(self, message_key: str) -> bool:
         """For the gateway: should a triggered turn's reply (its TriggerMessage key) stay
         unsent? Yes when the run said it had nothing to report and its task says so."""
-        return bool(await self.engine.db.fetchval(
+        key = RunKey.parse(message_key)
+        return key is not None and bool(await self.engine.db.fetchval(
             "SELECT 1 FROM trigger_runs r JOIN trigger_tasks t ON t.id = r.task_id"
-            " WHERE 'task:' || r.task_id || ':' || r.run_key = $1"
-            " AND r.nothing_to_report = 1 AND t.quiet_when_nothing = 1", message_key))
+            " WHERE r.task_id = $1 AND r.run_key = $2"
+            " AND r.nothing_to_report = 1 AND t.quiet_when_nothing = 1", key.task_id, key.run))

@@ -16,7 +16,7 @@ import aiohttp
 
 from agents.email.delivery import DeliveryPolicy, MailDelivery, stored_accounts
 from agents.email.outbox import MailOutbox
-from agents.registry import Registry, load_registry, registry_paths
+from agents.registry import Registry, load_registry
 from agents.stores import AgentStores
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
@@ -27,6 +27,7 @@ from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Command, Commands
 from bot.config import ConfigError, Settings
+from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
 from bot.db import Database, connect
 from bot.db.sqlite_owner import SQLiteOwner, claim

@@ -17,6 +17,7 @@ import yaml
 
 from bot.config.problems import Problem, did_you_mean, in_file_order, validation_problems
 from bot.config.problems import yaml_line as yaml_line  # re-exported for persona files
+from bot.config.registries import registry_paths
 from bot.config.sections import (
     SECRET_WORDS as SECRET_WORDS,
 )
@@ -338,8 +339,6 @@ def _unknown_tool_modules(raw: dict[str, Any], path: Path | None,
 def known_tool_modules(raw: dict[str, Any], path: Path | None) -> set[str] | None:
     """Short module names (`web_fetch`) listed in the registry files; None if they cannot be
     read here (the registry loader reports that, with its own file and line)."""
-    from agents.registry import registry_paths
-
     given = raw.get("agents")
     agents = given if isinstance(given, dict) else {}
     extra = agents.get("registries") or []

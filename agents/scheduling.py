@@ -196,7 +196,7 @@ async def nothing_to_report(ctx: ToolExecutionContext, reason: str = "") -> str:
     Args:
         reason: Why there is nothing to report (kept in the run's record).
     """
-    marked = await _service(ctx).nothing_to_report(ctx.user_id)
+    marked = await _service(ctx).nothing_to_report(ctx.user_id, ctx.triggered_by)
     if not marked:
         return "Only a triggered run can be marked as having nothing to report."
     return "Noted: nothing to report. Answer with one short line."
