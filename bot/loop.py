@@ -280,7 +280,7 @@ async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
             duration_ms=outcome.duration_ms, success=not outcome.is_error,
             result_status=outcome.result_status or outcome.status.value,
             result_chars=outcome.truncated_from or len(outcome.content),
-            token_attribution=response.usage, call_id=call.id))
+            token_attribution=response.usage, call_id=call.id, outcome=outcome.status.value))
     return outcomes
 
 

@@ -69,6 +69,7 @@ class ToolCallRecord:
     result_chars: int
     token_attribution: TokenUsage | None = None  # usage of the LLM turn that asked for it
     call_id: str = ""
+    outcome: str = ""  # the ToolStatus value (result_status may be an agent's own word)
 
 
 @dataclass

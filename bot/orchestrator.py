@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot import logs
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
 from bot.capabilities import OPEN_TOOL, ToolExposure
@@ -36,6 +38,7 @@ from bot.llm import (
 )
 from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
+from bot.metrics import Metrics
 from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
@@ -68,6 +71,7 @@ class OrchestratorDeps:
     # Called with the stored turn before the reply goes out; each only schedules its work
     # (memory extraction runs in the background), so none may delay the reply.
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
+    metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
 
 
 class Orchestrator:
@@ -83,6 +87,22 @@ class Orchestrator:
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
                              cancel: asyncio.Event | None = None) -> Reply:
+        started = time.perf_counter()
+        # Log lines of this turn carry its id, not the id of the request that woke its queue.
+        ids = (logs.turn_id.set(msg.turn_id), logs.request_id.set(None))
+        try:
+            reply = await self._handle(msg, emit, cancel)
+        except Exception:
+            self.deps.metrics.turn_finished("error", time.perf_counter() - started)
+            raise
+        finally:
+            logs.turn_id.reset(ids[0])
+            logs.request_id.reset(ids[1])
+        self.deps.metrics.turn_finished(reply.stop, time.perf_counter() - started)
+        return reply
+
+    async def _handle(self, msg: Inbound, emit: EventSink | None,
+                      cancel: asyncio.Event | None) -> Reply:
         ctx = await self.prepare_context(msg, cancel)
         rejection = self.should_process(ctx)
         if rejection is not None:
@@ -114,7 +134,9 @@ class Orchestrator:
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
             capabilities=self.capabilities(),
             opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
-        return TurnContext(msg, user, msg.turn_id or uuid.uuid4().hex, system,
+        turn_id = msg.turn_id or uuid.uuid4().hex
+        logs.turn_id.set(turn_id)
+        return TurnContext(msg, user, turn_id, system,
                            await deps.history.load(user.id), tool_ctx,
                            cancel or asyncio.Event())
 
@@ -189,6 +211,7 @@ class Orchestrator:
         if turn.settled and self.deps.approvals is not None:
             await self.deps.approvals.mark_reported(list(turn.settled))
         if isinstance(run, ReactLoopResult):
+            self.deps.metrics.tools_ran(run.tool_calls)
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
 

@@ -5,6 +5,8 @@
 #   * redis-server                          (apt package: redis-server)
 #   * PostgreSQL server binaries (initdb)   (apt package: postgresql)
 #   * dovecot with IMAP                     (apt package: dovecot-imapd; tests/mail_servers.py)
+#   * caddy, docker-compose, systemd-analyze (apt packages: caddy, docker-compose, systemd;
+#     tests/e2e/test_deploy.py checks deploy/ with them; no service is started)
 # The tests start their own throwaway servers on random 127.0.0.1 ports, so
 # any system service the packages start is not used (and does not conflict).
 #
@@ -37,8 +39,13 @@ _valet_ci_services() {
         pkgs+=(dovecot-imapd)
     fi
 
+    command -v caddy >/dev/null 2>&1 || pkgs+=(caddy)
+    command -v docker-compose >/dev/null 2>&1 || pkgs+=(docker-compose)
+    command -v systemd-analyze >/dev/null 2>&1 || pkgs+=(systemd)
+
     if [ "${#pkgs[@]}" -eq 0 ]; then
-        echo "ci_services.sh: redis-server, PostgreSQL and dovecot binaries already present"
+        echo "ci_services.sh: redis-server, PostgreSQL, dovecot, caddy, docker-compose and" \
+             "systemd-analyze already present"
         return 0
     fi
 
@@ -52,6 +59,9 @@ _valet_ci_services() {
         || echo "ci_services.sh: PostgreSQL initdb still missing" >&2
     [ -x /usr/sbin/dovecot ] || command -v dovecot >/dev/null 2>&1 \
         || echo "ci_services.sh: dovecot still missing" >&2
+    for tool in caddy docker-compose systemd-analyze; do
+        command -v "$tool" >/dev/null 2>&1 || echo "ci_services.sh: $tool still missing" >&2
+    done
 }
 
 _valet_ci_services

@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -78,6 +79,8 @@ class TriggerEngine:
         self._stopped = False
         if changes is not None:  # a person changed a task: rebuild the wake-up
             changes.listen(self.changed)
+        # Told (due time, firing time) of every run it fires: the scheduler's lag (/metrics).
+        self.on_fired: Callable[[datetime, datetime], None] | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -156,6 +159,8 @@ class TriggerEngine:
             runs = await self._record_batch(scheduled, now) if scheduled else []
             finished = []
             for run in runs:
+                if self.on_fired is not None:
+                    self.on_fired(run.scheduled_at, now)
                 finished.append((run, *await self._call_executor(run)))
                 await asyncio.sleep(0)
             await self.store.finish_runs(

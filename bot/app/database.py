@@ -3,11 +3,14 @@ of their own (the SMS channel). Every command that opens the database opens it h
 
 from __future__ import annotations
 
+from typing import Literal
+
 from bot.db import Database, connect
 
 # Packages with a `migrations` folder, in no particular order (one numbering for all).
 MIGRATIONS = ("bot.db", "channels.sms")
 
 
-async def open_database(url: str, *, migrate: bool = True) -> Database:
+async def open_database(url: str, *, migrate: bool | Literal["check"] = True) -> Database:
+    """`migrate`: True applies what is pending, "check" refuses an old schema (bot.db.connect)."""
     return await connect(url, migrate=migrate, migrations=MIGRATIONS)

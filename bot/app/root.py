@@ -10,6 +10,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Literal
 
 import aiohttp
 
@@ -50,6 +51,8 @@ from bot.journal import TurnJournal
 from bot.llm import LLM
 from bot.memory.history import HistoryStore
 from bot.memory.wiring import Memory, build_memory
+from bot.metered_llm import MeteredLLM
+from bot.metrics import Metrics
 from bot.offload import shutdown as stop_offload_workers
 from bot.openai_llm import OpenAILLM
 from bot.orchestrator import Orchestrator, OrchestratorDeps
@@ -118,6 +121,7 @@ class App:
     stall_monitor: StallMonitor | None = None
     _sweeper: asyncio.Task[None] | None = None
     _owner: SQLiteOwner | None = None
+    metrics: Metrics = field(default_factory=Metrics)  # /metrics: this App's own registry
 
     @property
     def registry(self) -> ToolRegistry:
@@ -129,19 +133,22 @@ class App:
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
-                    clock: Clock | None = None) -> App:
+                    clock: Clock | None = None, migrate: bool | Literal["check"] = True
+                    ) -> App:
         """Every part, in the order they need each other: stores, the outbound side, the
         services tools use, the turn, the inbound gateway, then the trigger engine (which
-        puts runs into the gateway's queue)."""
+        puts runs into the gateway's queue). `migrate`: apply pending migrations (True) or
+        refuse an old schema ("check"); see bot.app.roles.migrates_on_start."""
         clock = clock or SystemClock()
         persona = load_persona(settings.persona)
         agents = build_agents(settings)
         registry = agents.tools
         loop_config = settings.loop_config()
-        llm = llm or build_llm(settings)
+        metrics = Metrics()  # issue 26: what /metrics shows (bot/metrics.py)
+        llm = MeteredLLM(llm or build_llm(settings), metrics)
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
         try:
-            db = await open_database(settings.database_url)
+            db = await open_database(settings.database_url, migrate=migrate)
         except BaseException:
             for closer in closers:
                 await closer()
@@ -207,7 +214,7 @@ class App:
                 AskTimezoneOnce(users)],
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else []))
+            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics))
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,
@@ -231,7 +238,8 @@ class App:
                                           expired_template=persona.lines.approval_expired),
                   services=services, orchestrator=orchestrator, outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
-                  closers=closers)
+                  closers=closers, metrics=metrics)
+        triggers.engine.on_fired = metrics.scheduler_fired
         await app.ensure_owner()
         return app
 

@@ -33,8 +33,14 @@ def extra_routes(app: App, env: Mapping[str, str] | None = None) -> list[web.Rou
     return events_routes(app.triggers.bus, env.get("VALET_EVENTS_TOKEN") or None)
 
 
-def build_web_app(app: App, channels: list[ServedChannel]) -> web.Application:
-    web_app = web.Application(client_max_size=2 * 1024 * 1024)
+def build_web_app(app: App, channels: list[ServedChannel],
+                  env: Mapping[str, str] | None = None) -> web.Application:
+    from bot.app.observe import METRICS_TOKEN_ENV, metrics_routes, request_ids, webhook_counter
+
+    env = os.environ if env is None else env
+    counter = webhook_counter(app.metrics)
+    web_app = web.Application(client_max_size=2 * 1024 * 1024,
+                              middlewares=[request_ids, counter])
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "alive"})
@@ -57,7 +63,8 @@ def build_web_app(app: App, channels: list[ServedChannel]) -> web.Application:
     web_app.router.add_get("/readyz", readyz)
     for channel in channels:
         web_app.router.add_routes(channel.routes())
-    web_app.router.add_routes(extra_routes(app))
+    web_app.router.add_routes(extra_routes(app, env))
+    web_app.router.add_routes(metrics_routes(app, env.get(METRICS_TOKEN_ENV) or None))
     return web_app
 
 
@@ -72,13 +79,17 @@ def _service_logging() -> None:
         logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
 
 
-async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
+async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
+                role: str = "all") -> int:
+    from bot.app.roles import migrates_on_start
+
     _service_logging()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    app = await App.build(settings)
+    app = await App.build(settings, migrate=True if migrates_on_start(settings, role)
+                          else "check")
     channels: list[ServedChannel] = []
     runner: web.AppRunner | None = None
     try:

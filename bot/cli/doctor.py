@@ -107,7 +107,7 @@ async def _check_mcp(settings: Settings, agents: Any, say: Say, ok: Say, bad: Sa
     if not servers:
         return
     try:
-        db = await connect(settings.database_url)
+        db = await open_database(settings.database_url)
     except Exception:
         db = None  # the database check above already said why
     try:

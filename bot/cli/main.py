@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable, Coroutine
 from importlib.metadata import PackageNotFoundError, version
@@ -18,12 +19,12 @@ from typing import Any
 
 from bot.cli.admin import add_admin_commands, run_admin
 from bot.config import ConfigError, Settings, load_settings
+from bot.config.secret_files import load_secret_files
 from bot.db import DatabaseUnavailable, DatabaseURLError, as_unavailable
 from bot.redact import install_redaction, redact_text
 from bot.redis_service import RedisUnavailable
 
 EXIT_CONFIG = 2
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 CONFIG_HELP = "path to valet.yaml (default: $VALET_CONFIG, else ./valet.yaml)"
 
 
@@ -48,8 +49,15 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--jsonl", action="store_true",
                       help="pipe mode, each reply as a JSON line (reply, stop_reason, approvals)")
     sub.add_parser("doctor", help="check the configuration, the database and the LLM endpoint")
-    sub.add_parser("serve", help="run the service: channels (Telegram, SMS), webhooks, "
-                                 "health checks")
+    serve = sub.add_parser("serve", help="run the service: channels (Telegram, SMS), webhooks, "
+                                         "health checks, metrics")
+    from bot.app.roles import ALL, ROLES
+
+    serve.add_argument("--role", choices=ROLES, default=ALL,
+                       help="which parts this process runs (today only `all`: everything)")
+    from bot.cli.ops import add_ops_commands  # issue 26: migrate, backup, logs
+
+    add_ops_commands(sub)
     add_admin_commands(sub)
     from bot.cli.connect import add_connect_commands  # issue 16
 
@@ -88,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         p.print_help()
         return 0
     try:
+        load_secret_files(os.environ)  # VALET_X_FILE (Docker secrets, systemd credentials)
         settings = load_settings(args.config)
     except ConfigError as err:
         return _stop(err)
@@ -98,11 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     commands: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, int]]] = {
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
-        "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp}
-    if args.command == "chat":
-        _log_to_file(settings)
-    else:
-        logging.basicConfig(level=settings.log_level, stream=sys.stderr, format=LOG_FORMAT)
+        "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
+        "migrate": _ops, "backup": _ops, "logs": _ops}
+    _configure_logging(settings, args.command)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
         return asyncio.run(commands[args.command](settings, args))
@@ -119,21 +126,26 @@ def main(argv: list[str] | None = None) -> int:
         return _stop(failure)
 
 
-def _log_to_file(settings: Settings) -> None:
+def _configure_logging(settings: Settings, command: str) -> None:
     """The chat shows no raw log lines: they go to the log file (its path: `valet doctor`),
-    and the few worth telling the person become short notes (channels.console_tty)."""
-    path = settings.log_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:
-        # The data directory is unusable: the database, which lives there too, stops start-up
-        # next with one clear line; until then the log goes where it always could.
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    root = logging.getLogger()
-    root.setLevel(settings.log_level)
-    root.addHandler(handler)
+    and the few worth telling the person become short notes (channels.console_tty).
+    `valet serve` writes to stderr (the journal, the container's log) and to the log file
+    (`valet logs`); every other command to stderr. `log_format: json` for both."""
+    from bot.logs import add_handler, file_handler, formatter
+
+    handlers: list[logging.Handler] = []
+    if command in ("chat", "serve"):
+        to_file = file_handler(settings.log_file(), settings.log_format)
+        if to_file is not None:
+            handlers.append(to_file)
+    if command != "chat" or not handlers:
+        # (A chat whose data directory is unusable: the database, which lives there too,
+        # stops start-up next with one clear line; until then the log goes to stderr.)
+        to_stderr = logging.StreamHandler(sys.stderr)
+        to_stderr.setFormatter(formatter(settings.log_format))
+        handlers.append(to_stderr)
+    for handler in handlers:
+        add_handler(handler, settings.log_level)
 
 
 def _stop(err: Exception) -> int:
@@ -177,7 +189,14 @@ async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from bot.app.serve import serve
 
-    return await serve(settings)
+    return await serve(settings, role=args.role)
+
+
+async def _ops(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.ops import run_backup, run_logs, run_migrate  # issue 26
+
+    run = {"migrate": run_migrate, "backup": run_backup, "logs": run_logs}[args.command]
+    return await run(settings, args)
 
 
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:

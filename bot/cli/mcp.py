@@ -22,7 +22,7 @@ def add_mcp_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 async def run_mcp(settings: Settings, args: argparse.Namespace, say: Say = print) -> int:
     from agents.mcp.report import probe, server_line, tool_line
     from bot.app import build_agents
-    from bot.db import connect
+    from bot.app.database import open_database
 
     agents = build_agents(settings)  # ConfigError: `file:line: key: what`, exit 2
     servers = agents.mcp_servers
@@ -36,7 +36,7 @@ async def run_mcp(settings: Settings, args: argparse.Namespace, say: Say = print
         say(f"no MCP server named {args.name!r} (known: {', '.join(servers) or 'none'})")
         return 1
     source = servers[args.name]
-    db = await connect(settings.database_url)
+    db = await open_database(settings.database_url)
     try:
         status = await source.attach(settings, db)
         if status.state.value != "on":

@@ -63,6 +63,7 @@ from bot.config.sections import (
 from bot.config.sections import (
     _Section as _Section,
 )
+from bot.config.sections import plain_http_problem as plain_http_problem
 from bot.db import database_url_problem
 from bot.gateway.access import AccessSettings
 from bot.gateway.outbox import DeliveryPolicy
@@ -88,9 +89,15 @@ class Settings(_Section):
     llm: LLMSettings = LLMSettings()
     # "": the default, filled in below (never relative to the current directory).
     database_url: str = ""
+    # Where Valet keeps its files (the default SQLite database, the log file, the chat's
+    # history); None: beside valet.yaml (its data/), else $XDG_DATA_HOME/valet. A service sets
+    # it (VALET_DATA_DIR=/var/lib/valet).
+    data_directory: str | None = None
     persona: str = "default"
     timezone: str = "UTC"
     log_level: str = "WARNING"
+    # "json": one JSON object a line (containers, log collectors); "text": for a person.
+    log_format: Literal["text", "json"] = "text"
     owner: OwnerSettings = OwnerSettings()
     loop: LoopSettings = LoopSettings()  # type: ignore[valid-type]
     delivery: DeliverySettings = DeliverySettings()  # type: ignore[valid-type]
@@ -115,6 +122,21 @@ class Settings(_Section):
     public_url: str | None = None
     http: HTTPSettings = HTTPSettings()
     telegram: TelegramSettings = TelegramSettings()
+
+    @pydantic.field_validator("public_url")
+    @classmethod
+    def _public_over_https(cls, value: str | None) -> str | None:
+        problem = plain_http_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @pydantic.model_validator(mode="after")
+    def _telegram_webhook_at_the_public_url(self) -> Settings:
+        """Webhook mode without its own URL uses the server's public address."""
+        if self.telegram.mode == "webhook" and not self.telegram.webhook_url:
+            self.telegram.webhook_url = self.public_url
+        return self
 
     @pydantic.field_validator("timezone")
     @classmethod
@@ -167,6 +189,8 @@ class Settings(_Section):
         return self.source != "<defaults>" and Path(self.source).is_file()
 
     def default_data_dir(self) -> Path:
+        if self.data_directory:
+            return self.config_dir() / self.data_directory  # an absolute path stays
         if self._has_config_file():
             return Path(self.source).resolve().parent / "data"
         return user_data_dir()
@@ -175,6 +199,8 @@ class Settings(_Section):
         """Where this process keeps its files (log, chat history): beside the SQLite
         database, else the default data directory."""
         url = self.database_url
+        if self.data_directory:
+            return self.config_dir() / self.data_directory  # an absolute path stays
         if url.startswith("sqlite:///") and not url.endswith(":memory:"):
             return Path(url.removeprefix("sqlite:///")).parent
         return self.default_data_dir()
@@ -218,9 +244,11 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_LLM_BASE_URL": ("llm", "base_url"),
     "VALET_LLM_MODEL": ("llm", "model"),
     "VALET_DATABASE_URL": ("database_url",),
+    "VALET_DATA_DIR": ("data_directory",),
     "VALET_PERSONA": ("persona",),
     "VALET_TIMEZONE": ("timezone",),
     "VALET_LOG_LEVEL": ("log_level",),
+    "VALET_LOG_FORMAT": ("log_format",),
     "VALET_OWNER_NAME": ("owner", "name"),
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
     "VALET_AGENTS_FILES": ("agents", "registries"),
@@ -231,6 +259,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_SMS_MESSAGING_SERVICE_SID": ("sms", "messaging_service_sid"),
     "VALET_HTTP_HOST": ("http", "host"),
     "VALET_HTTP_PORT": ("http", "port"),
+    "VALET_TELEGRAM_MODE": ("telegram", "mode"),
 }
 SECRET_KEYS = {("llm", "api_key"), ("telegram", "token"), ("telegram", "webhook_secret"),
                ("telegram", "api_url")}

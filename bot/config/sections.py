@@ -3,9 +3,11 @@ dataclasses (`loop:`, `delivery:`); `bot.config` puts them together and loads th
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import MISSING, fields
 from typing import Any, Literal, get_type_hints
+from urllib.parse import urlsplit
 
 import pydantic
 
@@ -15,6 +17,27 @@ from bot.loop import ReactLoopConfig
 # Keys of llm.extra_body that would put a credential into the file (and every request log).
 SECRET_WORDS = re.compile(r"api.?key|authori[sz]ation|token|password|passwd|secret|cookie"
                           r"|credential|bearer", re.IGNORECASE)
+
+
+def plain_http_problem(url: str) -> str | None:
+    """Webhooks carry people's messages and the secrets that sign them: a public address must
+    be https. Plain http only for this machine (localhost, 127.x, ::1), where a tunnel or a
+    proxy on the same host adds the TLS (docs/going-live.md)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an http(s) URL such as https://valet.example.com"
+    if parts.scheme == "https":
+        return None
+    host = parts.hostname
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        return None
+    return (f"{url!r} is plain http: Twilio and Telegram send webhooks only to https "
+            "addresses and they carry people's messages; put a TLS proxy (Caddy) or a tunnel "
+            "(cloudflared) in front and use its https:// address")
 
 
 class _Section(pydantic.BaseModel):
@@ -216,10 +239,19 @@ class HTTPSettings(_Section):
 class TelegramSettings(_Section):
     mode: Literal["polling", "webhook"] = "polling"
     groups: bool = False  # answer in groups (only when mentioned or replied to)
-    # Webhook mode: the public https URL Telegram posts to (…/telegram/webhook is added).
+    # Webhook mode: the public https URL Telegram posts to (…/telegram/webhook is added);
+    # None: the server's public_url.
     webhook_url: str | None = None
     # Only from the environment: VALET_TELEGRAM_TOKEN (turns the channel on),
     # VALET_TELEGRAM_WEBHOOK_SECRET, VALET_TELEGRAM_API_URL (another Bot API server).
     token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
     webhook_secret: str | None = pydantic.Field(default=None, exclude=True, repr=False)
     api_url: str | None = pydantic.Field(default=None, exclude=True)
+
+    @pydantic.field_validator("webhook_url")
+    @classmethod
+    def _webhook_over_https(cls, value: str | None) -> str | None:
+        problem = plain_http_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value

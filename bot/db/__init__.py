@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from bot.redact import redact_text
@@ -74,11 +74,15 @@ def database_url_problem(url: str) -> str | None:
             "(embedded) or postgresql://user@host/dbname")
 
 
-async def connect(url: str, *, migrate: bool = True,
+async def connect(url: str, *, migrate: bool | Literal["check"] = True,
                   migrations: Sequence[str] = ("bot.db",)) -> Database:
     """Open the database a URL names (sqlite:///path, sqlite:///:memory:, postgresql://...).
 
     `migrations`: the packages whose migrations apply (bot.app.database names them all).
+    `migrate`: True applies the migrations not applied yet; "check" only checks that none is
+    missing (SchemaBehind: run `valet migrate`); False neither. Except with False, a schema
+    newer than the code is refused (SchemaAhead).
+
     Raises DatabaseURLError for a URL of the wrong form and DatabaseUnavailable when the
     database is there on paper but cannot be reached, opened or written."""
     problem = database_url_problem(url)
@@ -95,10 +99,15 @@ async def connect(url: str, *, migrate: bool = True,
             raise
         raise DatabaseUnavailable(_unavailable(url, err)) from err
     if migrate:
-        from bot.db.migrate import apply_migrations
+        from bot.db.migrate import apply_migrations, refuse_behind, refuse_newer, schema_state
 
         try:
-            await apply_migrations(db, migrations)
+            state = await schema_state(db, migrations)
+            refuse_newer(state, redact_url(url), migrations)
+            if migrate == "check":
+                refuse_behind(state, redact_url(url))
+            else:
+                await apply_migrations(db, migrations)
         except Exception as err:
             await db.close()
             if not _is_database_failure(err):

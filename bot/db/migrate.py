@@ -1,11 +1,14 @@
-"""Numbered SQL migrations, shared by SQLite and Postgres, applied at start-up.
+"""Numbered SQL migrations, shared by SQLite and Postgres: applied by `valet migrate`, and at
+start-up by the processes allowed to (the all-in-one set-up and the admin commands); the
+others refuse an old schema with one line saying to run `valet migrate`. A schema newer than
+the code (a rollback after an upgrade) is refused by every process.
 
 A migration file is `NNNN_name.sql`, in the `migrations` folder of the package that owns its
 tables: the core's (`bot.db`), or a part's own (the SMS channel's). One numbering for all: the
 composition root names the packages (bot.app.database), and two files may not share a number.
 
-The few types the two dialects spell differently are
-written as placeholders: {autoid} (an auto-increment primary key) and {blob}. A statement
+The few types the two dialects spell differently are written as placeholders: {autoid} (an
+auto-increment primary key) and {blob}. A statement
 whose first line is `-- sqlite only...` or `-- postgres only...` runs on that dialect alone
 (full-text search: an FTS5 table on SQLite, a GIN index on Postgres).
 """
@@ -15,10 +18,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 
-from bot.db import Database, Queries
+from bot.db import Database, DatabaseUnavailable, Queries
 
 log = logging.getLogger(__name__)
 
@@ -95,3 +99,53 @@ async def _serialise(db: Database, tx: Queries) -> None:
     (Even CREATE TABLE IF NOT EXISTS races on Postgres without it.)"""
     if db.dialect == "postgres":
         await tx.execute("SELECT pg_advisory_xact_lock(727001)")
+
+
+class SchemaBehind(DatabaseUnavailable):
+    """Migrations the code needs are not applied and this process may not apply them."""
+
+
+class SchemaAhead(DatabaseUnavailable):
+    """The database was migrated by a newer Valet than this one."""
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    applied: frozenset[int]  # versions recorded in schema_migrations
+    pending: tuple[str, ...]  # names of this code's migrations not applied yet
+    newer: tuple[int, ...]  # versions applied that this code does not know
+
+    @property
+    def version(self) -> int:
+        return max(self.applied, default=0)
+
+
+async def schema_state(db: Database, packages: Sequence[str] = CORE) -> SchemaState:
+    """What the database holds against what this code knows; reads only."""
+    if db.dialect == "sqlite":
+        exists = await db.fetchval("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'"
+                                   " AND name = 'schema_migrations'")
+    else:
+        exists = await db.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    rows = await db.fetch("SELECT version FROM schema_migrations") if exists else []
+    applied = frozenset(int(r["version"]) for r in rows)
+    known = migration_files(packages)
+    return SchemaState(applied,
+                       tuple(name for v, name, _ in known if v not in applied),
+                       tuple(sorted(applied - {v for v, _, _ in known})))
+
+
+def refuse_newer(state: SchemaState, where: str, packages: Sequence[str] = CORE) -> None:
+    if state.newer:
+        latest = max(v for v, _, _ in migration_files(packages))
+        raise SchemaAhead(
+            f"the database {where} is at schema version {max(state.newer)}, newer than this "
+            f"Valet knows ({latest}): it was upgraded by a newer release. Run that release, "
+            "or restore the backup taken before the upgrade (docs/going-live.md, Rollback)")
+
+
+def refuse_behind(state: SchemaState, where: str) -> None:
+    if state.pending:
+        raise SchemaBehind(
+            f"the database {where} needs {len(state.pending)} migration(s) "
+            f"({', '.join(state.pending)}): run `valet migrate` first")

@@ -54,7 +54,7 @@ async def start_telegram(app_factory, fake_tg, fake_llm, tmp_path):
             runner = web.AppRunner(web.Application())
             # The service's routes are added below, before the runner is set up.
         settings = TelegramSettings(mode=mode, token=TOKEN, api_url=fake_tg.api_url,
-                                    webhook_secret=SECRET, webhook_url="http://pending")
+                                    webhook_secret=SECRET, webhook_url="https://pending")
         transcriber = Transcriber(base_url=fake_llm.base_url, api_key="k",
                                   model="whisper-test") if transcription else None
 

@@ -1,0 +1,109 @@
+"""What `valet serve` shows an operator over HTTP: `GET /metrics` (Prometheus) and the count
+of webhook requests acknowledged or rejected (a middleware, so no channel has to count).
+
+`/metrics` is for the operator only. With VALET_METRICS_TOKEN set it needs
+`Authorization: Bearer <token>`; without one it answers only a client on this machine that did
+not come through a proxy (a proxy adds X-Forwarded-For), so a reverse proxy that forwarded it
+by mistake still would not publish it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from bot import logs
+from bot.metrics import CONTENT_TYPE_LATEST, Metrics
+
+log = logging.getLogger(__name__)
+
+METRICS_TOKEN_ENV = "VALET_METRICS_TOKEN"
+# The first path segment of a route that a channel or a sender outside calls.
+WEBHOOK_PREFIXES = {"telegram": "telegram", "sms": "sms", "events": "events"}
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def metrics_routes(app: Any, token: str | None) -> list[web.RouteDef]:
+    """`GET /metrics` for `app` (its Metrics, database, clock and timezone)."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        refused = _refusal(request, token)
+        if refused is not None:
+            return refused
+        await app.metrics.refresh(app.db, app.clock.now(), app.settings.timezone)
+        return web.Response(body=app.metrics.render(),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return [web.get("/metrics", metrics)]
+
+
+def _refusal(request: web.Request, token: str | None) -> web.Response | None:
+    if token:
+        given = request.headers.get("Authorization", "")
+        if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            return None
+        return web.Response(status=401, text="metrics: a bearer token is required\n",
+                            headers={"WWW-Authenticate": "Bearer"})
+    proxied = "X-Forwarded-For" in request.headers or "Forwarded" in request.headers
+    if _is_loopback(request.remote) and not proxied:
+        return None
+    log.warning("metrics: refused a request from %s; set %s to scrape from elsewhere",
+                request.remote, METRICS_TOKEN_ENV)
+    return web.Response(status=403, text=f"metrics: only from this machine unless "
+                                         f"{METRICS_TOKEN_ENV} is set\n")
+
+
+def _is_loopback(remote: str | None) -> bool:
+    try:
+        return remote is not None and ipaddress.ip_address(remote).is_loopback
+    except ValueError:  # a Unix socket or an unknown peer
+        return False
+
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+@web.middleware
+async def request_ids(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every log line written while a request is handled carries its id (the proxy's
+    X-Request-Id when it sent a sane one); the response says it too."""
+    given = request.headers.get("X-Request-Id", "")
+    rid = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex[:16]
+    token = logs.request_id.set(rid)
+    try:
+        response = await handler(request)
+    finally:
+        logs.request_id.reset(token)
+    response.headers["X-Request-Id"] = rid
+    return response
+
+
+def webhook_counter(metrics: Metrics) -> Middleware:
+    """Every request to a webhook path counted by channel and result (2xx acknowledged, 4xx
+    rejected, 5xx unavailable)."""
+
+    @web.middleware
+    async def count(request: web.Request, handler: Handler) -> web.StreamResponse:
+        channel = WEBHOOK_PREFIXES.get(request.path.strip("/").split("/", 1)[0])
+        if channel is None:
+            return await handler(request)
+        try:
+            response = await handler(request)
+        except web.HTTPException as err:
+            metrics.webhook(channel, err.status)
+            raise
+        except Exception:
+            metrics.webhook(channel, 500)
+            raise
+        metrics.webhook(channel, response.status)
+        return response
+
+    return count

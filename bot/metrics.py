@@ -1,0 +1,155 @@
+"""Prometheus metrics: the one place that owns the registry and every metric object.
+
+Each App owns a `Metrics` with its own `CollectorRegistry` (never the library's global one), so
+several Apps in one process (the tests) never share or double-register a metric. The parts of
+Valet report through one-line calls (`turn_finished`, `tools_ran`, `llm_request`, `webhook`,
+`scheduler_fired`); what the database already knows (outbox depth, dead letters, approvals,
+SMS segments, people active today) is read at scrape time by `refresh`, so it is true across
+processes and restarts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, time, timedelta
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from bot.db import Database
+
+# Seconds; a turn with tools and an LLM that thinks can take a minute.
+TURN_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
+LLM_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
+LAG_BUCKETS = (0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900)
+
+
+class _ToolCall(Protocol):
+    name: str
+    outcome: str
+
+
+class Metrics:
+    """Every metric Valet exports, on a registry of its own."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.turns = Counter("valet_turns", "Turns finished, by how they stopped",
+                             ["stop"], registry=r)
+        self.turn_seconds = Histogram("valet_turn_duration_seconds",
+                                      "Time from a message's turn start to its reply",
+                                      buckets=TURN_BUCKETS, registry=r)
+        self.llm_requests = Counter("valet_llm_requests", "LLM requests, by model",
+                                    ["model"], registry=r)
+        self.llm_seconds = Histogram("valet_llm_request_duration_seconds",
+                                     "LLM request latency, by model", ["model"],
+                                     buckets=LLM_BUCKETS, registry=r)
+        self.llm_tokens = Counter("valet_llm_tokens", "Tokens used, by model and direction",
+                                  ["model", "direction"], registry=r)
+        self.llm_errors = Counter("valet_llm_errors", "LLM requests that failed, by error",
+                                  ["model", "error"], registry=r)
+        self.tool_calls = Counter("valet_tool_calls", "Tool calls, by tool and outcome",
+                                  ["tool", "outcome"], registry=r)
+        self.webhooks = Counter("valet_webhook_requests",
+                                "Webhook requests: acknowledged (2xx), rejected (4xx: bad "
+                                "signature or secret, too large) or unavailable (5xx)",
+                                ["channel", "result"], registry=r)
+        self.scheduler_lag = Histogram("valet_scheduler_lag_seconds",
+                                       "From a scheduled run's due time to its firing",
+                                       buckets=LAG_BUCKETS, registry=r)
+        # Read from the database at scrape time (refresh).
+        self.outbox_depth = Gauge("valet_outbox_depth", "Messages waiting to be sent",
+                                  ["channel"], registry=r)
+        self.outbox_oldest = Gauge("valet_outbox_oldest_age_seconds",
+                                   "Age of the oldest message waiting to be sent",
+                                   ["channel"], registry=r)
+        self.dead_letters = Gauge("valet_outbox_dead_letters",
+                                  "Messages given up on (dead-lettered), all time",
+                                  ["channel"], registry=r)
+        self.approvals = Gauge("valet_approvals", "Approval requests, by outcome (status)",
+                               ["outcome"], registry=r)
+        self.sms_segments = Gauge("valet_sms_segments_sent",
+                                  "SMS segments handed to Twilio, all time", registry=r)
+        self.users_today = Gauge("valet_users_active_today",
+                                 "People who wrote to Valet since midnight (the deployment's "
+                                 "timezone)", registry=r)
+
+    # --- reported as it happens ---------------------------------------------------------------
+
+    def turn_finished(self, stop: Any, seconds: float) -> None:
+        """One turn, its stop reason (a TurnStop or a word) and how long it took."""
+        self.turns.labels(stop=str(getattr(stop, "value", stop) or "none")).inc()
+        self.turn_seconds.observe(seconds)
+
+    def tools_ran(self, calls: Iterable[_ToolCall]) -> None:
+        for call in calls:
+            self.tool_calls.labels(tool=call.name, outcome=call.outcome or "unknown").inc()
+
+    def llm_request(self, model: str, seconds: float, *, input_tokens: int = 0,
+                    output_tokens: int = 0, error: str | None = None) -> None:
+        self.llm_requests.labels(model=model).inc()
+        self.llm_seconds.labels(model=model).observe(seconds)
+        if input_tokens:
+            self.llm_tokens.labels(model=model, direction="input").inc(input_tokens)
+        if output_tokens:
+            self.llm_tokens.labels(model=model, direction="output").inc(output_tokens)
+        if error is not None:
+            self.llm_errors.labels(model=model, error=error).inc()
+
+    def webhook(self, channel: str, status: int) -> None:
+        result = "acknowledged" if status < 400 else "rejected" if status < 500 \
+            else "unavailable"
+        self.webhooks.labels(channel=channel, result=result).inc()
+
+    def scheduler_fired(self, due: datetime, fired: datetime) -> None:
+        self.scheduler_lag.observe(max((fired - due).total_seconds(), 0.0))
+
+    # --- read at scrape time ------------------------------------------------------------------
+
+    async def refresh(self, db: Database, now: datetime, timezone: str) -> None:
+        """The gauges the database knows, as of now."""
+        waiting = await db.fetch(
+            "SELECT channel, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox"
+            " WHERE status IN ('pending', 'sending') GROUP BY channel")
+        _set(self.outbox_depth, {r["channel"]: r["n"] for r in waiting})
+        _set(self.outbox_oldest, {r["channel"]: _age(now, r["oldest"]) for r in waiting})
+        dead = await db.fetch("SELECT channel, COUNT(*) AS n FROM outbox WHERE status = 'dead'"
+                              " GROUP BY channel")
+        _set(self.dead_letters, {r["channel"]: r["n"] for r in dead})
+        approvals = await db.fetch("SELECT status, COUNT(*) AS n FROM approvals"
+                                   " GROUP BY status")
+        _set(self.approvals, {r["status"]: r["n"] for r in approvals})
+        self.sms_segments.set(
+            await db.fetchval("SELECT COALESCE(SUM(segments), 0) FROM sms_parts") or 0)
+        self.users_today.set(await db.fetchval(
+            "SELECT COUNT(DISTINCT user_id) FROM inbox WHERE channel <> 'trigger'"
+            " AND user_id IS NOT NULL AND received_at >= $1", start_of_day(now, timezone)))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def start_of_day(now: datetime, timezone: str) -> datetime:
+    """Midnight of `now`'s day in `timezone`, as an aware datetime."""
+    zone = ZoneInfo(timezone)
+    local = now.astimezone(zone)
+    midnight = datetime.combine(local.date(), time(0), tzinfo=zone)
+    return midnight if midnight <= local else midnight - timedelta(days=1)
+
+
+def _age(now: datetime, oldest: datetime | str | None) -> float:
+    """Seconds since `oldest` (SQLite gives an aggregate's time back as text)."""
+    if oldest is None:
+        return 0.0
+    at = datetime.fromisoformat(oldest) if isinstance(oldest, str) else oldest
+    return max((now - at).total_seconds(), 0.0)
+
+
+def _set(gauge: Gauge, values: dict[str, float]) -> None:
+    """Labels that disappeared (a channel whose queue emptied) go too."""
+    gauge.clear()
+    for label, value in values.items():
+        gauge.labels(label).set(value)
