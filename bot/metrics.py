@@ -4,13 +4,14 @@ Each App owns a `Metrics` with its own `CollectorRegistry` (never the library's 
 several Apps in one process (the tests) never share or double-register a metric. The parts of
 Valet report through one-line calls (`turn_finished`, `tools_ran`, `llm_request`, `webhook`,
 `scheduler_fired`); what the database already knows (outbox depth, dead letters, approvals,
-SMS segments, people active today) is read at scrape time by `refresh`, so it is true across
-processes and restarts.
+SMS segments, people active today) is read from the stores at scrape time (bot.app.observe) and
+handed to `refresh`, so it is true across processes and restarts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
@@ -18,7 +19,7 @@ from zoneinfo import ZoneInfo
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE_LATEST
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bot.db import Database
+from bot.gateway.outbox import Waiting
 
 # Seconds; a turn with tools and an LLM that thinks can take a minute.
 TURN_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
@@ -29,6 +30,18 @@ LAG_BUCKETS = (0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900)
 class _ToolCall(Protocol):
     name: str
     outcome: str
+
+
+@dataclass(frozen=True)
+class Readings:
+    """What the stores say at a scrape: each store counts its own rows."""
+
+    at: datetime
+    waiting: Mapping[str, Waiting]  # by channel: pending or sending
+    dead: Mapping[str, int]  # dead letters by channel
+    approvals: Mapping[str, int]  # by status
+    sms_segments: int
+    people_today: int  # who wrote today, in the deployment's timezone
 
 
 class Metrics:
@@ -109,24 +122,15 @@ class Metrics:
 
     # --- read at scrape time ------------------------------------------------------------------
 
-    async def refresh(self, db: Database, now: datetime, timezone: str) -> None:
-        """The gauges the database knows, as of now."""
-        waiting = await db.fetch(
-            "SELECT channel, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox"
-            " WHERE status IN ('pending', 'sending') GROUP BY channel")
-        _set(self.outbox_depth, {r["channel"]: r["n"] for r in waiting})
-        _set(self.outbox_oldest, {r["channel"]: _age(now, r["oldest"]) for r in waiting})
-        dead = await db.fetch("SELECT channel, COUNT(*) AS n FROM outbox WHERE status = 'dead'"
-                              " GROUP BY channel")
-        _set(self.dead_letters, {r["channel"]: r["n"] for r in dead})
-        approvals = await db.fetch("SELECT status, COUNT(*) AS n FROM approvals"
-                                   " GROUP BY status")
-        _set(self.approvals, {r["status"]: r["n"] for r in approvals})
-        self.sms_segments.set(
-            await db.fetchval("SELECT COALESCE(SUM(segments), 0) FROM sms_parts") or 0)
-        self.users_today.set(await db.fetchval(
-            "SELECT COUNT(DISTINCT user_id) FROM inbox WHERE channel <> 'trigger'"
-            " AND user_id IS NOT NULL AND received_at >= $1", start_of_day(now, timezone)))
+    def refresh(self, readings: Readings) -> None:
+        """The gauges the database knows, as of a scrape (bot.app.observe reads them)."""
+        _set(self.outbox_depth, {c: q.count for c, q in readings.waiting.items()})
+        _set(self.outbox_oldest, {c: _age(readings.at, q.oldest)
+                                  for c, q in readings.waiting.items()})
+        _set(self.dead_letters, dict(readings.dead))
+        _set(self.approvals, dict(readings.approvals))
+        self.sms_segments.set(readings.sms_segments)
+        self.users_today.set(readings.people_today)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -15,13 +15,14 @@ import logging
 import re
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from bot import logs
-from bot.metrics import CONTENT_TYPE_LATEST, Metrics
+from bot.app.root import App
+from bot.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
+from channels.sms.store import SmsStore
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +32,26 @@ WEBHOOK_PREFIXES = {"telegram": "telegram", "sms": "sms", "events": "events"}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def metrics_routes(app: Any, token: str | None) -> list[web.RouteDef]:
-    """`GET /metrics` for `app` (its Metrics, database, clock and timezone)."""
+async def readings(app: App) -> Readings:
+    """What each store counts of its own rows, as of now."""
+    now = app.clock.now()
+    outbox = app.outbound.outbox
+    return Readings(
+        at=now, waiting=await outbox.waiting_by_channel(), dead=await outbox.dead_by_channel(),
+        approvals=await app.approvals.store.count_by_status(),
+        sms_segments=await SmsStore(app.db).segments_total(),
+        people_today=await app.gateway.deps.inbox.people_since(
+            start_of_day(now, app.settings.timezone)))
+
+
+def metrics_routes(app: App, token: str | None) -> list[web.RouteDef]:
+    """`GET /metrics` for `app` (its Metrics, and what its stores say at the scrape)."""
 
     async def metrics(request: web.Request) -> web.Response:
         refused = _refusal(request, token)
         if refused is not None:
             return refused
-        await app.metrics.refresh(app.db, app.clock.now(), app.settings.timezone)
+        app.metrics.refresh(await readings(app))
         return web.Response(body=app.metrics.render(),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 

@@ -222,6 +222,10 @@ class ApprovalStore:
             user_id)
         return [_approval(r) for r in rows]
 
+    async def count_by_status(self) -> dict[str, int]:
+        rows = await self.db.fetch("SELECT status, COUNT(*) AS n FROM approvals GROUP BY status")
+        return {r["status"]: int(r["n"]) for r in rows}
+
     async def list(self, user_id: str | None = None, status: ApprovalStatus | None = None,
                    limit: int = 50) -> list[ApprovalRequest]:
         rows = await self.db.fetch(

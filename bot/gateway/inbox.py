@@ -85,6 +85,12 @@ class InboxStore:
             " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id",
             msg.key, msg.user_id, msg.text, at, msg.task_id, msg.channel, msg.urgency.value)
 
+    async def people_since(self, at: datetime) -> int:
+        """How many people wrote (not triggers) since then."""
+        return int(await self.db.fetchval(
+            "SELECT COUNT(DISTINCT user_id) FROM inbox WHERE channel <> 'trigger'"
+            " AND user_id IS NOT NULL AND received_at >= $1", at) or 0)
+
     async def assign(self, row_id: int, user_id: str) -> None:
         await self.db.execute("UPDATE inbox SET user_id = $1 WHERE id = $2", user_id, row_id)
 

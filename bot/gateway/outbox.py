@@ -39,6 +39,12 @@ def _message(r: Row) -> OutboundMessage:
                            kind=payload.get("kind", "reply"), dedupe_key=r["dedupe_key"] or "")
 
 
+@dataclass(frozen=True)
+class Waiting:
+    count: int
+    oldest: datetime | str | None  # SQLite gives an aggregate's time back as text
+
+
 class OutboxStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -115,6 +121,18 @@ class OutboxStore:
             "SELECT * FROM outbox WHERE channel = $1 AND address = $2 ORDER BY id DESC LIMIT 1",
             channel, address)
         return _message(row) if row else None
+
+    async def waiting_by_channel(self) -> dict[str, Waiting]:
+        """What is still to go (pending or being sent), by channel, with its oldest row."""
+        rows = await self.db.fetch(
+            "SELECT channel, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox"
+            " WHERE status IN ('pending', 'sending') GROUP BY channel")
+        return {r["channel"]: Waiting(int(r["n"]), r["oldest"]) for r in rows}
+
+    async def dead_by_channel(self) -> dict[str, int]:
+        rows = await self.db.fetch(
+            "SELECT channel, COUNT(*) AS n FROM outbox WHERE status = 'dead' GROUP BY channel")
+        return {r["channel"]: int(r["n"]) for r in rows}
 
     async def count(self, status: str) -> int:
         return int(await self.db.fetchval(

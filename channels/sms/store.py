@@ -64,6 +64,11 @@ class SmsStore:
             " WHEN sms_messages.encoding IS NULL OR sms_messages.encoding = excluded.encoding"
             " THEN excluded.encoding ELSE 'mixed' END", outbox_id, segments, encoding)
 
+    async def segments_total(self) -> int:
+        """Every segment handed to Twilio, ever (a counter for /metrics)."""
+        return int(await self.db.fetchval(
+            "SELECT COALESCE(SUM(segments), 0) FROM sms_parts") or 0)
+
     async def segments_since(self, user_id: str, since: datetime) -> int:
         """Segments sent to the user by SMS since then (their messages queued since)."""
         return int(await self.db.fetchval(

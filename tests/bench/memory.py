@@ -14,8 +14,9 @@ import tempfile
 import time
 from typing import Any
 
+from bot.app.database import open_database
 from bot.clock import SystemClock
-from bot.db import Database, connect
+from bot.db import Database
 from bot.gateway.users import UserStore
 from bot.memory.facts import FactStore, Kind
 from bot.memory.recall import Recaller, render, within_budget
@@ -94,7 +95,7 @@ async def _measure(recaller: Recaller, messages: list[str]) -> list[float]:
 
 
 async def _backend(label: str, url: str, embedded: bool) -> list[str]:
-    db = await connect(url)
+    db = await open_database(url)
     try:
         start = time.perf_counter()
         store, _, messages = await _fill(db, embedded)

@@ -9,8 +9,8 @@ import signal
 import sys
 from datetime import UTC, datetime
 
+from bot.app.database import open_database
 from bot.credentials import CredentialStore, new_key
-from bot.db import connect
 from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer
@@ -27,7 +27,7 @@ async def read_until(stream: asyncio.StreamReader, marker: bytes) -> list[bytes]
 
 
 async def mail_rows(db_url: str) -> list[dict]:
-    db = await connect(db_url)
+    db = await open_database(db_url)
     try:
         return await db.fetch("SELECT approval_id, status, attempts, owed FROM mail_outbox")
     finally:
@@ -35,7 +35,7 @@ async def mail_rows(db_url: str) -> list[dict]:
 
 
 async def told(db_url: str) -> list[tuple[str, str, str]]:
-    db = await connect(db_url)
+    db = await open_database(db_url)
     try:
         rows = await db.fetch("SELECT channel, text, status FROM outbox WHERE text LIKE $1",
                               "%your email%")
@@ -52,7 +52,7 @@ async def test_an_email_approved_while_the_server_is_down_arrives_once_after_a_k
     db_url = env["VALET_DATABASE_URL"]
     code, _, err = await run_valet(["chat", "--pipe"], env, "")  # the owner exists
     assert code == 0, err
-    db = await connect(db_url)
+    db = await open_database(db_url)
     await CredentialStore.from_env(db, env).put("owner", "email", smtp.secret(),
                                                 datetime.now(UTC))
     await db.close()

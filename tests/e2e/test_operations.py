@@ -14,8 +14,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.app.database import MIGRATIONS, open_database
 from bot.app.roles import migrates_on_start
-from bot.db import connect
 from bot.db.migrate import SchemaAhead, SchemaBehind, migration_files
 from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.e2e.test_serve import _until_up
@@ -25,7 +25,7 @@ from tests.servers import free_port
 
 PUBLIC = "https://valet.example.com"
 OWNER_PHONE = "+15551230000"
-ALL_MIGRATIONS = [name for _, name, _ in migration_files()]
+ALL_MIGRATIONS = [name for _, name, _ in migration_files(MIGRATIONS)]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -55,7 +55,7 @@ async def test_a_schema_newer_than_the_code_is_refused_by_every_command(tmp_path
     url = f"sqlite:///{tmp_path}/data/valet.db"
     env = clean_env(tmp_path, VALET_DATABASE_URL=url)
     assert (await run_valet(["migrate"], env))[0] == 0
-    db = await connect(url, migrate=False)
+    db = await open_database(url, migrate=False)
     await db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES"
                      " (9999, '9999_from_the_future.sql', '2030-01-01 00:00:00.000000+00:00')")
     await db.close()
@@ -67,18 +67,18 @@ async def test_a_schema_newer_than_the_code_is_refused_by_every_command(tmp_path
         assert "schema version 9999, newer than this Valet knows" in line
         assert "restore the backup taken before the upgrade" in line
     with pytest.raises(SchemaAhead):
-        await connect(url)
+        await open_database(url)
 
 
 async def test_a_process_that_may_not_migrate_refuses_an_old_schema_in_one_line(tmp_path):
     url = f"sqlite:///{tmp_path}/valet.db"
     with pytest.raises(SchemaBehind) as refused:
-        await connect(url, migrate="check")
+        await open_database(url, migrate="check")
     assert str(refused.value).endswith("run `valet migrate` first")
     assert "0001_core.sql" in str(refused.value)
-    db = await connect(url)  # the all-in-one set-up migrates by itself
+    db = await open_database(url)  # the all-in-one set-up migrates by itself
     await db.close()
-    db = await connect(url, migrate="check")  # now nothing is missing
+    db = await open_database(url, migrate="check")  # now nothing is missing
     await db.close()
 
 

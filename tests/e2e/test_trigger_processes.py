@@ -17,8 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.app.database import open_database
 from bot.clock import SystemClock
-from bot.db import Database, connect
+from bot.db import Database
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_twilio import FakeTwilio
@@ -43,7 +44,7 @@ WAIT = 30.0  # generous: two cores shared with other test runs
 @asynccontextmanager
 async def reminders(dsn: str) -> AsyncIterator[tuple[Database, TaskService]]:
     """The task service over the shared database, with no engine running in this process."""
-    db = await connect(dsn)
+    db = await open_database(dsn)
     try:
         yield db, build_task_service(db, SystemClock())
     finally:

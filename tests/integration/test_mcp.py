@@ -290,16 +290,16 @@ async def test_a_call_cut_short_by_a_crash_runs_again_only_if_marked_safe_to_rep
     """The turn is killed mid-call (as kill -9 would); the process that redoes it has not
     started the server: its journal, not the model, decides whether the call runs again."""
     from agents.registry import load_registry, registry_paths
+    from bot.app.database import open_database
     from bot.clock import FakeClock
     from bot.context import ContextManager
-    from bot.db import connect
     from bot.envelopes import TurnStop
     from bot.journal import INTERRUPTED, TurnJournal
     from bot.loop import LoopDeps, react_loop
     from bot.tools import ToolExecutionContext
     from tests.helpers import loop_config
 
-    db = await connect(f"sqlite:///{tmp_path}/journal.db")
+    db = await open_database(f"sqlite:///{tmp_path}/journal.db")
     paths = registry_paths(registry(tmp_path, slow_timeout=60, slow_repeats=safe).registries)
 
     async def run_turn():

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.app.database import open_database
 from bot.cli import parser
 from bot.cli.memory import run_memory
 from bot.clock import FakeClock
 from bot.config import load_settings
-from bot.db import connect
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import UserStore
 from bot.memory.facts import FactStore
@@ -26,7 +26,7 @@ async def _run(db_url: str, *argv: str) -> tuple[int, list[str]]:
 
 
 async def test_the_owner_lists_and_forgets_a_persons_facts(db_url):
-    db = await connect(db_url)
+    db = await open_database(db_url)
     clock = FakeClock(NOON)
     users = UserStore(db)
     await users.ensure("u_alice", display_name="Alice", timezone="UTC", is_owner=False,
