@@ -16,7 +16,6 @@ import logging
 import logging.handlers
 import os
 import re
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,24 +122,29 @@ def add_handler(handler: logging.Handler, level: str) -> None:
 # --- reading it back (`valet logs`) -------------------------------------------------------
 
 
-def last_lines(path: Path, count: int) -> list[str]:
+def last_lines(path: Path, count: int, until: int | None = None) -> list[str]:
+    """The last `count` lines, of the first `until` bytes when given (where a follower
+    starts: a line written meanwhile is the follower's, never printed twice or lost)."""
     if count <= 0 or not path.exists():
         return []
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        return [line.rstrip("\n") for line in deque(fh, maxlen=count)]
+    with path.open("rb") as fh:
+        data = fh.read() if until is None else fh.read(until)
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return lines[-count:]
 
 
-async def follow(path: Path, poll: float = 0.2) -> AsyncIterator[str]:
-    """Lines written to `path` from now on; follows a roll-over (a new file at the path) and
-    waits for a file that does not exist yet."""
-    tail = _Tail(path)
+async def follow(path: Path, tail: Tail | None = None, poll: float = 0.2
+                 ) -> AsyncIterator[str]:
+    """Lines written to `path` after `tail`'s position (default: from now on); follows a
+    roll-over (a new file at the path) and waits for a file that does not exist yet."""
+    tail = tail or Tail(path)
     while True:
         for line in tail.read_new():
             yield line
         await asyncio.sleep(poll)
 
 
-class _Tail:
+class Tail:
     """Where a follower is in a file that may roll over (plain reads: small and local)."""
 
     def __init__(self, path: Path) -> None:

@@ -88,14 +88,15 @@ def _backup(source: str, target: Path) -> tuple[int, int]:
 
 
 async def run_logs(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.logs import follow, last_lines
+    from bot.logs import Tail, follow, last_lines
 
     path = settings.log_file()
     if not args.follow and not await asyncio.to_thread(path.exists):
         raise ConfigError(f"no log file at {path} yet (valet serve and valet chat write it)")
-    for line in await asyncio.to_thread(last_lines, path, max(args.lines, 0)):
+    tail = Tail(path)  # where following starts: the last lines are read up to here
+    for line in await asyncio.to_thread(last_lines, path, max(args.lines, 0), tail.position):
         print(line, flush=True)
     if args.follow:
-        async for line in follow(path):
+        async for line in follow(path, tail):
             print(line, flush=True)
     return 0
