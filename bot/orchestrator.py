@@ -67,7 +67,7 @@ class OrchestratorDeps:
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
     tasks: Resumer | None = None  # stores the tasks that paused this turn
     journal: TurnJournal | None = None  # a redone turn continues from it (bot.journal)
-    exposure: ToolExposure | None = None  # capabilities: tools shown when needed (issue 16)
+    exposure: ToolExposure | None = None  # capabilities: tools shown when needed
     # Called with the stored turn before the reply goes out; each only schedules its work
     # (memory extraction runs in the background), so none may delay the reply.
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)

@@ -144,7 +144,7 @@ class App:
         agents = build_agents(settings)
         registry = agents.tools
         loop_config = settings.loop_config()
-        metrics = Metrics()  # issue 26: what /metrics shows (bot/metrics.py)
+        metrics = Metrics()  # what /metrics shows (bot/metrics.py)
         llm = MeteredLLM(llm or build_llm(settings), metrics)
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
         try:
@@ -311,7 +311,7 @@ class App:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         await self.gateway.stop()
-        await self.agents.close()  # issue 29: MCP servers' sessions (their processes end)
+        await self.agents.close()  # MCP servers' sessions (their processes end)
         if self.memory is not None:
             await self.memory.close()
         if self.stall_monitor is not None:

@@ -55,20 +55,20 @@ def parser() -> argparse.ArgumentParser:
 
     serve.add_argument("--role", choices=ROLES, default=ALL,
                        help="which parts this process runs (today only `all`: everything)")
-    from bot.cli.ops import add_ops_commands  # issue 26: migrate, backup, logs
+    from bot.cli.ops import add_ops_commands  # migrate, backup, logs
 
     add_ops_commands(sub)
     add_admin_commands(sub)
-    from bot.cli.connect import add_connect_commands  # issue 16
+    from bot.cli.connect import add_connect_commands
 
     add_connect_commands(sub)
-    from bot.cli.tasks import add_task_commands  # issue 14
+    from bot.cli.tasks import add_task_commands
 
     add_task_commands(sub)
-    from bot.cli.memory import add_memory_commands  # issue 15
+    from bot.cli.memory import add_memory_commands
 
     add_memory_commands(sub)
-    from bot.cli.mcp import add_mcp_commands  # issue 29
+    from bot.cli.mcp import add_mcp_commands
 
     add_mcp_commands(sub)
     _everywhere(p)
@@ -163,25 +163,25 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _tasks(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.cli.tasks import run_tasks  # issue 14
+    from bot.cli.tasks import run_tasks
 
     return await run_tasks(settings, args)
 
 
 async def _connect(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.cli.connect import run_connect  # issue 16
+    from bot.cli.connect import run_connect
 
     return await run_connect(settings, args)
 
 
 async def _memory(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.cli.memory import run_memory  # issue 15
+    from bot.cli.memory import run_memory
 
     return await run_memory(settings, args)
 
 
 async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.cli.mcp import run_mcp  # issue 29
+    from bot.cli.mcp import run_mcp
 
     return await run_mcp(settings, args)
 
@@ -193,7 +193,7 @@ async def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _ops(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.cli.ops import run_backup, run_logs, run_migrate  # issue 26
+    from bot.cli.ops import run_backup, run_logs, run_migrate
 
     run = {"migrate": run_migrate, "backup": run_backup, "logs": run_logs}[args.command]
     return await run(settings, args)
