@@ -312,11 +312,6 @@ class ToolRegistry:
         self._tools[t.name] = t
         self._schemas = None
 
-    def add_function(self, fn: ToolFunction) -> Tool:
-        t = getattr(fn, "__valet_tool__", None) or build_tool(fn)
-        self.add(t)
-        return t
-
     def get(self, name: str) -> Tool | None:
         found = self._tools.get(name)
         for source in self._sources if found is None else ():
