@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
+
 from bot import logs
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
@@ -62,7 +64,7 @@ class OrchestratorDeps:
     transcripts: TranscriptWriter = field(default_factory=lambda: TranscriptWriter(None))
     # What tools may use (agents.services.Services), passed through without a look inside.
     tool_services: object = None
-    http: Any = None
+    http: aiohttp.ClientSession | None = None  # shared by the tools
     steps: list[Step] = field(default_factory=list)  # before the loop, in this order
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
     tasks: Resumer | None = None  # stores the tasks that paused this turn
