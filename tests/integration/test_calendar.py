@@ -198,3 +198,63 @@ async def test_no_calendar_connected_is_said_plainly(app_factory, fake_llm, secr
     fake_llm.script(Reply(tool_calls=[ToolCall("list_events", {})]), Reply(content="None."))
     await say(app, me, "what's on?")
     assert "no calendar is connected" in last_result(fake_llm)
+
+
+def _padded_feed(size: int) -> bytes:
+    """STANDUP with filler events ahead of it, about `size` bytes: the event that matters
+    comes last, so a feed cut short loses it."""
+    filler = "".join(
+        f"BEGIN:VEVENT\nUID:filler-{i}\nDTSTAMP:20260301T000000Z\n"
+        f"DTSTART:20200101T000000Z\nDTEND:20200101T010000Z\nSUMMARY:{'x' * 200}\nEND:VEVENT\n"
+        for i in range(size // 300))
+    head, tail = STANDUP.split("BEGIN:VEVENT", 1)
+    return (head + filler + "BEGIN:VEVENT" + tail).encode()
+
+
+@pytest.fixture
+async def slow_feed_url():
+    """A feed of about 260 KB sent in small pieces, as a slow network delivers it."""
+    body = _padded_feed(260_000)
+    app = web.Application()
+
+    async def feed(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/calendar"})
+        await response.prepare(request)
+        for start in range(0, len(body), 8192):
+            await response.write(body[start:start + 8192])
+            await asyncio.sleep(0)  # let each piece go out on its own
+        await response.write_eof()
+        return response
+
+    app.router.add_get("/big.ics", feed)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}/big.ics", len(body)
+    await runner.cleanup()
+
+
+async def test_a_large_feed_arriving_in_pieces_is_read_whole(app_factory, fake_llm,
+                                                             secret_key, slow_feed_url):
+    url, size = slow_feed_url
+    assert size > 250_000
+    app, me = await connected_app(app_factory, {"kind": "ics", "url": url})
+    fake_llm.script(Reply(tool_calls=[ToolCall("list_events", {"day": "today"})]),
+                    Reply(content="Standup."))
+    await say(app, me, "what's on today?")
+    assert last_result(fake_llm) == "Mon 30 Mar 09:30-09:45 Standup [id standup-1]"
+
+
+async def test_a_feed_over_the_limit_is_an_error_not_a_cut_calendar(
+        app_factory, fake_llm, secret_key, slow_feed_url, monkeypatch):
+    from agents.calendar import sources
+
+    url, size = slow_feed_url
+    monkeypatch.setattr(sources, "MAX_FEED_BYTES", size // 2)
+    app, me = await connected_app(app_factory, {"kind": "ics", "url": url})
+    fake_llm.script(Reply(tool_calls=[ToolCall("list_events", {"day": "today"})]),
+                    Reply(content="Too big."))
+    await say(app, me, "what's on today?")
+    result = last_result(fake_llm)
+    assert "larger than" in result and "Standup" not in result
