@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
@@ -208,7 +209,12 @@ class ApprovalFlow:
                 "if they ask, remind them what is waiting.")
 
 
-def state_word(approval: ApprovalRequest) -> str:
+def state_word(approval: ApprovalRequest, now: datetime | None = None) -> str:
+    """What became of it, in a word or two; a request past its time is "expired" even before
+    the sweeper has marked it so (given `now`)."""
+    if approval.status is ApprovalStatus.PENDING and now is not None \
+            and approval.expires_at <= now:
+        return "expired"
     return {ApprovalStatus.APPROVED: "approved", ApprovalStatus.EXECUTING: "approved",
             ApprovalStatus.EXECUTED: "done", ApprovalStatus.FAILED: "tried, and it failed",
             ApprovalStatus.REJECTED: "cancelled", ApprovalStatus.EXPIRED: "expired",
