@@ -52,7 +52,7 @@ def results(fake_llm) -> list[str]:
 
 async def test_forty_every_minute_tasks_in_one_turn_are_all_refused_as_too_often(
         world, fake_llm):
-    app, bob, owner, sender = world
+    app, bob, _owner, sender = world
     fake_llm.script(
         LLMReply(tool_calls=[ToolCall("create_scheduled_task", {
             "instruction": f"check thing {i}", "schedule": "* * * * *"}) for i in range(40)]),
@@ -69,7 +69,7 @@ async def test_forty_every_minute_tasks_in_one_turn_are_all_refused_as_too_often
 
 
 async def test_the_task_cap_holds_and_resuming_counts_too(world, fake_llm):
-    app, bob, owner, sender = world
+    app, bob, _owner, sender = world
     service = app.triggers.service
     me = Owner(bob.id, "UTC")
     made = [await service.schedule(me, name=f"t{i}", schedule="every 2 hours",
@@ -93,7 +93,7 @@ async def test_the_task_cap_holds_and_resuming_counts_too(world, fake_llm):
 
 
 async def test_the_owner_has_no_limit_by_default(world):
-    app, bob, owner, sender = world
+    app, _bob, owner, _sender = world
     service = app.triggers.service
     for i in range(5):
         await service.schedule(Owner(owner.id, "UTC"), name=f"o{i}",
@@ -103,7 +103,7 @@ async def test_the_owner_has_no_limit_by_default(world):
 
 async def test_a_burst_of_triggered_runs_counts_against_the_rate_limit_and_is_told_once(
         world, fake_llm):
-    app, bob, owner, sender = world
+    app, bob, _owner, sender = world
     await app.triggers.service.on_event(
         Owner(bob.id, "UTC"), name="alerts", instruction="tell me", source="home",
         type="alarm")
