@@ -174,7 +174,8 @@ class App:
             lease=timedelta(seconds=settings.approvals.lease_seconds))
         approvals = ApprovalFlow(
             approval_store, registry, clock, llm,
-            lines=ApprovalLines(expired=persona.lines.approval_expired),
+            lines=ApprovalLines(expired=persona.lines.approval_expired,
+                                untrusted_reason=persona.lines.approval_untrusted_reason),
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)

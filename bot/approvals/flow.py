@@ -55,6 +55,9 @@ CANCELLED = "User cancelled this action."
 @dataclass(frozen=True)
 class ApprovalLines:
     expired: str  # {summary}, {minutes}
+    # Why a guarded tool asks this time (its card's last detail): third-party text is in the
+    # conversation (registry `approval: untrusted`).
+    untrusted_reason: str = ""
 
 
 def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -101,7 +104,8 @@ class ApprovalFlow:
 
     async def gate(self, call: ToolCall, tool: Tool, ctx: ToolExecutionContext
                    ) -> ToolOutcome | None:
-        if not tool.requires_approval or tool.is_agent:
+        asks = tool.requires_approval or (tool.approval_if_untrusted and ctx.untrusted_context)
+        if not asks or tool.is_agent:
             return None  # agents ask at their own approval point, once their fields are in
         try:
             arguments = tool.parse_arguments(call.arguments)
@@ -113,6 +117,9 @@ class ApprovalFlow:
             except ValueError as err:  # refused before anyone is asked
                 return ToolOutcome(call.id, tool.name, ToolStatus.FAILED, f"Error: {err}")
         summary, details = describe(tool, arguments)
+        if not tool.requires_approval and self.lines.untrusted_reason:
+            # asked only because of what a third party wrote: the card says so
+            details = {**details, "why I ask": self.lines.untrusted_reason}
         summary = await named_summary(tool, arguments, ctx) or summary
         draft = ApprovalDraft(tool.name, call.id, arguments, summary, details)
         return ToolOutcome(call.id, tool.name, ToolStatus.WAITING, waiting_result(draft),
