@@ -68,7 +68,7 @@ async def nothing_changed(app, alice) -> None:
 
 
 async def test_a_page_that_asks_for_changes_gets_cards_not_changes(world, page, fake_llm):
-    app, alice, sender = world
+    app, alice, _sender = world
     fake_llm.script(LLMReply(tool_calls=[ToolCall("web_fetch", {"url": page})]),
                     LLMReply(tool_calls=OBEY),
                     LLMReply(content="The page asked me to change your settings."))
@@ -82,7 +82,7 @@ async def test_a_page_that_asks_for_changes_gets_cards_not_changes(world, page, 
 
 
 async def test_an_event_that_asks_for_changes_gets_cards_not_changes(world, fake_llm):
-    app, alice, sender = world
+    app, alice, _sender = world
     await app.triggers.service.on_event(Owner(alice.id, "UTC"), name="mail", source="mail",
                                         type="received", instruction="summarise it")
     fake_llm.script(LLMReply(tool_calls=OBEY), LLMReply(content="An odd mail arrived."))
@@ -98,7 +98,7 @@ async def test_an_event_that_asks_for_changes_gets_cards_not_changes(world, fake
 
 
 async def test_without_third_party_text_the_person_is_taken_at_their_word(world, fake_llm):
-    app, alice, sender = world
+    app, alice, _sender = world
     fake_llm.script(LLMReply(tool_calls=[OBEY[0]]), LLMReply(content="Done."))
     await app.gateway.receive(incoming("quiet hours 08:00 to 07:59 please", address="alice"))
     await idle(app)
