@@ -19,33 +19,36 @@ from datetime import timedelta
 
 from aiohttp import web
 
-from bot.app.console.deps import SESSION_KEY, Console, log
+from bot.app.console.deps import Console, log
 from bot.gateway.console_login import ConsoleSession
 from bot.gateway.guesses import GuessLimiter, GuessVerdict
 
 COOKIE = "valet_console"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# A console handler gets the owner's live session with the request.
+OwnerHandler = Callable[[web.Request, ConsoleSession], Awaitable[web.StreamResponse]]
 
 
-def owner_only(console: Console, handler: Handler) -> Handler:
+def owner_only(console: Console, handler: OwnerHandler) -> Handler:
     """The handler runs only for a live session of a current owner; a form post only with
     the session's CSRF token."""
 
     async def guarded(request: web.Request) -> web.StreamResponse:
         session = await live_session(console, request)
         if session is None:
-            return console.page(request, "signed_out.html", title="Sign in", status=401)
-        request[SESSION_KEY] = session
+            return console.page(request, None, "signed_out.html", title="Sign in",
+                                status=401)
         if request.method == "POST":
             form = await request.post()
             given = str(form.get("csrf", ""))
             if not hmac.compare_digest(given.encode(), session.csrf.encode()):
                 log.warning("console: a form post without its CSRF token was refused (%s %s)",
                             request.method, request.path)
-                return console.page(request, "message.html", title="Refused", status=403,
+                return console.page(request, session, "message.html", title="Refused",
+                                    status=403,
                                     message="This form is out of date or did not come from "
                                             "the console. Open the page again and retry.")
-        return await handler(request)
+        return await handler(request, session)
 
     return guarded
 
@@ -70,7 +73,7 @@ def login_routes(console: Console) -> list[web.RouteDef]:
         token = request.query.get("t", "")
         if not token or not await console.logins.link_waiting(token, console.now()):
             return _refused(console, request)
-        return console.page(request, "login.html", title="Sign in", token=token)
+        return console.page(request, None, "login.html", title="Sign in", token=token)
 
     async def login(request: web.Request) -> web.StreamResponse:
         remote = request.remote or ""
@@ -78,7 +81,7 @@ def login_routes(console: Console) -> list[web.RouteDef]:
         if await guesses.take_try("console-login", "http", remote, now) is \
                 GuessVerdict.REFUSED:
             log.warning("console: sign-in attempts from %s refused (too many)", remote)
-            return console.page(request, "message.html", title="Too many attempts",
+            return console.page(request, None, "message.html", title="Too many attempts",
                                 status=429, message="Too many sign-in attempts from here. "
                                                     "Wait a few minutes, then ask for a new "
                                                     "link.")
@@ -91,19 +94,17 @@ def login_routes(console: Console) -> list[web.RouteDef]:
         await guesses.forget("console-login", "http", remote)
         session = await console.logins.open_session(
             user.id, now, timedelta(hours=settings.session_hours), remote)
-        request[SESSION_KEY] = session
-        await console.record(request, "sign in", user.id, "ok")
-        response = web.HTTPSeeOther("/console")
+        await console.record(request, session, "sign in", user.id, "ok")
+        response = web.Response(status=303, headers={"Location": "/console"})
         response.set_cookie(COOKIE, session.token, path="/console", httponly=True,
                             samesite="Strict", secure=_https(console, request),
                             max_age=int(settings.session_hours * 3600))
         return response
 
-    async def logout(request: web.Request) -> web.StreamResponse:
-        session: ConsoleSession = request[SESSION_KEY]
-        await console.record(request, "sign out", session.user_id, "ok")
+    async def logout(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
+        await console.record(request, session, "sign out", session.user_id, "ok")
         await console.logins.close_session(session.token)
-        response = console.page(request, "message.html", title="Signed out",
+        response = console.page(request, None, "message.html", title="Signed out",
                                 message="You are signed out. Send /console to Valet for a "
                                         "new link.")
         response.del_cookie(COOKIE, path="/console")
@@ -114,7 +115,7 @@ def login_routes(console: Console) -> list[web.RouteDef]:
 
 
 def _refused(console: Console, request: web.Request) -> web.Response:
-    return console.page(request, "message.html", title="Link refused", status=403,
+    return console.page(request, None, "message.html", title="Link refused", status=403,
                         message="This sign-in link was already used, has expired or is not "
                                 "one of Valet's. Send /console to Valet for a new one.")
 

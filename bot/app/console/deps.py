@@ -22,7 +22,6 @@ from bot.gateway.users import User
 
 log = logging.getLogger("bot.app.console")
 
-SESSION_KEY = "console_session"
 NAV = (("/console", "Overview"), ("/console/approvals", "Approvals"),
        ("/console/tasks", "Tasks"), ("/console/usage", "Usage"),
        ("/console/outbox", "Outbox"), ("/console/people", "People"),
@@ -47,19 +46,17 @@ class Console:
     async def people(self) -> dict[str, User]:
         return {u.id: u for u in await self.app.users.list()}
 
-    def page(self, request: web.Request, template: str, *, title: str, status: int = 200,
-             **values: Any) -> web.Response:
-        session: ConsoleSession | None = request.get(SESSION_KEY)
+    def page(self, request: web.Request, session: ConsoleSession | None, template: str, *,
+             title: str, status: int = 200, **values: Any) -> web.Response:
         return html(self.templates.render(
             template, title=title, nav=NAV, here=request.path,
             csrf=session.csrf if session else "", said=request.query.get("said", ""),
             failed=request.query.get("failed", "") == "1", signed_in=session is not None,
             deployment_zone=self.settings.timezone, **values), status)
 
-    async def record(self, request: web.Request, action: str, target: str,
-                     outcome: str) -> None:
+    async def record(self, request: web.Request, session: ConsoleSession, action: str,
+                     target: str, outcome: str) -> None:
         """Every action: who (the session), when, what, on what, and how it went."""
-        session: ConsoleSession = request[SESSION_KEY]
         remote = request.remote or ""
         await self.logins.record(self.now(), session.user_id, session.short, action, target,
                                  outcome, remote)

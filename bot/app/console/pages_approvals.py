@@ -9,7 +9,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from bot.app.console.auth import owner_only
-from bot.app.console.deps import SESSION_KEY, Console, back
+from bot.app.console.deps import Console, back
 from bot.approvals.decide import Behalf, BehalfOutcome, decide_on_behalf
 from bot.approvals.model import ExecutionStatus
 from bot.gateway.console_login import ConsoleSession
@@ -23,7 +23,7 @@ RECENT = 10
 def routes(console: Console) -> list[web.RouteDef]:
     app = console.app
 
-    async def page(request: web.Request) -> web.Response:
+    async def page(request: web.Request, session: ConsoleSession) -> web.Response:
         people = await console.people()
         waiting = []
         for user in people.values():
@@ -32,11 +32,10 @@ def routes(console: Console) -> list[web.RouteDef]:
                 waiting.append((user, pending))
         recent = [a for a in await app.approvals.store.list(limit=RECENT + 20)
                   if a.status.value != "pending"][:RECENT]
-        return console.page(request, "approvals.html", title="Approvals", waiting=waiting,
+        return console.page(request, session, "approvals.html", title="Approvals", waiting=waiting,
                             recent=recent, people=people)
 
-    async def decide(request: web.Request) -> web.StreamResponse:
-        session: ConsoleSession = request[SESSION_KEY]
+    async def decide(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
         approval = await app.approvals.store.get(request.match_info["id"])
         if approval is None:
             raise back(PAGE, "No such request.", failed=True)
@@ -48,8 +47,8 @@ def routes(console: Console) -> list[web.RouteDef]:
             by=f"console:{session.user_id}", context_for=acting_as(console))
         await app.outbound.settle_prompts(approval.user_id)  # their card shows the outcome
         said, failed = outcome_line(done)
-        await console.record(request, choice, f"approval {approval.id} ({approval.summary})",
-                             said)
+        await console.record(request, session, choice,
+                             f"approval {approval.id} ({approval.summary})", said)
         raise back(PAGE, said, failed=failed)
 
     return [web.get(PAGE, owner_only(console, page)),

@@ -11,6 +11,7 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.observe import database_reachable, redis_reachable
+from bot.gateway.console_login import ConsoleSession
 from triggers.lease import DatabaseLease
 
 PAGE = "/console/health"
@@ -67,8 +68,8 @@ async def _scheduler(console: Console) -> Check:
 
 
 def routes(console: Console) -> list[web.RouteDef]:
-    async def page(request: web.Request) -> web.Response:
-        return console.page(request, "health.html", title="Health",
+    async def page(request: web.Request, session: ConsoleSession) -> web.Response:
+        return console.page(request, session, "health.html", title="Health",
                             checks=await checks(console), errors=console.errors.latest(),
                             actions=await console.logins.recent_actions())
 

@@ -14,6 +14,7 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
 from bot.db import Row
+from bot.gateway.console_login import ConsoleSession
 
 PAGE = "/console/outbox"
 LISTED = 100
@@ -46,11 +47,11 @@ def queued(row: Row) -> Queued:
 def routes(console: Console) -> list[web.RouteDef]:
     outbox = console.app.outbound.outbox
 
-    async def page(request: web.Request) -> web.Response:
+    async def page(request: web.Request, session: ConsoleSession) -> web.Response:
         now = console.now()
         pending = [queued(r) for r in await outbox.list("pending", LISTED)]
         return console.page(
-            request, "outbox.html", title="Outbox", people=await console.people(),
+            request, session, "outbox.html", title="Outbox", people=await console.people(),
             queued=[m for m in pending if m.attempts == 0 and
                     (m.next_attempt_at is None or m.next_attempt_at <= now)],
             waiting=[m for m in pending if m.attempts > 0 or
@@ -58,7 +59,7 @@ def routes(console: Console) -> list[web.RouteDef]:
             sending=[queued(r) for r in await outbox.list("sending", LISTED)],
             dead=[queued(r) for r in await outbox.list("dead", LISTED)])
 
-    async def retry(request: web.Request) -> web.StreamResponse:
+    async def retry(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
         message_id = int(request.match_info["id"])
         row = await outbox.get(message_id)
         if row is None:
@@ -67,15 +68,15 @@ def routes(console: Console) -> list[web.RouteDef]:
         identity = await console.app.identities.get(row["channel"], row["address"])
         if identity is not None and identity.opted_out_at is not None:
             said = "Not sent again: this address replied STOP (opted out)."
-            await console.record(request, "retry", target, said)
+            await console.record(request, session, "retry", target, said)
             raise back(PAGE, said, failed=True)
         if not await outbox.retry_dead(message_id, console.now()):
             said = "Nothing to retry: the message is no longer dead-lettered."
-            await console.record(request, "retry", target, said)
+            await console.record(request, session, "retry", target, said)
             raise back(PAGE, said, failed=True)
         console.app.outbound.wake()
         said = f"Message {message_id} queued again for {row['channel']} {row['address']}."
-        await console.record(request, "retry", target, said)
+        await console.record(request, session, "retry", target, said)
         raise back(PAGE, said)
 
     return [web.get(PAGE, owner_only(console, page)),

@@ -12,6 +12,7 @@ from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.console.pages_tasks import task_row
 from bot.app.console.pages_usage import month_usage
+from bot.gateway.console_login import ConsoleSession
 from triggers.model import TaskStatus
 
 AHEAD = timedelta(hours=24)
@@ -20,7 +21,7 @@ AHEAD = timedelta(hours=24)
 def routes(console: Console) -> list[web.RouteDef]:
     app = console.app
 
-    async def page(request: web.Request) -> web.Response:
+    async def page(request: web.Request, session: ConsoleSession) -> web.Response:
         now = console.now()
         people = await console.people()
         waiting = [a for u in people.values()
@@ -34,7 +35,7 @@ def routes(console: Console) -> list[web.RouteDef]:
         month = await month_usage(console, today.replace(day=1))
         dead = await app.outbound.outbox.dead_by_channel()
         return console.page(
-            request, "overview.html", title="Overview", people=people, waiting=waiting,
+            request, session, "overview.html", title="Overview", people=people, waiting=waiting,
             upcoming=upcoming, month=month, dead=sum(dead.values()),
             errors=len(console.errors.latest()),
             price=console.settings.console.sms_price_per_segment,

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
+from bot.gateway.console_login import ConsoleSession
 from triggers.describe import schedule_in_words, when_in_words
 from triggers.model import Task, TaskStatus, TriggerKind
 from triggers.service import TaskError
@@ -48,7 +49,7 @@ def routes(console: Console) -> list[web.RouteDef]:
     app = console.app
     service = app.triggers.service
 
-    async def page(request: web.Request) -> web.Response:
+    async def page(request: web.Request, session: ConsoleSession) -> web.Response:
         now = console.now()
         people: list[tuple[Any, list[TaskRow], list[Any], int]] = []
         for user in (await console.people()).values():
@@ -57,9 +58,9 @@ def routes(console: Console) -> list[web.RouteDef]:
             runs = await service.store.recent_runs(user.id, RUNS)
             if live or runs:
                 people.append((user, live, runs, len(tasks) - len(live)))
-        return console.page(request, "tasks.html", title="Tasks", people=people)
+        return console.page(request, session, "tasks.html", title="Tasks", people=people)
 
-    async def act(request: web.Request) -> web.StreamResponse:
+    async def act(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
         action = request.match_info["action"]
         task = await service.store.get(request.match_info["id"])
         if task is None:
@@ -68,9 +69,9 @@ def routes(console: Console) -> list[web.RouteDef]:
         try:
             said = await _do(console, action, task)
         except TaskError as err:
-            await console.record(request, action, target, f"refused: {err}")
+            await console.record(request, session, action, target, f"refused: {err}")
             raise back(PAGE, str(err), failed=True) from None
-        await console.record(request, action, target, said)
+        await console.record(request, session, action, target, said)
         raise back(PAGE, said)
 
     return [web.get(PAGE, owner_only(console, page)),

@@ -13,6 +13,7 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.console.render import Series, bar_chart
+from bot.gateway.console_login import ConsoleSession
 from bot.usage import UsageStore
 from channels.sms.store import SmsStore
 
@@ -80,7 +81,7 @@ async def month_usage(console: Console, first: date) -> Month:
 
 
 def routes(console: Console) -> list[web.RouteDef]:
-    async def page(request: web.Request) -> web.Response:
+    async def page(request: web.Request, session: ConsoleSession) -> web.Response:
         today = console.now().astimezone(ZoneInfo(console.settings.timezone)).date()
         first = month_of(request.query.get("month", ""), today)
         month = await month_usage(console, first)
@@ -98,7 +99,8 @@ def routes(console: Console) -> list[web.RouteDef]:
         price = console.settings.console.sms_price_per_segment
         previous = (first - timedelta(days=1)).replace(day=1)
         return console.page(
-            request, "usage.html", title="Usage", month=month, people=await console.people(),
+            request, session, "usage.html", title="Usage", month=month,
+            people=await console.people(),
             tokens_chart=tokens, sms_chart=sms, price=price,
             currency=console.settings.console.currency,
             previous=f"{previous:%Y-%m}", following=f"{next_month(first):%Y-%m}",
