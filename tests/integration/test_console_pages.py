@@ -176,7 +176,7 @@ async def test_a_pairing_request_is_approved_or_denied_from_the_console(world):
 async def test_usage_by_person_and_day_with_the_sms_estimate(world, fake_llm):
     from channels.sms.store import SmsStore
 
-    app, client, csrf = world
+    app, client, _ = world
     owner = await app.ensure_owner()
     fake_llm.script(Reply(content="Hello!", usage=(1200, 34)))
     await say(app, owner.id, "hi")
@@ -210,7 +210,7 @@ async def test_memory_facts_are_listed_and_forgotten(app_factory, tmp_path):
 async def test_health_shows_every_part_and_the_last_errors(world):
     import logging
 
-    app, client, _ = world
+    _, client, _ = world
     logging.getLogger("bot.test").error("the widget broke at https://user:pw@example.com/x")
     page = await text_of(client, "/console/health")
     for part in ("channels", "LLM fake-model", "database (sqlite)", "Redis", "scheduler",
