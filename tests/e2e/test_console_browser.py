@@ -78,6 +78,7 @@ async def test_the_owner_runs_the_household_from_a_browser(start_telegram, fake_
                 try:
                     page = await browser.new_page(viewport=DESKTOP)
                     await _story(app, tg, twilio, fake_llm, page, expect)
+                    await _something_on_every_page(app, tg, twilio, fake_llm)
                     await _photographs(page, base)
                 finally:
                     await browser.close()
@@ -106,7 +107,8 @@ async def _story(app, tg, twilio, fake_llm, page, expect) -> None:  # type: igno
     [card] = [m for m in tg.sent(OWNER_CHAT) if m.buttons]
     await app.gateway.wait_idle()
     await page.goto(page.url.split("/console")[0] + "/console/approvals")
-    await expect(page.get_by_text("Numbers attached.", exact=True)).to_be_visible()  # every argument
+    # Every argument is shown, in full.
+    await expect(page.get_by_text("Numbers attached.", exact=True)).to_be_visible()
     await page.get_by_role("button", name="Approve").click()
     await expect(page.get_by_role("status")).to_contain_text("Approved")
     assert [e["to"] for e in risky_tools.SENT] == ["team@corp.example"]
@@ -146,6 +148,23 @@ async def _story(app, tg, twilio, fake_llm, page, expect) -> None:  # type: igno
     assert await app.identities.resolve("telegram", "777") is not None
 
 
+async def _something_on_every_page(app, tg, twilio, fake_llm  # type: ignore[no-untyped-def]
+                                   ) -> None:
+    """For the photographs: an action waiting, a dead letter, a stranger at the door."""
+    fake_llm.script(Reply(tool_calls=[ToolCall("send_email", {
+        "to": "school@example.org", "subject": "Ana is ill today",
+        "body": "Ana has a fever and stays home today. Kind regards."})]))
+    tg.user_says(OWNER_CHAT, "tell the school Ana is ill")
+    await tg.wait_for(lambda: len([m for m in tg.sent(OWNER_CHAT) if m.buttons]) == 1)
+    alice = await app.identities.resolve("sms", ALICE)
+    twilio.fail_next(503)
+    await app.outbound.notify_user(alice, "Reminder: dentist at 4pm.", dedupe_key="dentist")
+    await _until(lambda: _dead(app))
+    tg.user_says(888, "hi, it's Grandma", sender=888)
+    await _until(lambda: _pairings(app))
+    await app.gateway.wait_idle()
+
+
 async def _photographs(page, base: str) -> None:  # type: ignore[no-untyped-def]
     """Every page at both widths; on the phone nothing may need sideways scrolling."""
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
@@ -173,8 +192,8 @@ async def _pairings(app) -> bool:  # type: ignore[no-untyped-def]
 async def _until(check, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
     import asyncio
 
-    async def poll() -> None:
-        while not await check():
-            await asyncio.sleep(0.05)
-
-    await asyncio.wait_for(poll(), timeout)
+    for _ in range(int(timeout / 0.05)):
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not true within {timeout}s: {check.__name__}")
