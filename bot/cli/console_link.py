@@ -38,8 +38,12 @@ async def run_console_link(settings: Settings, args: argparse.Namespace,
             say(url)
             print("valet: the link works once, for 10 minutes", file=sys.stderr)
             return 0
+        # A chat the running server delivers to (the terminal's only `valet chat` reads).
+        ids = await app.identities.of_user(owner.id)
+        chat = owner.preferred_channel or next(
+            (i.channel for i in ids if i.channel != "console" and i.writable), None)
         delivery = await app.outbound.notify(Notification(
-            owner.id, link_line(app.persona, url), f"console-link:{url[-12:]}",
+            owner.id, link_line(app.persona, url), f"console-link:{url[-12:]}", channel=chat,
             urgency=Urgency.URGENT))
         if delivery is not Delivery.QUEUED:
             say("valet console-link: the owner has no chat to send it to "
