@@ -79,7 +79,7 @@ class ApprovalStep:
         if refusal is not None or approval is None:
             return Answered(text=refusal or "", stop=WAITING)
         if self._settled(approval):
-            return Answered(text=f"“{approval.summary}” was already {state_word(approval)}.",
+            return Answered(text=f"“{approval.summary}” was already {self._state(approval)}.",
                             stop=WAITING)
         option = button.choice
         # Edit (or a word no button offers): ask for the change in words; nothing is decided.
@@ -102,10 +102,13 @@ class ApprovalStep:
         if refusal is not None or approval is None:
             return refusal or ""
         if self._settled(approval):
-            return f"Already {state_word(approval)}."
+            return f"Already {self._state(approval)}."
         if button.choice is Option.APPROVE:
             return "Approving…"
         return "Tell me what to change." if button.choice is Option.EDIT else "Cancelling…"
+
+    def _state(self, approval: ApprovalRequest) -> str:
+        return state_word(approval, self.flow.clock.now())
 
     def _settled(self, approval: ApprovalRequest) -> bool:
         """No longer open to a decision: decided already, or past its time."""
@@ -142,7 +145,7 @@ class ApprovalStep:
             if not await self.store.decide(approval.id, status, by=by, at=self.flow.clock.now()):
                 current = await self.store.get(approval.id)
                 said.append(f"“{approval.summary}” was already "
-                            f"{state_word(current or approval)}.")
+                            f"{self._state(current or approval)}.")
                 continue
             content = (await self.flow.execute(ctx, approval)).content if status is \
                 ApprovalStatus.APPROVED else CANCELLED
@@ -195,7 +198,7 @@ class ApprovalStep:
             return f"I couldn't make that change to “{approval.summary}”: {err}"
         now = flow.clock.now()
         if not await self.store.decide(approval.id, ApprovalStatus.SUPERSEDED, by=by, at=now):
-            return f"“{approval.summary}” was already {state_word(approval)}."
+            return f"“{approval.summary}” was already {self._state(approval)}."
         summary, details = describe(tool, arguments)  # the card reads as the first one did
         summary = await named_summary(tool, arguments, ctx.tool_ctx) or summary
         edited = await self.store.create(
@@ -253,7 +256,7 @@ class ApprovalStep:
                 if approval.id in expired_now:
                     notices.append(self.flow.expired_line(approval))
             else:
-                content = approval.result or f"Request {state_word(approval)}."
+                content = approval.result or f"Request {self._state(approval)}."
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
         return Continue(joined=tuple(joined), notices=tuple(notices), settled=tuple(settled))
@@ -290,9 +293,7 @@ async def decide_on_behalf(flow: ApprovalFlow, users: UserStore, approval: Appro
     status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
     if not await flow.store.decide(approval.id, status, by=by, at=now):
         current = await flow.store.get(approval.id) or approval
-        expired = current.status is ApprovalStatus.PENDING and current.expires_at <= now
-        return BehalfOutcome(Behalf.ALREADY, current,
-                             "expired" if expired else state_word(current))
+        return BehalfOutcome(Behalf.ALREADY, current, state_word(current, now))
     if not approve:
         await flow.store.finish_rejected(approval.id, CANCELLED)
         return BehalfOutcome(Behalf.CANCELLED, approval)

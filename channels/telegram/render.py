@@ -153,6 +153,12 @@ def prompt_html(prompt: ApprovalPrompt, numbered: bool) -> str:
     return "\n".join(lines)
 
 
+def message_parts(text: str, prompts: Sequence[ApprovalPrompt]) -> list[str]:
+    """The message as Telegram HTML, split into parts that fit (module-level: a long one is
+    rendered in an offload worker, bot.offload)."""
+    return split_html(message_html(text, prompts))
+
+
 def message_html(text: str, prompts: Sequence[ApprovalPrompt]) -> str:
     parts = [markdown_to_html(text)] if text.strip() else []
     parts += [prompt_html(p, numbered=len(prompts) > 1) for p in prompts]
