@@ -108,3 +108,15 @@ async def test_a_long_reply_is_rendered_off_the_loop_to_the_same_html():
     assert parts == message_parts(text, ())
     assert len(parts) > 1
     assert all(visible_length(parse_html(p)) <= MAX_MESSAGE_CHARS for p in parts)
+
+
+def test_a_long_code_block_is_split_at_line_ends():
+    lines = [f"line {i:03d} " + "x = compute(a, b, c) " * 3 for i in range(150)]
+    text = "Here is the script:\n\n```\n" + "\n".join(lines) + "\n```\n\nThat's all."
+    parts = split_html(markdown_to_html(text))
+    assert len(parts) >= 3
+    shown = [parse_html(p) for p in parts]
+    assert all(visible_length(s) <= MAX_MESSAGE_CHARS for s in shown)
+    code = [line for s in shown for line in s.splitlines() if line.startswith("line ")]
+    assert [c.rstrip() for c in code] == [line.rstrip() for line in lines]  # no line cut
+    assert all(p.count("<pre>") == p.count("</pre>") for p in parts)
