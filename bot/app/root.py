@@ -19,6 +19,7 @@ from agents.email.outbox import MailOutbox
 from agents.registry import Registry, load_registry
 from agents.services import Services
 from agents.stores import AgentStores
+from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
@@ -35,6 +36,7 @@ from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
 from bot.gateway.access import AccessControl
+from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
@@ -63,6 +65,7 @@ from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
+from bot.usage import UsageStore
 from persona import Persona, load_persona
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
@@ -199,6 +202,7 @@ class App:
                             assistant_name=persona.name)
         commands.register(Command("/tasks", "your reminders and scheduled tasks",
                                   _task_listing(tasks)))
+        commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
             commands.register(command)
         orchestrator = Orchestrator(OrchestratorDeps(
@@ -217,7 +221,8 @@ class App:
                 AskTimezoneOnce(users)],
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics))
+            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
+            usage=UsageStore(db)))
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,
