@@ -14,8 +14,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -23,7 +23,9 @@ import aiohttp
 from bot import logs
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
+from bot.brief import made_brief
 from bot.capabilities import OPEN_TOOL, ToolExposure
+from bot.channel import Channel
 from bot.clock import Clock
 from bot.compose import LLMFailure, Waits, compose_turn
 from bot.context import ContextManager
@@ -65,6 +67,8 @@ class OrchestratorDeps:
     transcripts: TranscriptWriter = field(default_factory=lambda: TranscriptWriter(None))
     # What tools may use (agents.services.Services), passed through without a look inside.
     tool_services: object = None
+    # The channels replies go out on, by name (filled as they start): what brief means there.
+    channels: Mapping[str, Channel] = field(default_factory=dict)
     http: aiohttp.ClientSession | None = None  # shared by the tools
     steps: list[Step] = field(default_factory=list)  # before the loop, in this order
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
@@ -113,6 +117,7 @@ class Orchestrator:
             return rejection
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
+        run = await self.made_brief(ctx, run)
         waits = await self.open_waits(ctx, before, run)
         lines = self.deps.persona.lines
         turn = compose_turn(ctx, before, run, waits, approval_intro=(
@@ -123,6 +128,24 @@ class Orchestrator:
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)
+
+    async def made_brief(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
+                         ) -> ReactLoopResult | LLMFailure | None:
+        """A triggered run's answer fits what its channel calls brief (a summary by SMS),
+        in what is sent and what the history keeps alike."""
+        if not ctx.msg.from_trigger or not isinstance(run, ReactLoopResult) \
+                or not run.response:
+            return run
+        sender = self.deps.channels.get(ctx.msg.channel)
+        brevity = sender.features.brevity if sender is not None else None
+        if brevity is None:
+            return run
+        text = await made_brief(run.response, brevity, self.deps.llm)
+        if text == run.response:
+            return run
+        said = [{**m, "content": text} if m.get("role") == "assistant"
+                and m.get("content") == run.response else m for m in run.new_messages]
+        return replace(run, response=text, new_messages=said)
 
     async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None
                               ) -> TurnContext:

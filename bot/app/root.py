@@ -210,7 +210,8 @@ class App:
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
-            tool_services=services, approvals=approvals, tasks=resume, steps=[
+            tool_services=services, channels=outbound.senders, approvals=approvals,
+            tasks=resume, steps=[
                 commands,  # slash commands answer at once, without the LLM;
                 decisions,  # pending approvals get the message first,
                 resume,  # then tasks waiting for an answer;

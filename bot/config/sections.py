@@ -185,6 +185,9 @@ class SmsSettings(_Section):
     # country's (ISO code, e.g. "US", "GB"); None: every number must start with "+".
     default_region: str | None = None
     max_request_bytes: int = pydantic.Field(64 * 1024, ge=1024)  # a webhook body, at most
+    # A triggered run's reply by SMS (the morning summary) fits this many segments: a longer
+    # one gets one shortening pass, then is cut after its last whole sentence that fits.
+    summary_max_segments: int = pydantic.Field(2, ge=1, le=10)
 
 
 class TriggerSettings(_Section):
