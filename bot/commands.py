@@ -151,7 +151,7 @@ class Commands:
         user = ctx.user
         ids = await self.identities.of_user(user.id)
         linked = ", ".join(f"{i.channel} {i.address}" for i in ids) or "none"
-        return (f"You are {user.display_name or user.id} ({user.id}); timezone "
+        return (f"You are {await self.identities.name_of(user)}; timezone "
                 f"{user.timezone}; linked: {linked}.")
 
     async def _pair(self, ctx: TurnContext, args: list[str]) -> str:
@@ -174,4 +174,4 @@ class Commands:
             return f"No pending request {code} (it may have expired)."
         await self.notify_user(approved, "You're in! I'm your assistant now: ask me anything.",
                                dedupe_key=f"paired:{code}")
-        return f"Approved {code}: {approved.display_name or approved.id} can talk to me now."
+        return f"Approved {code}: {await self.identities.name_of(approved)} can talk to me now."

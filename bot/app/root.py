@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
@@ -34,7 +34,7 @@ from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
+from bot.envelopes import Delivery, Notification, OutboundMessage, PromptKind, TriggerMessage
 from bot.gateway.access import AccessControl
 from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.door import ChannelHost
@@ -183,8 +183,9 @@ class App:
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
         decisions = ApprovalStep(approvals, users)
-        outbound = _build_outbound(settings, db, clock, users, identities,
-                                   approval_store.outcomes)
+        outbound = _build_outbound(settings, db, clock, users, identities, {
+            PromptKind.APPROVAL: approval_store.outcomes,
+            PromptKind.PAIRING: _pairing_outcomes(access, clock)})
         tasks = build_task_service(db, clock, budget=budget_check(
             db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded))
         memory = build_memory(settings, db, clock, llm)
@@ -350,8 +351,16 @@ class TriggerDoor:
         return await self.outbound.notify(note)
 
 
+def _pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
+    async def outcomes(codes: list[str]) -> dict[str, str]:
+        return await access.pairing_outcomes(codes, clock.now())
+
+    return outcomes
+
+
 def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserStore,
-                    identities: IdentityStore, outcomes: Outcomes) -> Outbound:
+                    identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes]
+                    ) -> Outbound:
     """The outbox and its deliverer, notifications, prompt edits. Channels register their
     senders later (App.add_channel) in the map it delivers through."""
     senders: dict[str, ChannelSender] = {}

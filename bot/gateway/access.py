@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -215,6 +216,19 @@ class AccessControl:
         await self.db.execute("UPDATE pairing_requests SET user_id = $1 WHERE code = $2",
                               user.id, row["code"])
         return user
+
+    async def pairing_outcomes(self, codes: Sequence[str], at: datetime) -> dict[str, str]:
+        """What became of each pairing request, in a word for its card ("waiting" while it
+        waits)."""
+        await self.expire(at)
+        words = {"approved": "Let in", "denied": "Refused", "expired": "Expired"}
+        found = {}
+        for code in codes:
+            status = await self.db.fetchval(
+                "SELECT status FROM pairing_requests WHERE code = $1", code)
+            if status is not None:
+                found[code] = words.get(status, "waiting")
+        return found
 
     async def deny(self, code: str, at: datetime) -> bool:
         changed = await self.db.execute(
