@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from bot.approvals.model import ApprovalRequest
 from bot.approvals.store import INTERRUPTED, ApprovalStore
 from bot.clock import Clock
-from bot.lines import fill
+from persona.lines import fill
 
 
 @dataclass(frozen=True)

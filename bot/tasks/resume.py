@@ -27,12 +27,12 @@ from typing import Any
 from bot.approvals.model import ApprovalDraft
 from bot.envelopes import TurnStop
 from bot.journal import TurnJournal
-from bot.lines import fill
 from bot.llm import LLM, LLMError
 from bot.tasks.model import Fit, PausedTask, PoolNotice, TaskHandler, Verdict
 from bot.tasks.pool import AgentPool
 from bot.tools import ToolExecutionContext, ToolStatus
 from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
+from persona.lines import fill
 
 log = logging.getLogger(__name__)
 
