@@ -83,9 +83,7 @@ class Orchestrator:
         self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
                                   gate=deps.approvals.gate if deps.approvals else None,
                                   journal=deps.journal, tool_choice=deps.exposure)
-        lines = deps.persona.lines
-        self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
-                                      no_answer=lines.no_answer, cancelled=lines.cancelled)
+        self.fallback: FallbackLines = deps.persona.lines
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
                              cancel: asyncio.Event | None = None) -> Reply:

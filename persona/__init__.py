@@ -11,8 +11,6 @@ from pathlib import Path
 import pydantic
 import yaml
 
-from bot.config import ConfigError
-from bot.config.problems import did_you_mean, in_file_order, validation_problems, yaml_line
 from persona.lines import Lines
 
 PERSONA_DIR = Path(__file__).parent
@@ -32,6 +30,8 @@ class _PersonaFile(pydantic.BaseModel):
     @pydantic.field_validator("style")
     @classmethod
     def _known_channels(cls, value: dict[str, str]) -> dict[str, str]:
+        from bot.config.problems import did_you_mean
+
         unknown = sorted(set(value) - set(CHANNELS))
         if unknown:
             raise ValueError("; ".join(f"unknown channel {name!r}" + did_you_mean(name, CHANNELS)
@@ -81,6 +81,11 @@ def resolve_persona_path(name_or_path: str) -> Path:
 
 
 def load_persona(name_or_path: str) -> Persona:
+    # Imported here: the settings import the loop's types, which import persona.lines, so
+    # this package must not need bot.config to be imported.
+    from bot.config import ConfigError
+    from bot.config.problems import in_file_order, validation_problems, yaml_line
+
     path = resolve_persona_path(name_or_path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -21,7 +21,7 @@ from agents.services import Services
 from agents.stores import AgentStores
 from bot.app.database import open_database
 from bot.approvals.decide import ApprovalStep
-from bot.approvals.flow import ApprovalFlow, ApprovalLines
+from bot.approvals.flow import ApprovalFlow
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.capabilities import build_exposure
@@ -59,7 +59,7 @@ from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
 from bot.steps import AskTimezoneOnce, ContextStep
 from bot.tasks.pool import AgentPool
-from bot.tasks.resume import Resumer, TaskLines
+from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
@@ -165,7 +165,7 @@ class App:
                          max_per_user=settings.agents.pool_max_per_user)
         journal = TurnJournal(db, clock)
         resume = Resumer(pool, agents.handler(), llm,
-                         lines=TaskLines.from_persona(persona.lines),
+                         lines=persona.lines,
                          answer_check=settings.agents.answer_check, journal=journal)
         stores = AgentStores(db)
         approval_store = ApprovalStore(
@@ -173,7 +173,7 @@ class App:
             lease=timedelta(seconds=settings.approvals.lease_seconds))
         approvals = ApprovalFlow(
             approval_store, registry, clock, llm,
-            lines=ApprovalLines(expired=persona.lines.approval_expired),
+            lines=persona.lines,
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
@@ -234,8 +234,7 @@ class App:
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,
                   history=history, pool=pool, approvals=approvals,
-                  sweeper=ApprovalSweeper(approval_store, clock,
-                                          expired_template=persona.lines.approval_expired),
+                  sweeper=ApprovalSweeper(approval_store, clock, lines=persona.lines),
                   services=services, orchestrator=orchestrator, outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
                   closers=closers, metrics=metrics)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
@@ -42,6 +42,7 @@ from bot.tools import (
     ToolStatus,
     render_result,
 )
+from persona.lines import ApprovalLines, fill
 
 if TYPE_CHECKING:
     from bot.turn import TurnContext
@@ -49,11 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED = "User cancelled this action."
-
-
-@dataclass(frozen=True)
-class ApprovalLines:
-    expired: str  # {summary}, {minutes}
 
 
 def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -185,7 +181,7 @@ class ApprovalFlow:
         await self.store.mark_reported(approval_ids)
 
     def expired_line(self, approval: ApprovalRequest) -> str:
-        return expired_line(approval, self.lines.expired)
+        return expired_line(approval, self.lines)
 
     # --- listing -------------------------------------------------------------------------------
 
@@ -195,8 +191,9 @@ class ApprovalFlow:
 
     def listing(self, pending: list[ApprovalRequest]) -> str:
         if not pending:
-            return "Nothing is waiting for your approval."
-        return "Waiting for your OK:\n" + "\n".join(pending_lines(pending, until=True))
+            return self.lines.approval_none_pending
+        return fill(self.lines.approval_listing,
+                    approvals="\n".join(pending_lines(pending, until=True)))
 
     async def context_note(self, user_id: str) -> str | None:
         pending = await self.store.pending(user_id, self.clock.now())
