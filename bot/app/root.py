@@ -177,7 +177,7 @@ class App:
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
-        decisions = ApprovalStep(approvals, users)
+        decisions = ApprovalStep(approvals, users, lines=persona.lines)
         outbound = _build_outbound(settings, db, clock, users, identities,
                                    approval_store.outcomes)
         tasks = build_task_service(db, clock)
