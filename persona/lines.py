@@ -139,11 +139,13 @@ class ScheduleLines(LineGroup):
                                       "needed expired.")
     schedule_none: str = "You have no scheduled tasks."
     schedule_listing: str = "Your tasks:\n{tasks}"
+    about_tasks: str = "your reminders and scheduled tasks"
 
 
 class CommandLines(LineGroup):
     """Slash commands (bot/commands.py): what each says, and its line in /help and in
-    Telegram's command menu (`about_<command>`)."""
+    Telegram's command menu (`about_<command>`; /tasks, /memory and /forget have theirs in
+    their own groups)."""
 
     command_unknown: str = "I don't know {command}. /help lists what I understand."
     command_owner_only: str = "Only the owner can do that."
@@ -168,9 +170,6 @@ class CommandLines(LineGroup):
     about_whoami: str = "who I think you are, and what is linked"
     about_pair: str = "let a new person in: /pair list | approve CODE | deny CODE"
     about_start: str = "say hello"
-    about_tasks: str = "your reminders and scheduled tasks"
-    about_memory: str = "what I remember about you"
-    about_forget: str = "forget a fact: /forget NUMBER, or words it contains"
 
 
 class AccessLines(LineGroup):
@@ -216,6 +215,8 @@ class MemoryLines(LineGroup):
     memory_forget_usage: str = ("Say what to forget: /forget 12 (a number from /memory) or "
                                 "/forget words the fact contains. To forget everything, just "
                                 "ask me.")
+    about_memory: str = "what I remember about you"
+    about_forget: str = "forget a fact: /forget NUMBER, or words it contains"
 
 
 class MailLines(LineGroup):

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bot.envelopes import Delivery, Notification, TriggerMessage, Urgency
+from persona.lines import ScheduleLines, fill
 from triggers.model import RunKey, RunOutcome, Task, TriggerKind
 from triggers.templates import instruction_for
 
@@ -85,13 +86,14 @@ class OrchestratorExecutor:
 class ReminderExecutor:
     """A plain reminder: its text, sent as a notification. No LLM call."""
 
-    def __init__(self, gateway: TriggerGateway) -> None:
+    def __init__(self, gateway: TriggerGateway, lines: ScheduleLines) -> None:
         self.gateway = gateway
+        self.lines = lines
 
     async def execute(self, run: RunContext) -> RunOutcome:
         text = str(run.task.action.get("text") or run.task.name)
         delivery = await self.gateway.notify(Notification(
-            run.task.user_id, f"⏰ Reminder: {text}", dedupe_key=run.message_key,
+            run.task.user_id, fill(self.lines.reminder, text=text), dedupe_key=run.message_key,
             channel=run.task.channel, urgency=urgency_of(run.task)))
         # ALREADY_QUEUED is a redone run whose message went before: sent, once.
         return RunOutcome.UNREACHABLE if delivery is Delivery.UNREACHABLE else RunOutcome.SENT
@@ -116,6 +118,7 @@ class ExecutorRegistry:
 EXECUTORS = ("orchestrator", "reminder")  # what default_executors registers, by name
 
 
-def default_executors(gateway: TriggerGateway, tools: Collection[str] = ()) -> ExecutorRegistry:
+def default_executors(gateway: TriggerGateway, tools: Collection[str] = (), *,
+                      lines: ScheduleLines) -> ExecutorRegistry:
     return ExecutorRegistry({"orchestrator": OrchestratorExecutor(gateway, tools),
-                             "reminder": ReminderExecutor(gateway)})
+                             "reminder": ReminderExecutor(gateway, lines)})

@@ -11,6 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
+from persona.lines import ScheduleLines
 from triggers.changes import TaskChanges
 from triggers.describe import tasks_text
 from triggers.executors import EXECUTORS
@@ -46,11 +47,12 @@ class Owner:
 
 
 class TaskService:
-    def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges,
-                 executors: Collection[str] = EXECUTORS) -> None:
+    def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges, *,
+                 lines: ScheduleLines, executors: Collection[str] = EXECUTORS) -> None:
         self.store = store
         self.clock = clock
         self.changes = changes
+        self.lines = lines  # the listing's words (/tasks, and the tool that lists them)
         self.executors = sorted(executors)
 
     def _now(self) -> datetime:
@@ -129,7 +131,7 @@ class TaskService:
         return stored
 
     async def listing(self, user_id: str) -> str:
-        return tasks_text(await self.store.of_user(user_id), self._now())
+        return tasks_text(await self.store.of_user(user_id), self._now(), self.lines)
 
     async def own(self, user_id: str, task_id: str) -> Task:
         task = await self.store.get(task_id.strip())

@@ -159,7 +159,8 @@ class App:
         exposure = await build_exposure(registry, agents.capabilities, settings, db)
         users = UserStore(db)
         identities = IdentityStore(db, users)
-        access = AccessControl(db, identities, settings.access, settings.timezone)
+        access = AccessControl(db, identities, settings.access, settings.timezone,
+                               lines=persona.lines)
         history = HistoryStore(db, load_limit=settings.gateway.history_messages)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
                          max_per_user=settings.agents.pool_max_per_user)
@@ -180,8 +181,8 @@ class App:
         decisions = ApprovalStep(approvals, users, lines=persona.lines)
         outbound = _build_outbound(settings, db, clock, users, identities,
                                    approval_store.outcomes)
-        tasks = build_task_service(db, clock)
-        memory = build_memory(settings, db, clock, llm)
+        tasks = build_task_service(db, clock, lines=persona.lines)
+        memory = build_memory(settings, db, clock, llm, lines=persona.lines)
         credentials = CredentialStore.tolerant(db, os.environ)
         services = Services(
             users=users, pool=pool, credentials=credentials, stores=stores, tasks=tasks,
@@ -193,9 +194,8 @@ class App:
             memory=memory.service if memory else None)
         commands = Commands(access=access, identities=identities, approvals=approvals,
                             tasks=resume, notify_user=outbound.notify_user,
-                            assistant_name=persona.name)
-        commands.register(Command("/tasks", "your reminders and scheduled tasks",
-                                  _task_listing(tasks)))
+                            lines=persona.lines, assistant_name=persona.name)
+        commands.register(Command("/tasks", persona.lines.about_tasks, _task_listing(tasks)))
         for command in memory.commands() if memory else []:
             commands.register(command)
         orchestrator = Orchestrator(OrchestratorDeps(

@@ -143,7 +143,7 @@ async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) 
     if user is None:
         say(f"no pending request {code} (it may have expired)")
         return 1
-    await app.outbound.notify_user(user, "You're in! I'm your assistant now: ask me anything.",
+    await app.outbound.notify_user(user, app.persona.lines.pairing_welcome,
                                   dedupe_key=f"paired:{code}")
     say(f"approved {code}: user {user.id}")
     return 0
