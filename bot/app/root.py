@@ -64,6 +64,7 @@ from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
 from persona import Persona, load_persona
+from persona.lines import MailLines
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
 from triggers.wiring import Triggers, build_task_service, build_triggers
@@ -190,7 +191,7 @@ class App:
                 db, outbound.outbox, identities, clock, outbound.senders, outbound.wake,
                 max_per_day=settings.contacts.max_messages_per_day,
                 assistant_name=persona.name),
-            mail=_build_mail(db, clock, credentials, outbound),
+            mail=_build_mail(db, clock, credentials, outbound, persona.lines),
             memory=memory.service if memory else None)
         commands = Commands(access=access, identities=identities, approvals=approvals,
                             tasks=resume, notify_user=outbound.notify_user,
@@ -355,12 +356,12 @@ def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserS
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,
-                outbound: Outbound) -> MailDelivery:
+                outbound: Outbound, lines: MailLines) -> MailDelivery:
     """Approved mail is stored (keyed by its approval id) and sent once; the deliverer
     retries what the server did not take and tells the person the outcome."""
     policy = DeliveryPolicy()
     return MailDelivery(MailOutbox(db, lease=policy.lease), clock, stored_accounts(credentials),
-                        policy=policy, notify=outbound.notify)
+                        lines=lines, policy=policy, notify=outbound.notify)
 
 
 def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
