@@ -246,7 +246,7 @@ class App:
     def channel_host(self) -> ChannelHost:
         """What a channel may use of Valet (never the App itself)."""
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db)
+                           db=self.db, lines=self.persona.lines)
 
     def add_channel(self, sender: ChannelSender) -> None:
         """Register a channel's sender: the outbox delivers its messages through it."""

@@ -1,6 +1,7 @@
 """The port a channel gets (never the App): the gateway's door to hand messages in, people's
-identities (who is known, who said STOP), the time, and the database for the channel's own
-store. The composition root builds one `ChannelHost` and each configured channel from it."""
+identities (who is known, who said STOP), the time, the database for the channel's own
+store, and the persona's lines (what a channel says itself). The composition root builds one
+`ChannelHost` and each configured channel from it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from bot.clock import Clock
 from bot.db import Database
 from bot.envelopes import IncomingMessage
 from bot.gateway.identity import IdentityStore
+from persona.lines import Lines
 
 
 class Door(Protocol):
@@ -38,3 +40,4 @@ class ChannelHost:
     identities: IdentityStore
     clock: Clock
     db: Database  # for the channel's own store (its own tables and migrations)
+    lines: Lines  # the persona's: a channel says its own group (SmsLines, TelegramLines...)

@@ -24,6 +24,7 @@ from bot.envelopes import LoopEvent, OutboundMessage
 from bot.gateway.identity import IdentityStore
 from channels.sms.render import MAX_CHARS, SmsBody, render
 from channels.sms.store import SmsStore
+from persona.lines import SmsLines
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class SmsSender:
     features = ChannelFeatures(edit=False, buttons=False, typing=False, max_chars=MAX_CHARS)
 
     def __init__(self, account: TwilioAccount, *, store: SmsStore, identities: IdentityStore,
-                 clock: Clock, emoji: bool = False) -> None:
+                 clock: Clock, lines: SmsLines, emoji: bool = False) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
@@ -101,6 +102,7 @@ class SmsSender:
         self.identities = identities
         self.clock = clock
         self.emoji = emoji
+        self.lines = lines  # how a prompt asks for its answer
 
     async def close(self) -> None:
         await self.http.close()
@@ -109,7 +111,7 @@ class SmsSender:
         if await self.identities.opted_out("sms", message.address):
             raise PermanentSendError(f"{message.address} opted out (STOP): not sent",
                                      opted_out=True)
-        bodies = render(message, emoji=self.emoji)
+        bodies = render(message, emoji=self.emoji, lines=self.lines)
         if not bodies:
             return None
         already = await self.store.accepted(message.id)

@@ -40,6 +40,7 @@ from channels.telegram.inbound import (
 )
 from channels.telegram.lease import FileLease, PollerLease, RedisLease, bot_id, lease_file
 from channels.telegram.limiter import OutboundLimiter
+from persona.lines import TelegramLines
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def check_settings(settings: TelegramSettings) -> None:
 class TelegramService:
     name = "telegram"
 
-    def __init__(self, settings: TelegramSettings, *, door: Door,
+    def __init__(self, settings: TelegramSettings, *, door: Door, lines: TelegramLines,
                  is_known: Callable[[str], Awaitable[bool]], lease: PollerLease,
                  transcriber: Transcriber | None = None, vision: bool = False,
                  limiter: OutboundLimiter | None = None, status_delay: float = 1.0,
@@ -80,10 +81,11 @@ class TelegramService:
                        request=HTTPXRequest(connection_pool_size=64, read_timeout=15.0),
                        get_updates_request=HTTPXRequest(connection_pool_size=2,
                                                         read_timeout=poll_timeout + 10.0))
-        self.channel = TelegramChannel(self.bot, limiter, status_delay=status_delay)
+        self.channel = TelegramChannel(self.bot, limiter, lines=lines, status_delay=status_delay)
         self.inbound = InboundHandler(
             self.bot, door, self.channel, is_known=is_known, transcriber=transcriber,
-            settings=InboundSettings(groups=settings.groups, vision=vision), now=now)
+            settings=InboundSettings(groups=settings.groups, vision=vision), lines=lines,
+            now=now)
         self.lease = lease
         self.transcriber = transcriber
         self.poll_timeout = poll_timeout
@@ -115,7 +117,8 @@ class TelegramService:
         async def is_known(address: str) -> bool:
             return await host.identities.resolve("telegram", address) is not None
 
-        return cls(settings.telegram, door=host.door, is_known=is_known, lease=lease,
+        return cls(settings.telegram, door=host.door, lines=host.lines, is_known=is_known,
+                   lease=lease,
                    transcriber=transcriber, vision=llm.vision, now=host.clock.now, **kwargs)
 
     # --- ServedChannel ---------------------------------------------------------------------
