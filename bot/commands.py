@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.options import Option
+from bot.channel import MenuCommand
 from bot.envelopes import ButtonPress, PromptKind, TurnStop
 from bot.gateway.access import AccessControl, one_line, quoted
 from bot.gateway.identity import IdentityStore
@@ -79,6 +80,11 @@ class Commands:
     def listed(self, user: User, channel: str) -> list[Command]:
         return [c for c in self._table.values() if (user.is_owner or not c.owner_only)
                 and (c.channels is None or channel in c.channels)]
+
+    def menu(self, channel: str) -> list[MenuCommand]:
+        """Every command `channel` offers, as its command menu shows them (bot.channel)."""
+        return [MenuCommand(c.name, c.help, c.owner_only) for c in self._table.values()
+                if c.channels is None or channel in c.channels]
 
     async def before(self, ctx: TurnContext) -> StepResult:
         button = ctx.msg.button

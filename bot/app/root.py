@@ -113,6 +113,7 @@ class App:
     sweeper: ApprovalSweeper
     services: Services  # what tools and agents may use
     orchestrator: Orchestrator
+    commands: Commands  # the command table: the turn's first step, channels' menus
     outbound: Outbound  # the outbox, its deliverer, notifications
     gateway: Gateway  # the inbound path: inbox, access, one turn at a time per person
     triggers: Triggers
@@ -236,7 +237,8 @@ class App:
                   agents=agents, users=users, identities=identities, access=access,
                   history=history, pool=pool, approvals=approvals,
                   sweeper=ApprovalSweeper(approval_store, clock, lines=persona.lines),
-                  services=services, orchestrator=orchestrator, outbound=outbound,
+                  services=services, orchestrator=orchestrator, commands=commands,
+                  outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
                   closers=closers, metrics=metrics)
         triggers.engine.on_fired = metrics.scheduler_fired
@@ -246,7 +248,7 @@ class App:
     def channel_host(self) -> ChannelHost:
         """What a channel may use of Valet (never the App itself)."""
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db, lines=self.persona.lines)
+                           db=self.db, lines=self.persona.lines, commands=self.commands)
 
     def add_channel(self, sender: ChannelSender) -> None:
         """Register a channel's sender: the outbox delivers its messages through it."""

@@ -1,13 +1,14 @@
 """The port a channel gets (never the App): the gateway's door to hand messages in, people's
 identities (who is known, who said STOP), the time, the database for the channel's own
-store, and the persona's lines (what a channel says itself). The composition root builds one
-`ChannelHost` and each configured channel from it."""
+store, the persona's lines (what a channel says itself) and the command table's menu. The
+composition root builds one `ChannelHost` and each configured channel from it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.channel import CommandMenu
 from bot.clock import Clock
 from bot.db import Database
 from bot.envelopes import IncomingMessage
@@ -41,3 +42,4 @@ class ChannelHost:
     clock: Clock
     db: Database  # for the channel's own store (its own tables and migrations)
     lines: Lines  # the persona's: a channel says its own group (SmsLines, TelegramLines...)
+    commands: CommandMenu  # the slash commands a channel's menu lists (Telegram's `/`)

@@ -28,10 +28,6 @@ from persona.lines import TelegramLines, fill
 log = logging.getLogger(__name__)
 
 CHANNEL = "telegram"
-COMMANDS = {"start": "Start talking to Valet", "help": "What Valet can do",
-            "pending": "What waits for your approval", "cancel": "Cancel what is waiting",
-            "stop": "Stop what Valet is doing now", "link": "Link another account",
-            "whoami": "Who Valet thinks you are"}
 # A button's data starts with what kind of prompt it answers: an approval, or the owner
 # letting a stranger in.
 CALLBACK_PREFIXES = {PromptKind.APPROVAL: "a", PromptKind.PAIRING: "p"}
