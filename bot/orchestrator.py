@@ -65,7 +65,7 @@ class OrchestratorDeps:
     # What tools may use (agents.services.Services), passed through without a look inside.
     tool_services: object = None
     http: aiohttp.ClientSession | None = None  # shared by the tools
-    steps: list[Step] = field(default_factory=list)  # before the loop, in this order
+    steps: list[Step] = field(default_factory=list)  # before the loop (bot.turn_steps)
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
     tasks: Resumer | None = None  # stores the tasks that paused this turn
     journal: TurnJournal | None = None  # a redone turn continues from it (bot.journal)

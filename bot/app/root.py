@@ -63,6 +63,7 @@ from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
+from bot.turn_steps import TurnSteps
 from persona import Persona, load_persona
 from persona.lines import MailLines
 from triggers.engine import EngineSettings
@@ -205,15 +206,13 @@ class App:
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
-            tool_services=services, approvals=approvals, tasks=resume, steps=[
-                commands,  # slash commands answer at once, without the LLM;
-                decisions,  # pending approvals get the message first,
-                resume,  # then tasks waiting for an answer;
-                *([memory.recall] if memory else []),  # what Valet remembers of the person
-                ContextStep("pending approvals", approvals.context_note),  # what still waits
-                ContextStep("waiting tasks", resume.context_note),
-                ContextStep("plan", stores.plans.context_note),
-                AskTimezoneOnce(users)],
+            tool_services=services, approvals=approvals, tasks=resume, steps=TurnSteps(
+                commands=commands, approvals=decisions, tasks=resume,  # the order: turn_steps
+                recall=memory.recall if memory else None,
+                context=(ContextStep("pending approvals", approvals.context_note),
+                         ContextStep("waiting tasks", resume.context_note),
+                         ContextStep("plan", stores.plans.context_note),
+                         AskTimezoneOnce(users))).in_order(),
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
             after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics))
