@@ -224,6 +224,7 @@ class MailLines(LineGroup):
 
     mail_sent: str = "Sent your email “{subject}” to {recipients}."
     mail_failed: str = "I could not send your email “{subject}” to {recipients}: {error}."
+    mail_refused: str = "the mail server refused it"  # {error} when the server said nothing
     mail_unknown: str = ("I may or may not have sent your email “{subject}” to {recipients}: "
                          "the connection to the mail server broke while it was taking it. "
                          "Check your Sent folder, and say 'send it again' if it's not there.")

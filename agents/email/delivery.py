@@ -223,7 +223,7 @@ def outcome_line(mail: OutgoingMail, lines: MailLines) -> str:
         return fill(lines.mail_sent, **what)
     if mail.status is MailStatus.FAILED:
         return fill(lines.mail_failed, **what,
-                    error=mail.last_error or "the mail server refused it")
+                    error=mail.last_error or lines.mail_refused)
     return fill(lines.mail_unknown, **what)
 
 
