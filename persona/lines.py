@@ -116,6 +116,14 @@ class ApprovalLines(LineGroup):
     approval_cancelling: str = "Cancelling…"
     approval_tell_change: str = "Tell me what to change."
     approval_already_short: str = "Already {state}."
+    # {state} above: what became of the request.
+    approval_state_waiting: str = "waiting"
+    approval_state_approved: str = "approved"
+    approval_state_done: str = "done"
+    approval_state_failed: str = "tried, and it failed"
+    approval_state_cancelled: str = "cancelled"
+    approval_state_expired: str = "expired"
+    approval_state_replaced: str = "replaced by an edited request"
 
 
 class TaskLines(LineGroup):

@@ -104,7 +104,8 @@ class ApprovalStep:
         if refusal is not None or approval is None:
             return refusal or ""
         if self._settled(approval):
-            return fill(self.lines.approval_already_short, state=state_word(approval))
+            return fill(self.lines.approval_already_short,
+                        state=state_word(approval, self.lines))
         if button.choice is Option.APPROVE:
             return self.lines.approval_approving
         return self.lines.approval_tell_change if button.choice is Option.EDIT \
@@ -121,7 +122,7 @@ class ApprovalStep:
     def _already(self, approval: ApprovalRequest, summary: str | None = None) -> str:
         """“<summary>” was already <what became of it>."""
         return fill(self.lines.approval_already, summary=summary or approval.summary,
-                    state=state_word(approval))
+                    state=state_word(approval, self.lines))
 
     def _settled(self, approval: ApprovalRequest) -> bool:
         """No longer open to a decision: decided already, or past its time."""
@@ -273,7 +274,7 @@ class ApprovalStep:
                 if approval.id in expired_now:
                     notices.append(self.flow.expired_line(approval))
             else:
-                content = approval.result or f"Request {state_word(approval)}."
+                content = approval.result or f"Request {state_word(approval, self.lines)}."
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
         return Continue(joined=tuple(joined), notices=tuple(notices), settled=tuple(settled))

@@ -205,9 +205,13 @@ class ApprovalFlow:
                 "if they ask, remind them what is waiting.")
 
 
-def state_word(approval: ApprovalRequest) -> str:
-    return {ApprovalStatus.APPROVED: "approved", ApprovalStatus.EXECUTING: "approved",
-            ApprovalStatus.EXECUTED: "done", ApprovalStatus.FAILED: "tried, and it failed",
-            ApprovalStatus.REJECTED: "cancelled", ApprovalStatus.EXPIRED: "expired",
-            ApprovalStatus.SUPERSEDED: "replaced by an edited request",
-            ApprovalStatus.PENDING: "waiting"}[approval.status]
+def state_word(approval: ApprovalRequest, lines: ApprovalLines) -> str:
+    """What became of a request, in the words of "… was already {state}"."""
+    return {ApprovalStatus.APPROVED: lines.approval_state_approved,
+            ApprovalStatus.EXECUTING: lines.approval_state_approved,
+            ApprovalStatus.EXECUTED: lines.approval_state_done,
+            ApprovalStatus.FAILED: lines.approval_state_failed,
+            ApprovalStatus.REJECTED: lines.approval_state_cancelled,
+            ApprovalStatus.EXPIRED: lines.approval_state_expired,
+            ApprovalStatus.SUPERSEDED: lines.approval_state_replaced,
+            ApprovalStatus.PENDING: lines.approval_state_waiting}[approval.status]
