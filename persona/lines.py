@@ -81,6 +81,12 @@ class ApprovalLines(LineGroup):
                                    "for your OK:")
     approval_expired: str = ("“{summary}” waited {minutes} minutes for your OK, so I didn't "
                              "do it. Ask again if you still want it.")
+    # On the card of a change to how Valet reaches the person (quiet hours, channel, tasks,
+    # memory, contacts) asked only because text someone else wrote is in the conversation
+    # (registry `approval: untrusted`): the card's last detail, under the label.
+    approval_untrusted_reason: str = ("this conversation holds text someone else wrote (a web "
+                                      "page, a mail or an event), so I check with you first")
+    approval_untrusted_label: str = "why I ask"
     approval_interrupted: str = ("“{summary}” was interrupted: it may or may not have "
                                  "happened. Check before trying again.")
     approval_interrupted_before_start: str = ("“{summary}” was interrupted before it started: "
@@ -145,6 +151,13 @@ class ScheduleLines(LineGroup):
     reminder: str = "⏰ Reminder: {text}"
     schedule_approval_expired: str = ("Your task “{name}” did not go ahead: the approval it "
                                       "needed expired.")
+    # To the owner, once a day per person and limit, when someone asks for more lasting work
+    # (tasks, schedules) than their budget allows ({name}: who, {reason}: which limit).
+    budget_exceeded: str = "{name} asked for more than their budget allows: {reason}."
+    # A triggered run (a scheduled task, an event) held back by the person's rate limit; said
+    # once for a burst.
+    trigger_rate_limited: str = ("I held back some of your scheduled work: too much ran in the "
+                                 "last minute. It runs again at its next time.")
     schedule_none: str = "You have no scheduled tasks."
     schedule_listing: str = "Your tasks:\n{tasks}"
     about_tasks: str = "your reminders and scheduled tasks"

@@ -13,8 +13,10 @@ from aiohttp import web
 
 from bot.clock import Clock
 from bot.db import Database
+from bot.gateway.users import UserStore
 from bot.tools import ToolRegistry
 from persona.lines import ScheduleLines
+from triggers.budget import BudgetCheck, Budgets, TellOwner
 from triggers.changes import TaskChanges
 from triggers.conditions import registry_checker
 from triggers.engine import EngineSettings, TriggerEngine
@@ -47,9 +49,15 @@ class Triggers:
         return events_app(self.bus, token)
 
 
-def build_task_service(db: Database, clock: Clock, *, lines: ScheduleLines) -> TaskService:
+def build_task_service(db: Database, clock: Clock, *, lines: ScheduleLines,
+                       budget: BudgetCheck | None = None) -> TaskService:
     """`lines`: the persona's (a task listing, a reminder, a task whose approval expired)."""
-    return TaskService(TaskStore(db), clock, TaskChanges(), lines=lines)
+    return TaskService(TaskStore(db), clock, TaskChanges(), lines=lines, budget=budget)
+
+
+def budget_check(db: Database, users: UserStore, budgets: Budgets,
+                 tell_owner: TellOwner | None, notice: str) -> BudgetCheck:
+    return BudgetCheck(budgets, users, TaskStore(db), tell_owner, notice)
 
 
 def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry: ToolRegistry,

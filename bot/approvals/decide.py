@@ -105,7 +105,7 @@ class ApprovalStep:
             return refusal or ""
         if self._settled(approval):
             return fill(self.lines.approval_already_short,
-                        state=state_word(approval, self.lines))
+                        state=self._state(approval))
         if button.choice is Option.APPROVE:
             return self.lines.approval_approving
         return self.lines.approval_tell_change if button.choice is Option.EDIT \
@@ -122,7 +122,10 @@ class ApprovalStep:
     def _already(self, approval: ApprovalRequest, summary: str | None = None) -> str:
         """“<summary>” was already <what became of it>."""
         return fill(self.lines.approval_already, summary=summary or approval.summary,
-                    state=state_word(approval, self.lines))
+                    state=self._state(approval))
+
+    def _state(self, approval: ApprovalRequest) -> str:
+        return state_word(approval, self.lines, self.flow.clock.now())
 
     def _settled(self, approval: ApprovalRequest) -> bool:
         """No longer open to a decision: decided already, or past its time."""
@@ -274,7 +277,7 @@ class ApprovalStep:
                 if approval.id in expired_now:
                     notices.append(self.flow.expired_line(approval))
             else:
-                content = approval.result or f"Request {state_word(approval, self.lines)}."
+                content = approval.result or f"Request {self._state(approval)}."
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
         return Continue(joined=tuple(joined), notices=tuple(notices), settled=tuple(settled))

@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
@@ -96,7 +97,8 @@ class ApprovalFlow:
 
     async def gate(self, call: ToolCall, tool: Tool, ctx: ToolExecutionContext
                    ) -> ToolOutcome | None:
-        if not tool.requires_approval or tool.is_agent:
+        asks = tool.requires_approval or (tool.approval_if_untrusted and ctx.untrusted_context)
+        if not asks or tool.is_agent:
             return None  # agents ask at their own approval point, once their fields are in
         try:
             arguments = tool.parse_arguments(call.arguments)
@@ -108,6 +110,10 @@ class ApprovalFlow:
             except ValueError as err:  # refused before anyone is asked
                 return ToolOutcome(call.id, tool.name, ToolStatus.FAILED, f"Error: {err}")
         summary, details = describe(tool, arguments)
+        if not tool.requires_approval and self.lines.approval_untrusted_reason:
+            # asked only because of what a third party wrote: the card says so
+            details = {**details, self.lines.approval_untrusted_label:
+                       self.lines.approval_untrusted_reason}
         summary = await named_summary(tool, arguments, ctx) or summary
         draft = ApprovalDraft(tool.name, call.id, arguments, summary, details)
         return ToolOutcome(call.id, tool.name, ToolStatus.WAITING, waiting_result(draft),
@@ -205,8 +211,13 @@ class ApprovalFlow:
                 "if they ask, remind them what is waiting.")
 
 
-def state_word(approval: ApprovalRequest, lines: ApprovalLines) -> str:
-    """What became of a request, in the words of "… was already {state}"."""
+def state_word(approval: ApprovalRequest, lines: ApprovalLines,
+               now: datetime | None = None) -> str:
+    """What became of a request, in the words of "… was already {state}"; a request past its
+    time is expired even before the sweeper has marked it so (given `now`)."""
+    if approval.status is ApprovalStatus.PENDING and now is not None \
+            and approval.expires_at <= now:
+        return lines.approval_state_expired
     return {ApprovalStatus.APPROVED: lines.approval_state_approved,
             ApprovalStatus.EXECUTING: lines.approval_state_approved,
             ApprovalStatus.EXECUTED: lines.approval_state_done,
