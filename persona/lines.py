@@ -3,8 +3,8 @@
 A persona file overrides any of them under `lines:` (persona/default.yaml, jeeves.yaml); the
 key is the field's name. The lines are grouped by concern, one model per group, and `Lines`
 is all of them: a part that needs only its group takes that type (`SmsLines`,
-`ApprovalLines`...) and the composition root hands it the persona's `Lines`, so no default
-sentence lives anywhere but here.
+`ApprovalLines`...) and the composition root hands it the persona's `Lines`, so a line's
+default lives here and nowhere else.
 
 A line may be a template: `{name}` placeholders are filled in where it is said (`fill`). The
 placeholders of a line are those of its default, exactly: a persona line that drops one or
