@@ -46,6 +46,7 @@ from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
 from bot.turn import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
+from bot.usage import UsageStore
 from persona import Persona
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class OrchestratorDeps:
     # (memory extraction runs in the background), so none may delay the reply.
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
+    usage: UsageStore | None = None  # tokens and requests per turn (the owner's console)
 
 
 class Orchestrator:
@@ -219,6 +221,18 @@ class Orchestrator:
             self.deps.metrics.tools_ran(run.tool_calls)
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
+            await self._record_usage(ctx, run)
+
+    async def _record_usage(self, ctx: TurnContext, run: ReactLoopResult) -> None:
+        """Once per turn (keyed by it); accounting never fails a turn that is stored."""
+        if self.deps.usage is None:
+            return
+        try:
+            await self.deps.usage.record(ctx.turn_id, ctx.user.id, ctx.msg.channel,
+                                         self.deps.clock.now(), run.token_usage,
+                                         run.llm_requests)
+        except Exception:
+            log.warning("usage of turn %s not recorded", ctx.turn_id, exc_info=True)
 
     async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
         """The same run as `handle_message`, as events, ending with the Reply."""

@@ -35,7 +35,7 @@ from bot.envelopes import (
     OutboundMessage,
 )
 from bot.sanitize import clean_text
-from persona.lines import DEFAULT, ConsoleLines, fill
+from persona.lines import DEFAULT, TerminalLines, fill
 
 QUIT_WORDS = {"/quit", "/exit"}
 ADDRESS = "local"
@@ -87,7 +87,7 @@ class ConsoleChannel:
     name = "console"
     features = ChannelFeatures(max_chars=1_000_000)
 
-    def __init__(self, screen: Screen, *, lines: ConsoleLines, jsonl: bool = False,
+    def __init__(self, screen: Screen, *, lines: TerminalLines, jsonl: bool = False,
                  needs_approval: Callable[[str], bool] = lambda name: False,
                  strays_aside: bool = False) -> None:
         self.screen = screen
@@ -150,19 +150,19 @@ class ConsoleChannel:
         self.screen.event(event)
 
 
-def render(message: OutboundMessage, lines: ConsoleLines = DEFAULT) -> str:
+def render(message: OutboundMessage, lines: TerminalLines = DEFAULT) -> str:
     """Plain text, with numbered choices for anything waiting on the person."""
     parts = [message.text] if message.text else []
     parts += [render_prompt(p, lines) for p in message.prompts]
     return "\n".join(parts)
 
 
-def render_prompt(prompt: ApprovalPrompt, lines: ConsoleLines = DEFAULT) -> str:
+def render_prompt(prompt: ApprovalPrompt, lines: TerminalLines = DEFAULT) -> str:
     """`1. <summary>` as in /pending; then the arguments the summary does not already show."""
     n = prompt.position
     shown = [f"{n}. {prompt.summary} (code {prompt.code})"]
     shown += [f"   {k}: {v}" for k, v in prompt.details if f"{k}: {v}" not in prompt.summary]
-    ask = lines.console_prompt_changeable if prompt.allow_modification else lines.console_prompt
+    ask = lines.terminal_prompt_changeable if prompt.allow_modification else lines.terminal_prompt
     shown.append("   " + fill(ask, n=n))
     return "\n".join(shown)
 
@@ -233,7 +233,7 @@ class ConsoleChat:
                 await self.say(text)
 
 
-def pipe_channel(jsonl: bool, needs_approval: Callable[[str], bool], lines: ConsoleLines
+def pipe_channel(jsonl: bool, needs_approval: Callable[[str], bool], lines: TerminalLines
                  ) -> ConsoleChannel:
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character: "?"
         if hasattr(stream, "reconfigure"):

@@ -284,15 +284,30 @@ class TelegramLines(LineGroup):
     telegram_button_cancel: str = "✖️ Cancel"
 
 
-class ConsoleLines(LineGroup):
-    """The terminal's way of asking (channels/console.py)."""
+class TerminalLines(LineGroup):
+    """The terminal's way of asking (`valet chat`, channels/console.py)."""
 
-    console_prompt: str = "Reply {n} yes or {n} no (yes / no)."
-    console_prompt_changeable: str = "Reply {n} yes or {n} no (yes / no / or say what to change)."
+    terminal_prompt: str = "Reply {n} yes or {n} no (yes / no)."
+    terminal_prompt_changeable: str = ("Reply {n} yes or {n} no (yes / no / or say what to "
+                                       "change).")
+
+
+class WebConsoleLines(LineGroup):
+    """The owner's /console (bot/app/console): {url} the one-time link, {minutes} how long it
+    works."""
+
+    console_link: str = ("Here is your console link. It works once, for {minutes} minutes: "
+                         "{url}")
+    console_off: str = ("The web console is off. Turn it on with console.enabled: true in "
+                        "valet.yaml, then send /console again.")
+    console_owner_only: str = "Only the owner can open the console."
+    console_private_only: str = "Ask me for the console link in our private chat, not here."
+    about_console: str = "a sign-in link for the web console"
 
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
-            AccessLines, MemoryLines, MailLines, SmsLines, TelegramLines, ConsoleLines):
+            AccessLines, MemoryLines, MailLines, SmsLines, TelegramLines, TerminalLines,
+            WebConsoleLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 

@@ -19,6 +19,7 @@ from agents.email.outbox import MailOutbox
 from agents.registry import Registry, load_registry
 from agents.services import Services
 from agents.stores import AgentStores
+from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow
@@ -35,6 +36,7 @@ from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
 from bot.gateway.access import AccessControl
+from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
@@ -64,6 +66,7 @@ from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
+from bot.usage import UsageStore
 from persona import Persona, load_persona
 from persona.lines import MailLines
 from triggers.budget import Budget, Budgets, TellOwner
@@ -201,6 +204,7 @@ class App:
                             tasks=resume, notify_user=outbound.notify_user,
                             lines=persona.lines, assistant_name=persona.name)
         commands.register(Command("/tasks", persona.lines.about_tasks, _task_listing(tasks)))
+        commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
             commands.register(command)
         orchestrator = Orchestrator(OrchestratorDeps(
@@ -217,7 +221,8 @@ class App:
                          AskTimezoneOnce(users))).in_order(),
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics))
+            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
+            usage=UsageStore(db)))
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,

@@ -244,6 +244,30 @@ class HTTPSettings(_Section):
     shutdown_grace_seconds: float = pydantic.Field(20.0, ge=0)
 
 
+class ConsoleSettings(_Section):
+    """The owner's web console at /console (bot/app/console), served by `valet serve`."""
+
+    enabled: bool = False
+    # The address the owner's browser opens (login links start with it); None: public_url,
+    # else this machine's http.host and http.port (reached through an SSH tunnel).
+    url: str | None = None
+    session_hours: float = pydantic.Field(12.0, gt=0, le=24 * 30)  # then sign in again
+    # The Usage page's estimate: what one SMS segment costs (Twilio's price for your country).
+    sms_price_per_segment: float = pydantic.Field(0.0083, ge=0)
+    currency: str = pydantic.Field("USD", min_length=1, max_length=8)
+    # Sign-in attempts one address may make in a window (a used or unknown link counts).
+    login_attempts: int = pydantic.Field(10, gt=0)
+    login_window_minutes: int = pydantic.Field(15, gt=0)
+
+    @pydantic.field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+/?$", value):
+            raise ValueError("must be the console's base address, such as "
+                             "https://valet.example.com or http://127.0.0.1:8080")
+        return value.rstrip("/") if value else value
+
+
 class TelegramSettings(_Section):
     mode: Literal["polling", "webhook"] = "polling"
     groups: bool = False  # answer in groups (only when mentioned or replied to)

@@ -7,7 +7,9 @@ text reaches a person and fails on a sentence written in place:
 - what a slash command's handler returns (its /help line too), and a button's answer.
 
 Words inside the values that fill a line (a summary, a name) are data, not sentences; an
-f-string of values alone ("{heard}\\n\\n{text}") is fine.
+f-string of values alone ("{heard}\\n\\n{text}") is fine. The web console's pages are the
+owner's screens, like the command line's output, not messages: only its /console command is
+read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bot", "channels", "triggers", "agents")
+SCREENS = "bot/app/console/"  # web pages (templates, flash lines); its command.py is read
 
 # Where text leaves for a person: the callable's name -> (position, keyword) of each text
 # argument.
@@ -45,7 +48,10 @@ SPEAKERS = ("answer_button", "listing", "forgotten_line", "outcome_line", "rende
 
 def sources() -> Iterator[Path]:
     for package in PACKAGES:
-        yield from sorted((ROOT / package).rglob("*.py"))
+        for path in sorted((ROOT / package).rglob("*.py")):
+            where = path.relative_to(ROOT).as_posix()
+            if not where.startswith(SCREENS) or where.endswith("/command.py"):
+                yield path
 
 
 def worded(node: ast.AST) -> list[str]:
