@@ -140,12 +140,13 @@ class App:
 
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
-                    clock: Clock | None = None, migrate: bool | Literal["check"] = True
-                    ) -> App:
+                    clock: Clock | None = None, migrate: bool | Literal["check"] = True,
+                    db: Database | None = None) -> App:
         """Every part, in the order they need each other: stores, the outbound side, the
         services tools use, the turn, the inbound gateway, then the trigger engine (which
         puts runs into the gateway's queue). `migrate`: apply pending migrations (True) or
-        refuse an old schema ("check"); see bot.app.roles.migrates_on_start."""
+        refuse an old schema ("check"); see bot.app.roles.migrates_on_start. `db`: a database
+        already open (a bench's statement counter around it); App closes it."""
         clock = clock or SystemClock()
         persona = load_persona(settings.persona)
         agents = build_agents(settings)
@@ -155,7 +156,7 @@ class App:
         llm = MeteredLLM(llm or build_llm(settings), metrics)
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
         try:
-            db = await open_database(settings.database_url, migrate=migrate)
+            db = db or await open_database(settings.database_url, migrate=migrate)
         except BaseException:
             for closer in closers:
                 await closer()

@@ -7,7 +7,8 @@ import importlib
 import logging
 import sys
 
-BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "gateway", "hostile_input",
+BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "statements", "gateway",
+              "hostile_input",
               "sms_webhook", "triggers", "telegram", "prompt_tokens", "memory"]
 
 
