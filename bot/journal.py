@@ -22,7 +22,8 @@ from typing import Any
 
 from bot.approvals.model import ApprovalDraft
 from bot.clock import Clock
-from bot.db import Database
+from bot.db import Database, Queries
+from bot.db.turn_reads import journal_is_empty, journal_written
 from bot.llm import LLMResponse, TokenUsage, ToolCall
 from bot.tasks.model import PausedTask
 from bot.tools import Tool, ToolOutcome, ToolStatus
@@ -140,6 +141,8 @@ class TurnJournal:
         self.clock = clock
 
     async def load(self, turn_id: str) -> JournalReplay:
+        if journal_is_empty(turn_id):  # a turn's first run: nothing recorded yet
+            return JournalReplay()
         rows = await self.db.fetch(
             "SELECT entry_key, body FROM turn_journal WHERE turn_id = $1", turn_id)
         replay = JournalReplay()
@@ -167,6 +170,8 @@ class TurnJournal:
 
     async def recorded(self, turn_id: str, key: str) -> Any:
         """What `record` stored under `key`, or None."""
+        if journal_is_empty(turn_id):
+            return None
         body = await self.db.fetchval(
             "SELECT body FROM turn_journal WHERE turn_id = $1 AND entry_key = $2",
             turn_id, f"step:{key}")
@@ -174,6 +179,7 @@ class TurnJournal:
 
     async def close(self, turn_id: str, reason: str) -> None:
         """The turn was stopped: forget what it did and never replay it."""
+        journal_written(turn_id)
         async with self.db.transaction() as tx:
             await tx.execute("DELETE FROM turn_journal WHERE turn_id = $1", turn_id)
             await tx.execute(
@@ -181,11 +187,15 @@ class TurnJournal:
                 " VALUES ($1, $2, $3, $4)", turn_id, _CLOSED,
                 json.dumps({"reason": reason}), self.clock.now())
 
-    async def finish(self, turn_id: str) -> None:
-        """The turn is stored in the history: its journal is no longer needed."""
-        await self.db.execute("DELETE FROM turn_journal WHERE turn_id = $1", turn_id)
+    async def finish(self, turn_id: str, q: Queries | None = None) -> None:
+        """The turn is stored in the history: its journal is no longer needed. `q`: the
+        transaction (or batch) that stores the turn."""
+        if journal_is_empty(turn_id):  # a first run that journalled nothing
+            return
+        await (q or self.db).execute("DELETE FROM turn_journal WHERE turn_id = $1", turn_id)
 
     async def _write(self, turn_id: str, key: str, value: Any) -> bool:
+        journal_written(turn_id)  # before the write: a crash may leave it half done
         body = json.dumps(value, ensure_ascii=False, default=str)
         written = await self.db.execute(
             "INSERT INTO turn_journal (turn_id, entry_key, body, created_at)"

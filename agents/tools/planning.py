@@ -13,10 +13,13 @@ import pydantic
 
 from agents.services import services_of
 from bot.db import Database
+from bot.db.turn_reads import Holding, may_hold, now_holds
 from bot.tasks.model import PausedTask
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, tool
 
 STATUS_MARK = {"pending": "[ ]", "in_progress": "[in progress]", "completed": "[done]"}
+# A plan, asked with the person's row: a turn of someone without one reads nothing here.
+HOLDING = Holding("plan", "EXISTS (SELECT 1 FROM plans WHERE user_id = $1)")
 
 
 class PlanStep(pydantic.BaseModel):
@@ -34,6 +37,7 @@ class PlanStore:
         if not steps:
             await self.db.execute("DELETE FROM plans WHERE user_id = $1", user_id)
             return
+        now_holds(user_id, HOLDING.name)
         await self.db.execute(
             "INSERT INTO plans (user_id, steps, updated_at) VALUES ($1, $2, $3)"
             " ON CONFLICT (user_id) DO UPDATE SET steps = excluded.steps,"
@@ -41,6 +45,8 @@ class PlanStore:
             user_id, json.dumps([s.model_dump() for s in steps]), at)
 
     async def get(self, user_id: str) -> list[PlanStep]:
+        if not may_hold(user_id, HOLDING.name):
+            return []
         raw = await self.db.fetchval("SELECT steps FROM plans WHERE user_id = $1", user_id)
         return [PlanStep.model_validate(s) for s in json.loads(raw)] if raw else []
 

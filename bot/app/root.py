@@ -19,10 +19,12 @@ from agents.email.outbox import MailOutbox
 from agents.registry import Registry, load_registry
 from agents.services import Services
 from agents.stores import AgentStores
+from agents.tools.planning import HOLDING as PLAN
 from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow
+from bot.approvals.store import HOLDING as APPROVALS
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.capabilities import build_exposure
@@ -34,6 +36,7 @@ from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
+from bot.db.turn_reads import Holding
 from bot.envelopes import Delivery, Notification, OutboundMessage, PromptKind, TriggerMessage
 from bot.gateway.access import AccessControl
 from bot.gateway.console_login import ConsoleLogins
@@ -46,11 +49,13 @@ from bot.gateway.notify import Notifier
 from bot.gateway.others import OutboxMessenger
 from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
+from bot.gateway.prompt_edits import HOLDING as PROMPTS
 from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM
+from bot.memory.facts import HOLDING as FACTS
 from bot.memory.history import HistoryStore
 from bot.memory.wiring import Memory, build_memory
 from bot.metered_llm import MeteredLLM
@@ -60,6 +65,7 @@ from bot.openai_llm import OpenAILLM
 from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
 from bot.steps import AskTimezoneOnce, ContextStep
+from bot.tasks.pool import HOLDING as PAUSED_TASKS
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter
@@ -165,7 +171,7 @@ class App:
             total=settings.gateway.http_timeout_seconds))
         # Capabilities: tool groups shown when needed; credentials encrypted at rest.
         exposure = await build_exposure(registry, agents.capabilities, settings, db)
-        users = UserStore(db)
+        users = UserStore(db, holdings=_holdings(settings))
         identities = IdentityStore(db, users)
         access = AccessControl(db, identities, settings.access, settings.timezone,
                                lines=persona.lines)
@@ -350,6 +356,13 @@ class TriggerDoor:
 
     async def notify(self, note: Notification) -> Delivery:
         return await self.outbound.notify(note)
+
+
+def _holdings(settings: Settings) -> tuple[Holding, ...]:
+    """What a turn asks with the person's row: which of their stores hold anything it would
+    read (bot.db.turn_reads); a part with nothing for them is not read."""
+    memory = (FACTS,) if settings.memory.enabled else ()
+    return (APPROVALS, PAUSED_TASKS, PLAN, *memory, PROMPTS)
 
 
 def _pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:

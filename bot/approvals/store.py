@@ -20,6 +20,13 @@ from bot.approvals.model import (
 )
 from bot.approvals.options import Option
 from bot.db import Database, Queries, Row
+from bot.db.turn_reads import Holding, may_hold, now_holds
+
+# What a turn reads of a person's approvals (pending ones, settled ones not yet reported),
+# asked with their row: a turn of someone with none reads nothing here (bot.db.turn_reads).
+HOLDING = Holding("approvals", "EXISTS (SELECT 1 FROM approvals WHERE user_id = $1 AND"
+                  " (status = 'pending' OR (reported = 0 AND status IN"
+                  " ('expired', 'executed', 'failed', 'rejected'))))")
 
 
 def _approval(row: Row) -> ApprovalRequest:
@@ -86,6 +93,7 @@ class ApprovalStore:
                 int(allow_modification), source, trigger_task_id, replaces, turn_id, at,
                 approval.expires_at)
             if inserted:
+                now_holds(user_id, HOLDING.name)
                 return ApprovalRequest(**{**approval.__dict__, "code": code})
         raise RuntimeError(f"could not find a free approval code for {user_id}")
 
@@ -95,6 +103,8 @@ class ApprovalStore:
 
     async def pending(self, user_id: str, at: datetime) -> list[ApprovalRequest]:
         """What waits for this user now (expired ones are not listed), oldest first."""
+        if not may_hold(user_id, HOLDING.name):
+            return []
         rows = await self.db.fetch(
             "SELECT * FROM approvals WHERE user_id = $1 AND status = 'pending'"
             " AND expires_at > $2 ORDER BY created_at, seq, id", user_id, at)
@@ -166,6 +176,8 @@ class ApprovalStore:
                          ) -> list[ApprovalRequest]:
         """pending -> expired for every approval past its time (one user's, or everyone's);
         returns the ones this call expired (each exactly once, whoever else is sweeping)."""
+        if user_id is not None and not may_hold(user_id, HOLDING.name):
+            return []
         rows = await self.db.fetch(
             "SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= $1"
             " AND ($2 = '' OR user_id = $2)", at, user_id or "")
@@ -216,6 +228,8 @@ class ApprovalStore:
 
     async def unreported(self, user_id: str) -> list[ApprovalRequest]:
         """Settled approvals whose outcome has not reached the conversation yet."""
+        if not may_hold(user_id, HOLDING.name):
+            return []
         rows = await self.db.fetch(
             "SELECT * FROM approvals WHERE user_id = $1 AND reported = 0 AND status IN"
             " ('expired', 'executed', 'failed', 'rejected') ORDER BY created_at, seq, id",

@@ -79,11 +79,14 @@ def _chain(frame: FrameType | None) -> tuple[str, ...]:
 
 
 def _head(sql: str) -> str:
+    """The verb and the first table named outside parentheses."""
     words = sql.split()
     verb = words[0].upper() if words else ""
+    depth = 0
     for i, word in enumerate(words[:-1]):
-        if word.upper() in ("INTO", "FROM", "UPDATE"):
-            return f"{verb} {words[i + 1]}"
+        if depth == 0 and word.upper() in ("INTO", "FROM", "UPDATE"):
+            return f"{verb} {words[i + 1].strip('(),')}"
+        depth += word.count("(") - word.count(")")
     return verb
 
 

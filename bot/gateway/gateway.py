@@ -17,6 +17,7 @@ from enum import Enum
 from bot.clock import Clock
 from bot.commands import command_word
 from bot.db import Database
+from bot.db.turn_reads import turn_scope
 from bot.envelopes import (
     ButtonPress,
     EventSink,
@@ -260,10 +261,16 @@ class Gateway:
             self._drains.pop(user_id, None)
 
     async def _process(self, row: InboxRow) -> None:
+        # A turn reads the person's row (and what their stores hold) once; on its first run
+        # there is no journal to replay and no stored reply to look for (bot.db.turn_reads).
+        with turn_scope(f"inbox-{row.id}", first_run=row.attempts == 1):
+            await self._run_turn(row)
+
+    async def _run_turn(self, row: InboxRow) -> None:
         deps = self.deps
         assert row.user_id is not None
         turn_id = f"inbox-{row.id}"
-        done = await deps.history.turn_reply(turn_id)
+        done = await deps.history.turn_reply(turn_id) if row.attempts > 1 else None
         if done is not None:  # written before a crash, not yet replied to
             await self._finish(row, Reply(done, turn_id=turn_id))
             return

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from bot.clock import Clock
 from bot.db import Database
+from bot.db.turn_reads import Holding, may_hold
 from bot.envelopes import ApprovalPrompt, PromptKind, prompts_of
 from bot.gateway.outbox import OutboxStore
 
@@ -20,6 +21,16 @@ log = logging.getLogger(__name__)
 
 # prompt ids -> what became of each ("waiting" while it still waits), one lookup per kind
 Outcomes = Callable[[list[str]], Awaitable[dict[str, str]]]
+
+_UNSETTLED = ("user_id = $1 AND prompts_settled = 0 AND status = 'sent'"
+              " AND channel_message_id IS NOT NULL AND payload LIKE '%\"prompts\"%'")
+# Prompt messages not settled yet (sent, or still on their way at the start of a turn: one
+# may be sent and answered while the turn runs), asked with the person's row: after the turn
+# of someone with none there is nothing to settle (a prompt this turn sends still waits for
+# its answer), and no statement is made (bot.db.turn_reads).
+HOLDING = Holding("prompts", "EXISTS (SELECT 1 FROM outbox WHERE user_id = $1"
+                  " AND prompts_settled = 0 AND status IN ('pending', 'sending', 'sent')"
+                  " AND payload LIKE '%\"prompts\"%')")
 
 
 class PromptEdits:
@@ -35,10 +46,11 @@ class PromptEdits:
     async def settle(self, user_id: str) -> int:
         """Queue an edit for each of the user's sent prompt messages whose requests are all
         settled; returns how many."""
+        if not may_hold(user_id, HOLDING.name):
+            return 0
         rows = await self.db.fetch(
             "SELECT id, channel, address, text, channel_message_id, payload FROM outbox"
-            " WHERE user_id = $1 AND prompts_settled = 0 AND status = 'sent'"
-            " AND channel_message_id IS NOT NULL AND payload LIKE '%\"prompts\"%'", user_id)
+            f" WHERE {_UNSETTLED}", user_id)
         queued = 0
         for row in rows:
             prompts = prompts_of(json.loads(row["payload"]))

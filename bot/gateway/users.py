@@ -3,10 +3,12 @@ gateway.)"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from bot.db import Database, Row
+from bot.db.turn_reads import Holding, forget, in_turn, learnt_holdings, read_once
 
 
 @dataclass(frozen=True)
@@ -32,12 +34,28 @@ def _user(row: Row) -> User:
 
 
 class UserStore:
-    def __init__(self, db: Database) -> None:
+    """People. In a turn (bot.db.turn_reads) a person's row is read once, and with it, in the
+    same statement, which of their stores hold anything the turn would read (`holdings`)."""
+
+    def __init__(self, db: Database, holdings: Sequence[Holding] = ()) -> None:
         self.db = db
+        self.holdings = tuple(holdings)
+        columns = "".join(f", {h.exists} AS holds_{i}" for i, h in enumerate(self.holdings))
+        self._with_holdings = f"SELECT *{columns} FROM users WHERE id = $1"
 
     async def get(self, user_id: str) -> User | None:
-        row = await self.db.fetchrow("SELECT * FROM users WHERE id = $1", user_id)
-        return _user(row) if row else None
+        return await read_once(("user", user_id), lambda: self._read(user_id))
+
+    async def _read(self, user_id: str) -> User | None:
+        if not (self.holdings and in_turn()):
+            row = await self.db.fetchrow("SELECT * FROM users WHERE id = $1", user_id)
+            return _user(row) if row else None
+        row = await self.db.fetchrow(self._with_holdings, user_id)
+        if row is None:
+            return None
+        learnt_holdings(user_id, [h.name for i, h in enumerate(self.holdings)
+                                  if row[f"holds_{i}"]])
+        return _user(row)
 
     async def ensure(self, user_id: str, *, display_name: str = "", timezone: str = "UTC",
                      is_owner: bool = False, at: datetime,
@@ -48,6 +66,7 @@ class UserStore:
             " timezone_candidates) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
             user_id, display_name, timezone, int(is_owner), at,
             ",".join(timezone_candidates) or None)
+        forget(("user", user_id))
         user = await self.get(user_id)
         assert user is not None
         return user
@@ -57,9 +76,8 @@ class UserStore:
 
     async def set_timezone(self, user_id: str, timezone: str) -> None:
         """The person's own choice: the guess from their number (and its candidates) ends."""
-        await self.db.execute(
-            "UPDATE users SET timezone = $1, timezone_candidates = NULL WHERE id = $2",
-            timezone, user_id)
+        await self._change(user_id, "UPDATE users SET timezone = $1, timezone_candidates = NULL"
+                           " WHERE id = $2", timezone, user_id)
 
     async def mark_timezone_asked(self, user_id: str, at: datetime) -> bool:
         """True the first time only: the person is asked which zone is theirs once."""
@@ -68,18 +86,23 @@ class UserStore:
             " AND timezone_candidates IS NOT NULL", user_id, at) > 0
 
     async def set_display_name(self, user_id: str, name: str) -> None:
-        await self.db.execute("UPDATE users SET display_name = $1 WHERE id = $2", name, user_id)
+        await self._change(user_id, "UPDATE users SET display_name = $1 WHERE id = $2",
+                           name, user_id)
 
     async def set_preferred_channel(self, user_id: str, channel: str) -> None:
-        await self.db.execute(
-            "UPDATE users SET preferred_channel = $1 WHERE id = $2", channel, user_id)
+        await self._change(user_id, "UPDATE users SET preferred_channel = $1 WHERE id = $2",
+                           channel, user_id)
 
     async def set_quiet_hours(self, user_id: str, start: str | None, end: str | None) -> None:
-        await self.db.execute(
-            "UPDATE users SET quiet_hours_start = $1, quiet_hours_end = $2 WHERE id = $3",
-            start, end, user_id)
+        await self._change(user_id, "UPDATE users SET quiet_hours_start = $1,"
+                           " quiet_hours_end = $2 WHERE id = $3", start, end, user_id)
 
     async def set_blocked(self, user_id: str, blocked: bool) -> bool:
-        changed = await self.db.execute(
-            "UPDATE users SET blocked = $1 WHERE id = $2", int(blocked), user_id)
-        return changed > 0
+        return await self._change(user_id, "UPDATE users SET blocked = $1 WHERE id = $2",
+                                  int(blocked), user_id) > 0
+
+    async def _change(self, user_id: str, sql: str, *args: object) -> int:
+        """A change to the person's row: a turn that read it reads it again."""
+        changed = await self.db.execute(sql, *args)
+        forget(("user", user_id))
+        return changed

@@ -20,6 +20,7 @@ from enum import Enum
 
 from bot.clock import Clock
 from bot.db import Database, Queries, Row
+from bot.db.turn_reads import Holding, may_hold, now_holds
 
 MAX_FACT_CHARS = 300
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -87,6 +88,9 @@ def normalised(text: str) -> str:
 _COLUMNS = ("id, user_id, text, kind, source_turn, created_at, valid_from, valid_to,"
             " closed_reason")
 _OPEN = "user_id = $1 AND valid_to IS NULL"
+# Facts still true, asked with the person's row: recalling for someone Valet knows nothing
+# about reads nothing here (bot.db.turn_reads).
+HOLDING = Holding("memory", f"EXISTS (SELECT 1 FROM memory_facts WHERE {_OPEN})")
 
 
 class FactStore:
@@ -106,6 +110,7 @@ class FactStore:
         if not normalised(text):
             return None
         now = self.clock.now()
+        now_holds(user_id, HOLDING.name)
         async with self.db.transaction() as tx:
             if await self._duplicate(tx, user_id, text):
                 return None
@@ -170,6 +175,8 @@ class FactStore:
 
     async def open_facts(self, user_id: str, limit: int | None = None) -> list[Fact]:
         """The person's facts still true, newest first."""
+        if not may_hold(user_id, HOLDING.name):
+            return []
         return await self._recent(self.db, user_id, limit)
 
     async def get(self, user_id: str, fact_id: int) -> Fact | None:
@@ -189,11 +196,15 @@ class FactStore:
         """The person's open facts that share words with `text`, best first (any of the
         words; with `every`, all of them)."""
         terms = search_terms(text)
+        if not may_hold(user_id, HOLDING.name):
+            return []
         return await self._keyword(self.db, user_id, terms, limit, every=every) \
             if terms else []
 
     async def by_ids(self, user_id: str, ids: Sequence[int]) -> list[Fact]:
         """The person's open facts among `ids`, in the order given."""
+        if not may_hold(user_id, HOLDING.name):
+            return []
         return await self._by_ids(self.db, user_id, ids)
 
     async def _by_ids(self, q: Queries, user_id: str, ids: Sequence[int]) -> list[Fact]:
@@ -212,6 +223,8 @@ class FactStore:
 
     async def embeddings(self, user_id: str, model: str) -> list[tuple[int, bytes]]:
         """(id, vector) of the person's open facts embedded with `model`."""
+        if not may_hold(user_id, HOLDING.name):
+            return []
         rows = await self.db.fetch(
             "SELECT e.fact_id, e.vector FROM memory_embeddings e JOIN memory_facts f"
             " ON f.id = e.fact_id WHERE e.user_id = $1 AND e.model = $2"

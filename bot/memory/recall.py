@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from bot.memory.facts import Fact, FactStore
+from bot.db.turn_reads import may_hold
+from bot.memory.facts import HOLDING, Fact, FactStore
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
 from bot.turn import Continue, StepResult, TurnContext
 
@@ -34,6 +35,8 @@ class Recaller:
     async def relevant(self, user_id: str, text: str, *, with_recent: bool = True,
                        limit: int = CANDIDATES) -> list[Fact]:
         """Best first: keyword and meaning matches fused, then (optionally) the newest."""
+        if not may_hold(user_id, HOLDING.name):  # nothing remembered: no search, no embedding
+            return []
         keyword = await self.store.search(user_id, text, limit)
         nearest = await self._nearest(user_id, text, limit)
         scores: dict[int, float] = {}

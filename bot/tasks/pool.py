@@ -17,9 +17,14 @@ from datetime import datetime, timedelta
 
 from bot.clock import Clock
 from bot.db import Database, Row
+from bot.db.turn_reads import Holding, may_hold, now_holds
 from bot.tasks.model import PausedTask, PoolNotice
 
 log = logging.getLogger(__name__)
+
+# Any task waiting for the person (live or expired: a turn tells of an expiry), asked with
+# their row: a turn of someone with none reads nothing here (bot.db.turn_reads).
+HOLDING = Holding("tasks", "EXISTS (SELECT 1 FROM agent_pool WHERE user_id = $1)")
 
 
 class AgentPool:
@@ -63,6 +68,8 @@ class AgentPool:
 
     async def waiting(self, user_id: str) -> list[PausedTask]:
         """The user's live tasks, the most recently asked question first."""
+        if not may_hold(user_id, HOLDING.name):
+            return []
         rows = await self.db.fetch(
             "SELECT * FROM agent_pool WHERE user_id = $1 AND expires_at > $2"
             " ORDER BY asked_seq DESC, position ASC", user_id, self.clock.now())
@@ -98,6 +105,8 @@ class AgentPool:
             rows = await self.db.fetch(
                 "SELECT * FROM agent_pool WHERE expires_at <= $1 ORDER BY user_id, asked_seq",
                 now)
+        elif not may_hold(user_id, HOLDING.name):
+            return []
         else:
             rows = await self.db.fetch(
                 "SELECT * FROM agent_pool WHERE user_id = $1 AND expires_at <= $2"
@@ -117,6 +126,7 @@ class AgentPool:
 
     async def _insert(self, task: PausedTask, now: datetime, seq: int, turn_id: str) -> None:
         task.asked_at, task.expires_at = now, now + self.ttl
+        now_holds(task.user_id, HOLDING.name)
         await self.db.execute(
             "INSERT INTO agent_pool (id, user_id, kind, name, label, status, question, call_id,"
             " schema_version, fields, state, asked_seq, position, turn_id, created_at,"
