@@ -80,7 +80,7 @@ async def read_once(key: Hashable, load: Callable[[], Awaitable[T]]) -> T:
     if scope is None:
         return await load()
     if key in scope.reads:
-        return scope.reads[key]  # type: ignore[no-any-return]
+        return scope.reads[key]
     value = await load()
     if scope.open:
         scope.reads[key] = value
