@@ -29,6 +29,7 @@ from bot.channel import Channel
 from bot.clock import Clock
 from bot.compose import LLMFailure, Waits, compose_turn
 from bot.context import ContextManager
+from bot.db import Queries
 from bot.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import UserStore
@@ -92,12 +93,15 @@ class Orchestrator:
         self.fallback: FallbackLines = deps.persona.lines
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
-                             cancel: asyncio.Event | None = None) -> Reply:
+                             cancel: asyncio.Event | None = None,
+                             writes: Queries | None = None) -> Reply:
+        """`writes`: where the stored turn goes (the gateway's batch: committed with the
+        reply and the message's close, all or nothing); None: written before returning."""
         started = time.perf_counter()
         # Log lines of this turn carry its id, not the id of the request that woke its queue.
         ids = (logs.turn_id.set(msg.turn_id), logs.request_id.set(None))
         try:
-            reply = await self._handle(msg, emit, cancel)
+            reply = await self._handle(msg, emit, cancel, writes)
         except Exception:
             self.deps.metrics.turn_finished("error", time.perf_counter() - started)
             raise
@@ -108,7 +112,7 @@ class Orchestrator:
         return reply
 
     async def _handle(self, msg: Inbound, emit: EventSink | None,
-                      cancel: asyncio.Event | None) -> Reply:
+                      cancel: asyncio.Event | None, writes: Queries | None) -> Reply:
         ctx = await self.prepare_context(msg, cancel)
         rejection = self.should_process(ctx)
         if rejection is not None:
@@ -120,7 +124,7 @@ class Orchestrator:
         lines = self.deps.persona.lines
         turn = compose_turn(ctx, before, run, waits, approval_intro=(
             lines.trigger_approval_intro if ctx.msg.from_trigger else lines.approval_intro))
-        await self.post_process(ctx, turn, run)
+        await self.post_process(ctx, turn, run, writes)
         for hook in self.deps.after_turn:
             hook(ctx, turn)
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
@@ -227,33 +231,36 @@ class Orchestrator:
                      questions=tuple(t.question for t in tasks), notices=tuple(notices))
 
     async def post_process(self, ctx: TurnContext, turn: ComposedTurn,
-                           run: ReactLoopResult | LLMFailure | None) -> None:
-        """Write the raw turn once; only then are late outcomes marked reported (a turn cut
-        short before this point flows them back again). A command is not conversation: the
-        LLM never reads it (a command that changes the conversation, like /cancel, ends as
-        CANCELLED and is kept)."""
+                           run: ReactLoopResult | LLMFailure | None,
+                           writes: Queries | None = None) -> None:
+        """Write the raw turn once, and with it (in `writes` when given) mark late outcomes
+        reported (a turn cut short before it is stored flows them back again). A command is
+        not conversation: the LLM never reads it (a command that changes the conversation,
+        like /cancel, ends as CANCELLED and is kept)."""
         if turn.stop is TurnStop.COMMAND and not turn.settled:
             return
         await self.deps.history.append(ctx.user.id, ctx.turn_id, turn.stored,
-                                       channel=ctx.msg.channel, at=self.deps.clock.now())
+                                       channel=ctx.msg.channel, at=self.deps.clock.now(),
+                                       q=writes)
         if self.deps.journal is not None:  # the turn is stored: nothing left to replay
-            await self.deps.journal.finish(ctx.turn_id)
+            await self.deps.journal.finish(ctx.turn_id, q=writes)
         if turn.settled and self.deps.approvals is not None:
-            await self.deps.approvals.mark_reported(list(turn.settled))
+            await self.deps.approvals.mark_reported(list(turn.settled), q=writes)
         if isinstance(run, ReactLoopResult):
             self.deps.metrics.tools_ran(run.tool_calls)
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
-            await self._record_usage(ctx, run)
+            await self._record_usage(ctx, run, writes)
 
-    async def _record_usage(self, ctx: TurnContext, run: ReactLoopResult) -> None:
+    async def _record_usage(self, ctx: TurnContext, run: ReactLoopResult,
+                            writes: Queries | None) -> None:
         """Once per turn (keyed by it); accounting never fails a turn that is stored."""
         if self.deps.usage is None:
             return
         try:
             await self.deps.usage.record(ctx.turn_id, ctx.user.id, ctx.msg.channel,
                                          self.deps.clock.now(), run.token_usage,
-                                         run.llm_requests)
+                                         run.llm_requests, q=writes)
         except Exception:
             log.warning("usage of turn %s not recorded", ctx.turn_id, exc_info=True)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from bot.db import Database
+from bot.db import Database, Queries
 from bot.llm import TokenUsage
 
 
@@ -33,9 +33,10 @@ class UsageStore:
         self.db = db
 
     async def record(self, turn_id: str, user_id: str, channel: str, at: datetime,
-                     usage: TokenUsage, llm_requests: int) -> None:
-        """The turn's use, once: a second record of the same turn changes nothing."""
-        await self.db.execute(
+                     usage: TokenUsage, llm_requests: int, q: Queries | None = None) -> None:
+        """The turn's use, once: a second record of the same turn changes nothing. `q`: the
+        transaction (or batch) that stores the turn."""
+        await (q or self.db).execute(
             "INSERT INTO turn_usage (turn_id, user_id, channel, at, prompt_tokens,"
             " completion_tokens, llm_requests) VALUES ($1, $2, $3, $4, $5, $6, $7)"
             " ON CONFLICT (turn_id) DO NOTHING", turn_id, user_id, channel, at,

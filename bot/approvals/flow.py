@@ -34,6 +34,7 @@ from bot.approvals.model import (
 from bot.approvals.store import INTERRUPTED, ApprovalStore
 from bot.approvals.sweeper import expired_line
 from bot.clock import Clock
+from bot.db import Queries
 from bot.llm import LLM, ToolCall
 from bot.tools import (
     Tool,
@@ -186,9 +187,10 @@ class ApprovalFlow:
         return ExecutionOutcome(ExecutionStatus.EXECUTED if ok else ExecutionStatus.FAILED,
                                 content)
 
-    async def mark_reported(self, approval_ids: list[str]) -> None:
-        """These outcomes reached the conversation (the turn that carried them is stored)."""
-        await self.store.mark_reported(approval_ids)
+    async def mark_reported(self, approval_ids: list[str], q: Queries | None = None) -> None:
+        """These outcomes reached the conversation (the turn that carried them is stored, in
+        `q` when given: the same transaction or batch)."""
+        await self.store.mark_reported(approval_ids, q)
 
     def expired_line(self, approval: ApprovalRequest) -> str:
         return expired_line(approval, self.lines)

@@ -221,10 +221,13 @@ class ApprovalStore:
                     settled.append(approval)
         return settled
 
-    async def mark_reported(self, approval_ids: list[str]) -> None:
-        for approval_id in approval_ids:
-            await self.db.execute("UPDATE approvals SET reported = 1 WHERE id = $1",
-                                  approval_id)
+    async def mark_reported(self, approval_ids: list[str], q: Queries | None = None) -> None:
+        """`q`: the transaction (or batch) that stores the turn that reported them."""
+        if not approval_ids:
+            return
+        places = ", ".join(f"${i}" for i in range(1, len(approval_ids) + 1))
+        await (q or self.db).execute(
+            f"UPDATE approvals SET reported = 1 WHERE id IN ({places})", *approval_ids)
 
     async def unreported(self, user_id: str) -> list[ApprovalRequest]:
         """Settled approvals whose outcome has not reached the conversation yet."""

@@ -82,6 +82,8 @@ def _head(sql: str) -> str:
     """The verb and the first table named outside parentheses."""
     words = sql.split()
     verb = words[0].upper() if words else ""
+    if verb == "WITH" and any(f" AS ({w}" in sql for w in ("INSERT", "UPDATE", "DELETE")):
+        return f"{sql.count(' AS (') + 1} writes in one statement"
     depth = 0
     for i, word in enumerate(words[:-1]):
         if depth == 0 and word.upper() in ("INTO", "FROM", "UPDATE"):

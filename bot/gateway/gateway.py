@@ -17,6 +17,7 @@ from enum import Enum
 from bot.clock import Clock
 from bot.commands import command_word
 from bot.db import Database
+from bot.db.batch import Batch
 from bot.db.turn_reads import turn_scope
 from bot.envelopes import (
     ButtonPress,
@@ -217,18 +218,20 @@ class Gateway:
 
     async def _close(self, row_id: int, status: str, *, reply: Reply | None = None,
                      user_id: str | None = None, channel: str = "", address: str = "",
-                     error: str | None = None) -> None:
+                     error: str | None = None, writes: Batch | None = None) -> None:
         """The one way an inbox row ends: its reply (if it has one) queued and the row closed
-        in one transaction, so the reply exists exactly once."""
+        together (with the stored turn, `writes`), so the reply exists exactly once. One
+        statement on Postgres (bot.db.batch)."""
         deps = self.deps
         speaks = reply is not None and bool(reply.text or reply.prompts)
-        async with deps.db.transaction() as tx:
-            if speaks and reply is not None:
-                await self.outbound.queue_reply(
-                    tx, dedupe_key=f"reply:{row_id}", user_id=user_id, channel=channel,
-                    address=address, text=reply.text,
-                    payload=payload_of(reply.prompts, reply.stop))
-            await deps.inbox.close(tx, row_id, status, deps.clock.now(), error)
+        batch = writes if writes is not None else Batch()
+        if speaks and reply is not None:
+            await self.outbound.queue_reply(
+                batch, dedupe_key=f"reply:{row_id}", user_id=user_id, channel=channel,
+                address=address, text=reply.text,
+                payload=payload_of(reply.prompts, reply.stop))
+        await deps.inbox.close(batch, row_id, status, deps.clock.now(), error)
+        await batch.run(deps.db)
         if speaks:
             self.outbound.wake()
 
@@ -286,10 +289,11 @@ class Gateway:
         channel, address = target
         await self._typing(channel, address)
         stop = self._running[user.id] = asyncio.Event()
+        writes = Batch()  # the stored turn, committed with its reply and the row's close
         try:
             reply = await deps.handle_message(
                 await self._inbound(row, turn_id, channel, address),
-                emit=self._progress(channel, address), cancel=stop)
+                emit=self._progress(channel, address), cancel=stop, writes=writes)
         except asyncio.CancelledError:
             raise
         except Exception as err:
@@ -302,7 +306,7 @@ class Gateway:
             return
         finally:
             self._running.pop(user.id, None)
-        await self._finish(row, reply)
+        await self._finish(row, reply, writes=writes)
         await self.outbound.settle_prompts(user.id)
 
     async def _reply_target(self, row: InboxRow) -> tuple[str, str] | None:
@@ -327,9 +331,10 @@ class Gateway:
                        from_trigger=row.trigger_task_id, media=row.media, images=images)
 
     async def _finish(self, row: InboxRow, reply: Reply, *, status: str = "done",
-                      error: str | None = None) -> None:
-        """The reply is queued and the message closed in one transaction: exactly once. A
-        trigger's reply is a notification: routed to the person, quiet hours respected."""
+                      error: str | None = None, writes: Batch | None = None) -> None:
+        """The reply is queued and the message closed together with the stored turn
+        (`writes`): exactly once. A trigger's reply is a notification: routed to the person,
+        quiet hours respected."""
         deps = self.deps
         speaks = not reply.silent and bool(reply.text or reply.prompts)
         heard = heard_line(row.media, row.text) if row.media else None
@@ -340,9 +345,11 @@ class Gateway:
         if not (speaks and row.trigger_task_id is not None and row.user_id is not None):
             await self._close(row.id, status, reply=replace(reply, text=text) if speaks else None,
                               user_id=row.user_id, channel=row.channel, address=row.address,
-                              error=error)
+                              error=error, writes=writes)
             return
         async with deps.db.transaction() as tx:  # a trigger's reply is a notification
+            if writes is not None:
+                await writes.run_in(tx)
             await self.outbound.notifier.notify(Notification(
                 row.user_id, text, dedupe_key=f"reply:{row.id}", channel=row.reply_channel,
                 fallback_channel=row.origin_channel, urgency=row.urgency,

@@ -10,9 +10,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-from bot.db import Database, Row
+from bot.db import Database, Queries, Row
 
 Message = dict[str, Any]
+_COLUMNS = 8
+_ROWS_PER_STATEMENT = 500  # far below either database's limit on parameters
 
 
 class HistoryStore:
@@ -29,19 +31,21 @@ class HistoryStore:
         return [_to_message(r) for r in reversed(rows)]
 
     async def append(self, user_id: str, turn_id: str, messages: list[Message], *,
-                     channel: str, at: datetime) -> None:
-        """Write one turn's messages together: a turn is stored whole or not at all."""
-        if not messages:
+                     channel: str, at: datetime, q: Queries | None = None) -> None:
+        """Write one turn's messages together, in one statement: a turn is stored whole or
+        not at all. `q`: the transaction (or batch) that stores the turn with its reply."""
+        values = [(user_id, turn_id, msg["role"], msg.get("content"),
+                   json.dumps(msg["tool_calls"]) if msg.get("tool_calls") else None,
+                   msg.get("tool_call_id"), channel, at) for msg in messages]
+        chunks = [values[i:i + _ROWS_PER_STATEMENT]
+                  for i in range(0, len(values), _ROWS_PER_STATEMENT)]
+        if q is None and len(chunks) > 1:
+            async with self.db.transaction() as tx:
+                for chunk in chunks:
+                    await _insert(tx, chunk)
             return
-        async with self.db.transaction() as tx:
-            for msg in messages:
-                calls = msg.get("tool_calls")
-                await tx.execute(
-                    "INSERT INTO messages (user_id, turn_id, role, content, tool_calls,"
-                    " tool_call_id, channel, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
-                    user_id, turn_id, msg["role"], msg.get("content"),
-                    json.dumps(calls) if calls else None, msg.get("tool_call_id"),
-                    channel, at)
+        for chunk in chunks:
+            await _insert(q or self.db, chunk)
 
     async def turn_reply(self, turn_id: str) -> str | None:
         """The final answer of a stored turn; None if the turn was never written."""
@@ -55,6 +59,15 @@ class HistoryStore:
     async def count(self, user_id: str) -> int:
         return int(await self.db.fetchval(
             "SELECT COUNT(*) FROM messages WHERE user_id = $1", user_id) or 0)
+
+
+async def _insert(q: Queries, rows: list[tuple[Any, ...]]) -> None:
+    """Rows in the order given (their seq follows it)."""
+    places = ", ".join("(" + ", ".join(f"${n * _COLUMNS + i}" for i in range(1, _COLUMNS + 1))
+                       + ")" for n in range(len(rows)))
+    await q.execute(
+        "INSERT INTO messages (user_id, turn_id, role, content, tool_calls, tool_call_id,"
+        f" channel, created_at) VALUES {places}", *(v for row in rows for v in row))
 
 
 def _to_message(row: Row) -> Message:

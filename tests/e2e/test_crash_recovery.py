@@ -54,7 +54,8 @@ async def test_sigkill_mid_turn_then_restart_answers_once(fake_llm, tmp_path):
 
 
 async def test_a_turn_written_before_the_crash_is_not_run_again(app_factory, fake_llm):
-    """The crash came after the turn was stored but before the reply was queued."""
+    """The crash came after the turn was stored but before the reply was queued (a turn
+    stored apart from its reply: how a version before the turn's one closing write did it)."""
     from tests.helpers import RecordingSender, incoming
 
     app = await app_factory()
@@ -63,6 +64,7 @@ async def test_a_turn_written_before_the_crash_is_not_run_again(app_factory, fak
     row_id = await app.gateway.deps.inbox.record(incoming("hi", channel="console",
                                                           address="local"))
     await app.gateway.deps.inbox.assign(row_id, "owner")
+    await app.gateway.deps.inbox.claim_next("owner")  # the crashed process had claimed it
     await app.history.append("owner", f"inbox-{row_id}", [
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": "stored answer"}],
         channel="console", at=app.clock.now())
