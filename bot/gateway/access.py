@@ -73,6 +73,8 @@ class Admission:
     notify_owner: str | None = None
     handled: bool = False  # the message was a /link and is fully dealt with
     pairing_code: str | None = None  # the owner may decide it with a button too
+    # The address was marked unreachable (a permanent send failure): writing again lifts it.
+    unreachable: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,9 +107,11 @@ class AccessControl:
 
     async def admit(self, channel: str, address: str, display_name: str, text: str,
                     at: datetime) -> Admission:
-        user = await self.identities.resolve(channel, address)
-        if user is not None:
-            return Admission(None if user.blocked else user)
+        found = await self.identities.lookup(channel, address)
+        if found is not None:
+            identity, user = found
+            return Admission(None if user.blocked else user,
+                             unreachable=identity.unreachable_at is not None)
         display_name = one_line(display_name)  # stored and shown to the owner: one line
         words = text.strip().split()
         if len(words) == 2 and words[0].lower() == "/link":

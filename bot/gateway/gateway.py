@@ -144,7 +144,11 @@ class Gateway:
             await self._close_at_the_door(msg, row_id, admission)
             return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
         await deps.inbox.assign(row_id, admission.user.id)
-        await deps.identities.wrote_again(msg.channel, msg.address)
+        # Their drain looks for it before it ends, whatever happens to it next (a running
+        # turn may take it, /stop closes it).
+        self._dirty.add(admission.user.id)
+        if admission.unreachable:
+            await deps.identities.wrote_again(msg.channel, msg.address)
         if self._stop_running_turn(admission.user.id, msg.text):
             await self._close(row_id, "done")  # the stopped turn's reply says it
             return ReceiveResult.HANDLED
@@ -251,6 +255,8 @@ class Gateway:
                         if row is None:
                             break
                         await self._process(row)
+                        if not (row.waiting_behind or user_id in self._dirty):
+                            break  # none behind it when claimed, none assigned since
                 # No await between this check and leaving: a kick either sees us gone or
                 # marked the user dirty before it.
                 if user_id not in self._dirty:
@@ -300,6 +306,7 @@ class Gateway:
             log.exception("turn %s for %s failed (attempt %d)", turn_id, user.id, row.attempts)
             if row.attempts < deps.max_attempts:
                 await deps.clock.sleep(deps.retry_seconds * row.attempts)
+                self._dirty.add(user.id)
                 return  # still `processing`: the drain claims it again
             reply = Reply(deps.failure_line, stop=TurnStop.FAILED)
             await self._finish(row, reply, status="failed", error=f"{type(err).__name__}: {err}")

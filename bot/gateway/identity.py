@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from bot import phones
 from bot.db import Database, Row
-from bot.gateway.users import User, UserStore
+from bot.gateway.users import User, UserStore, user_of
 from bot.phones import TimezoneGuess
 
 # No 0/O, 1/I/L: codes are read aloud and typed on phones.
@@ -60,10 +60,21 @@ class IdentityStore:
         self.users = users
 
     async def resolve(self, channel: str, address: str) -> User | None:
+        found = await self.lookup(channel, address)
+        return found[1] if found else None
+
+    async def lookup(self, channel: str, address: str) -> tuple[Identity, User] | None:
+        """The address and the person it belongs to, in one statement."""
         row = await self.db.fetchrow(
-            "SELECT user_id FROM identities WHERE channel = $1 AND address = $2",
+            "SELECT u.*, i.channel AS i_channel, i.address AS i_address,"
+            " i.display_name AS i_display_name, i.opted_out_at AS i_opted_out_at,"
+            " i.unreachable_at AS i_unreachable_at FROM identities i"
+            " JOIN users u ON u.id = i.user_id WHERE i.channel = $1 AND i.address = $2",
             channel, address)
-        return await self.users.get(row["user_id"]) if row else None
+        if row is None:
+            return None
+        return Identity(row["i_channel"], row["i_address"], row["id"], row["i_display_name"],
+                        row["i_opted_out_at"], row["i_unreachable_at"]), user_of(row)
 
     async def link(self, channel: str, address: str, user_id: str, *, display_name: str = "",
                    at: datetime) -> None:

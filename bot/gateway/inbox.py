@@ -40,6 +40,7 @@ class InboxRow:
     urgency: Urgency = Urgency.NORMAL
     media: tuple[MediaRef, ...] = ()  # references only: the bytes are fetched per turn
     origin_channel: str | None = None  # where a trigger's task was set (after the preferred)
+    waiting_behind: bool = False  # when claimed, another message of the person waited too
 
 
 def _media_json(media: tuple[MediaRef, ...]) -> str | None:
@@ -58,7 +59,7 @@ def _row(r: Row) -> InboxRow:
                     r["text"], button, r["display_name"], r["status"], r["attempts"],
                     r["received_at"], r["trigger_task_id"], r["reply_channel"],
                     Urgency(r["urgency"] or "normal"), _media_of(r["media"]),
-                    r["origin_channel"])
+                    r["origin_channel"], bool(r.get("waiting_behind")))
 
 
 class InboxStore:
@@ -104,15 +105,15 @@ class InboxStore:
 
     async def claim_next(self, user_id: str) -> InboxRow | None:
         """The user's oldest unfinished message, marked processing (caller holds the user's
-        lock, so a row still `processing` is one a crashed turn left behind)."""
-        row = await self.db.fetchrow(
-            "SELECT id FROM inbox WHERE user_id = $1 AND status IN ('received', 'processing')"
-            " ORDER BY id LIMIT 1", user_id)
-        if row is None:
-            return None
+        lock, so a row still `processing` is one a crashed turn left behind), and whether
+        another waits behind it (`waiting_behind`): one statement."""
         claimed = await self.db.fetchrow(
             "UPDATE inbox SET status = 'processing', attempts = attempts + 1"
-            " WHERE id = $1 RETURNING *", row["id"])
+            " WHERE id = (SELECT id FROM inbox WHERE user_id = $1"
+            " AND status IN ('received', 'processing') ORDER BY id LIMIT 1)"
+            " RETURNING *, EXISTS (SELECT 1 FROM inbox AS later WHERE later.user_id = $1"
+            " AND later.id > inbox.id AND later.status IN ('received', 'processing'))"
+            " AS waiting_behind", user_id)
         return _row(claimed) if claimed else None
 
     async def users_with_work(self) -> list[str]:

@@ -26,7 +26,8 @@ class User:
     timezone_candidates: tuple[str, ...] = ()
 
 
-def _user(row: Row) -> User:
+def user_of(row: Row) -> User:
+    """A person from their `users` row (other columns ignored)."""
     candidates = row.get("timezone_candidates") or ""
     return User(row["id"], row["display_name"], row["timezone"], row["preferred_channel"],
                 bool(row["is_owner"]), bool(row["blocked"]), row["quiet_hours_start"],
@@ -49,13 +50,13 @@ class UserStore:
     async def _read(self, user_id: str) -> User | None:
         if not (self.holdings and in_turn()):
             row = await self.db.fetchrow("SELECT * FROM users WHERE id = $1", user_id)
-            return _user(row) if row else None
+            return user_of(row) if row else None
         row = await self.db.fetchrow(self._with_holdings, user_id)
         if row is None:
             return None
         learnt_holdings(user_id, [h.name for i, h in enumerate(self.holdings)
                                   if row[f"holds_{i}"]])
-        return _user(row)
+        return user_of(row)
 
     async def ensure(self, user_id: str, *, display_name: str = "", timezone: str = "UTC",
                      is_owner: bool = False, at: datetime,
@@ -72,7 +73,7 @@ class UserStore:
         return user
 
     async def list(self) -> list[User]:
-        return [_user(r) for r in await self.db.fetch("SELECT * FROM users ORDER BY created_at")]
+        return [user_of(r) for r in await self.db.fetch("SELECT * FROM users ORDER BY created_at")]
 
     async def set_timezone(self, user_id: str, timezone: str) -> None:
         """The person's own choice: the guess from their number (and its candidates) ends."""
