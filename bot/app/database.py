@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from typing import Literal
 
+from bot.config.sections import DatabaseSettings
 from bot.db import Database, connect
 
 # Packages with a `migrations` folder, in no particular order (one numbering for all).
 MIGRATIONS = ("bot.db", "channels.sms")
 
 
-async def open_database(url: str, *, migrate: bool | Literal["check"] = True) -> Database:
-    """`migrate`: True applies what is pending, "check" refuses an old schema (bot.db.connect)."""
-    return await connect(url, migrate=migrate, migrations=MIGRATIONS)
+async def open_database(url: str, *, migrate: bool | Literal["check"] = True,
+                        settings: DatabaseSettings | None = None) -> Database:
+    """`migrate`: True applies what is pending, "check" refuses an old schema (bot.db.connect).
+    `settings`: the pool's size and prepared statements (the configuration's `database:`)."""
+    settings = settings or DatabaseSettings()
+    return await connect(url, migrate=migrate, migrations=MIGRATIONS,
+                         pool_size=settings.pool_size,
+                         statement_cache_size=settings.statement_cache_size)

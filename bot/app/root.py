@@ -162,7 +162,8 @@ class App:
         llm = MeteredLLM(llm or build_llm(settings), metrics)
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
         try:
-            db = db or await open_database(settings.database_url, migrate=migrate)
+            db = db or await open_database(settings.database_url, migrate=migrate,
+                                           settings=settings.database)
         except BaseException:
             for closer in closers:
                 await closer()

@@ -34,6 +34,9 @@ from bot.config.sections import (
     ContactsSettings as ContactsSettings,
 )
 from bot.config.sections import (
+    DatabaseSettings as DatabaseSettings,
+)
+from bot.config.sections import (
     DeliverySettings as DeliverySettings,
 )
 from bot.config.sections import (
@@ -92,6 +95,7 @@ class Settings(_Section):
     llm: LLMSettings = LLMSettings()
     # "": the default, filled in below (never relative to the current directory).
     database_url: str = ""
+    database: DatabaseSettings = DatabaseSettings()  # pool size, prepared statements
     # Where Valet keeps its files (the default SQLite database, the log file, the chat's
     # history); None: beside valet.yaml (its data/), else $XDG_DATA_HOME/valet. A service sets
     # it (VALET_DATA_DIR=/var/lib/valet).
@@ -257,6 +261,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_LLM_BASE_URL": ("llm", "base_url"),
     "VALET_LLM_MODEL": ("llm", "model"),
     "VALET_DATABASE_URL": ("database_url",),
+    "VALET_DATABASE_POOL_SIZE": ("database", "pool_size"),
     "VALET_DATA_DIR": ("data_directory",),
     "VALET_PERSONA": ("persona",),
     "VALET_TIMEZONE": ("timezone",),

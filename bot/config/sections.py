@@ -165,6 +165,17 @@ LoopSettings = _loop_settings_model()
 DeliverySettings = _knobs_model("DeliverySettings", DeliveryPolicy, {})
 
 
+class DatabaseSettings(_Section):
+    """The database's connections (the URL itself is `database_url`)."""
+
+    # Postgres connections this process keeps (None: 10, or the URL's ?pool_size=, which
+    # wins when both are given). Each running turn holds one only while a statement runs.
+    pool_size: int | None = pydantic.Field(None, ge=1, le=1000)
+    # Prepared statements kept per Postgres connection (asyncpg); 0 turns the cache off, as
+    # a PgBouncer in transaction mode needs (or the URL's ?statement_cache_size=).
+    statement_cache_size: int = pydantic.Field(512, ge=0)
+
+
 class GatewaySettings(_Section):
     """How the gateway runs turns."""
 

@@ -75,10 +75,13 @@ def database_url_problem(url: str) -> str | None:
 
 
 async def connect(url: str, *, migrate: bool | Literal["check"] = True,
-                  migrations: Sequence[str] = ("bot.db",)) -> Database:
+                  migrations: Sequence[str] = ("bot.db",), pool_size: int | None = None,
+                  statement_cache_size: int | None = None) -> Database:
     """Open the database a URL names (sqlite:///path, sqlite:///:memory:, postgresql://...).
 
     `migrations`: the packages whose migrations apply (bot.app.database names them all).
+    `pool_size`, `statement_cache_size`: Postgres's connections and prepared statements per
+    connection (the configuration's `database:`; the URL's own parameters win).
     `migrate`: True applies the migrations not applied yet; "check" only checks that none is
     missing (SchemaBehind: run `valet migrate`); False neither. Except with False, a schema
     newer than the code is refused (SchemaAhead).
@@ -89,7 +92,7 @@ async def connect(url: str, *, migrate: bool | Literal["check"] = True,
     if problem:
         raise DatabaseURLError(f"database URL: {problem}")
     try:
-        db = await _open(url)
+        db = await _open(url, pool_size, statement_cache_size)
     except DatabaseUnavailable:
         raise
     except OSError as err:  # refused, unreachable, no such directory, read-only...
@@ -116,14 +119,16 @@ async def connect(url: str, *, migrate: bool | Literal["check"] = True,
     return db
 
 
-async def _open(url: str) -> Database:
+async def _open(url: str, pool_size: int | None, statement_cache_size: int | None
+                ) -> Database:
     if url.startswith("sqlite:"):
         from bot.db.sqlite import SQLiteDatabase
 
         return await SQLiteDatabase.open(url)
     from bot.db.postgres import PostgresDatabase
 
-    return await PostgresDatabase.open(url)
+    return await PostgresDatabase.open(url, pool_size=pool_size,
+                                       statement_cache_size=statement_cache_size)
 
 
 def as_unavailable(err: BaseException, url: str) -> DatabaseUnavailable | None:

@@ -18,8 +18,9 @@ import asyncpg
 from bot.db import Row
 
 DEFAULT_POOL_SIZE = 10
+DEFAULT_STATEMENT_CACHE = 512  # prepared statements per connection: Valet issues ~200 kinds
 # Query parameters Valet reads itself; asyncpg would reject them as server settings.
-_VALET_PARAMS = frozenset({"pool_size"})
+_VALET_PARAMS = frozenset({"pool_size", "statement_cache_size"})
 _COUNTED = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE", "COPY"})
 
 
@@ -72,21 +73,32 @@ class _Queries:
 class PostgresDatabase(_Queries):
     dialect = "postgres"
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, size: int = DEFAULT_POOL_SIZE) -> None:
         super().__init__(pool)
         self._pool = pool
+        self.pool_size = size
 
     @classmethod
-    async def open(cls, url: str) -> PostgresDatabase:
+    async def open(cls, url: str, *, pool_size: int | None = None,
+                   statement_cache_size: int | None = None) -> PostgresDatabase:
+        """`pool_size` and `statement_cache_size` from the configuration (database:); the
+        URL's ?pool_size= and ?statement_cache_size= win when given."""
         dsn, options = split_url(url)
-        size = int(options.get("pool_size", DEFAULT_POOL_SIZE))
+        size = int(options.get("pool_size", pool_size or DEFAULT_POOL_SIZE))
         if size < 1:
             raise ValueError(f"pool_size must be at least 1, not {size}")
+        cache = int(options.get("statement_cache_size", DEFAULT_STATEMENT_CACHE
+                                if statement_cache_size is None else statement_cache_size))
+        if cache < 0:
+            raise ValueError(f"statement_cache_size must be 0 or more, not {cache}")
+        # Statements are prepared once per connection and kept (asyncpg's cache, sized here):
+        # a turn's statements are then each one round trip with no parse or plan.
         # timezone goes in the startup packet, not an init-time SET: the pool's RESET ALL on
         # every release would undo a SET, but resets to the startup value.
         pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size, reset=_keep_session,
+                                         statement_cache_size=cache,
                                          server_settings={"timezone": "UTC"})
-        return cls(pool)
+        return cls(pool, size)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Queries]:

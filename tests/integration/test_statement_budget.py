@@ -1,0 +1,42 @@
+"""A plain turn (a known person's "hello", answered with no tool) costs at most 12 statements,
+counted from the message's arrival to its reply queued and the message closed. On Postgres a
+transaction's BEGIN and COMMIT count too (each is a round trip); on SQLite they are not round
+trips and are left out. Counting is deterministic: this is a budget, not a timing.
+
+When this fails, `make bench` (tests/bench/statements.py) prints the statements by issuer."""
+
+from __future__ import annotations
+
+from bot.db.counting import report
+from tests.turn_statements import count_plain_turn
+
+BUDGET = 12
+
+
+async def test_a_plain_turn_stays_within_its_statement_budget(db_url: str) -> None:
+    count = await count_plain_turn(db_url)
+    counted = count.turn if db_url.startswith("postgres") else \
+        [s for s in count.turn if s.sql not in ("BEGIN", "COMMIT")]
+    assert len(counted) <= BUDGET, "\n".join(report(count.turn))
+
+
+async def test_the_turn_reads_its_person_and_history_once(db_url: str) -> None:
+    count = await count_plain_turn(db_url)
+    reads = [s.sql for s in count.turn if s.sql.startswith("SELECT")]
+    assert reads.count("SELECT messages") == 1, "\n".join(report(count.turn))
+    # The person's row with what their stores hold, in the turn; their address at the door.
+    assert reads.count("SELECT users") == 1 and reads.count("SELECT identities") == 1
+    assert len(reads) == 3, "\n".join(report(count.turn))
+
+
+async def test_the_turn_is_stored_with_its_reply_in_one_write(db_url: str) -> None:
+    """History, journal finished, usage, the reply queued, the message closed: one statement
+    on Postgres, one transaction on SQLite."""
+    count = await count_plain_turn(db_url)
+    closing = [s for s in count.turn if s.under("Gateway._close")]
+    if db_url.startswith("postgres"):
+        assert [s.sql for s in closing] == ["5 writes in one statement"]
+    else:
+        assert [s.sql for s in closing] == [
+            "BEGIN", "INSERT messages", "DELETE turn_journal", "INSERT turn_usage",
+            "INSERT outbox", "UPDATE inbox", "COMMIT"]
