@@ -15,7 +15,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import lru_cache
+from functools import cached_property
 from typing import Any, Literal, Protocol
 
 import pydantic
@@ -128,11 +128,15 @@ class ToolExposure:
     on: Mapping[str, CapabilitySpec]  # the capabilities that are on
     off: Mapping[str, CapabilitySpec] = field(default_factory=dict)  # off or failing
     open_for_turns: int = OPEN_FOR_TURNS
+    # What every request would otherwise work out again (the core, each set of open groups'
+    # schemas), for the registry as it is: derived data, the same for every person.
+    _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    @property
+    @cached_property
     def grouped(self) -> dict[str, str]:
         """tool name -> its capability (on or not), for the tools the registry declares."""
-        return _grouped(tuple(self.on.values()) + tuple(self.off.values()))
+        return {tool: spec.name for spec in (*self.on.values(), *self.off.values())
+                for tool in spec.tools}
 
     def group_of(self, tool_name: str) -> str | None:
         """The capability a tool belongs to; a source's tools by their prefix (known or not)."""
@@ -144,7 +148,11 @@ class ToolExposure:
         return group
 
     def core(self) -> list[str]:
-        return [name for name in self.registry.names() if self.group_of(name) is None]
+        names = tuple(self.registry.names())  # a tool added to the registry counts at once
+        core = self._memo.get(("core", names))
+        if core is None:
+            core = self._memo[("core", names)] = [n for n in names if self.group_of(n) is None]
+        return list(core)
 
     def available(self) -> set[str]:
         """The core and the tools of every capability that is on."""
@@ -211,20 +219,21 @@ class ToolExposure:
         return open_capability_tool(self.on)
 
 
-@lru_cache(maxsize=64)
-def _grouped(specs: tuple[CapabilitySpec, ...]) -> dict[str, str]:
-    return {tool: spec.name for spec in specs for tool in spec.tools}
-
-
 def _schemas_for(exposure: ToolExposure, opened: frozenset[str]) -> list[dict[str, Any]]:
-    wanted = set(exposure.core())
+    key = ("schemas", opened, tuple(exposure.registry.names()))
+    declared = exposure._memo.get(key)
+    if declared is None:
+        wanted = set(exposure.core())
+        for name in opened:
+            wanted.update(exposure.on[name].tools)
+        declared = exposure._memo[key] = [t.schema() for t in exposure.registry
+                                          if t.name in wanted]
     learnt: list[dict[str, Any]] = []
-    for name in sorted(opened):
-        spec = exposure.on[name]
-        wanted.update(spec.tools)
-        if spec.source is not None:
-            learnt += [t.schema() for t in spec.source.known()]
-    return [t.schema() for t in exposure.registry if t.name in wanted] + learnt
+    for name in sorted(opened):  # a source's tools as it knows them now (they may change)
+        source = exposure.on[name].source
+        if source is not None:
+            learnt += [t.schema() for t in source.known()]
+    return [*declared, *learnt]
 
 
 def _argument(raw: Any, key: str) -> str:
