@@ -121,10 +121,12 @@ class Gateway:
         msg, deps = clean_incoming(msg), self.deps  # bytes a store or a terminal cannot take
         if msg.choice is not None and msg.button is None:
             msg = await self._bind_choice(msg)
-        row_id = await deps.inbox.record(msg)
-        if row_id is None:
+        # One statement for a known person who may write: stored straight into their queue.
+        recorded = await deps.inbox.record_for_sender(msg)
+        if recorded is None:
             return ReceiveResult.DUPLICATE, None
-        return await self._admit(msg, row_id), row_id
+        row_id, sender = recorded
+        return await self._admit(msg, row_id, sender), row_id
 
     async def _bind_choice(self, msg: IncomingMessage) -> IncomingMessage:
         """A bare choice answers the prompt of the last message to this address, when that
@@ -135,26 +137,34 @@ class Gateway:
         [prompt] = last.prompts
         return replace(msg, button=ButtonPress(prompt.id, msg.choice.value, kind=prompt.kind))
 
-    async def _admit(self, msg: IncomingMessage, row_id: int) -> ReceiveResult:
+    async def _admit(self, msg: IncomingMessage, row_id: int, sender: str | None
+                     ) -> ReceiveResult:
+        """`sender`: the person the row was stored for (a known address that may write);
+        None: the access policy decides (a stranger, a blocked person, an address marked
+        unreachable) and the row joins the person's queue only if it lets them in."""
         deps = self.deps
-        at = deps.clock.now()
-        admission = await deps.access.admit(msg.channel, msg.address, msg.display_name,
-                                            msg.text, at)
-        if admission.user is None or admission.handled:
-            await self._close_at_the_door(msg, row_id, admission)
-            return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
-        await deps.inbox.assign(row_id, admission.user.id)
+        user: User | None = None
+        if sender is None:
+            admission = await deps.access.admit(msg.channel, msg.address, msg.display_name,
+                                                msg.text, deps.clock.now())
+            if admission.user is None or admission.handled:
+                await self._close_at_the_door(msg, row_id, admission)
+                return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
+            user, sender = admission.user, admission.user.id
+            await deps.inbox.assign(row_id, sender)
+            if admission.unreachable:
+                await deps.identities.wrote_again(msg.channel, msg.address)
         # Their drain looks for it before it ends, whatever happens to it next (a running
         # turn may take it, /stop closes it).
-        self._dirty.add(admission.user.id)
-        if admission.unreachable:
-            await deps.identities.wrote_again(msg.channel, msg.address)
-        if self._stop_running_turn(admission.user.id, msg.text):
+        self._dirty.add(sender)
+        if self._stop_running_turn(sender, msg.text):
             await self._close(row_id, "done")  # the stopped turn's reply says it
             return ReceiveResult.HANDLED
-        self.kick(admission.user.id)
+        self.kick(sender)
         if msg.button is not None and msg.button.answer_ref:
-            await self._answer_button(msg.channel, admission.user, msg.button)
+            user = user or await deps.users.get(sender)
+            if user is not None:
+                await self._answer_button(msg.channel, user, msg.button)
         return ReceiveResult.ACCEPTED
 
     def _stop_running_turn(self, user_id: str, text: str) -> bool:

@@ -28,6 +28,15 @@ def guess_timezone(channel: str, address: str, default: str) -> TimezoneGuess:
     return phones.guess_timezone(address, default)
 
 
+def writer(channel: str, address: str) -> str:
+    """An SQL expression: the id of the person an address belongs to when they may write now
+    (known, not blocked, not marked unreachable), else NULL. `channel` and `address` are the
+    caller's placeholders ("$1", "$3"): the inbox stores a message with it in one statement."""
+    return ("(SELECT i.user_id FROM identities i JOIN users u ON u.id = i.user_id"
+            f" WHERE i.channel = {channel} AND i.address = {address} AND u.blocked = 0"
+            " AND i.unreachable_at IS NULL)")
+
+
 @dataclass(frozen=True)
 class Identity:
     channel: str

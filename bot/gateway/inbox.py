@@ -20,6 +20,7 @@ from bot.envelopes import (
     TriggerMessage,
     Urgency,
 )
+from bot.gateway.identity import writer
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,23 @@ class InboxStore:
             msg.button.option if msg.button else None,
             msg.button.kind.value if msg.button else None, msg.display_name, msg.received_at,
             _media_json(msg.media))
+
+    async def record_for_sender(self, msg: IncomingMessage) -> tuple[int, str | None] | None:
+        """`record`, stored straight into its sender's queue when the address is a person's
+        who may write now (known, not blocked, not marked unreachable): (the new row's id,
+        that person's id or None). None when this (channel, external id) was seen before."""
+        row = await self.db.fetchrow(
+            "INSERT INTO inbox (channel, external_id, address, text, button_approval_id,"
+            " button_option, button_kind, display_name, status, received_at, media, user_id)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'received', $9, $10,"
+            f" {writer('$1', '$3')})"
+            " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id, user_id",
+            msg.channel, msg.external_id, msg.address, msg.text,
+            msg.button.approval_id if msg.button else None,
+            msg.button.option if msg.button else None,
+            msg.button.kind.value if msg.button else None, msg.display_name, msg.received_at,
+            _media_json(msg.media))
+        return (int(row["id"]), row["user_id"]) if row else None
 
     async def record_for_user(self, msg: TriggerMessage, at: datetime) -> int | None:
         """A trigger's run for a user: queued like their messages, unique by its run key."""

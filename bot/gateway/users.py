@@ -62,11 +62,13 @@ class UserStore:
                      is_owner: bool = False, at: datetime,
                      timezone_candidates: tuple[str, ...] = ()) -> User:
         """The user, created on first sight; an existing user is left as it is."""
-        await self.db.execute(
+        created = await self.db.fetchrow(
             "INSERT INTO users (id, display_name, timezone, is_owner, created_at,"
-            " timezone_candidates) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-            user_id, display_name, timezone, int(is_owner), at,
+            " timezone_candidates) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING"
+            " RETURNING *", user_id, display_name, timezone, int(is_owner), at,
             ",".join(timezone_candidates) or None)
+        if created is not None:
+            return user_of(created)
         forget(("user", user_id))
         user = await self.get(user_id)
         assert user is not None
