@@ -34,8 +34,9 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# BENCH_ARGS="--workers 2 gateway": some benchmarks, with worker processes where they can.
 bench: $(TEST_STAMP)
-	$(PY) -m tests.bench
+	$(PY) -m tests.bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

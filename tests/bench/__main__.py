@@ -1,9 +1,12 @@
-"""`make bench`: run every benchmark and print its numbers."""
+"""`make bench`: run every benchmark and print its numbers (`make bench BENCH_ARGS="--workers
+2 gateway"`: one benchmark, with two worker processes where it can use them)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
+import inspect
 import logging
 import sys
 
@@ -12,14 +15,21 @@ BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "stateme
               "sms_webhook", "triggers", "telegram", "prompt_tokens", "memory"]
 
 
-async def main(names: list[str]) -> None:
+async def main(names: list[str], workers: int) -> None:
     for name in names:
         module = importlib.import_module(f"tests.bench.{name}")
-        for text in await module.run():
+        # A benchmark that can run with several worker processes takes their number.
+        takes_workers = "workers" in inspect.signature(module.run).parameters
+        for text in await (module.run(workers=workers) if takes_workers else module.run()):
             print(text, flush=True)
         print()
 
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.ERROR)
-    asyncio.run(main(sys.argv[1:] or BENCHMARKS))
+    parser = argparse.ArgumentParser(prog="python -m tests.bench")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes that run turns, where a benchmark can use several")
+    parser.add_argument("names", nargs="*", help=f"benchmarks (all: {' '.join(BENCHMARKS)})")
+    args = parser.parse_args(sys.argv[1:])
+    asyncio.run(main(args.names or BENCHMARKS, args.workers))

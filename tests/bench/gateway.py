@@ -1,11 +1,16 @@
 """The gateway: what the durable path costs per message, and how it holds up under many users.
 
   receive()   inbox write + access check + dispatch, per message (SQLite and Postgres)
-  1,000 users each send a message at once; the LLM takes 300 ms. Throughput, and the latency
-              each person sees above those 300 ms (p50/p99), SQLite and Postgres.
+  1,000 users each send a message at once (each their first: the person is created); the LLM
+              takes 300 ms. Throughput, the latency each person sees above those 300 ms
+              (p50/p99), and this process's CPU per reply, SQLite and Postgres.
 
 The LLM here is an in-process stand-in that sleeps 300 ms: this measures the gateway and the
 database, not an HTTP client's connection pool (the openai client's pool would be the limit).
+
+`--workers N` (python -m tests.bench --workers 2 gateway): the processes that run turns.
+One is this process; more need the web/worker process roles (issue [scale] items 1-2): until
+they exist the bench says so instead of measuring.
 """
 
 from __future__ import annotations
@@ -98,30 +103,45 @@ async def _receive_cost(url: str, label: str) -> list[str]:
         await app.close()
 
 
-async def _many_users(url: str, label: str) -> list[str]:
+async def _many_users(url: str, label: str, *, workers: int = 1) -> list[str]:
+    if workers != 1:
+        return [f"  {USERS} users at once on {label} with {workers} workers: not measured "
+                "(several workers need the web/worker process roles)"]
     app, sender = await _app(url, LLM_SECONDS)
     try:
-        sender.expected = USERS
-        sent_at: dict[str, float] = {}
-        t0 = time.perf_counter()
-
-        async def one(i: int) -> None:
-            sent_at[f"user{i}"] = time.perf_counter()
-            await app.gateway.receive(_msg(f"user{i}", 0))
-
-        await asyncio.gather(*(one(i) for i in range(USERS)))
-        await asyncio.wait_for(sender.done.wait(), 300)
-        wall = time.perf_counter() - t0
-        added = [(sender.delivered[a] - sent_at[a] - LLM_SECONDS) * 1000 for a in sent_at]
-        return [f"  {USERS} users at once on {label}: {USERS / wall:7.1f} replies/s, "
-                f"all answered in {wall:.2f} s; latency above the LLM's 300 ms: "
-                f"p50 {pct(added, 50):.0f} ms, p99 {pct(added, 99):.0f} ms"]
+        out = []
+        for n, who in ((0, "new"), (1, "known")):  # first contact, then their next message
+            out.append(await _at_once(app, sender, n, f"{label}, {who} people"))
+        return out
     finally:
         await app.close()
 
 
-async def run() -> list[str]:
-    out = ["Gateway (inbox + access + per-user dispatch + outbox)"]
+async def _at_once(app: App, sender: TimingSender, n: int, label: str) -> str:
+    sender.expected, sender.delivered = USERS, {}
+    sender.done.clear()
+    sent_at: dict[str, float] = {}
+    cpu = time.process_time()
+    t0 = time.perf_counter()
+
+    async def one(i: int) -> None:
+        sent_at[f"user{i}"] = time.perf_counter()
+        await app.gateway.receive(_msg(f"user{i}", n))
+
+    await asyncio.gather(*(one(i) for i in range(USERS)))
+    await asyncio.wait_for(sender.done.wait(), 300)
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu
+    await app.gateway.wait_idle()
+    added = [(sender.delivered[a] - sent_at[a] - LLM_SECONDS) * 1000 for a in sent_at]
+    return (f"  {USERS} at once on {label}: {USERS / wall:6.1f} replies/s, "
+            f"all answered in {wall:.2f} s; above the LLM's 300 ms: "
+            f"p50 {pct(added, 50):.0f} ms, p99 {pct(added, 99):.0f} ms; "
+            f"{cpu * 1000 / USERS:.2f} ms CPU per reply")
+
+
+async def run(workers: int = 1) -> list[str]:
+    out = ["Gateway (inbox + access + per-user dispatch + outbox); the floor: SQLite, same run"]
     with tempfile.TemporaryDirectory() as tmp:
         out += await _receive_cost(f"sqlite:///{tmp}/a.db", "SQLite")
         out += await _many_users(f"sqlite:///{tmp}/b.db", "SQLite")
@@ -133,6 +153,9 @@ async def run() -> list[str]:
         out += await _many_users(pg.create_database("bench_b"), "Postgres (pool 10)")
         out += await _many_users(pg.create_database("bench_c") + "?pool_size=40",
                                  "Postgres (pool 40)")
+        if workers != 1:
+            out += await _many_users(pg.create_database("bench_d"), "Postgres",
+                                     workers=workers)
     finally:
         pg.stop()
     return out
