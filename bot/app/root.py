@@ -35,6 +35,7 @@ from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
 from bot.gateway.access import AccessControl
+from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
@@ -43,7 +44,7 @@ from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.gateway.notify import Notifier
 from bot.gateway.others import OutboxMessenger
 from bot.gateway.outbound import Outbound
-from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
+from bot.gateway.outbox import OutboxStore
 from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore

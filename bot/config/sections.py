@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pydantic
 
-from bot.gateway.outbox import DeliveryPolicy
+from bot.gateway.delivery import DeliveryPolicy
 from bot.loop import ReactLoopConfig
 
 # Keys of llm.extra_body that would put a credential into the file (and every request log).

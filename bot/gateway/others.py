@@ -23,7 +23,7 @@ from enum import Enum
 from bot.clock import Clock
 from bot.db import Database
 from bot.gateway.identity import IdentityStore
-from bot.gateway.outbox import OutboxStore
+from bot.gateway.outbox import Lane, OutboxStore
 
 KEY_PREFIX = "others:"
 KIND = "on_behalf"  # the outbox payload's kind: neither a reply nor a notification
@@ -103,7 +103,8 @@ class OutboxMessenger:
             return Sent(refused, count, self.max_per_day)
         queued = await self.outbox.enqueue(
             self.db, dedupe_key=dedupe_key, user_id=sender_id, channel=channel,
-            address=address, text=text, at=self.clock.now(), payload={"kind": KIND})
+            address=address, text=text, at=self.clock.now(), payload={"kind": KIND},
+            lane=Lane.URGENT)  # a person's own words to someone, just approved
         if queued is None:  # a concurrent run of the same key won
             return Sent(SendOutcome.ALREADY_QUEUED, count, self.max_per_day)
         self.wake()

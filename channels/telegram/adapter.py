@@ -5,6 +5,11 @@ port's: RetryAfter -> TransientSendError with the exact wait (and the limiter pa
 for it), network trouble and 5xx -> TransientSendError, a blocked bot, an unknown chat or a
 deactivated user -> PermanentSendError(unreachable=True). A message whose HTML Telegram still
 rejects goes again as plain text.
+
+Pace (`bot.channel.Paced`): the deliverer asks `ready_in(chat)` before it takes a message, so
+a chat that must wait holds no delivery slot. A long message goes as many parts as the chat's
+pace allows at once; the rest is handed back (`PartlySent`) and goes on later, after any
+urgent message to that chat.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 
 from bot.approvals.options import Option
-from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
+from bot.channel import ChannelFeatures, PartlySent, PermanentSendError, TransientSendError
 from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
 from bot.media import MediaUnavailable
 from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, callback_data
@@ -48,30 +53,33 @@ class TelegramChannel:
         self.limiter = limiter or OutboundLimiter()
         self.progress_board = ProgressBoard(post=self._post_status, edit=self._edit_status,
                                             typing=self.typing, delay=status_delay)
-        # Parts of a long message already delivered, by outbox id: a retry after a failure
-        # in the middle sends only the rest. Keyed by message, never shared between chats.
-        self._delivered_parts: dict[int, list[int]] = {}
+        # Parts of a long message delivered by this call so far, by outbox id (how many, and
+        # the last one's id): a retry after a failure in the middle sends only the rest. What
+        # an earlier call handed back (PartlySent) is the outbox row's own `parts_sent`.
+        self._progress: dict[int, tuple[int, int | None]] = {}
 
     # --- the port ------------------------------------------------------------------------
+
+    def ready_in(self, address: str) -> float:
+        return self.limiter.ready_in(address)
 
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind.startswith("edit:"):
             await self.edit(message.address, message.kind[5:], message.text)
             return message.kind[5:]
-        if message.kind == "reply":
+        if message.kind == "reply" and message.parts_sent == 0:
             await self.progress_board.finish(message.address)  # the answer ends the status
         chat = int(message.address)
         markup = keyboard(message.prompts)
         try:
             parts = split_html(message_html(message.text, message.prompts))
-            ids = await self._send_parts(message.id, chat, parts, markup, ParseMode.HTML)
+            return await self._send_parts(message, chat, parts, markup, ParseMode.HTML)
         except _EntitiesRejected:
             log.warning("Telegram rejected the HTML of outbox %s; sending plain text",
                         message.id)
             plain = plain_text(message.text, message.prompts)
-            self._delivered_parts.pop(message.id, None)
-            ids = await self._send_parts(message.id, chat, split_plain(plain), markup, None)
-        return str(ids[-1])
+            self._progress.pop(message.id, None)
+            return await self._send_parts(message, chat, split_plain(plain), markup, None)
 
     async def edit(self, address: str, message_id: str, text: str) -> None:
         """The approval's outcome replaces the message, and its buttons go."""
@@ -138,17 +146,24 @@ class TelegramChannel:
 
     # --- sending --------------------------------------------------------------------------
 
-    async def _send_parts(self, outbox_id: int, chat: int, parts: list[str],
+    async def _send_parts(self, message: OutboundMessage, chat: int, parts: list[str],
                           markup: InlineKeyboardMarkup | None,
-                          parse_mode: str | None) -> list[int]:
-        done = self._delivered_parts.setdefault(outbox_id, [])
-        for index in range(len(done), len(parts)):
-            last = index == len(parts) - 1
+                          parse_mode: str | None) -> str | None:
+        """As many parts as the chat may get now (at least one); the buttons ride on the
+        last. Raises PartlySent when parts are left for later."""
+        done, last_id = self._progress.get(message.id, (0, None))
+        start = max(done, message.parts_sent)
+        end = min(len(parts), start + max(1, self.limiter.available(str(chat))))
+        for index in range(start, end):
             sent = await self._call(str(chat), partial(
                 self.bot.send_message, chat, parts[index], parse_mode=parse_mode,
-                reply_markup=markup if last else None))
-            done.append(int(sent.message_id))
-        return self._delivered_parts.pop(outbox_id)
+                reply_markup=markup if index == len(parts) - 1 else None))
+            last_id = int(sent.message_id)
+            self._progress[message.id] = (index + 1, last_id)
+        self._progress.pop(message.id, None)
+        if end < len(parts):
+            raise PartlySent(end)
+        return str(last_id) if last_id is not None else None
 
     async def _call(self, chat: str | None, request: Callable[[], Awaitable[T]], *,
                     counted: bool = True) -> T:
