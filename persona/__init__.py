@@ -35,6 +35,12 @@ class _Lines(pydantic.BaseModel):
     no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
     cancelled: str = "Okay, I stopped."
+    # A voice note that could not be fetched or transcribed (after a few tries), and a message
+    # a channel could not store or handle at all: said once, the person's next message is
+    # answered as usual.
+    voice_unreadable: str = "Sorry, I couldn't make out that voice note: could you type it?"
+    message_unreadable: str = ("Sorry, something went wrong reading that message: could you "
+                               "send it again, in words?")
     # About tasks waiting for the user's answer (bot.tasks.resume); {task} is "note", "reminder"...,
     # {question} what was asked, {limit} how many may wait at once.
     approval_intro: str = "Before I go ahead, I need your OK:"

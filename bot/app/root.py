@@ -50,6 +50,7 @@ from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM
+from bot.media import MediaReader
 from bot.memory.history import HistoryStore
 from bot.memory.wiring import Memory, build_memory
 from bot.metered_llm import MeteredLLM
@@ -63,6 +64,7 @@ from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
+from bot.transcribe import Transcriber
 from bot.turn import TurnContext
 from persona import Persona, load_persona
 from triggers.engine import EngineSettings
@@ -82,6 +84,15 @@ def build_llm(settings: Settings) -> LLM:
     return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
                      model=llm.model or "", timeout=llm.timeout_seconds,
                      extra_body=llm.extra_body)
+
+
+def build_transcriber(settings: Settings) -> Transcriber | None:
+    """Speech to text on the LLM's endpoint, when `llm.transcription_model` names a model."""
+    llm = settings.llm
+    if not llm.transcription_model:
+        return None
+    return Transcriber(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
+                       model=llm.transcription_model)
 
 
 NO_LLM_MESSAGE = (
@@ -118,6 +129,7 @@ class App:
     triggers: Triggers
     http: aiohttp.ClientSession
     memory: Memory | None = None  # long-term memory; None when turned off
+    transcriber: Transcriber | None = None  # llm.transcription_model; None: voice not heard
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     stall_monitor: StallMonitor | None = None
     _sweeper: asyncio.Task[None] | None = None
@@ -179,6 +191,7 @@ class App:
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
         decisions = ApprovalStep(approvals, users)
+        transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         outbound = _build_outbound(settings, db, clock, users, identities,
                                    approval_store.outcomes)
         tasks = build_task_service(db, clock)
@@ -221,6 +234,9 @@ class App:
             inbox=InboxStore(db), outbound=outbound, history=history,
             handle_message=orchestrator.handle_message, locks=locks,
             failure_line=persona.lines.llm_unavailable,
+            voice_line=persona.lines.voice_unreadable,
+            unreadable_line=persona.lines.message_unreadable,
+            media=MediaReader(transcriber.transcribe if transcriber else None),
             max_attempts=settings.gateway.turn_attempts,
             retry_seconds=settings.gateway.turn_retry_seconds,
             answer_button=decisions.answer_button, silenced=tasks.silenced))
@@ -239,7 +255,7 @@ class App:
                                           expired_template=persona.lines.approval_expired),
                   services=services, orchestrator=orchestrator, outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
-                  closers=closers, metrics=metrics)
+                  closers=closers, metrics=metrics, transcriber=transcriber)
         triggers.engine.on_fired = metrics.scheduler_fired
         await app.ensure_owner()
         return app
@@ -321,6 +337,8 @@ class App:
         for closer in self.closers:
             await closer()
         await self.http.close()
+        if self.transcriber is not None:
+            await self.transcriber.close()
         await self.llm.close()
         await self.db.close()
         if self._owner is not None:

@@ -29,7 +29,7 @@ from bot.approvals.options import Option
 from bot.channel import ChannelFeatures, PartlySent, PermanentSendError, TransientSendError
 from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
 from bot.media import MediaUnavailable
-from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, callback_data
+from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, MAX_VOICE_BYTES, callback_data
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
 from channels.telegram.render import escape, message_html, split_html, split_plain
@@ -112,16 +112,20 @@ class TelegramChannel:
     # --- media (bot.media.MediaSource) ------------------------------------------------------
 
     async def fetch_media(self, ref: MediaRef) -> bytes:
-        """A photo's bytes, by its file id (getFile, then the file's address)."""
+        """A photo's or a voice note's bytes, by its file id (getFile, then the file's
+        address)."""
+        limit = MAX_VOICE_BYTES if ref.kind == "voice" else MAX_PHOTO_BYTES
+        if ref.size > limit:
+            raise MediaUnavailable(f"{ref.size} bytes is over {limit}")
         try:
             file = await self.bot.get_file(ref.ref)
-            if (file.file_size or 0) > MAX_PHOTO_BYTES:
-                raise MediaUnavailable(f"{file.file_size} bytes is over {MAX_PHOTO_BYTES}")
+            if (file.file_size or 0) > limit:
+                raise MediaUnavailable(f"{file.file_size} bytes is over {limit}")
             data = bytes(await file.download_as_bytearray())
         except TelegramError as err:  # an expired or unknown file id, network trouble
             raise MediaUnavailable(f"{type(err).__name__}: {err.message}") from err
-        if len(data) > MAX_PHOTO_BYTES:
-            raise MediaUnavailable(f"{len(data)} bytes is over {MAX_PHOTO_BYTES}")
+        if len(data) > limit:
+            raise MediaUnavailable(f"{len(data)} bytes is over {limit}")
         return data
 
     # --- helpers the inbound side and the progress board use ------------------------------
