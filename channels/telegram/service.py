@@ -201,9 +201,11 @@ class TelegramService:
             return web.Response(status=503, text="shutting down")  # Telegram sends it again
         try:
             raw = await read_json_object(request, self.body_limits)
-            update = parse_update(raw, self.bot)
+            if not isinstance(raw.get("update_id"), int):
+                raise BodyError(400, "not an update: no update_id")
         except BodyError as err:
             return refused(request, err)
+        update = parse_update(raw, self.bot)
         if update is None:
             if await self._unreadable(raw):
                 return web.Response(text="ok")  # recorded; sending it again changes nothing

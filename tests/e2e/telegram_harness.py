@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from bot.config import OwnerSettings, TelegramSettings
+from bot.request_body import BodyLimits
 from channels.telegram.lease import FileLease
 from channels.telegram.limiter import Limits, OutboundLimiter
 from channels.telegram.service import TelegramService, UpdateTries
@@ -45,6 +46,7 @@ async def start_telegram(app_factory, app_settings, fake_tg, fake_llm, tmp_path)
     async def start(*, mode: str = "polling", clock: Any = None, limits: Limits | None = None,
                     status_delay: float = 30.0, transcription: bool = False,
                     vision: bool = False, tries: UpdateTries | None = None,
+                    body_limits: BodyLimits | None = None,
                     owner_ids: tuple[str, ...] = (str(OWNER_CHAT),)) -> Harness:
         # Voice notes are heard by the app (when their turn runs), with this model.
         llm = app_settings().llm.model_copy(update={
@@ -64,7 +66,7 @@ async def start_telegram(app_factory, app_settings, fake_tg, fake_llm, tmp_path)
         service = TelegramService(
             settings, door=app.gateway, is_known=is_known,
             lease=FileLease(tmp_path / "poller.lock"), hears_voice=transcription, vision=vision,
-            tries=tries,
+            tries=tries, body_limits=body_limits,
             limiter=OutboundLimiter(limits or Limits(per_chat_rate=50, per_chat_burst=5,
                                                      per_bot_rate=200, per_bot_burst=50)),
             status_delay=status_delay, poll_timeout=1)
