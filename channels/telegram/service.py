@@ -76,7 +76,10 @@ class UpdateTries:
     """How hard one update is tried before it is given up."""
 
     tries: int = 3  # counted across restarts
-    retry_seconds: float = 0.1  # doubled after each failed try
+    # Doubled after each failed try. Short: the batch (everyone's next updates) waits for
+    # these tries, and what makes a store fail for a moment (a dropped connection) is gone
+    # by the next try; what does not go away is given up, not waited out.
+    retry_seconds: float = 0.01
     timeout_seconds: float = 10.0  # one try that takes longer has failed
 
 
