@@ -95,8 +95,9 @@ class OutboxDeliverer:
         self._wake.set()
 
     def wake_address(self, channel: str, address: str) -> None:
-        """Something was queued for this address: look at it now."""
-        self._ready_up((channel, address), forced=True)
+        """Something was queued for this address: look at it now (or when its pace lets it:
+        a new message cannot go sooner than the channel allows)."""
+        self._ready_up((channel, address))
 
     async def run(self) -> None:
         self._running = True
@@ -136,8 +137,9 @@ class OutboxDeliverer:
             log.exception("outbox scan failed; trying again")
 
     def _ready_up(self, address: Address, *, forced: bool = False) -> None:
-        """Put the address in the ready queue (once). A scan does not cut short a wait the
-        channel's pace asked for; a retry's wait it does (the clock may have moved)."""
+        """Put the address in the ready queue (once). Only the end of a wait the channel's pace
+        asked for readies a paced address (`forced`); a retry's wait is cut short (the clock
+        may have moved, or something more urgent may have come)."""
         if address in self._busy:
             self._again.add(address)
             return

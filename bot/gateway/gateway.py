@@ -257,7 +257,7 @@ class Gateway:
                     payload=payload_of(reply.prompts, reply.stop))
             await deps.inbox.close(tx, row_id, status, deps.clock.now(), error)
         if speaks:
-            self.outbound.wake()
+            self.outbound.wake(channel, address)
 
     def kick(self, user_id: str) -> None:
         """There is work for this user: make sure one drain runs for them."""

@@ -62,9 +62,13 @@ class Outbound:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._delivery
 
-    def wake(self) -> None:
-        """Something was queued: deliver now rather than at the next poll."""
-        self.deliverer.wake()
+    def wake(self, channel: str | None = None, address: str | None = None) -> None:
+        """Something was queued (for this address, when the caller knows it): deliver now
+        rather than at the next poll."""
+        if channel is not None and address is not None:
+            self.deliverer.wake_address(channel, address)
+        else:
+            self.deliverer.wake()
 
     async def in_flight(self) -> bool:
         """Something is due now or being sent right now."""
