@@ -13,7 +13,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from bot.clock import Clock
@@ -38,6 +38,7 @@ from bot.tools import (
     ToolStatus,
     run_tool_call,
 )
+from bot.untrusted import holds_untrusted
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
@@ -132,7 +133,8 @@ async def react_loop(
     return ReactLoopResult(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
         duration_ms=int((time.perf_counter() - started) * 1000), stop_reason=stop,
-        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics)
+        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics,
+        llm_requests=run.llm_step)
 
 
 async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
@@ -243,6 +245,8 @@ async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
     in the order the LLM asked for them."""
 
     step = run.llm_step
+    # Third-party text anywhere in what the model read makes guarded tools ask first.
+    tool_ctx = replace(tool_ctx, untrusted_context=holds_untrusted(run.messages))
 
     async def one(call: ToolCall) -> ToolOutcome:
         found = deps.registry.get(call.name)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from functools import partial
@@ -29,16 +30,19 @@ from bot.approvals.options import Option
 from bot.channel import ChannelFeatures, PartlySent, PermanentSendError, TransientSendError
 from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
 from bot.media import MediaUnavailable
+from bot.offload import WorkFailed, WorkTimeout, run_bounded
 from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, MAX_VOICE_BYTES, callback_data
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
-from channels.telegram.render import escape, message_html, split_html, split_plain
+from channels.telegram.render import escape, message_parts, split_plain
+from persona.lines import TelegramLines
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-BUTTON_LABELS = {Option.APPROVE: "✅ Approve", Option.EDIT: "✏️ Edit",
-                 Option.CANCEL: "✖️ Cancel"}
+INLINE_RENDER_CHARS = 8_000  # about 30 ms to render at worst; longer goes to a worker
+RENDER_SECONDS = 10.0
+RENDERED_KEPT = 64  # long messages whose rest waits, rendered once
 UNREACHABLE = ("bot was blocked by the user", "chat not found", "user is deactivated",
                "bot was kicked", "bot can't initiate conversation")
 
@@ -48,8 +52,9 @@ class TelegramChannel:
     features = ChannelFeatures(edit=True, buttons=True, typing=True, max_chars=4096)
 
     def __init__(self, bot: Bot, limiter: OutboundLimiter | None = None, *,
-                 status_delay: float = 1.0) -> None:
+                 lines: TelegramLines, status_delay: float = 1.0) -> None:
         self.bot = bot
+        self.lines = lines  # the buttons' labels
         self.limiter = limiter or OutboundLimiter()
         self.progress_board = ProgressBoard(post=self._post_status, edit=self._edit_status,
                                             typing=self.typing, delay=status_delay)
@@ -57,6 +62,9 @@ class TelegramChannel:
         # the last one's id): a retry after a failure in the middle sends only the rest. What
         # an earlier call handed back (PartlySent) is the outbox row's own `parts_sent`.
         self._progress: dict[int, tuple[int, int | None]] = {}
+        # A long message's rendered parts while the rest of it waits its turn: rendering costs
+        # (an offload worker, seconds for a very long answer), handing parts back does not.
+        self._rendered: OrderedDict[int, list[str]] = OrderedDict()
 
     # --- the port ------------------------------------------------------------------------
 
@@ -70,16 +78,28 @@ class TelegramChannel:
         if message.kind == "reply" and message.parts_sent == 0:
             await self.progress_board.finish(message.address)  # the answer ends the status
         chat = int(message.address)
-        markup = keyboard(message.prompts)
+        markup = keyboard(message.prompts, self.lines)
         try:
-            parts = split_html(message_html(message.text, message.prompts))
-            return await self._send_parts(message, chat, parts, markup, ParseMode.HTML)
-        except _EntitiesRejected:
-            log.warning("Telegram rejected the HTML of outbox %s; sending plain text",
-                        message.id)
+            parts = await self._html_parts(message)
+            sent = await self._send_parts(message, chat, parts, markup, ParseMode.HTML)
+            self._rendered.pop(message.id, None)
+            return sent
+        except (_EntitiesRejected, WorkFailed, WorkTimeout):
+            self._rendered.pop(message.id, None)
+            log.warning("outbox %s could not go as HTML (rejected, or too slow to render); "
+                        "sending plain text", message.id)
             plain = plain_text(message.text, message.prompts)
             self._progress.pop(message.id, None)
             return await self._send_parts(message, chat, split_plain(plain), markup, None)
+
+    async def _html_parts(self, message: OutboundMessage) -> list[str]:
+        parts = self._rendered.get(message.id)
+        if parts is None:
+            parts = await rendered(message.text, message.prompts)
+            self._rendered[message.id] = parts
+            while len(self._rendered) > RENDERED_KEPT:  # finished by another process
+                self._rendered.popitem(last=False)
+        return parts
 
     async def edit(self, address: str, message_id: str, text: str) -> None:
         """The approval's outcome replaces the message, and its buttons go."""
@@ -206,19 +226,31 @@ def retry_after_seconds(err: RetryAfter) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
-def keyboard(prompts: tuple[ApprovalPrompt, ...]) -> InlineKeyboardMarkup | None:
+def keyboard(prompts: tuple[ApprovalPrompt, ...], lines: TelegramLines
+             ) -> InlineKeyboardMarkup | None:
     """One row per prompt; each button carries the prompt's kind and id and the option."""
     if not prompts:
         return None
+    labels = {Option.APPROVE: lines.telegram_button_approve,
+              Option.EDIT: lines.telegram_button_edit,
+              Option.CANCEL: lines.telegram_button_cancel}
     rows = []
     for prompt in prompts:
         options = [o for o in prompt.options if o is not Option.EDIT or prompt.allow_modification]
         numbered = f"{prompt.position} " if len(prompts) > 1 else ""
-        rows.append([InlineKeyboardButton(numbered + BUTTON_LABELS.get(o, o.capitalize()),
+        rows.append([InlineKeyboardButton(numbered + labels.get(o, o.capitalize()),
                                           callback_data=callback_data(prompt.id, o,
                                                                       prompt.kind))
                      for o in options])
     return InlineKeyboardMarkup(rows)
+
+
+async def rendered(text: str, prompts: tuple[ApprovalPrompt, ...]) -> list[str]:
+    """A short message is rendered here; a long one in an offload worker: markdown with many
+    `*` and `_` costs the parser about 4 ms a KB, and the event loop serves every person."""
+    if len(text) <= INLINE_RENDER_CHARS:
+        return message_parts(text, prompts)
+    return await run_bounded(message_parts, text, prompts, timeout=RENDER_SECONDS)
 
 
 def plain_text(text: str, prompts: tuple[ApprovalPrompt, ...]) -> str:

@@ -51,6 +51,7 @@ async def _start(tmp: str, tg: FakeTelegram, llm_seconds: float, door: Any = Non
 
     service = TelegramService(TelegramSettings(token=TOKEN, api_url=tg.api_url),
                               door=door(app.gateway) if door else app.gateway,
+                              lines=app.persona.lines, menu=app.commands.menu("telegram"),
                               is_known=is_known, lease=FileLease(Path(tmp) / "poller.lock"),
                               poll_timeout=1)
     app.add_channel(service.channel)

@@ -64,7 +64,8 @@ async def start_telegram(app_factory, app_settings, fake_tg, fake_llm, tmp_path)
             return await app.identities.resolve("telegram", address) is not None
 
         service = TelegramService(
-            settings, door=app.gateway, is_known=is_known,
+            settings, door=app.gateway, lines=app.persona.lines,
+            menu=app.commands.menu("telegram"), owner_chats=owner_ids, is_known=is_known,
             lease=FileLease(tmp_path / "poller.lock"), hears_voice=transcription, vision=vision,
             tries=tries, body_limits=body_limits,
             limiter=OutboundLimiter(limits or Limits(per_chat_rate=50, per_chat_burst=5,
