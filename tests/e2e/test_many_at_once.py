@@ -28,6 +28,7 @@ import aiohttp
 from bot.app.database import open_database
 from bot.clock import SystemClock
 from persona import load_persona
+from persona.lines import DEFAULT
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import FakeOpenAI, Reply
@@ -132,7 +133,7 @@ async def test_an_event_burst_to_the_owner_does_not_hold_the_answer_to_their_mes
         assert await reply_latency(tg, OWNER, "hi", "re: hi") < WAIT
         db = await open_database(f"sqlite:///{tmp_path}/valet.db")
         try:
-            await build_task_service(db, SystemClock()).on_event(
+            await build_task_service(db, SystemClock(), lines=DEFAULT).on_event(
                 Owner("owner", "UTC"), name="home", instruction="tell me", source="home",
                 type="*")
         finally:
@@ -157,7 +158,7 @@ async def test_forty_every_minute_reminders_do_not_hold_the_answer_to_the_owners
         assert await reply_latency(tg, OWNER, "hi", "re: hi") < WAIT
         db = await open_database(f"sqlite:///{tmp_path}/valet.db")
         try:
-            tasks = build_task_service(db, SystemClock())
+            tasks = build_task_service(db, SystemClock(), lines=DEFAULT)
             for i in range(40):
                 await tasks.schedule(Owner("owner", "UTC"), name=f"task {i}",
                                      schedule="every minute", executor="reminder",
@@ -244,7 +245,7 @@ async def test_fifty_events_acknowledged_right_before_a_kill_9_each_run_once(fak
         async with serving(tmp_path, env, config, "first.log") as (base, first):
             db = await open_database(f"sqlite:///{tmp_path}/valet.db")
             try:
-                await build_task_service(db, SystemClock()).on_event(
+                await build_task_service(db, SystemClock(), lines=DEFAULT).on_event(
                     Owner("owner", "UTC"), name="home", instruction="tell me", source="home",
                     type="*")
             finally:
