@@ -8,36 +8,19 @@ LLM call and before the loop returns, whatever stopped it.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Awaitable
+from typing import Any
 
-from bot.clock import Clock
-from bot.context import MAX_LEVEL, ContextManager
+from bot.context import MAX_LEVEL
 from bot.envelopes import EventSink, EventType, LoopEvent, TurnStop
-from bot.journal import TurnJournal, TurnRecorder
-from bot.llm import (
-    LLM,
-    LLMContextExhaustedError,
-    LLMResponse,
-    TokenUsage,
-    ToolCall,
-    call_with_recovery,
-    summarize_args,
-)
+from bot.journal import TurnRecorder
+from bot.llm import LLMContextExhaustedError, LLMResponse, call_with_recovery
+from bot.loop_calls import run_calls, synthetic
+from bot.loop_state import CallGate, LoopDeps, LoopRun, ToolChoice
 from bot.loop_types import FallbackLines, ReactLoopConfig, ReactLoopResult, ToolCallRecord
-from bot.tools import (
-    Tool,
-    ToolExecutionContext,
-    ToolOutcome,
-    ToolRegistry,
-    ToolStatus,
-    run_tool_call,
-)
+from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
@@ -46,63 +29,8 @@ __all__ = ["CallGate", "FallbackLines", "LoopDeps", "ReactLoopConfig", "ReactLoo
            "ToolCallRecord", "ToolChoice", "react_loop"]
 
 
-# Decides, before a call runs, that it must not run now (approval needed): returns its outcome.
-CallGate = Callable[[ToolCall, Tool, ToolExecutionContext], Awaitable[ToolOutcome | None]]
-
-
 async def _no_events(event: LoopEvent) -> None:
     return None
-
-
-@dataclass
-class _Run:
-    """The state of one loop run (never shared between runs)."""
-
-    cfg: ReactLoopConfig
-    clock: Clock
-    deadline: float  # on the clock's monotonic reading
-    messages: list[Message]  # raw history + this turn, sent through the ContextManager
-    journal: TurnRecorder = field(default_factory=TurnRecorder)
-    new: list[Message] = field(default_factory=list)
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    records: list[ToolCallRecord] = field(default_factory=list)
-    diagnostics: list[str] = field(default_factory=list)
-    seen: Counter[tuple[str, str]] = field(default_factory=Counter)
-    level: int = 0
-    turns: int = 0
-    llm_step: int = 0  # LLM calls so far: the journal's key for each response
-    repeat_tripped: bool = False
-
-    def append(self, msg: Message) -> None:
-        self.messages.append(msg)
-        self.new.append(msg)
-
-    def remaining(self) -> float:
-        return self.deadline - self.clock.monotonic()
-
-
-class ToolChoice(Protocol):
-    """Which tools a request carries, from the conversation so far (bot.capabilities)."""
-
-    async def schemas(self, messages: list[Message]) -> list[dict[str, Any]]: ...
-
-    def refusal(self, tool_name: str, messages: list[Message]) -> str | None: ...
-
-
-@dataclass
-class LoopDeps:
-    llm: LLM
-    registry: ToolRegistry
-    context: ContextManager
-    clock: Clock
-    gate: CallGate | None = None
-    journal: TurnJournal | None = None  # None: nothing recorded, nothing replayed
-    tool_choice: ToolChoice | None = None  # None: every tool, every request
-
-    async def tool_schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
-        if self.tool_choice is None:
-            return self.registry.schemas()
-        return await self.tool_choice.schemas(messages)
 
 
 async def react_loop(
@@ -115,8 +43,8 @@ async def react_loop(
     `result.new_messages`; `history` itself is not modified. With `deps.journal` and a
     `turn_id`, every step is journalled, and a turn redone continues from its journal."""
     started = time.perf_counter()  # for the duration reported; the deadline is the clock's
-    run = _Run(cfg, deps.clock, deps.clock.monotonic() + cfg.turn_deadline_seconds,
-               list(history), await TurnRecorder.open(deps.journal, turn_id))
+    run = LoopRun(cfg, deps.clock, deps.clock.monotonic() + cfg.turn_deadline_seconds,
+                  list(history), await TurnRecorder.open(deps.journal, turn_id))
     emit = emit or _no_events
     lines = fallback or FallbackLines()
     pauses: list[ToolOutcome]
@@ -135,7 +63,7 @@ async def react_loop(
         pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics)
 
 
-async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
+async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
                    tool_ctx: ToolExecutionContext, emit: EventSink, lines: FallbackLines,
                    cancel: asyncio.Event | None,
                    ) -> tuple[TurnStop, str, list[ToolOutcome]]:
@@ -154,7 +82,7 @@ async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
             run.append({"role": "assistant", "content": text})
             return TurnStop.FINAL_ANSWER, text, []
         run.append(response.assistant_message())
-        outcomes = await _run_calls(deps, run, response, tool_ctx, emit, cancel)
+        outcomes = await run_calls(deps, run, response, tool_ctx, emit, cancel)
         for outcome in outcomes:
             run.append(outcome.message())
         pauses = [o for o in outcomes if o.status is ToolStatus.WAITING]
@@ -170,7 +98,7 @@ async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],
     return TurnStop.MAX_TURNS, await _last_word(deps, run, system, emit, lines), []
 
 
-async def _call_llm(deps: LoopDeps, run: _Run, system: list[Message], emit: EventSink, *,
+async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: EventSink, *,
                     tools: list[dict[str, Any]] | None,
                     extra: list[Message] | None = None) -> LLMResponse | None:
     """One LLM call within the turn's deadline; None when the deadline passed. A response the
@@ -211,7 +139,7 @@ async def _call_llm(deps: LoopDeps, run: _Run, system: list[Message], emit: Even
     return outcome.response
 
 
-async def _last_word(deps: LoopDeps, run: _Run, system: list[Message], emit: EventSink,
+async def _last_word(deps: LoopDeps, run: LoopRun, system: list[Message], emit: EventSink,
                      lines: FallbackLines) -> str:
     """A limit stopped the loop: one last call without tools for a final answer."""
     instruction = {"role": "user", "content": run.cfg.final_answer_instruction}
@@ -223,84 +151,13 @@ async def _last_word(deps: LoopDeps, run: _Run, system: list[Message], emit: Eve
         run.append({**response.assistant_message(), "content": None})
         skipped = "Not run: the step limit for this request was reached."
         for call in response.tool_calls:
-            run.append(_synthetic(call, ToolStatus.SKIPPED, skipped).message())
+            run.append(synthetic(call, ToolStatus.SKIPPED, skipped).message())
     return _final_text(run, response.content or lines.no_answer)
 
 
-def _final_text(run: _Run, text: str) -> str:
+def _final_text(run: LoopRun, text: str) -> str:
     run.append({"role": "assistant", "content": text})
     return text
-
-
-def _synthetic(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
-    return ToolOutcome(call.id, call.name, status, content, 0, synthetic=True)
-
-
-async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
-                     tool_ctx: ToolExecutionContext, emit: EventSink,
-                     cancel: asyncio.Event | None) -> list[ToolOutcome]:
-    """All calls of one LLM turn, concurrently, each with its own timeout; one outcome each,
-    in the order the LLM asked for them."""
-
-    step = run.llm_step
-
-    async def one(call: ToolCall) -> ToolOutcome:
-        found = deps.registry.get(call.name)
-        await emit(LoopEvent(EventType.TOOL_CALL_START, {
-            "call_id": call.id, "name": call.name, "arguments": summarize_args(call.arguments),
-            "progress": found.progress if found else call.name}))
-        outcome = await _run_one(deps, run, step, call, tool_ctx)
-        await run.journal.finished(step, outcome)  # durable as soon as it is known
-        await emit(LoopEvent(EventType.TOOL_RESULT, {
-            "call_id": call.id, "name": call.name, "status": outcome.status.value,
-            "duration_ms": outcome.duration_ms}))
-        return outcome
-
-    tasks = [asyncio.create_task(one(call)) for call in response.tool_calls]
-    try:
-        await _wait_or_cancel(tasks, run, cancel)
-    except asyncio.CancelledError:  # the turn itself is cancelled: its calls go with it
-        for task in tasks:
-            task.cancel()
-        raise
-    outcomes = []
-    for call, task in zip(response.tool_calls, tasks, strict=True):
-        if task.done() and not task.cancelled() and task.exception() is None:
-            outcome = task.result()
-        else:
-            task.cancel()
-            why = "cancelled by the user" if cancel is not None and cancel.is_set() \
-                else "the time for this request ran out"
-            outcome = _synthetic(call, ToolStatus.SKIPPED, f"Not finished: {why}.")
-            await run.journal.finished(step, outcome)
-        outcome = _cap_size(deps.context, run.cfg, outcome)
-        outcomes.append(outcome)
-        run.records.append(ToolCallRecord(
-            name=call.name, args_summary=summarize_args(call.arguments),
-            duration_ms=outcome.duration_ms, success=not outcome.is_error,
-            result_status=outcome.result_status or outcome.status.value,
-            result_chars=outcome.truncated_from or len(outcome.content),
-            token_attribution=response.usage, call_id=call.id, outcome=outcome.status.value))
-    return outcomes
-
-
-async def _wait_or_cancel(tasks: list[asyncio.Task[ToolOutcome]], run: _Run,
-                          cancel: asyncio.Event | None) -> None:
-    """Until every task is done, the turn's deadline passes (on the clock), or the user
-    stops the turn."""
-    if not tasks:
-        return
-    alarm = asyncio.ensure_future(run.clock.wait_until(run.deadline))
-    stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-    waiters: set[asyncio.Future[Any]] = {asyncio.gather(*tasks, return_exceptions=True), alarm}
-    if stopper is not None:
-        waiters.add(stopper)
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        alarm.cancel()
-        if stopper is not None:
-            stopper.cancel()
 
 
 _STOPPED: Any = object()
@@ -321,7 +178,7 @@ async def _unless_cancelled(work: Awaitable[Any], cancel: asyncio.Event | None) 
     return task.result() if not task.cancelled() else _STOPPED
 
 
-async def _before_deadline(run: _Run, work: Awaitable[Any]) -> Any:
+async def _before_deadline(run: LoopRun, work: Awaitable[Any]) -> Any:
     """`work`'s result, or TimeoutError once the turn's deadline passes on the clock."""
     task = asyncio.ensure_future(work)
     alarm = asyncio.ensure_future(run.clock.wait_until(run.deadline))
@@ -337,46 +194,3 @@ async def _before_deadline(run: _Run, work: Awaitable[Any]) -> Any:
         await asyncio.gather(task, return_exceptions=True)
         raise TimeoutError
     return task.result()
-
-
-async def _run_one(deps: LoopDeps, run: _Run, step: int, call: ToolCall,
-                   tool_ctx: ToolExecutionContext) -> ToolOutcome:
-    signature = (call.name, _canonical(call.arguments))
-    run.seen[signature] += 1
-    if run.seen[signature] > run.cfg.repeat_guard_limit:
-        run.repeat_tripped = True
-        return _synthetic(call, ToolStatus.SKIPPED,
-                          f"Not run: {call.name} was already called with these exact arguments "
-                          f"{run.cfg.repeat_guard_limit} times in this request. Use the earlier "
-                          "results.")
-    found = deps.registry.get(call.name)
-    known = run.journal.known_outcome(step, call, found)
-    if known is not None:  # done (or cut short) in an earlier run of this turn
-        return known
-    refused = deps.tool_choice.refusal(call.name, run.messages) if deps.tool_choice else None
-    if refused is not None:  # its capability was not in front of the model
-        return _synthetic(call, ToolStatus.INVALID, refused)
-    if found is not None and deps.gate is not None:
-        gated = await deps.gate(call, found, tool_ctx.for_call(call.id))
-        if gated is not None:
-            return gated
-    timeout = run.cfg.agent_tool_execution_timeout if found is not None and found.is_agent \
-        else run.cfg.tool_execution_timeout
-    if found is not None:
-        await run.journal.starting(step, call)
-    return await run_tool_call(deps.registry, call, tool_ctx, timeout)
-
-
-def _cap_size(context: ContextManager, cfg: ReactLoopConfig, outcome: ToolOutcome) -> ToolOutcome:
-    if len(outcome.content) <= cfg.max_tool_result_chars:
-        return outcome
-    text, original = context.truncate_tool_result(outcome.content, cfg.max_tool_result_chars)
-    return ToolOutcome(outcome.call_id, outcome.name, outcome.status, text, outcome.duration_ms,
-                       outcome.synthetic, original, outcome.pause, outcome.result_status)
-
-
-def _canonical(arguments: str) -> str:
-    try:
-        return json.dumps(json.loads(arguments or "{}"), sort_keys=True)
-    except json.JSONDecodeError:
-        return arguments
