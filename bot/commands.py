@@ -33,6 +33,8 @@ class Command:
     owner_only: bool = False
     channels: frozenset[str] | None = None  # None: every channel
     refusal: str = "Only the owner can do that."  # said to anyone else, for owner_only
+    # Owner-only and unlisted: anyone else gets the answer to a command that does not exist.
+    hidden: bool = False
 
 
 def command_word(text: str) -> tuple[str, list[str]] | None:
@@ -76,7 +78,8 @@ class Commands:
         self._table[command.name] = command
 
     def listed(self, user: User, channel: str) -> list[Command]:
-        return [c for c in self._table.values() if (user.is_owner or not c.owner_only)
+        return [c for c in self._table.values()
+                if (user.is_owner or not (c.owner_only or c.hidden))
                 and (c.channels is None or channel in c.channels)]
 
     async def before(self, ctx: TurnContext) -> StepResult:
@@ -90,6 +93,8 @@ class Commands:
             return Continue()
         word, args = found
         command = self._table.get(word)
+        if command is not None and command.hidden and not ctx.user.is_owner:
+            command = None
         if command is None:
             return Answered(text=f"I don't know {word}. /help lists what I understand.",
                             stop=TurnStop.COMMAND)

@@ -41,13 +41,14 @@ def response_to_json(response: LLMResponse) -> dict[str, Any]:
     return {"content": response.content,
             "tool_calls": [[c.id, c.name, c.arguments] for c in response.tool_calls],
             "usage": [response.usage.input_tokens, response.usage.output_tokens],
-            "finish_reason": response.finish_reason}
+            "finish_reason": response.finish_reason, "reasoning": response.reasoning}
 
 
 def response_from_json(data: dict[str, Any]) -> LLMResponse:
     calls = [ToolCall(str(i), str(n), str(a)) for i, n, a in data.get("tool_calls") or []]
     usage = TokenUsage(*(int(x) for x in data.get("usage") or (0, 0)))
-    return LLMResponse(data.get("content"), calls, usage, data.get("finish_reason"))
+    return LLMResponse(data.get("content"), calls, usage, data.get("finish_reason"),
+                       data.get("reasoning"))
 
 
 def pause_to_json(pause: Any) -> dict[str, Any] | None:
@@ -171,6 +172,14 @@ class TurnJournal:
             "SELECT body FROM turn_journal WHERE turn_id = $1 AND entry_key = $2",
             turn_id, f"step:{key}")
         return json.loads(body) if body is not None else None
+
+    async def open_turns(self) -> list[tuple[str, datetime]]:
+        """Turns with a journal (running, or cut short by a crash), oldest first: (turn id,
+        when its first entry was written)."""
+        rows = await self.db.fetch(
+            "SELECT turn_id, MIN(created_at) AS started FROM turn_journal"
+            " GROUP BY turn_id ORDER BY MIN(created_at)")
+        return [(r["turn_id"], r["started"]) for r in rows]
 
     async def close(self, turn_id: str, reason: str) -> None:
         """The turn was stopped: forget what it did and never replay it."""

@@ -55,6 +55,9 @@ class LLMResponse:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
+    # What a reasoning model said it thought (`reasoning_content`), when the endpoint returns
+    # it: shown in the turn's trace (/debug), never sent back to the model.
+    reasoning: str | None = None
 
     def assistant_message(self) -> Message:
         msg: Message = {"role": "assistant", "content": self.content or ""}

@@ -21,6 +21,7 @@ from bot.loop_calls import run_calls, synthetic
 from bot.loop_state import CallGate, LoopDeps, LoopRun, ToolChoice
 from bot.loop_types import FallbackLines, ReactLoopConfig, ReactLoopResult, ToolCallRecord
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
+from bot.traces import llm_entry
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
@@ -60,7 +61,7 @@ async def react_loop(
     return ReactLoopResult(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
         duration_ms=int((time.perf_counter() - started) * 1000), stop_reason=stop,
-        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics)
+        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics, trace=run.trace)
 
 
 async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
@@ -108,6 +109,8 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     if replayed is not None:
         response, run.level = replayed
         run.usage.add(response.usage)
+        run.trace.append(llm_entry(run.llm_step, deps.llm.model, response, latency_ms=0,
+                                   tools_offered=len(tools or ()), replayed=True))
         return response
     if run.remaining() <= 0:
         return None
@@ -124,6 +127,7 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
             await emit(LoopEvent(EventType.MESSAGE_CHUNK, {"text": chunk}))
 
     await emit(LoopEvent(EventType.MESSAGE_START, {"turn": run.turns}))
+    asked = time.perf_counter()
     try:
         outcome = await _before_deadline(run, call_with_recovery(
             deps.llm, view, tools, run.cfg, deps.clock, max_recovery_level=MAX_LEVEL,
@@ -133,6 +137,9 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     await run.journal.responded(run.llm_step, outcome.response, outcome.recovery_level)
     run.level = outcome.recovery_level
     run.usage.add(outcome.response.usage)
+    run.trace.append(llm_entry(run.llm_step, deps.llm.model, outcome.response,
+                               latency_ms=int((time.perf_counter() - asked) * 1000),
+                               tools_offered=len(tools or ())))
     await emit(LoopEvent(EventType.MESSAGE_END, {
         "turn": run.turns, "text": outcome.response.content or "",
         "tool_calls": [c.name for c in outcome.response.tool_calls]}))

@@ -13,6 +13,7 @@ from bot.llm import LLMResponse, ToolCall, summarize_args
 from bot.loop_state import LoopDeps, LoopRun
 from bot.loop_types import ReactLoopConfig, ToolCallRecord
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, run_tool_call
+from bot.traces import tool_entry
 
 
 def synthetic(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
@@ -58,6 +59,7 @@ async def run_calls(deps: LoopDeps, run: LoopRun, response: LLMResponse,
             await run.journal.finished(step, outcome)
         outcome = _cap_size(deps.context, run.cfg, outcome)
         outcomes.append(outcome)
+        run.trace.append(tool_entry(step, call, outcome))
         run.records.append(ToolCallRecord(
             name=call.name, args_summary=summarize_args(call.arguments),
             duration_ms=outcome.duration_ms, success=not outcome.is_error,

@@ -63,6 +63,7 @@ class LoopRun:
     turns: int = 0
     llm_step: int = 0  # LLM calls so far: the journal's key for each response
     repeat_tripped: bool = False
+    trace: list[dict[str, Any]] = field(default_factory=list)  # bot.traces entries, in order
 
     def append(self, msg: Message) -> None:
         self.messages.append(msg)

@@ -83,3 +83,5 @@ class ReactLoopResult:
     pauses: list[ToolOutcome] = field(default_factory=list)
     new_messages: list[Message] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)  # bot.traces entries, in order
+    mode: str = "react"  # how the turn ran (bot.modes): "react", or "simple" (no tools)

@@ -43,6 +43,7 @@ from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
+from bot.trace_store import TraceStore, turn_trace
 from bot.turn import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
 from persona import Persona
 
@@ -72,6 +73,7 @@ class OrchestratorDeps:
     # (memory extraction runs in the background), so none may delay the reply.
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
+    traces: TraceStore | None = None  # what each turn did, for /debug and `valet turns`
 
 
 class Orchestrator:
@@ -114,6 +116,8 @@ class Orchestrator:
         turn = compose_turn(ctx, before, run, waits, approval_intro=(
             lines.trigger_approval_intro if ctx.msg.from_trigger else lines.approval_intro))
         await self.post_process(ctx, turn, run)
+        if run is not None:
+            await self._keep_trace(ctx, before, run, waits, turn)
         for hook in self.deps.after_turn:
             hook(ctx, turn)
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
@@ -214,6 +218,17 @@ class Orchestrator:
             self.deps.metrics.tools_ran(run.tool_calls)
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
+
+    async def _keep_trace(self, ctx: TurnContext, before: StepResult,
+                          run: ReactLoopResult | LLMFailure, waits: Waits,
+                          turn: ComposedTurn) -> None:
+        if self.deps.traces is None:
+            return
+        now = self.deps.clock.now()
+        try:  # a trace explains a turn; failing to keep one never fails the turn
+            await self.deps.traces.write(turn_trace(ctx, before, run, waits, turn, now), now)
+        except Exception:
+            log.exception("the trace of turn %s could not be kept", ctx.turn_id)
 
     async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
         """The same run as `handle_message`, as events, ending with the Reply."""

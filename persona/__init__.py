@@ -48,6 +48,10 @@ class _Lines(pydantic.BaseModel):
                          "it was open too long. Just ask again when you want it.")
     task_dropped: str = ("I had to drop the {task} we were working on (“{question}”) because "
                          "that feature changed in an update. Could you ask me again?")
+    # /debug (the owner's): no turn of that person has been traced yet.
+    nothing_traced: str = "No turn of {who} has been traced yet."
+    # On an approval card, after the action: the request came from a sub-task (delegate).
+    from_subtask: str = "(for a sub-task of your request: {task})"
     task_evicted: str = ("I've dropped the older unfinished {task} (“{question}”): I keep at "
                          "most {limit} open at a time.")
 

@@ -62,6 +62,7 @@ from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
+from bot.trace_store import TraceStore, debug_command
 from bot.turn import TurnContext
 from persona import Persona, load_persona
 from triggers.engine import EngineSettings
@@ -198,6 +199,8 @@ class App:
                                   _task_listing(tasks)))
         for command in memory.commands() if memory else []:
             commands.register(command)
+        traces = TraceStore(db)  # what each turn did: /debug, `valet turns`
+        commands.register(debug_command(traces, persona.lines.nothing_traced))
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
@@ -214,7 +217,8 @@ class App:
                 AskTimezoneOnce(users)],
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics))
+            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
+            traces=traces))
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,
