@@ -19,7 +19,14 @@ from bot.journal import TurnRecorder
 from bot.llm import LLMContextExhaustedError, LLMResponse, call_with_recovery
 from bot.loop_calls import run_calls, synthetic
 from bot.loop_state import CallGate, LoopDeps, LoopRun, ToolChoice
-from bot.loop_types import FallbackLines, ReactLoopConfig, ReactLoopResult, ToolCallRecord
+from bot.loop_types import (
+    REACT,
+    SIMPLE,
+    FallbackLines,
+    ReactLoopConfig,
+    ReactLoopResult,
+    ToolCallRecord,
+)
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
 from bot.traces import llm_entry
 
@@ -38,14 +45,15 @@ async def react_loop(
     deps: LoopDeps, system: list[Message], history: list[Message],
     tool_ctx: ToolExecutionContext, cfg: ReactLoopConfig, *,
     emit: EventSink | None = None, fallback: FallbackLines | None = None,
-    cancel: asyncio.Event | None = None, turn_id: str | None = None,
+    cancel: asyncio.Event | None = None, turn_id: str | None = None, mode: str = REACT,
 ) -> ReactLoopResult:
     """Run the loop over `history` (which ends with the user's message). The caller persists
     `result.new_messages`; `history` itself is not modified. With `deps.journal` and a
-    `turn_id`, every step is journalled, and a turn redone continues from its journal."""
+    `turn_id`, every step is journalled, and a turn redone continues from its journal.
+    `mode` SIMPLE: no tool schemas are offered (bot.modes)."""
     started = time.perf_counter()  # for the duration reported; the deadline is the clock's
     run = LoopRun(cfg, deps.clock, deps.clock.monotonic() + cfg.turn_deadline_seconds,
-                  list(history), await TurnRecorder.open(deps.journal, turn_id))
+                  list(history), await TurnRecorder.open(deps.journal, turn_id), mode=mode)
     emit = emit or _no_events
     lines = fallback or FallbackLines()
     pauses: list[ToolOutcome]
@@ -61,7 +69,8 @@ async def react_loop(
     return ReactLoopResult(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
         duration_ms=int((time.perf_counter() - started) * 1000), stop_reason=stop,
-        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics, trace=run.trace)
+        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics, trace=run.trace,
+        mode=run.mode)
 
 
 async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
@@ -72,8 +81,9 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
         if cancel is not None and cancel.is_set():
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         run.turns += 1
-        call = _call_llm(deps, run, system, emit, tools=await deps.tool_schemas(run.messages))
-        response = await _unless_cancelled(call, cancel)
+        tools = await deps.tool_schemas(run.messages) if run.mode == REACT else None
+        response = await _unless_cancelled(_call_llm(deps, run, system, emit, tools=tools),
+                                           cancel)
         if response is _STOPPED:  # /stop while the model was still writing
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         if response is None:
@@ -82,6 +92,10 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
             text = response.content or lines.no_answer
             run.append({"role": "assistant", "content": text})
             return TurnStop.FINAL_ANSWER, text, []
+        if run.mode == SIMPLE:  # asked for tools it was not offered
+            if run.cfg.mode == SIMPLE:  # never any: the calls are closed, unrun
+                return TurnStop.FINAL_ANSWER, _close_unoffered(run, response, lines), []
+            run.mode = REACT  # auto guessed wrong: the turn gets its tools
         run.append(response.assistant_message())
         outcomes = await run_calls(deps, run, response, tool_ctx, emit, cancel)
         for outcome in outcomes:
@@ -153,12 +167,18 @@ async def _last_word(deps: LoopDeps, run: LoopRun, system: list[Message], emit: 
     response = await _call_llm(deps, run, system, emit, tools=None, extra=[instruction])
     if response is None:
         return _final_text(run, lines.deadline)
+    return _close_unoffered(run, response, lines,
+                            "Not run: the step limit for this request was reached.")
+
+
+def _close_unoffered(run: LoopRun, response: LLMResponse, lines: FallbackLines,
+                     why: str = "Not run: no tools are available for this request.") -> str:
+    """The answer of a request made without tools. Some servers ignore "no tools": calls
+    asked for anyway are closed unrun, so the history stays valid."""
     if response.tool_calls:
-        # Some servers ignore "no tools": close those calls so the history stays valid.
         run.append({**response.assistant_message(), "content": None})
-        skipped = "Not run: the step limit for this request was reached."
         for call in response.tool_calls:
-            run.append(synthetic(call, ToolStatus.SKIPPED, skipped).message())
+            run.append(synthetic(call, ToolStatus.SKIPPED, why).message())
     return _final_text(run, response.content or lines.no_answer)
 
 

@@ -64,6 +64,7 @@ class LoopRun:
     llm_step: int = 0  # LLM calls so far: the journal's key for each response
     repeat_tripped: bool = False
     trace: list[dict[str, Any]] = field(default_factory=list)  # bot.traces entries, in order
+    mode: str = "react"  # "simple": no tool schemas are offered (bot.modes)
 
     def append(self, msg: Message) -> None:
         self.messages.append(msg)

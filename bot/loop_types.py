@@ -5,19 +5,23 @@ re-exports them; it holds how the loop runs.)"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from bot.envelopes import TurnStop
 from bot.llm import TokenUsage
 from bot.tools import ToolOutcome
 
 Message = dict[str, Any]
+SIMPLE, REACT = "simple", "react"  # how a turn runs (bot.modes): without tools, or with them
 
 
 @dataclass
 class ReactLoopConfig:
     """Every knob of the loop, in one place."""
 
+    # auto: a greeting or a thanks is answered from a request without tool schemas, anything
+    # else with tools; react: always tools; simple: never (bot.modes).
+    mode: Literal["auto", "react", "simple"] = "auto"
     max_turns: int = 10
     turn_deadline_seconds: float = 300.0
     repeat_guard_limit: int = 2  # identical calls allowed per turn before the guard stops it

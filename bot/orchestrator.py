@@ -39,6 +39,7 @@ from bot.llm import (
 from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
 from bot.metrics import Metrics
+from bot.modes import choose_mode
 from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
@@ -172,7 +173,9 @@ class Orchestrator:
             return await react_loop(self.loop_deps, [{"role": "system", "content": system}],
                                     conversation, ctx.tool_ctx, self.deps.loop_config,
                                     emit=emit, fallback=self.fallback, cancel=ctx.cancel,
-                                    turn_id=ctx.turn_id)
+                                    turn_id=ctx.turn_id, mode=choose_mode(
+                                        self.deps.loop_config.mode, ctx, before,
+                                        self.deps.persona.name))
         except LLMError as err:
             log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
                       type(err).__name__, err)
@@ -216,6 +219,8 @@ class Orchestrator:
             await self.deps.approvals.mark_reported(list(turn.settled))
         if isinstance(run, ReactLoopResult):
             self.deps.metrics.tools_ran(run.tool_calls)
+            self.deps.metrics.loop_ran(run.mode, [(e["from"], e["to"]) for e in run.trace
+                                                  if e.get("kind") == "switch"])
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
 

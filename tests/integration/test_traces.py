@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from bot.cli.turns import run_turns
 from bot.envelopes import Inbound
-from tests.fakes.fake_openai import ToolCall
 from tests.fakes.fake_openai import Reply as LLMReply
+from tests.fakes.fake_openai import ToolCall
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
