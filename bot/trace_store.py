@@ -48,7 +48,7 @@ class TraceStore:
                 trace.turn_id, trace.user_id, at, trace.stop, trace.to_json())
             await tx.execute(
                 "DELETE FROM turn_traces WHERE user_id = $1 AND turn_id NOT IN (SELECT turn_id"
-                " FROM turn_traces WHERE user_id = $1 ORDER BY created_at DESC, turn_id DESC"
+                " FROM turn_traces WHERE user_id = $1 ORDER BY seq DESC"
                 " LIMIT $2)", trace.user_id, self.kept)
 
     async def get(self, turn_id: str) -> TurnTrace | None:
@@ -63,11 +63,11 @@ class TraceStore:
     async def recent(self, user_id: str | None = None, limit: int = 20) -> list[TurnTrace]:
         """The newest first; everyone's when `user_id` is None."""
         if user_id is None:
-            rows = await self.db.fetch("SELECT body FROM turn_traces ORDER BY created_at DESC,"
-                                       " turn_id DESC LIMIT $1", limit)
+            rows = await self.db.fetch("SELECT body FROM turn_traces ORDER BY seq DESC"
+                                       " LIMIT $1", limit)
         else:
             rows = await self.db.fetch("SELECT body FROM turn_traces WHERE user_id = $1"
-                                       " ORDER BY created_at DESC, turn_id DESC LIMIT $2",
+                                       " ORDER BY seq DESC LIMIT $2",
                                        user_id, limit)
         return [TurnTrace.from_json(r["body"]) for r in rows]
 

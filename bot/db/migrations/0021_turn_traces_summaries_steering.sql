@@ -1,10 +1,11 @@
 -- What each turn did, step by step (bot.traces): the last turns of each person, for /debug
 -- and `valet turns`. One row per turn, written once when the turn is stored.
 CREATE TABLE turn_traces (
-    turn_id TEXT PRIMARY KEY,
+    seq {autoid},
+    turn_id TEXT NOT NULL UNIQUE,
     user_id TEXT NOT NULL,
     created_at TIMESTAMPTZ NOT NULL,
     stop TEXT NOT NULL,
     body TEXT NOT NULL
 );
-CREATE INDEX turn_traces_by_user ON turn_traces (user_id, created_at);
+CREATE INDEX turn_traces_by_user ON turn_traces (user_id, seq);
