@@ -110,6 +110,7 @@ class JournalReplay:
     closed: bool = False
     close_reason: str = ""
     responses: dict[int, tuple[LLMResponse, int]] = field(default_factory=dict)
+    models: dict[int, int] = field(default_factory=dict)  # step -> which model answered
     started: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
     results: dict[tuple[int, str], ToolOutcome] = field(default_factory=dict)
     records: dict[str, Any] = field(default_factory=dict)
@@ -149,9 +150,9 @@ class TurnJournal:
         return replay
 
     async def llm_response(self, turn_id: str, step: int, response: LLMResponse,
-                           level: int = 0) -> None:
-        await self._write(turn_id, f"llm:{step}",
-                          {"response": response_to_json(response), "level": level})
+                           level: int = 0, model: int = 0) -> None:
+        await self._write(turn_id, f"llm:{step}", {"response": response_to_json(response),
+                                                   "level": level, "model": model})
 
     async def tool_started(self, turn_id: str, step: int, call: ToolCall) -> None:
         await self._write(turn_id, f"start:{step}:{call.id}",
@@ -210,6 +211,7 @@ def _read_entry(replay: JournalReplay, key: str, body: Any) -> None:
     elif kind == "llm":
         replay.responses[int(rest)] = (response_from_json(body["response"]),
                                        int(body.get("level") or 0))
+        replay.models[int(rest)] = int(body.get("model") or 0)
     elif kind in ("start", "result"):
         step, _, call_id = rest.partition(":")
         if kind == "start":
@@ -252,9 +254,14 @@ class TurnRecorder:
     def response(self, step: int) -> tuple[LLMResponse, int] | None:
         return self.replay.response(step)
 
-    async def responded(self, step: int, response: LLMResponse, level: int) -> None:
+    def model(self, step: int) -> int:
+        """Which model gave the step-th response (0: the first)."""
+        return self.replay.models.get(step, 0)
+
+    async def responded(self, step: int, response: LLMResponse, level: int,
+                        model: int = 0) -> None:
         if self.journal is not None:
-            await self.journal.llm_response(self.turn_id, step, response, level)
+            await self.journal.llm_response(self.turn_id, step, response, level, model)
 
     def known_outcome(self, step: int, call: ToolCall, tool: Tool | None) -> ToolOutcome | None:
         """What this call already came to in an earlier run of the turn, or None when it is

@@ -15,8 +15,16 @@ from typing import Any
 
 from bot.context import MAX_LEVEL
 from bot.envelopes import EventSink, EventType, LoopEvent, TurnStop
+from bot.fallback import ModelSlot, on_models
 from bot.journal import TurnRecorder
-from bot.llm import LLMContextExhaustedError, LLMResponse, call_with_recovery
+from bot.llm import (
+    CallOutcome,
+    LLMContextExhaustedError,
+    LLMError,
+    LLMResponse,
+    call_with_recovery,
+    short_error,
+)
 from bot.loop_calls import run_calls, synthetic
 from bot.loop_state import CallGate, LoopDeps, LoopRun, ToolChoice
 from bot.loop_types import (
@@ -27,8 +35,9 @@ from bot.loop_types import (
     ReactLoopResult,
     ToolCallRecord,
 )
+from bot.masking import WRITTEN_BY
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
-from bot.traces import llm_entry
+from bot.traces import llm_entry, switch_entry
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
@@ -96,7 +105,7 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
             if run.cfg.mode == SIMPLE:  # never any: the calls are closed, unrun
                 return TurnStop.FINAL_ANSWER, _close_unoffered(run, response, lines), []
             run.mode = REACT  # auto guessed wrong: the turn gets its tools
-        run.append(response.assistant_message())
+        run.append(_written(deps, run, response))
         outcomes = await run_calls(deps, run, response, tool_ctx, emit, cancel)
         for outcome in outcomes:
             run.append(outcome.message())
@@ -116,21 +125,26 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
 async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: EventSink, *,
                     tools: list[dict[str, Any]] | None,
                     extra: list[Message] | None = None) -> LLMResponse | None:
-    """One LLM call within the turn's deadline; None when the deadline passed. A response the
-    journal holds for this step is reused: no request is made."""
+    """One LLM call within the turn's deadline, on the model in use or, when it keeps failing,
+    the next fallback; None when the deadline passed. A response the journal holds for this
+    step is reused: no request is made."""
     run.llm_step += 1
+    models = deps.models
     replayed = run.journal.response(run.llm_step)
     if replayed is not None:
         response, run.level = replayed
+        run.model = min(run.journal.model(run.llm_step), len(models) - 1)
         run.usage.add(response.usage)
-        run.trace.append(llm_entry(run.llm_step, deps.llm.model, response, latency_ms=0,
-                                   tools_offered=len(tools or ()), replayed=True))
+        run.trace.append(llm_entry(run.llm_step, models[run.model].llm.model, response,
+                                   latency_ms=0, tools_offered=len(tools or ()),
+                                   replayed=True))
         return response
     if run.remaining() <= 0:
         return None
 
-    def view(level: int) -> list[Message]:
-        built = deps.context.build(system, run.messages, level)
+    def view(level: int, reader: str) -> list[Message]:
+        built = deps.context.build(system, run.messages, level, reader=reader,
+                                   summary=run.summary)
         if built.cuts:
             run.diagnostics.extend(built.cuts)
         return built.messages + (extra or [])
@@ -140,24 +154,43 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
         async def on_text(chunk: str) -> None:
             await emit(LoopEvent(EventType.MESSAGE_CHUNK, {"text": chunk}))
 
+    def attempt(slot: ModelSlot) -> Awaitable[CallOutcome]:
+        return call_with_recovery(
+            slot.llm, lambda level: view(level, slot.provider), tools, run.cfg, deps.clock,
+            max_recovery_level=MAX_LEVEL, start_level=run.level, on_text=on_text)
+
+    def switched(left: ModelSlot, taken: ModelSlot, err: LLMError) -> None:
+        log.warning("model %s failed (%s); the turn goes on with %s", left.llm.model,
+                    type(err).__name__, taken.llm.model)
+        run.trace.append(switch_entry(run.llm_step, left.llm.model, taken.llm.model,
+                                      f"{type(err).__name__}: {short_error(err)}"))
+        run.diagnostics.append(f"switched model {left.llm.model} -> {taken.llm.model}")
+
     await emit(LoopEvent(EventType.MESSAGE_START, {"turn": run.turns}))
     asked = time.perf_counter()
     try:
-        outcome = await _before_deadline(run, call_with_recovery(
-            deps.llm, view, tools, run.cfg, deps.clock, max_recovery_level=MAX_LEVEL,
-            start_level=run.level, on_text=on_text))
+        outcome, run.model = await _before_deadline(
+            run, on_models(models, run.model, attempt, switched))
     except TimeoutError:
         return None
-    await run.journal.responded(run.llm_step, outcome.response, outcome.recovery_level)
+    response = outcome.response
+    await run.journal.responded(run.llm_step, response, outcome.recovery_level, run.model)
     run.level = outcome.recovery_level
-    run.usage.add(outcome.response.usage)
-    run.trace.append(llm_entry(run.llm_step, deps.llm.model, outcome.response,
+    run.usage.add(response.usage)
+    run.trace.append(llm_entry(run.llm_step, models[run.model].llm.model, response,
                                latency_ms=int((time.perf_counter() - asked) * 1000),
                                tools_offered=len(tools or ())))
     await emit(LoopEvent(EventType.MESSAGE_END, {
-        "turn": run.turns, "text": outcome.response.content or "",
-        "tool_calls": [c.name for c in outcome.response.tool_calls]}))
-    return outcome.response
+        "turn": run.turns, "text": response.content or "",
+        "tool_calls": [c.name for c in response.tool_calls]}))
+    return response
+
+
+def _written(deps: LoopDeps, run: LoopRun, response: LLMResponse) -> Message:
+    """The assistant message that asks for tools, with who wrote it (bot.masking)."""
+    writer = deps.models[run.model].provider
+    return {**response.assistant_message(), WRITTEN_BY: writer} if writer \
+        else response.assistant_message()
 
 
 async def _last_word(deps: LoopDeps, run: LoopRun, system: list[Message], emit: EventSink,

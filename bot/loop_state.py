@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from bot.clock import Clock
 from bot.context import ContextManager
+from bot.fallback import ModelSlot
 from bot.journal import TurnJournal, TurnRecorder
 from bot.llm import LLM, TokenUsage, ToolCall
 from bot.loop_types import ReactLoopConfig, ToolCallRecord
@@ -38,6 +39,12 @@ class LoopDeps:
     gate: CallGate | None = None
     journal: TurnJournal | None = None  # None: nothing recorded, nothing replayed
     tool_choice: ToolChoice | None = None  # None: every tool, every request
+    provider: str = ""  # whose tool-message format `llm` reads and writes (bot.fallback)
+    fallbacks: tuple[ModelSlot, ...] = ()  # tried in order when the model keeps failing
+
+    @property
+    def models(self) -> tuple[ModelSlot, ...]:
+        return (ModelSlot(self.llm, self.provider), *self.fallbacks)
 
     async def tool_schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
         if self.tool_choice is None:
@@ -65,6 +72,8 @@ class LoopRun:
     repeat_tripped: bool = False
     trace: list[dict[str, Any]] = field(default_factory=list)  # bot.traces entries, in order
     mode: str = "react"  # "simple": no tool schemas are offered (bot.modes)
+    model: int = 0  # which of LoopDeps.models answers: a switch lasts for the rest of the run
+    summary: str = ""  # the conversation's running summary, carried in every view
 
     def append(self, msg: Message) -> None:
         self.messages.append(msg)

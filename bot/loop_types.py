@@ -38,6 +38,9 @@ class ReactLoopConfig:
     max_history_messages: int = 40
     force_trim_messages: int = 5
     chars_per_token: float = 4.0
+    # The running summary of messages older than the view (bot.memory.compaction) is carried
+    # ahead of the recent messages within this many tokens.
+    summary_tokens: int = 600
     # What one image in a request is counted as (endpoints bill a picture by its tiles, not
     # by its base64 length): a fixed estimate that keeps trimming honest about photos.
     image_tokens: int = 1_000

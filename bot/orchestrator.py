@@ -26,6 +26,7 @@ from bot.clock import Clock
 from bot.compose import LLMFailure, Waits, compose_turn
 from bot.context import ContextManager
 from bot.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
+from bot.fallback import ModelSlot
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import UserStore
 from bot.journal import TurnJournal
@@ -75,6 +76,8 @@ class OrchestratorDeps:
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
     traces: TraceStore | None = None  # what each turn did, for /debug and `valet turns`
+    provider: str = ""  # whose tool-message format `llm` reads and writes (bot.fallback)
+    fallbacks: tuple[ModelSlot, ...] = ()  # the turn goes on with these when `llm` fails
 
 
 class Orchestrator:
@@ -83,7 +86,8 @@ class Orchestrator:
         self.context = ContextManager(deps.loop_config)
         self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
                                   gate=deps.approvals.gate if deps.approvals else None,
-                                  journal=deps.journal, tool_choice=deps.exposure)
+                                  journal=deps.journal, tool_choice=deps.exposure,
+                                  provider=deps.provider, fallbacks=deps.fallbacks)
         lines = deps.persona.lines
         self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
                                       no_answer=lines.no_answer, cancelled=lines.cancelled)

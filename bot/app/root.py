@@ -34,6 +34,7 @@ from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
+from bot.fallback import ModelSlot, provider_of
 from bot.gateway.access import AccessControl
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
@@ -82,6 +83,22 @@ def build_llm(settings: Settings) -> LLM:
     return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
                      model=llm.model or "", timeout=llm.timeout_seconds,
                      extra_body=llm.extra_body)
+
+
+def build_fallbacks(settings: Settings, metrics: Metrics) -> tuple[ModelSlot, ...]:
+    """`llm.fallback_models`, in order, each counted in /metrics under its own name."""
+    llm = settings.llm
+    slots = []
+    for fallback in llm.fallback_models:
+        base_url = fallback.base_url or llm.base_url
+        key = fallback.api_key.get_secret_value() if fallback.api_key else \
+            llm.api_key_value()
+        client = OpenAILLM(base_url=base_url, api_key=key or "not-needed",
+                           model=fallback.model,
+                           timeout=fallback.timeout_seconds or llm.timeout_seconds)
+        slots.append(ModelSlot(MeteredLLM(client, metrics),
+                               fallback.provider or provider_of(base_url)))
+    return tuple(slots)
 
 
 NO_LLM_MESSAGE = (
@@ -200,6 +217,8 @@ class App:
         for command in memory.commands() if memory else []:
             commands.register(command)
         traces = TraceStore(db)  # what each turn did: /debug, `valet turns`
+        fallbacks = build_fallbacks(settings, metrics)  # when the model keeps failing
+        closers += [slot.llm.close for slot in fallbacks]
         commands.register(debug_command(traces, persona.lines.nothing_traced))
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
@@ -218,7 +237,8 @@ class App:
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
             after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
-            traces=traces))
+            traces=traces, provider=settings.llm.provider or provider_of(settings.llm.base_url),
+            fallbacks=fallbacks))
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.db import Database, Row
+from bot.masking import WRITTEN_BY
 
 Message = dict[str, Any]
 
@@ -23,7 +24,7 @@ class HistoryStore:
     async def load(self, user_id: str, limit: int | None = None) -> list[Message]:
         """The most recent messages of this user's conversation, oldest first."""
         rows = await self.db.fetch(
-            "SELECT role, content, tool_calls, tool_call_id FROM messages"
+            "SELECT role, content, tool_calls, tool_call_id, written_by FROM messages"
             " WHERE user_id = $1 ORDER BY seq DESC LIMIT $2",
             user_id, limit or self.load_limit)
         return [_to_message(r) for r in reversed(rows)]
@@ -38,10 +39,11 @@ class HistoryStore:
                 calls = msg.get("tool_calls")
                 await tx.execute(
                     "INSERT INTO messages (user_id, turn_id, role, content, tool_calls,"
-                    " tool_call_id, channel, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+                    " tool_call_id, channel, created_at, written_by)"
+                    " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
                     user_id, turn_id, msg["role"], msg.get("content"),
                     json.dumps(calls) if calls else None, msg.get("tool_call_id"),
-                    channel, at)
+                    channel, at, msg.get(WRITTEN_BY) or None)
 
     async def turn_reply(self, turn_id: str) -> str | None:
         """The final answer of a stored turn; None if the turn was never written."""
@@ -63,4 +65,6 @@ def _to_message(row: Row) -> Message:
         msg["tool_calls"] = json.loads(row["tool_calls"])
     if row["tool_call_id"]:
         msg["tool_call_id"] = row["tool_call_id"]
+    if row["written_by"]:
+        msg[WRITTEN_BY] = row["written_by"]
     return msg

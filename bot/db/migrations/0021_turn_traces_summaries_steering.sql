@@ -9,3 +9,7 @@ CREATE TABLE turn_traces (
     body TEXT NOT NULL
 );
 CREATE INDEX turn_traces_by_user ON turn_traces (user_id, seq);
+
+-- Who wrote an assistant message that asks for tools (a provider name, bot.masking): another
+-- provider's model reads that round flattened into text. NULL: not recorded.
+ALTER TABLE messages ADD COLUMN written_by TEXT;
