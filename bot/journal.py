@@ -114,11 +114,13 @@ class JournalReplay:
     started: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
     results: dict[tuple[int, str], ToolOutcome] = field(default_factory=dict)
     records: dict[str, Any] = field(default_factory=dict)
+    # step -> the messages the person added mid-turn before that LLM call (bot.steering)
+    steered: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return not (self.closed or self.responses or self.started or self.results
-                    or self.records)
+                    or self.records or self.steered)
 
     def response(self, step: int) -> tuple[LLMResponse, int] | None:
         """The step-th LLM response (1-based) and the recovery level it was made at."""
@@ -161,6 +163,9 @@ class TurnJournal:
     async def tool_result(self, turn_id: str, step: int, outcome: ToolOutcome) -> None:
         await self._write(turn_id, f"result:{step}:{outcome.call_id}",
                           outcome_to_json(outcome))
+
+    async def steer(self, turn_id: str, step: int, items: list[dict[str, Any]]) -> None:
+        await self._write(turn_id, f"steer:{step}", items)
 
     async def record(self, turn_id: str, key: str, value: Any) -> bool:
         """An orchestrator step's own entry (JSON data); False if `key` was recorded before
@@ -220,6 +225,8 @@ def _read_entry(replay: JournalReplay, key: str, body: Any) -> None:
             replay.results[(int(step), call_id)] = outcome_from_json(body)
     elif kind == "step":
         replay.records[rest] = body
+    elif kind == "steer":
+        replay.steered[int(rest)] = list(body)
     else:
         log.warning("ignoring unknown journal entry %r", key)
 
@@ -273,6 +280,15 @@ class TurnRecorder:
             return ToolOutcome(call.id, call.name, ToolStatus.INTERRUPTED, INTERRUPTED,
                                synthetic=True)
         return None
+
+    def steered(self, step: int) -> list[dict[str, Any]] | None:
+        """What the person added before the step-th LLM call in an earlier run; None: none
+        was recorded there."""
+        return self.replay.steered.get(step)
+
+    async def steer(self, step: int, items: list[dict[str, Any]]) -> None:
+        if self.journal is not None:
+            await self.journal.steer(self.turn_id, step, items)
 
     def is_recorded(self, step: int, call_id: str) -> bool:
         return self.replay.result(step, call_id) is not None

@@ -89,6 +89,10 @@ class LLM(Protocol):
 class LLMError(Exception):
     """Any failure of an LLM call, already classified."""
 
+    # Set by the loop on an error that ends a turn: what the person added while it ran
+    # (bot.steering), so the turn's record keeps their words.
+    said_mid_turn: tuple[str, ...] = ()
+
 
 class LLMRateLimitError(LLMError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:

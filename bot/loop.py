@@ -36,6 +36,7 @@ from bot.loop_types import (
     ToolCallRecord,
 )
 from bot.masking import WRITTEN_BY
+from bot.steering import Steering, steer
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
 from bot.traces import llm_entry, switch_entry
 
@@ -55,14 +56,18 @@ async def react_loop(
     tool_ctx: ToolExecutionContext, cfg: ReactLoopConfig, *,
     emit: EventSink | None = None, fallback: FallbackLines | None = None,
     cancel: asyncio.Event | None = None, turn_id: str | None = None, mode: str = REACT,
+    summary: str = "", steering: Steering | None = None,
 ) -> ReactLoopResult:
     """Run the loop over `history` (which ends with the user's message). The caller persists
     `result.new_messages`; `history` itself is not modified. With `deps.journal` and a
     `turn_id`, every step is journalled, and a turn redone continues from its journal.
-    `mode` SIMPLE: no tool schemas are offered (bot.modes)."""
+    `mode` SIMPLE: no tool schemas are offered (bot.modes); `summary`: the conversation's
+    running summary, carried in every request; `steering`: messages the person sends while
+    the turn runs join it before the next LLM call (bot.steering)."""
     started = time.perf_counter()  # for the duration reported; the deadline is the clock's
     run = LoopRun(cfg, deps.clock, deps.clock.monotonic() + cfg.turn_deadline_seconds,
-                  list(history), await TurnRecorder.open(deps.journal, turn_id), mode=mode)
+                  list(history), await TurnRecorder.open(deps.journal, turn_id), mode=mode,
+                  summary=summary, steering=steering)
     emit = emit or _no_events
     lines = fallback or FallbackLines()
     pauses: list[ToolOutcome]
@@ -74,6 +79,9 @@ async def react_loop(
     except LLMContextExhaustedError:
         stop, text, pauses = TurnStop.CONTEXT_OVERFLOW, lines.too_long, []
         run.append({"role": "assistant", "content": text})
+    except LLMError as err:  # what the person added mid-turn is kept with the failure
+        err.said_mid_turn = tuple(str(m["content"]) for m in run.new if m["role"] == "user")
+        raise
     await emit(LoopEvent(EventType.EXECUTION_END, {"stop_reason": stop.value}))
     return ReactLoopResult(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
@@ -90,6 +98,7 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
         if cancel is not None and cancel.is_set():
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         run.turns += 1
+        await steer(run, run.steering)  # what the person added while the turn ran
         tools = await deps.tool_schemas(run.messages) if run.mode == REACT else None
         response = await _unless_cancelled(_call_llm(deps, run, system, emit, tools=tools),
                                            cancel)

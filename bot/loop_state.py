@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.clock import Clock
 from bot.context import ContextManager
@@ -15,6 +15,9 @@ from bot.journal import TurnJournal, TurnRecorder
 from bot.llm import LLM, TokenUsage, ToolCall
 from bot.loop_types import ReactLoopConfig, ToolCallRecord
 from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolRegistry
+
+if TYPE_CHECKING:
+    from bot.steering import Steering
 
 Message = dict[str, Any]
 
@@ -74,6 +77,7 @@ class LoopRun:
     mode: str = "react"  # "simple": no tool schemas are offered (bot.modes)
     model: int = 0  # which of LoopDeps.models answers: a switch lasts for the rest of the run
     summary: str = ""  # the conversation's running summary, carried in every view
+    steering: Steering | None = None  # messages the person adds while the turn runs
 
     def append(self, msg: Message) -> None:
         self.messages.append(msg)

@@ -41,6 +41,7 @@ from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, 
 from bot.memory.history import HistoryStore
 from bot.metrics import Metrics
 from bot.modes import choose_mode
+from bot.steering import Steering
 from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
@@ -93,12 +94,13 @@ class Orchestrator:
                                       no_answer=lines.no_answer, cancelled=lines.cancelled)
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
-                             cancel: asyncio.Event | None = None) -> Reply:
+                             cancel: asyncio.Event | None = None,
+                             steering: Steering | None = None) -> Reply:
         started = time.perf_counter()
         # Log lines of this turn carry its id, not the id of the request that woke its queue.
         ids = (logs.turn_id.set(msg.turn_id), logs.request_id.set(None))
         try:
-            reply = await self._handle(msg, emit, cancel)
+            reply = await self._handle(msg, emit, cancel, steering)
         except Exception:
             self.deps.metrics.turn_finished("error", time.perf_counter() - started)
             raise
@@ -109,8 +111,8 @@ class Orchestrator:
         return reply
 
     async def _handle(self, msg: Inbound, emit: EventSink | None,
-                      cancel: asyncio.Event | None) -> Reply:
-        ctx = await self.prepare_context(msg, cancel)
+                      cancel: asyncio.Event | None, steering: Steering | None) -> Reply:
+        ctx = await self.prepare_context(msg, cancel, steering)
         rejection = self.should_process(ctx)
         if rejection is not None:
             return rejection
@@ -129,8 +131,8 @@ class Orchestrator:
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)
 
-    async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None
-                              ) -> TurnContext:
+    async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None,
+                              steering: Steering | None = None) -> TurnContext:
         deps = self.deps
         user = await deps.users.get(msg.user_id)
         if user is None:
@@ -147,7 +149,7 @@ class Orchestrator:
         logs.turn_id.set(turn_id)
         return TurnContext(msg, user, turn_id, system,
                            await deps.history.load(user.id), tool_ctx,
-                           cancel or asyncio.Event())
+                           cancel or asyncio.Event(), steering=steering)
 
     def should_process(self, ctx: TurnContext) -> Reply | None:
         if ctx.user.blocked:
@@ -179,11 +181,13 @@ class Orchestrator:
                                     emit=emit, fallback=self.fallback, cancel=ctx.cancel,
                                     turn_id=ctx.turn_id, mode=choose_mode(
                                         self.deps.loop_config.mode, ctx, before,
-                                        self.deps.persona.name))
+                                        self.deps.persona.name),
+                                    summary=ctx.summary, steering=ctx.steering)
         except LLMError as err:
             log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
                       type(err).__name__, err)
-            return LLMFailure(self.line_for(err), f"{type(err).__name__}: {err}")
+            return LLMFailure(self.line_for(err), f"{type(err).__name__}: {err}",
+                              err.said_mid_turn)
 
     def line_for(self, err: LLMError) -> str:
         """What the person reads when the LLM could not be used: what actually happened."""

@@ -246,7 +246,8 @@ class App:
             failure_line=persona.lines.llm_unavailable,
             max_attempts=settings.gateway.turn_attempts,
             retry_seconds=settings.gateway.turn_retry_seconds,
-            answer_button=decisions.answer_button, silenced=tasks.silenced))
+            answer_button=decisions.answer_button, silenced=tasks.silenced,
+            mid_turn=settings.gateway.mid_turn, answers_approval=decisions.answers_pending))
         # Triggered runs ask only for what is on: a capability that is off has no tools there.
         on = exposure.available()
         triggers = build_triggers(

@@ -204,6 +204,10 @@ class GatewaySettings(_Section):
     history_messages: int = pydantic.Field(200, ge=1)  # loaded per turn (the view trims)
     user_lock_ttl_seconds: float = pydantic.Field(30.0, gt=0)  # Redis per-user lease
     http_timeout_seconds: float = pydantic.Field(30.0, gt=0)  # the tools' shared session
+    # A message the person sends while their turn runs: "steer" adds it to that turn before
+    # its next LLM call ("actually, make it Tuesday"); "queue" answers it in a turn of its own
+    # once the running one has ended.
+    mid_turn: Literal["steer", "queue"] = "steer"
 
 
 class SmsSettings(_Section):

@@ -13,3 +13,7 @@ CREATE INDEX turn_traces_by_user ON turn_traces (user_id, seq);
 -- Who wrote an assistant message that asks for tools (a provider name, bot.masking): another
 -- provider's model reads that round flattened into text. NULL: not recorded.
 ALTER TABLE messages ADD COLUMN written_by TEXT;
+
+-- A message that joined its person's running turn (bot.steering) is closed as `steered`, with
+-- the id of the turn it joined.
+ALTER TABLE inbox ADD COLUMN steered_into TEXT;
