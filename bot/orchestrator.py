@@ -39,6 +39,7 @@ from bot.llm import (
 )
 from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
+from bot.memory.summaries import SummaryStore
 from bot.metrics import Metrics
 from bot.modes import choose_mode
 from bot.steering import Steering
@@ -77,6 +78,9 @@ class OrchestratorDeps:
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
     traces: TraceStore | None = None  # what each turn did, for /debug and `valet turns`
+    # The running summary of older messages (bot.memory.compaction): a turn loads the latest
+    # and only the messages after it.
+    summaries: SummaryStore | None = None
     provider: str = ""  # whose tool-message format `llm` reads and writes (bot.fallback)
     fallbacks: tuple[ModelSlot, ...] = ()  # the turn goes on with these when `llm` fails
 
@@ -147,9 +151,12 @@ class Orchestrator:
             opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
         turn_id = msg.turn_id or uuid.uuid4().hex
         logs.turn_id.set(turn_id)
-        return TurnContext(msg, user, turn_id, system,
-                           await deps.history.load(user.id), tool_ctx,
-                           cancel or asyncio.Event(), steering=steering)
+        summary = await deps.summaries.latest(user.id) if deps.summaries else None
+        history = await deps.history.load(user.id,
+                                          after_seq=summary.through_seq if summary else 0)
+        return TurnContext(msg, user, turn_id, system, history, tool_ctx,
+                           cancel or asyncio.Event(), steering=steering,
+                           summary=summary.text if summary else "")
 
     def should_process(self, ctx: TurnContext) -> Reply | None:
         if ctx.user.blocked:

@@ -50,7 +50,9 @@ from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM
+from bot.memory.compaction import Compactor
 from bot.memory.history import HistoryStore
+from bot.memory.summaries import SummaryStore
 from bot.memory.wiring import Memory, build_memory
 from bot.metered_llm import MeteredLLM
 from bot.metrics import Metrics
@@ -135,6 +137,7 @@ class App:
     triggers: Triggers
     http: aiohttp.ClientSession
     memory: Memory | None = None  # long-term memory; None when turned off
+    compactor: Compactor | None = None  # old messages folded into a running summary
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     stall_monitor: StallMonitor | None = None
     _sweeper: asyncio.Task[None] | None = None
@@ -217,6 +220,11 @@ class App:
         for command in memory.commands() if memory else []:
             commands.register(command)
         traces = TraceStore(db)  # what each turn did: /debug, `valet turns`
+        # Old messages folded into a running summary (after a memory flush) before the
+        # request view would have to drop them.
+        summaries = SummaryStore(db)
+        compactor = Compactor(history, summaries, llm, clock, loop_config,
+                              flush=memory.extractor if memory else None)
         fallbacks = build_fallbacks(settings, metrics)  # when the model keeps failing
         closers += [slot.llm.close for slot in fallbacks]
         commands.register(debug_command(traces, persona.lines.nothing_traced))
@@ -236,8 +244,10 @@ class App:
                 AskTimezoneOnce(users)],
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
-            traces=traces, provider=settings.llm.provider or provider_of(settings.llm.base_url),
+            after_turn=[*([memory.extractor.after_turn] if memory else []),
+                        compactor.after_turn], metrics=metrics,
+            traces=traces, summaries=summaries,
+            provider=settings.llm.provider or provider_of(settings.llm.base_url),
             fallbacks=fallbacks))
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
@@ -263,7 +273,7 @@ class App:
                                           expired_template=persona.lines.approval_expired),
                   services=services, orchestrator=orchestrator, outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
-                  closers=closers, metrics=metrics)
+                  compactor=compactor, closers=closers, metrics=metrics)
         triggers.engine.on_fired = metrics.scheduler_fired
         await app.ensure_owner()
         return app
@@ -337,6 +347,8 @@ class App:
                 await self._sweeper
         await self.gateway.stop()
         await self.agents.close()  # MCP servers' sessions (their processes end)
+        if self.compactor is not None:
+            await self.compactor.close()
         if self.memory is not None:
             await self.memory.close()
         if self.stall_monitor is not None:

@@ -21,13 +21,29 @@ class HistoryStore:
         self.db = db
         self.load_limit = load_limit
 
-    async def load(self, user_id: str, limit: int | None = None) -> list[Message]:
-        """The most recent messages of this user's conversation, oldest first."""
+    async def load(self, user_id: str, limit: int | None = None, *, after_seq: int = 0
+                   ) -> list[Message]:
+        """The most recent messages of this user's conversation (those after `after_seq`:
+        the ones a summary does not cover), oldest first."""
+        return [m for _, m in await self.load_numbered(user_id, limit, after_seq=after_seq)]
+
+    async def load_numbered(self, user_id: str, limit: int | None = None, *,
+                            after_seq: int = 0) -> list[tuple[int, Message]]:
+        """`load`, each message with its place in the conversation (its seq)."""
         rows = await self.db.fetch(
-            "SELECT role, content, tool_calls, tool_call_id, written_by FROM messages"
-            " WHERE user_id = $1 ORDER BY seq DESC LIMIT $2",
-            user_id, limit or self.load_limit)
-        return [_to_message(r) for r in reversed(rows)]
+            "SELECT seq, role, content, tool_calls, tool_call_id, written_by FROM messages"
+            " WHERE user_id = $1 AND seq > $2 ORDER BY seq DESC LIMIT $3",
+            user_id, after_seq, limit or self.load_limit)
+        return [(int(r["seq"]), _to_message(r)) for r in reversed(rows)]
+
+    async def load_oldest(self, user_id: str, after_seq: int, limit: int
+                          ) -> list[tuple[int, Message]]:
+        """The oldest messages after `after_seq`, oldest first, with their seq."""
+        rows = await self.db.fetch(
+            "SELECT seq, role, content, tool_calls, tool_call_id, written_by FROM messages"
+            " WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            user_id, after_seq, limit)
+        return [(int(r["seq"]), _to_message(r)) for r in rows]
 
     async def append(self, user_id: str, turn_id: str, messages: list[Message], *,
                      channel: str, at: datetime) -> None:
@@ -54,9 +70,10 @@ class HistoryStore:
             return None
         return rows[0]["content"] if rows[0]["role"] == "assistant" else ""
 
-    async def count(self, user_id: str) -> int:
+    async def count(self, user_id: str, after_seq: int = 0) -> int:
         return int(await self.db.fetchval(
-            "SELECT COUNT(*) FROM messages WHERE user_id = $1", user_id) or 0)
+            "SELECT COUNT(*) FROM messages WHERE user_id = $1 AND seq > $2", user_id,
+            after_seq) or 0)
 
 
 def _to_message(row: Row) -> Message:

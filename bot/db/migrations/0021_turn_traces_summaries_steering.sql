@@ -17,3 +17,15 @@ ALTER TABLE messages ADD COLUMN written_by TEXT;
 -- A message that joined its person's running turn (bot.steering) is closed as `steered`, with
 -- the id of the turn it joined.
 ALTER TABLE inbox ADD COLUMN steered_into TEXT;
+
+-- The running summary of each person's conversation (bot.memory.compaction): what the
+-- messages up to `through_seq` said, for the request view to carry instead of them. Each
+-- compaction adds a version; the raw messages are never changed.
+CREATE TABLE conversation_summaries (
+    user_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    through_seq BIGINT NOT NULL,
+    text TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (user_id, version)
+);
