@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 INTERRUPTED = ("Interrupted: this call started before a restart and its outcome is unknown; "
                "check before trying again.")
 _CLOSED = "closed"
+# A turn's entries and its sub-tasks' (bot.subtasks: `<turn id>/<call id>`).
+_DELETE_TURN = ("DELETE FROM turn_journal WHERE turn_id = $1"
+                " OR substr(turn_id, 1, $2) = $3")
 
 
 # --- JSON forms -----------------------------------------------------------------------------
@@ -52,9 +55,12 @@ def response_from_json(data: dict[str, Any]) -> LLMResponse:
 
 
 def pause_to_json(pause: Any) -> dict[str, Any] | None:
-    """A paused call's `pause` (a waiting task or an approval draft) as JSON data."""
+    """A paused call's `pause` (a waiting task or an approval draft, or several of them: a
+    sub-task's) as JSON data."""
     if pause is None:
         return None
+    if isinstance(pause, tuple):
+        return {"kind": "several", "data": [pause_to_json(p) for p in pause]}
     if isinstance(pause, PausedTask):
         data = asdict(pause)
         for name in ("created_at", "asked_at", "expires_at"):
@@ -65,9 +71,11 @@ def pause_to_json(pause: Any) -> dict[str, Any] | None:
     raise TypeError(f"cannot journal a pause of type {type(pause).__name__}")
 
 
-def pause_from_json(data: dict[str, Any] | None) -> PausedTask | ApprovalDraft | None:
+def pause_from_json(data: dict[str, Any] | None) -> Any:
     if data is None:
         return None
+    if data["kind"] == "several":
+        return tuple(pause_from_json(p) for p in data["data"])
     body = dict(data["data"])
     if data["kind"] == "paused_task":
         for name in ("created_at", "asked_at", "expires_at"):
@@ -89,7 +97,9 @@ def outcome_to_json(outcome: ToolOutcome) -> dict[str, Any]:
     return {"call_id": outcome.call_id, "name": outcome.name, "status": outcome.status.value,
             "content": outcome.content, "duration_ms": outcome.duration_ms,
             "synthetic": outcome.synthetic, "truncated_from": outcome.truncated_from,
-            "pause": pause_to_json(outcome.pause), "result_status": outcome.result_status}
+            "pause": pause_to_json(outcome.pause), "result_status": outcome.result_status,
+            "usage": [outcome.usage.input_tokens, outcome.usage.output_tokens]
+            if outcome.usage else None, "trace": outcome.trace}
 
 
 def outcome_from_json(data: dict[str, Any]) -> ToolOutcome:
@@ -97,7 +107,9 @@ def outcome_from_json(data: dict[str, Any]) -> ToolOutcome:
         call_id=data["call_id"], name=data["name"], status=ToolStatus(data["status"]),
         content=data["content"], duration_ms=int(data.get("duration_ms") or 0),
         synthetic=bool(data.get("synthetic")), truncated_from=data.get("truncated_from"),
-        pause=pause_from_json(data.get("pause")), result_status=data.get("result_status"))
+        pause=pause_from_json(data.get("pause")), result_status=data.get("result_status"),
+        usage=TokenUsage(*(int(x) for x in data["usage"])) if data.get("usage") else None,
+        trace=data.get("trace"))
 
 
 # --- what a journal holds -------------------------------------------------------------------
@@ -188,17 +200,18 @@ class TurnJournal:
         return [(r["turn_id"], r["started"]) for r in rows]
 
     async def close(self, turn_id: str, reason: str) -> None:
-        """The turn was stopped: forget what it did and never replay it."""
+        """The turn was stopped: forget what it did (and its sub-tasks) and never replay it."""
         async with self.db.transaction() as tx:
-            await tx.execute("DELETE FROM turn_journal WHERE turn_id = $1", turn_id)
+            await tx.execute(_DELETE_TURN, turn_id, len(turn_id) + 1, f"{turn_id}/")
             await tx.execute(
                 "INSERT INTO turn_journal (turn_id, entry_key, body, created_at)"
                 " VALUES ($1, $2, $3, $4)", turn_id, _CLOSED,
                 json.dumps({"reason": reason}), self.clock.now())
 
     async def finish(self, turn_id: str) -> None:
-        """The turn is stored in the history: its journal is no longer needed."""
-        await self.db.execute("DELETE FROM turn_journal WHERE turn_id = $1", turn_id)
+        """The turn is stored in the history: its journal (and its sub-tasks', keyed
+        `<turn id>/<call id>`) is no longer needed."""
+        await self.db.execute(_DELETE_TURN, turn_id, len(turn_id) + 1, f"{turn_id}/")
 
     async def _write(self, turn_id: str, key: str, value: Any) -> bool:
         body = json.dumps(value, ensure_ascii=False, default=str)

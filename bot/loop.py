@@ -56,18 +56,19 @@ async def react_loop(
     tool_ctx: ToolExecutionContext, cfg: ReactLoopConfig, *,
     emit: EventSink | None = None, fallback: FallbackLines | None = None,
     cancel: asyncio.Event | None = None, turn_id: str | None = None, mode: str = REACT,
-    summary: str = "", steering: Steering | None = None,
+    summary: str = "", steering: Steering | None = None, token_budget: int = 0,
 ) -> ReactLoopResult:
     """Run the loop over `history` (which ends with the user's message). The caller persists
     `result.new_messages`; `history` itself is not modified. With `deps.journal` and a
     `turn_id`, every step is journalled, and a turn redone continues from its journal.
     `mode` SIMPLE: no tool schemas are offered (bot.modes); `summary`: the conversation's
     running summary, carried in every request; `steering`: messages the person sends while
-    the turn runs join it before the next LLM call (bot.steering)."""
+    the turn runs join it before the next LLM call (bot.steering); `token_budget` (0: none):
+    past it, the loop stops as at its step limit (a sub-task's own budget)."""
     started = time.perf_counter()  # for the duration reported; the deadline is the clock's
     run = LoopRun(cfg, deps.clock, deps.clock.monotonic() + cfg.turn_deadline_seconds,
                   list(history), await TurnRecorder.open(deps.journal, turn_id), mode=mode,
-                  summary=summary, steering=steering)
+                  summary=summary, steering=steering, token_budget=token_budget)
     emit = emit or _no_events
     lines = fallback or FallbackLines()
     pauses: list[ToolOutcome]
@@ -128,6 +129,8 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         if run.repeat_tripped:
             return TurnStop.REPEAT_GUARD, await _last_word(deps, run, system, emit, lines), []
+        if run.token_budget and run.usage.total >= run.token_budget:
+            break  # its budget is spent: a last word, as at the step limit
     return TurnStop.MAX_TURNS, await _last_word(deps, run, system, emit, lines), []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 from bot.context import ContextManager
@@ -60,6 +61,10 @@ async def run_calls(deps: LoopDeps, run: LoopRun, response: LLMResponse,
         outcome = _cap_size(deps.context, run.cfg, outcome)
         outcomes.append(outcome)
         run.trace.append(tool_entry(step, call, outcome))
+        if outcome.usage is not None:  # a sub-task's own LLM calls count in the turn's
+            run.usage.add(outcome.usage)
+        if outcome.trace is not None:
+            run.trace.append(outcome.trace)
         run.records.append(ToolCallRecord(
             name=call.name, args_summary=summarize_args(call.arguments),
             duration_ms=outcome.duration_ms, success=not outcome.is_error,
@@ -121,8 +126,7 @@ def _cap_size(context: ContextManager, cfg: ReactLoopConfig, outcome: ToolOutcom
     if len(outcome.content) <= cfg.max_tool_result_chars:
         return outcome
     text, original = context.truncate_tool_result(outcome.content, cfg.max_tool_result_chars)
-    return ToolOutcome(outcome.call_id, outcome.name, outcome.status, text, outcome.duration_ms,
-                       outcome.synthetic, original, outcome.pause, outcome.result_status)
+    return replace(outcome, content=text, truncated_from=original)
 
 
 def _canonical(arguments: str) -> str:

@@ -78,6 +78,7 @@ class LoopRun:
     model: int = 0  # which of LoopDeps.models answers: a switch lasts for the rest of the run
     summary: str = ""  # the conversation's running summary, carried in every view
     steering: Steering | None = None  # messages the person adds while the turn runs
+    token_budget: int = 0  # tokens the run may spend (0: no limit but its steps)
 
     def append(self, msg: Message) -> None:
         self.messages.append(msg)

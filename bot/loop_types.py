@@ -45,6 +45,13 @@ class ReactLoopConfig:
     # by its base64 length): a fixed estimate that keeps trimming honest about photos.
     image_tokens: int = 1_000
 
+    # The `delegate` tool (bot.subtasks): a sub-task in a fresh context with the tools named,
+    # its own step limit, tokens and time; its cost counts in the turn's.
+    subtasks: bool = True
+    subtask_max_turns: int = 6
+    subtask_token_budget: int = 40_000
+    subtask_timeout_seconds: float = 120.0
+
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0
     llm_retry_max_delay: float = 30.0

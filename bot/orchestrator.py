@@ -141,15 +141,15 @@ class Orchestrator:
         user = await deps.users.get(msg.user_id)
         if user is None:
             raise LookupError(f"unknown user {msg.user_id!r}: the gateway admits users first")
+        turn_id = msg.turn_id or uuid.uuid4().hex
         tool_ctx = ToolExecutionContext(
             user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
             channel=msg.channel, services=deps.tool_services,
-            triggered_by=msg.external_id if msg.from_trigger else None)
+            triggered_by=msg.external_id if msg.from_trigger else None, turn_id=turn_id)
         system = deps.persona.system_prompt(
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
             capabilities=self.capabilities(),
             opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
-        turn_id = msg.turn_id or uuid.uuid4().hex
         logs.turn_id.set(turn_id)
         summary = await deps.summaries.latest(user.id) if deps.summaries else None
         history = await deps.history.load(user.id,
@@ -209,7 +209,8 @@ class Orchestrator:
     async def open_waits(self, ctx: TurnContext, before: StepResult,
                          run: ReactLoopResult | LLMFailure | None) -> Waits:
         """What this turn leaves waiting, made durable before the reply goes out."""
-        pauses = [o.pause for o in run.pauses] if isinstance(run, ReactLoopResult) else []
+        pauses = [p for o in run.pauses for p in _each(o.pause)] \
+            if isinstance(run, ReactLoopResult) else []
         tasks = [p for p in pauses if isinstance(p, PausedTask)]
         drafts = [*before.drafts, *(p for p in pauses if isinstance(p, ApprovalDraft))]
         notices = await self.deps.tasks.pause(ctx, tasks) if self.deps.tasks else []
@@ -280,6 +281,11 @@ class Orchestrator:
         if self.deps.exposure is not None:  # the capabilities that are on, one line each
             return self.deps.exposure.prompt_lines()
         return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]
+
+
+def _each(pause: Any) -> tuple[Any, ...]:
+    """A call's pause, or a sub-task's several (bot.subtasks)."""
+    return pause if isinstance(pause, tuple) else (pause,)
 
 
 def _said_before(before: StepResult) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from agents.registry import Registry, load_registry
 from agents.services import Services
 from agents.stores import AgentStores
 from bot.app.database import open_database
+from bot.app.models import build_models
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
 from bot.approvals.store import ApprovalStore
@@ -28,13 +29,12 @@ from bot.capabilities import build_exposure
 from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Command, Commands
-from bot.config import ConfigError, Settings
+from bot.config import Settings
 from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
-from bot.fallback import ModelSlot, provider_of
 from bot.gateway.access import AccessControl
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
@@ -54,13 +54,12 @@ from bot.memory.compaction import Compactor
 from bot.memory.history import HistoryStore
 from bot.memory.summaries import SummaryStore
 from bot.memory.wiring import Memory, build_memory
-from bot.metered_llm import MeteredLLM
 from bot.metrics import Metrics
 from bot.offload import shutdown as stop_offload_workers
-from bot.openai_llm import OpenAILLM
 from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
 from bot.steps import AskTimezoneOnce, ContextStep
+from bot.subtasks import Subtasks
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
@@ -76,36 +75,6 @@ log = logging.getLogger(__name__)
 
 OWNER_ID = "owner"
 CONSOLE_ADDRESS = "local"
-
-
-def build_llm(settings: Settings) -> LLM:
-    llm = settings.llm
-    if not llm.configured:
-        raise ConfigError(NO_LLM_MESSAGE)
-    return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
-                     model=llm.model or "", timeout=llm.timeout_seconds,
-                     extra_body=llm.extra_body)
-
-
-def build_fallbacks(settings: Settings, metrics: Metrics) -> tuple[ModelSlot, ...]:
-    """`llm.fallback_models`, in order, each counted in /metrics under its own name."""
-    llm = settings.llm
-    slots = []
-    for fallback in llm.fallback_models:
-        base_url = fallback.base_url or llm.base_url
-        key = fallback.api_key.get_secret_value() if fallback.api_key else \
-            llm.api_key_value()
-        client = OpenAILLM(base_url=base_url, api_key=key or "not-needed",
-                           model=fallback.model,
-                           timeout=fallback.timeout_seconds or llm.timeout_seconds)
-        slots.append(ModelSlot(MeteredLLM(client, metrics),
-                               fallback.provider or provider_of(base_url)))
-    return tuple(slots)
-
-
-NO_LLM_MESSAGE = (
-    "No LLM configured: set VALET_LLM_MODEL and VALET_LLM_BASE_URL (any OpenAI-compatible "
-    "endpoint, e.g. http://localhost:11434/v1 for Ollama) or OPENAI_API_KEY; see README.")
 
 
 def build_agents(settings: Settings) -> Registry:
@@ -166,8 +135,10 @@ class App:
         registry = agents.tools
         loop_config = settings.loop_config()
         metrics = Metrics()  # what /metrics shows (bot/metrics.py)
-        llm = MeteredLLM(llm or build_llm(settings), metrics)
+        models = build_models(settings, metrics, llm)  # the main model and its fallbacks
+        llm = models.llm
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
+        closers.append(models.close)
         try:
             db = await open_database(settings.database_url, migrate=migrate)
         except BaseException:
@@ -225,8 +196,6 @@ class App:
         summaries = SummaryStore(db)
         compactor = Compactor(history, summaries, llm, clock, loop_config,
                               flush=memory.extractor if memory else None)
-        fallbacks = build_fallbacks(settings, metrics)  # when the model keeps failing
-        closers += [slot.llm.close for slot in fallbacks]
         commands.register(debug_command(traces, persona.lines.nothing_traced))
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
@@ -246,9 +215,13 @@ class App:
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
             after_turn=[*([memory.extractor.after_turn] if memory else []),
                         compactor.after_turn], metrics=metrics,
-            traces=traces, summaries=summaries,
-            provider=settings.llm.provider or provider_of(settings.llm.base_url),
-            fallbacks=fallbacks))
+            traces=traces, summaries=summaries, provider=models.provider,
+            fallbacks=models.fallbacks))
+        if loop_config.subtasks:  # `delegate`: a sub-task with the same loop parts
+            registry.add(Subtasks(
+                orchestrator.loop_deps, loop_config, assistant=persona.name,
+                from_subtask=persona.lines.from_subtask, capabilities=exposure.on,
+                available=exposure.available()).tool())
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,

@@ -11,7 +11,8 @@ from bot.envelopes import Inbound
 from tests.fakes.fake_open_meteo import FakeOpenMeteo
 from tests.fakes.fake_openai import Reply, ToolCall
 
-CORE = {"ask_user", "update_plan", "cancel_task", "nothing_to_report", "open_capability"}
+CORE = {"ask_user", "update_plan", "cancel_task", "nothing_to_report", "open_capability",
+        "delegate"}
 
 
 @pytest.fixture
