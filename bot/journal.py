@@ -7,6 +7,11 @@ a call that started without a recorded result runs again only if its tool is saf
 otherwise it gets an "interrupted, outcome unknown" result, so the LLM can check or ask.
 The journal, not the LLM, decides what already happened.
 
+Besides `llm:<step>` (with the model that gave it), `start:`/`result:` and `step:<key>`, a
+turn records `steer:<step>`: the messages the person added mid-turn before that LLM call
+(bot.steering). A sub-task's steps are a journal of their own, `<turn id>/<call id>`
+(bot.subtasks), finished and closed with its turn's.
+
 Entries are written once (the first write wins), so a redone turn cannot rewrite its past.
 `finish` deletes a turn's entries once the turn is stored in the history; `close` marks a
 stopped turn (/stop) so that it is never replayed.

@@ -47,8 +47,10 @@ def build_fallbacks(settings: Settings, metrics: Metrics) -> tuple[ModelSlot, ..
     slots = []
     for fallback in llm.fallback_models:
         base_url = fallback.base_url or llm.base_url
+        # The main key only goes to the main endpoint: another one gets its own or none.
+        same_endpoint = fallback.base_url in (None, llm.base_url)
         key = fallback.api_key.get_secret_value() if fallback.api_key else \
-            llm.api_key_value()
+            llm.api_key_value() if same_endpoint else None
         client = OpenAILLM(base_url=base_url, api_key=key or "not-needed",
                            model=fallback.model,
                            timeout=fallback.timeout_seconds or llm.timeout_seconds)

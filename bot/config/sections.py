@@ -50,7 +50,7 @@ class FallbackModelSettings(_Section):
     model: str = pydantic.Field(min_length=1)
     base_url: str | None = None  # None: the main model's endpoint
     # The environment variable that holds its API key (never the key itself: the file is not
-    # the place for secrets); None: the main model's key.
+    # the place for secrets); None: the main model's key on the main endpoint, none elsewhere.
     api_key_env: str | None = pydantic.Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     # Whose tool-message format it reads and writes; None: its endpoint's host. Where it
     # differs from the model before it, earlier tool rounds are flattened for it.

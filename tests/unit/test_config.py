@@ -253,3 +253,22 @@ def test_the_loop_mode_and_summary_budget_are_checked(tmp_path):
     assert "valet.yaml:3: loop.summary_tokens:" in str(err.value)
     ok = write(tmp_path, "ok.yaml", "loop:\n  mode: simple\n")
     assert load_settings(ok, env={}).loop_config().mode == "simple"
+
+
+def test_the_main_key_is_never_sent_to_another_endpoint(tmp_path):
+    from bot.app.models import build_fallbacks
+    from bot.metrics import Metrics
+
+    path = write(tmp_path, "valet.yaml", """llm:
+  base_url: https://api.main.example/v1
+  model: main
+  fallback_models:
+    - model: same-endpoint
+    - model: elsewhere
+      base_url: https://other.example/v1
+""")
+    settings = load_settings(path, env={"VALET_LLM_API_KEY": "sk-main"})
+    same, other = build_fallbacks(settings, Metrics())
+    assert same.llm.inner._client.api_key == "sk-main"  # type: ignore[attr-defined]
+    assert other.llm.inner._client.api_key == "not-needed"  # type: ignore[attr-defined]
+    assert (same.provider, other.provider) == ("api.main.example", "other.example")
