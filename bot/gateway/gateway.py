@@ -49,6 +49,7 @@ ButtonAnswer = Callable[[User, ButtonPress], Awaitable[str]]
 
 class ReceiveResult(Enum):
     ACCEPTED = "accepted"  # queued for its user's next turn
+    JOINED = "joined"  # joined the user's running turn: that turn's reply answers it
     DUPLICATE = "duplicate"  # seen before: nothing happens
     REJECTED = "rejected"  # unknown or blocked sender: at most one short reply
     HANDLED = "handled"  # dealt with at the door (a /link code)
@@ -156,7 +157,7 @@ class Gateway:
             await self._close(row_id, "done")  # the stopped turn's reply says it
             return ReceiveResult.HANDLED
         if await self._steer(admission.user.id, msg, row_id):
-            return ReceiveResult.ACCEPTED  # the running turn reads it before its next step
+            return ReceiveResult.JOINED  # the running turn reads it before its next step
         self.kick(admission.user.id)
         if msg.button is not None and msg.button.answer_ref:
             await self._answer_button(msg.channel, admission.user, msg.button)

@@ -57,15 +57,17 @@ def people_said(request) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 async def while_the_tool_runs(app, fake_llm, hold, log, *later: str,  # type: ignore[no-untyped-def]
-                              first: str = MONDAY) -> None:
-    """`first` starts a turn whose tool waits; `later` arrive while it does; then it ends."""
+                              first: str = MONDAY) -> list[str]:
+    """`first` starts a turn whose tool waits; `later` arrive while it does; then it ends.
+    What the gateway said of each of `later`."""
     hold.touch()
     await app.gateway.receive(incoming(first, address="alice"))
     await until(lambda: log.exists() and "balance" in log.read_text(), "the tool started")
-    for text in later:
-        await app.gateway.receive(incoming(text, address="alice"))
+    results = [(await app.gateway.receive(incoming(text, address="alice"))).value
+               for text in later]
     hold.unlink()
     await asyncio.wait_for(app.gateway.wait_idle(), 20)
+    return results
 
 
 async def test_a_message_sent_while_the_tool_runs_joins_the_turn(app_factory, fake_llm,
@@ -73,8 +75,9 @@ async def test_a_message_sent_while_the_tool_runs_joins_the_turn(app_factory, fa
     app, sender, hold, log = await start(app_factory, tmp_path)
     fake_llm.script(Reply(tool_calls=[ToolCall("slow_balance", {"account": "dining"})]),
                     Reply(content="Booked for Tuesday."))
-    await while_the_tool_runs(app, fake_llm, hold, log, TUESDAY)
+    assert await while_the_tool_runs(app, fake_llm, hold, log, TUESDAY) == ["joined"]
     assert sender.texts() == ["Booked for Tuesday."]  # one answer, that accounts for it
+    assert await app.db.fetchval("SELECT COUNT(*) FROM inbox WHERE status = 'steered'") == 1
     assert fake_llm.calls == 2
     second = fake_llm.requests[1]["messages"]
     assert [m["role"] for m in second[1:]] == ["user", "assistant", "tool", "user"]
@@ -96,7 +99,7 @@ async def test_with_mid_turn_queue_it_waits_for_a_turn_of_its_own(app_factory, f
                                          gateway=GatewaySettings(mid_turn="queue"))
     fake_llm.script(Reply(tool_calls=[ToolCall("slow_balance", {"account": "dining"})]),
                     Reply(content="Booked for Monday."), Reply(content="Moved to Tuesday."))
-    await while_the_tool_runs(app, fake_llm, hold, log, TUESDAY)
+    assert await while_the_tool_runs(app, fake_llm, hold, log, TUESDAY) == ["accepted"]
     assert sender.texts() == ["Booked for Monday.", "Moved to Tuesday."]
     assert people_said(fake_llm.requests[1]) == [MONDAY]
 
@@ -113,7 +116,8 @@ async def test_commands_and_answers_to_approvals_wait_for_their_own_turn(app_fac
                     Reply(content="120 in dining."),
                     Reply(content="Sent the Q3 email."))
     balance = "how much is left in dining?"
-    await while_the_tool_runs(app, fake_llm, hold, log, "yes", "/pending", first=balance)
+    assert await while_the_tool_runs(app, fake_llm, hold, log, "yes", "/pending",
+                                     first=balance) == ["accepted", "accepted"]
     assert people_said(fake_llm.requests[2]) == ["email the team about Q3", balance]
     assert len(risky_tools.SENT) == 1  # "yes" was decided by the approvals step, once
     texts = sender.texts()
