@@ -325,8 +325,9 @@ class Gateway:
             return
         finally:
             self._running.pop(user.id, None)
-            if mailbox is not None and self._mid_turn.close(user.id, mailbox):
-                self.kick(user.id)  # what it never took gets a turn of its own (still queued)
+            if mailbox is not None:
+                # What it never took is still `received`: this drain claims it next.
+                self._mid_turn.close(user.id, mailbox)
         await self._finish(row, reply)
         await self.outbound.settle_prompts(user.id)
 

@@ -250,12 +250,15 @@ class FakeOpenAI:
                                   "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        self.calls += 1
-        n = self.calls
         try:
             body = await request.json()
         except ValueError:
             body = {"_invalid_json": await request.text()}
+        # Counted once the whole request is in, and its scripted answer taken below with no
+        # await in between: a test that kills the client when `calls` reaches n knows the
+        # n-th answer was taken (a large request's body may arrive after its headers).
+        self.calls += 1
+        n = self.calls
         self.requests.append(body)
         try:
             self.images.append(images_in(body))
