@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.brief import Brevity
 from bot.envelopes import LoopEvent, OutboundMessage
 
 
@@ -35,11 +36,30 @@ class PermanentSendError(Exception):
 
 
 @dataclass(frozen=True)
+class MenuCommand:
+    """A slash command as a channel's command menu shows it (Telegram's `/` menu); the list
+    comes from the command table (bot.commands), never from the channel."""
+
+    name: str  # "/pending"
+    description: str  # its /help line
+    owner_only: bool = False
+
+
+class CommandMenu(Protocol):
+    def menu(self, channel: str) -> list[MenuCommand]:
+        """The commands `channel` offers, in the table's order."""
+        ...
+
+
+@dataclass(frozen=True)
 class ChannelFeatures:
     edit: bool = False  # can change a message already sent
     buttons: bool = False  # approval prompts as buttons (else typed replies)
     typing: bool = False  # a typing indicator
     max_chars: int = 4096  # one message, after rendering
+    # What "brief" means here, for a triggered run's reply (a summary by SMS: a few segments);
+    # None: no limit beyond splitting (bot.brief).
+    brevity: Brevity | None = None
 
 
 class Channel(Protocol):

@@ -88,7 +88,7 @@ async def react_loop(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
         duration_ms=int((time.perf_counter() - started) * 1000), stop_reason=stop,
         pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics, trace=run.trace,
-        mode=run.mode)
+        mode=run.mode, llm_requests=run.llm_step + run.sub_requests)
 
 
 async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],

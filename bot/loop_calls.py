@@ -15,6 +15,7 @@ from bot.loop_state import LoopDeps, LoopRun
 from bot.loop_types import ReactLoopConfig, ToolCallRecord
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, run_tool_call
 from bot.traces import tool_entry
+from bot.untrusted import holds_untrusted
 
 
 def synthetic(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
@@ -28,6 +29,8 @@ async def run_calls(deps: LoopDeps, run: LoopRun, response: LLMResponse,
     in the order the LLM asked for them."""
 
     step = run.llm_step
+    # Third-party text anywhere in what the model read makes guarded tools ask first.
+    tool_ctx = replace(tool_ctx, untrusted_context=holds_untrusted(run.messages))
 
     async def one(call: ToolCall) -> ToolOutcome:
         found = deps.registry.get(call.name)
@@ -65,6 +68,8 @@ async def run_calls(deps: LoopDeps, run: LoopRun, response: LLMResponse,
             run.usage.add(outcome.usage)
         if outcome.trace is not None:
             run.trace.append(outcome.trace)
+            run.sub_requests += sum(1 for e in outcome.trace.get("entries") or ()
+                                    if e.get("kind") == "llm")
         run.records.append(ToolCallRecord(
             name=call.name, args_summary=summarize_args(call.arguments),
             duration_ms=outcome.duration_ms, success=not outcome.is_error,

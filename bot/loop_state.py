@@ -79,6 +79,7 @@ class LoopRun:
     summary: str = ""  # the conversation's running summary, carried in every view
     steering: Steering | None = None  # messages the person adds while the turn runs
     token_budget: int = 0  # tokens the run may spend (0: no limit but its steps)
+    sub_requests: int = 0  # LLM calls its sub-tasks made (bot.subtasks)
 
     def append(self, msg: Message) -> None:
         self.messages.append(msg)

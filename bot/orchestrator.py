@@ -14,14 +14,18 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import aiohttp
 
 from bot import logs
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
+from bot.brief import made_brief
 from bot.capabilities import OPEN_TOOL, ToolExposure
+from bot.channel import Channel
 from bot.clock import Clock
 from bot.compose import LLMFailure, Waits, compose_turn
 from bot.context import ContextManager
@@ -49,6 +53,7 @@ from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
 from bot.trace_store import TraceStore, turn_trace
 from bot.turn import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
+from bot.usage import UsageStore
 from persona import Persona
 
 log = logging.getLogger(__name__)
@@ -67,8 +72,10 @@ class OrchestratorDeps:
     transcripts: TranscriptWriter = field(default_factory=lambda: TranscriptWriter(None))
     # What tools may use (agents.services.Services), passed through without a look inside.
     tool_services: object = None
-    http: Any = None
-    steps: list[Step] = field(default_factory=list)  # before the loop, in this order
+    # The channels replies go out on, by name (filled as they start): what brief means there.
+    channels: Mapping[str, Channel] = field(default_factory=dict)
+    http: aiohttp.ClientSession | None = None  # shared by the tools
+    steps: list[Step] = field(default_factory=list)  # before the loop (bot.turn_steps)
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
     tasks: Resumer | None = None  # stores the tasks that paused this turn
     journal: TurnJournal | None = None  # a redone turn continues from it (bot.journal)
@@ -83,6 +90,7 @@ class OrchestratorDeps:
     summaries: SummaryStore | None = None
     provider: str = ""  # whose tool-message format `llm` reads and writes (bot.fallback)
     fallbacks: tuple[ModelSlot, ...] = ()  # the turn goes on with these when `llm` fails
+    usage: UsageStore | None = None  # tokens and requests per turn (the owner's console)
 
 
 class Orchestrator:
@@ -93,9 +101,7 @@ class Orchestrator:
                                   gate=deps.approvals.gate if deps.approvals else None,
                                   journal=deps.journal, tool_choice=deps.exposure,
                                   provider=deps.provider, fallbacks=deps.fallbacks)
-        lines = deps.persona.lines
-        self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
-                                      no_answer=lines.no_answer, cancelled=lines.cancelled)
+        self.fallback: FallbackLines = deps.persona.lines
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
                              cancel: asyncio.Event | None = None,
@@ -122,6 +128,7 @@ class Orchestrator:
             return rejection
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
+        run = await self.made_brief(ctx, run)
         waits = await self.open_waits(ctx, before, run)
         lines = self.deps.persona.lines
         turn = compose_turn(ctx, before, run, waits, approval_intro=(
@@ -134,6 +141,24 @@ class Orchestrator:
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)
+
+    async def made_brief(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
+                         ) -> ReactLoopResult | LLMFailure | None:
+        """A triggered run's answer fits what its channel calls brief (a summary by SMS),
+        in what is sent and what the history keeps alike."""
+        if not ctx.msg.from_trigger or not isinstance(run, ReactLoopResult) \
+                or not run.response:
+            return run
+        sender = self.deps.channels.get(ctx.msg.channel)
+        brevity = sender.features.brevity if sender is not None else None
+        if brevity is None:
+            return run
+        text = await made_brief(run.response, brevity, self.deps.llm)
+        if text == run.response:
+            return run
+        said = [{**m, "content": text} if m.get("role") == "assistant"
+                and m.get("content") == run.response else m for m in run.new_messages]
+        return replace(run, response=text, new_messages=said)
 
     async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None,
                               steering: Steering | None = None) -> TurnContext:
@@ -162,11 +187,16 @@ class Orchestrator:
         if ctx.user.blocked:
             return Reply("", silent=True, stop=TurnStop.BLOCKED)
         limiter = self.deps.limiter
-        # The limit protects Valet from other people, not from its owner (nor from triggers).
-        exempt = ctx.user.is_owner or ctx.msg.from_trigger is not None
-        if limiter is not None and not exempt and not limiter.allow(ctx.user.id):
-            return Reply(self.deps.persona.lines.rate_limited, stop=TurnStop.RATE_LIMITED)
-        return None
+        # The limit protects Valet from other people, not from its owner. A person's triggered
+        # runs (their tasks, their events) count against it like their messages.
+        if limiter is None or ctx.user.is_owner or limiter.allow(ctx.user.id):
+            return None
+        lines = self.deps.persona.lines
+        if ctx.msg.from_trigger is None:
+            return Reply(lines.rate_limited, stop=TurnStop.RATE_LIMITED)
+        # A burst of held-back runs is told once a window, not once a run.
+        told = not limiter.allow(f"told:{ctx.user.id}", limit=1)
+        return Reply(lines.trigger_rate_limited, stop=TurnStop.RATE_LIMITED, silent=told)
 
     async def run_steps(self, ctx: TurnContext) -> StepResult:
         """Each step in order gets the turn; the first that answers ends the turn there."""
@@ -239,6 +269,18 @@ class Orchestrator:
                                                   if e.get("kind") == "switch"])
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
+            await self._record_usage(ctx, run)
+
+    async def _record_usage(self, ctx: TurnContext, run: ReactLoopResult) -> None:
+        """Once per turn (keyed by it); accounting never fails a turn that is stored."""
+        if self.deps.usage is None:
+            return
+        try:
+            await self.deps.usage.record(ctx.turn_id, ctx.user.id, ctx.msg.channel,
+                                         self.deps.clock.now(), run.token_usage,
+                                         run.llm_requests)
+        except Exception:
+            log.warning("usage of turn %s not recorded", ctx.turn_id, exc_info=True)
 
     async def _keep_trace(self, ctx: TurnContext, before: StepResult,
                           run: ReactLoopResult | LLMFailure, waits: Waits,

@@ -28,6 +28,7 @@ from bot.loop_types import ReactLoopResult
 from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus, build_tool
 from bot.traces import KEPT_TEXT, shorten
 from persona import FRAMEWORK_NOTES
+from persona.lines import fill
 
 DELEGATE = "delegate"
 TIMEOUT_MARGIN = 5.0  # seconds the tool's own timeout leaves the sub-task to say its last word
@@ -126,7 +127,7 @@ class Subtasks:
         gate = self.deps.gate
         if gate is None:
             return None
-        where = self.from_subtask.format(task=shorten(task, 80))
+        where = fill(self.from_subtask, task=shorten(task, 80))
 
         async def gated(call: ToolCall, tool: Tool, ctx: ToolExecutionContext
                         ) -> ToolOutcome | None:

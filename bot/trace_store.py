@@ -12,6 +12,7 @@ from bot.db import Database
 from bot.loop_types import ReactLoopResult
 from bot.traces import KEPT_TEXT, Entry, TurnTrace, render, shorten
 from bot.turn import ComposedTurn, StepResult, TurnContext
+from persona.lines import CommandLines, fill
 
 KEPT_PER_PERSON = 50
 
@@ -72,7 +73,7 @@ class TraceStore:
         return [TurnTrace.from_json(r["body"]) for r in rows]
 
 
-def debug_command(traces: TraceStore, nothing_traced: str) -> Command:
+def debug_command(traces: TraceStore, lines: CommandLines) -> Command:
     """`/debug`: the owner's last turn, step by step; `/debug USER` someone else's, `/debug
     TURN_ID` one turn. Anyone else gets the answer to an unknown command."""
 
@@ -81,8 +82,8 @@ def debug_command(traces: TraceStore, nothing_traced: str) -> Command:
         trace = await traces.get(wanted) if args else None
         trace = trace or await traces.last(wanted)
         if trace is None:
-            return nothing_traced.format(who="yours" if not args else wanted)
+            return fill(lines.debug_nothing_traced_for, who=wanted) if args \
+                else lines.debug_nothing_traced
         return render(trace)
 
-    return Command("/debug", "what your last turn did, step by step (or /debug USER)", debug,
-                   owner_only=True, hidden=True)
+    return Command("/debug", lines.about_debug, debug, owner_only=True, hidden=True)

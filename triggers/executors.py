@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bot.envelopes import Delivery, Notification, TriggerMessage, Urgency
+from bot.untrusted import quote_untrusted
+from persona.lines import ScheduleLines, fill
 from triggers.model import RunKey, RunOutcome, Task, TriggerKind
 from triggers.templates import instruction_for
 
@@ -52,7 +54,11 @@ def trigger_text(run: RunContext, tools: Collection[str] = ()) -> str:
     instruction = instruction_for(task.template, task.instruction, tools)
     if task.kind is TriggerKind.EVENT and run.event is not None:
         data = json.dumps(dict(run.event.get("data") or {}), default=str)[:MAX_EVENT_CHARS]
-        return (f"[Event Trigger] {run.event.get('source')}/{run.event.get('type')}: {data}\n"
+        source = run.event.get("source")
+        # Whoever posted the event wrote its data: the model reads it as data, and a turn that
+        # holds it asks before changing how Valet reaches the person (bot.untrusted).
+        quoted = quote_untrusted(data, note=f"the event's data, as {source} sent it")
+        return (f"[Event Trigger] {source}/{run.event.get('type')}:\n{quoted}\n"
                 f"Task: {instruction}")
     if task.kind is TriggerKind.CONDITION and task.condition is not None:
         check = task.condition
@@ -78,21 +84,24 @@ class OrchestratorExecutor:
     async def execute(self, run: RunContext) -> RunOutcome:
         await self.gateway.submit(TriggerMessage(
             run.task.user_id, trigger_text(run, self.tools), key=run.message_key,
-            task_id=run.task.id, channel=run.task.channel, urgency=urgency_of(run.task)))
+            task_id=run.task.id, channel=run.task.channel,
+            origin_channel=run.task.origin_channel, urgency=urgency_of(run.task)))
         return RunOutcome.SUBMITTED  # a duplicate submit is a no-op: still submitted once
 
 
 class ReminderExecutor:
     """A plain reminder: its text, sent as a notification. No LLM call."""
 
-    def __init__(self, gateway: TriggerGateway) -> None:
+    def __init__(self, gateway: TriggerGateway, lines: ScheduleLines) -> None:
         self.gateway = gateway
+        self.lines = lines
 
     async def execute(self, run: RunContext) -> RunOutcome:
         text = str(run.task.action.get("text") or run.task.name)
         delivery = await self.gateway.notify(Notification(
-            run.task.user_id, f"⏰ Reminder: {text}", dedupe_key=run.message_key,
-            channel=run.task.channel, urgency=urgency_of(run.task)))
+            run.task.user_id, fill(self.lines.reminder, text=text), dedupe_key=run.message_key,
+            channel=run.task.channel, fallback_channel=run.task.origin_channel,
+            urgency=urgency_of(run.task)))
         # ALREADY_QUEUED is a redone run whose message went before: sent, once.
         return RunOutcome.UNREACHABLE if delivery is Delivery.UNREACHABLE else RunOutcome.SENT
 
@@ -116,6 +125,7 @@ class ExecutorRegistry:
 EXECUTORS = ("orchestrator", "reminder")  # what default_executors registers, by name
 
 
-def default_executors(gateway: TriggerGateway, tools: Collection[str] = ()) -> ExecutorRegistry:
+def default_executors(gateway: TriggerGateway, tools: Collection[str] = (), *,
+                      lines: ScheduleLines) -> ExecutorRegistry:
     return ExecutorRegistry({"orchestrator": OrchestratorExecutor(gateway, tools),
-                             "reminder": ReminderExecutor(gateway)})
+                             "reminder": ReminderExecutor(gateway, lines)})

@@ -11,6 +11,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
+from persona.lines import ScheduleLines
+from triggers.budget import BudgetCheck, OverBudget
 from triggers.changes import TaskChanges
 from triggers.describe import tasks_text
 from triggers.executors import EXECUTORS
@@ -43,15 +45,19 @@ class Owner:
     user_id: str
     timezone: str
     created_from: str | None = None
+    channel: str | None = None  # where the person is setting it up (None: a shell)
 
 
 class TaskService:
-    def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges,
-                 executors: Collection[str] = EXECUTORS) -> None:
+    def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges, *,
+                 lines: ScheduleLines, executors: Collection[str] = EXECUTORS,
+                 budget: BudgetCheck | None = None) -> None:
         self.store = store
         self.clock = clock
         self.changes = changes
+        self.lines = lines  # the listing's words (/tasks, and the tool that lists them)
         self.executors = sorted(executors)
+        self.budget = budget  # None: no limits (tests of the engine alone)
 
     def _now(self) -> datetime:
         return self.clock.now()
@@ -81,7 +87,7 @@ class TaskService:
             cron=parsed.cron, interval_seconds=parsed.interval_seconds,
             run_at=parsed.run_at.astimezone(UTC) if parsed.run_at else None,
             quiet_when_nothing=quiet_when_nothing, template=template,
-            created_from=owner.created_from))
+            created_from=owner.created_from, origin_channel=owner.channel))
 
     async def remind(self, owner: Owner, text: str, due_at: datetime,
                      channel: str | None = None) -> Task:
@@ -91,7 +97,8 @@ class TaskService:
             kind=TriggerKind.ONCE, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.CATCH_UP, grace_seconds=int(REMINDER_GRACE.total_seconds()),
             executor="reminder", action={"text": text}, channel=channel,
-            run_at=due_at.astimezone(UTC), created_from=owner.created_from))
+            run_at=due_at.astimezone(UTC), created_from=owner.created_from,
+            origin_channel=owner.channel))
 
     async def morning_summary(self, owner: Owner, schedule: str = "every day at 7:30",
                               channel: str | None = None) -> Task:
@@ -106,7 +113,7 @@ class TaskService:
             kind=TriggerKind.EVENT, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.SKIP, grace_seconds=0, action={"instruction": instruction},
             event_filter=EventFilter(source or "*", type or "*", dict(fields or {})),
-            created_from=owner.created_from))
+            created_from=owner.created_from, origin_channel=owner.channel))
 
     async def when(self, owner: Owner, *, name: str, instruction: str, check: ConditionCheck,
                    every: timedelta) -> Task:
@@ -121,15 +128,24 @@ class TaskService:
             kind=TriggerKind.CONDITION, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.SKIP, grace_seconds=0, action={"instruction": instruction},
             interval_seconds=int(every.total_seconds()), condition=check,
-            created_from=owner.created_from))
+            created_from=owner.created_from, origin_channel=owner.channel))
+
+    async def _admit(self, task: Task, replacing: str | None = None) -> None:
+        if self.budget is None:
+            return
+        try:
+            await self.budget.admit(task, self._now(), replacing=replacing)
+        except OverBudget as err:
+            raise TaskError(f"not set up: {err}") from None
 
     async def _add(self, task: Task) -> Task:
+        await self._admit(task)
         stored = await self.store.add(task, self._now())
         await self.changes.changed()
         return stored
 
     async def listing(self, user_id: str) -> str:
-        return tasks_text(await self.store.of_user(user_id), self._now())
+        return tasks_text(await self.store.of_user(user_id), self._now(), self.lines)
 
     async def own(self, user_id: str, task_id: str) -> Task:
         task = await self.store.get(task_id.strip())
@@ -146,6 +162,7 @@ class TaskService:
         task = await self.own(user_id, task_id)
         if task.status not in (TaskStatus.PAUSED, TaskStatus.DISABLED):
             raise TaskError(f"{task.name} is {task.status.value}, not paused")
+        await self._admit(task, replacing=task.id)
         await self._set_status(task, TaskStatus.ACTIVE)
         return task
 
@@ -178,6 +195,7 @@ class TaskService:
             changed = Task(**{**task.__dict__, "kind": kind, "cron": parsed.cron,
                               "interval_seconds": parsed.interval_seconds, "run_at": run_at,
                               "created_at": now})
+            await self._admit(changed, replacing=task.id)
             changes.update(kind=kind, cron=parsed.cron, run_at=run_at,
                            interval_seconds=parsed.interval_seconds,
                            next_run_at=changed.next_after(now), created_at=now)

@@ -25,6 +25,7 @@ import aiohttp
 from agents.calendar.events import Event, events_between, new_event_ics
 from bot.offload import run_bounded
 from bot.redact import redact_text
+from bot.streams import read_capped
 
 SERVICE = "calendar"
 MAX_FEED_BYTES = 5_000_000
@@ -76,12 +77,12 @@ async def fetch_feed(url: str, http: aiohttp.ClientSession) -> str:
         async with http.get(url) as response:
             if response.status != 200:
                 raise CalendarError(f"the calendar feed answered HTTP {response.status}")
-            body = await response.content.read(MAX_FEED_BYTES + 1)
+            body, too_big = await read_capped(response.content, MAX_FEED_BYTES)
     except aiohttp.ClientError as err:
         raise CalendarError(f"the calendar feed could not be reached: "
                             f"{redact_text(str(err))}") from err
-    if len(body) > MAX_FEED_BYTES:
-        raise CalendarError("the calendar feed is larger than 5 MB")
+    if too_big:  # an error, never a silently cut calendar
+        raise CalendarError(f"the calendar feed is larger than {MAX_FEED_BYTES // 1_000_000} MB")
     text = body.decode("utf-8", errors="replace")
     if "BEGIN:VCALENDAR" not in text[:2000]:
         raise CalendarError("that URL did not return a calendar (no BEGIN:VCALENDAR)")

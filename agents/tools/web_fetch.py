@@ -29,6 +29,7 @@ from yarl import URL
 
 from agents.tools.html_text import PageText, html_to_text, page_text
 from bot.offload import WorkFailed, WorkTimeout, run_bounded
+from bot.streams import read_capped
 from bot.tools import ToolExecutionContext, tool
 from bot.untrusted import quote_untrusted
 
@@ -134,16 +135,6 @@ async def _page_text(body: bytes, charset: str | None, timeout: float) -> PageTe
         raise ValueError(f"the page could not be turned into text ({err})") from None
 
 
-async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
-    chunks, size = [], 0
-    async for chunk in response.content.iter_chunked(65536):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:  # stop reading: the rest of the body is never downloaded
-            return b"".join(chunks)[:limit], True
-    return b"".join(chunks), False
-
-
 async def _render(response: aiohttp.ClientResponse, body: bytes, capped: bool, max_chars: int,
                   redirected_from: str | None, parse_timeout: float) -> str:
     mime = response.content_type
@@ -206,7 +197,7 @@ async def web_fetch(ctx: ToolExecutionContext, url: str, max_chars: int = 20000)
                                 current = _check_url(current.join(URL(location)),
                                                      allow_private, allowed)
                                 continue
-                            body, capped = await _read_capped(response, max_bytes)
+                            body, capped = await read_capped(response.content, max_bytes)
                             return await _render(response, body, capped, max_chars,
                                                  url if hop else None, parse_timeout)
                     except AddressRefused as err:  # from the resolver, at connect time

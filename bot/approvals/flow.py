@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
@@ -42,6 +43,7 @@ from bot.tools import (
     ToolStatus,
     render_result,
 )
+from persona.lines import ApprovalLines, fill
 
 if TYPE_CHECKING:
     from bot.turn import TurnContext
@@ -49,11 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED = "User cancelled this action."
-
-
-@dataclass(frozen=True)
-class ApprovalLines:
-    expired: str  # {summary}, {minutes}
 
 
 def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -100,7 +97,8 @@ class ApprovalFlow:
 
     async def gate(self, call: ToolCall, tool: Tool, ctx: ToolExecutionContext
                    ) -> ToolOutcome | None:
-        if not tool.requires_approval or tool.is_agent:
+        asks = tool.requires_approval or (tool.approval_if_untrusted and ctx.untrusted_context)
+        if not asks or tool.is_agent:
             return None  # agents ask at their own approval point, once their fields are in
         try:
             arguments = tool.parse_arguments(call.arguments)
@@ -112,6 +110,10 @@ class ApprovalFlow:
             except ValueError as err:  # refused before anyone is asked
                 return ToolOutcome(call.id, tool.name, ToolStatus.FAILED, f"Error: {err}")
         summary, details = describe(tool, arguments)
+        if not tool.requires_approval and self.lines.approval_untrusted_reason:
+            # asked only because of what a third party wrote: the card says so
+            details = {**details, self.lines.approval_untrusted_label:
+                       self.lines.approval_untrusted_reason}
         summary = await named_summary(tool, arguments, ctx) or summary
         draft = ApprovalDraft(tool.name, call.id, arguments, summary, details)
         return ToolOutcome(call.id, tool.name, ToolStatus.WAITING, waiting_result(draft),
@@ -130,10 +132,14 @@ class ApprovalFlow:
             source="trigger" if trigger else "chat", trigger_task_id=trigger)
             for d in drafts]
 
-    async def execute(self, ctx: TurnContext, approval: ApprovalRequest,
+    async def execute(self, ctx: TurnContext | None, approval: ApprovalRequest,
                       tool_ctx: ToolExecutionContext | None = None) -> ExecutionOutcome:
         """Run the stored call once: whoever wins approved -> executing runs it. `tool_ctx`:
-        whose action it is when not the turn's own person (the owner deciding for them)."""
+        whose action it is when not the turn's own person (the owner deciding for them, in a
+        chat or from the console, where there is no turn: `ctx` None)."""
+        if tool_ctx is None:
+            assert ctx is not None, "a decision outside a turn says whose action it is"
+            tool_ctx = ctx.tool_ctx
         now = self.clock.now()
         if not await self.store.begin_execution(approval.id, now):
             return ExecutionOutcome(ExecutionStatus.ALREADY_HANDLED,
@@ -148,7 +154,7 @@ class ApprovalFlow:
             return ExecutionOutcome(ExecutionStatus.FAILED, f"Not run: {problem}.")
         assert tool is not None
         # The approval id is the action's idempotency key (ctx.call_id).
-        call_ctx = replace((tool_ctx or ctx.tool_ctx).for_call(approval.id), approved=True)
+        call_ctx = replace(tool_ctx.for_call(approval.id), approved=True)
         try:
             async with asyncio.timeout(self.agent_timeout if tool.is_agent
                                        else self.tool_timeout):
@@ -185,7 +191,7 @@ class ApprovalFlow:
         await self.store.mark_reported(approval_ids)
 
     def expired_line(self, approval: ApprovalRequest) -> str:
-        return expired_line(approval, self.lines.expired)
+        return expired_line(approval, self.lines)
 
     # --- listing -------------------------------------------------------------------------------
 
@@ -195,8 +201,9 @@ class ApprovalFlow:
 
     def listing(self, pending: list[ApprovalRequest]) -> str:
         if not pending:
-            return "Nothing is waiting for your approval."
-        return "Waiting for your OK:\n" + "\n".join(pending_lines(pending, until=True))
+            return self.lines.approval_none_pending
+        return fill(self.lines.approval_listing,
+                    approvals="\n".join(pending_lines(pending, until=True)))
 
     async def context_note(self, user_id: str) -> str | None:
         pending = await self.store.pending(user_id, self.clock.now())
@@ -208,9 +215,18 @@ class ApprovalFlow:
                 "if they ask, remind them what is waiting.")
 
 
-def state_word(approval: ApprovalRequest) -> str:
-    return {ApprovalStatus.APPROVED: "approved", ApprovalStatus.EXECUTING: "approved",
-            ApprovalStatus.EXECUTED: "done", ApprovalStatus.FAILED: "tried, and it failed",
-            ApprovalStatus.REJECTED: "cancelled", ApprovalStatus.EXPIRED: "expired",
-            ApprovalStatus.SUPERSEDED: "replaced by an edited request",
-            ApprovalStatus.PENDING: "waiting"}[approval.status]
+def state_word(approval: ApprovalRequest, lines: ApprovalLines,
+               now: datetime | None = None) -> str:
+    """What became of a request, in the words of "… was already {state}"; a request past its
+    time is expired even before the sweeper has marked it so (given `now`)."""
+    if approval.status is ApprovalStatus.PENDING and now is not None \
+            and approval.expires_at <= now:
+        return lines.approval_state_expired
+    return {ApprovalStatus.APPROVED: lines.approval_state_approved,
+            ApprovalStatus.EXECUTING: lines.approval_state_approved,
+            ApprovalStatus.EXECUTED: lines.approval_state_done,
+            ApprovalStatus.FAILED: lines.approval_state_failed,
+            ApprovalStatus.REJECTED: lines.approval_state_cancelled,
+            ApprovalStatus.EXPIRED: lines.approval_state_expired,
+            ApprovalStatus.SUPERSEDED: lines.approval_state_replaced,
+            ApprovalStatus.PENDING: lines.approval_state_waiting}[approval.status]

@@ -26,7 +26,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
     needs_approval = approval_gated(app.registry)
 
     if pipe:
-        channel = pipe_channel(jsonl, needs_approval)
+        channel = pipe_channel(jsonl, needs_approval, app.persona.lines)
         notes = _chat_notes(channel.screen.note)
         app.add_channel(channel)
         try:
@@ -38,7 +38,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
 
     from channels.console_tty import InteractiveChat, tty_channel
 
-    channel, screen = tty_channel(needs_approval)
+    channel, screen = tty_channel(needs_approval, app.persona.lines)
     notes = _chat_notes(screen.note)
     app.add_channel(channel)
     try:

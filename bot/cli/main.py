@@ -74,6 +74,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.turns import add_turn_commands
 
     add_turn_commands(sub)
+    from bot.cli.console_link import add_console_link_command
+
+    add_console_link_command(sub)
     _everywhere(p)
     return p
 
@@ -111,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
-        "turns": _turns,
-        "migrate": _ops, "backup": _ops, "logs": _ops}
+        "turns": _turns, "console-link": _console_link, "migrate": _ops, "backup": _ops,
+        "logs": _ops}
     _configure_logging(settings, args.command)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
@@ -194,6 +197,12 @@ async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.mcp import run_mcp
 
     return await run_mcp(settings, args)
+
+
+async def _console_link(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.console_link import run_console_link
+
+    return await run_console_link(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:

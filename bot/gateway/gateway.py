@@ -235,8 +235,8 @@ class Gateway:
                           reply=Reply(admission.reply or ""), user_id=user_id,
                           channel=msg.channel, address=msg.address)
         if admission.notify_owner:
-            prompts = (pairing_prompt(admission.pairing_code),) if admission.pairing_code \
-                else ()
+            prompts = (pairing_prompt(admission.pairing_code, self.deps.access.lines),) \
+                if admission.pairing_code else ()
             await self.outbound.notify_owner(admission.notify_owner,
                                              dedupe_key=f"pairing:{row_id}", prompts=prompts)
 
@@ -337,7 +337,7 @@ class Gateway:
         if row.trigger_task_id is None:
             return row.channel, row.address
         assert row.user_id is not None
-        found = await self.outbound.route(row.user_id, row.reply_channel)
+        found = await self.outbound.route(row.user_id, row.reply_channel, row.origin_channel)
         return (found.channel, found.address) if found else None
 
     async def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str
@@ -371,7 +371,8 @@ class Gateway:
         async with deps.db.transaction() as tx:  # a trigger's reply is a notification
             await self.outbound.notifier.notify(Notification(
                 row.user_id, text, dedupe_key=f"reply:{row.id}", channel=row.reply_channel,
-                urgency=row.urgency, prompts=reply.prompts), q=tx)
+                fallback_channel=row.origin_channel, urgency=row.urgency,
+                prompts=reply.prompts), q=tx)
             await deps.inbox.close(tx, row.id, status, deps.clock.now(), error)
         self.outbound.wake()
 

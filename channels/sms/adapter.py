@@ -18,12 +18,15 @@ from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.http.response import Response
 from twilio.rest import Client
 
+from bot.brief import Brevity
 from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
 from bot.clock import Clock
 from bot.envelopes import LoopEvent, OutboundMessage
 from bot.gateway.identity import IdentityStore
-from channels.sms.render import MAX_CHARS, SmsBody, render
+from channels.sms.gsm import MULTI_GSM
+from channels.sms.render import MAX_CHARS, SmsBody, render, segments_of
 from channels.sms.store import SmsStore
+from persona.lines import SmsLines
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +91,10 @@ def _permanent(err: TwilioException) -> PermanentSendError:
 
 class SmsSender:
     name = "sms"
-    features = ChannelFeatures(edit=False, buttons=False, typing=False, max_chars=MAX_CHARS)
 
     def __init__(self, account: TwilioAccount, *, store: SmsStore, identities: IdentityStore,
-                 clock: Clock, emoji: bool = False) -> None:
+                 clock: Clock, lines: SmsLines, emoji: bool = False,
+                 summary_max_segments: int = 2) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
@@ -101,6 +104,12 @@ class SmsSender:
         self.identities = identities
         self.clock = clock
         self.emoji = emoji
+        # A triggered run's reply (the morning summary) fits this many segments.
+        brief = Brevity(lambda text: segments_of(text, emoji=emoji) <= summary_max_segments,
+                        about_chars=summary_max_segments * MULTI_GSM)
+        self.features = ChannelFeatures(edit=False, buttons=False, typing=False,
+                                        max_chars=MAX_CHARS, brevity=brief)
+        self.lines = lines  # how a prompt asks for its answer
 
     async def close(self) -> None:
         await self.http.close()
@@ -109,7 +118,7 @@ class SmsSender:
         if await self.identities.opted_out("sms", message.address):
             raise PermanentSendError(f"{message.address} opted out (STOP): not sent",
                                      opted_out=True)
-        bodies = render(message, emoji=self.emoji)
+        bodies = render(message, emoji=self.emoji, lines=self.lines)
         if not bodies:
             return None
         already = await self.store.accepted(message.id)

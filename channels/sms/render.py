@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bot.envelopes import ApprovalPrompt, OutboundMessage
 from channels.sms.gsm import Encoding, cost, fold
+from persona.lines import DEFAULT, SmsLines, fill
 
 MAX_CHARS = 1600  # Twilio refuses a longer Body
 # Words a carrier or Twilio answers itself when they are the whole message.
@@ -43,8 +44,13 @@ _QUOTE = re.compile(r"^\s{0,3}>\s?", re.MULTILINE)
 _BULLET = re.compile(r"^(\s*)[*+]\s+", re.MULTILINE)
 _RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n{3,}")
+# Pictographs people and models send as emoji (Unicode's Extended_Pictographic, less the few
+# that are also ordinary text symbols such as (c), TM and plain arrows), with the joiners and
+# modifiers that build them: any one makes a whole SMS UCS-2 (70 characters a segment).
 _EMOJI = re.compile(
     "[ \t]*(?:[\U0001F000-\U0001FAFF\U00002600-\U000027BF\U00002B00-\U00002BFF\U0001F1E6-\U0001F1FF"
+    "\u203C\u2049\u2139\u21A9\u21AA\u231A\u231B\u2328\u23CF\u23E9-\u23F3\u23F8-\u23FA"
+    "\u24C2\u25AA\u25AB\u25B6\u25C0\u25FB-\u25FE\u2934\u2935\u3030\u303D\u3297\u3299"
     "\U0000FE0E\U0000FE0F\U0000200D\U000020E3\U0001F3FB-\U0001F3FF])+")
 
 
@@ -86,73 +92,71 @@ def _sentence(summary: str, limit: int = 300) -> str:
     return summary[:1].upper() + summary[1:]
 
 
-def _verb(prompt: ApprovalPrompt) -> str:
+def _verb(prompt: ApprovalPrompt, lines: SmsLines) -> str:
     """What "1" does, in the request's own verb ("send", "delete") when it starts with one."""
     first = prompt.summary.split(maxsplit=1)[0].lower() if prompt.summary.strip() else ""
-    return first if first.isalpha() and first.upper() not in RESERVED_WORDS else "go ahead"
+    return first if first.isalpha() and first.upper() not in RESERVED_WORDS \
+        else lines.sms_prompt_verb
 
 
-def render_prompts(prompts: tuple[ApprovalPrompt, ...]) -> str:
+def render_prompts(prompts: tuple[ApprovalPrompt, ...], lines: SmsLines = DEFAULT) -> str:
     if not prompts:
         return ""
     if len(prompts) == 1:
         [prompt] = prompts
-        change = ", or tell me what to change" if prompt.allow_modification else ""
-        return (f"{_sentence(prompt.summary)}? Reply 1 to {_verb(prompt)}, 2 to cancel"
-                f"{change}.")
+        template = lines.sms_prompt_changeable if prompt.allow_modification \
+            else lines.sms_prompt
+        return fill(template, summary=_sentence(prompt.summary), verb=_verb(prompt, lines))
     ordered = sorted(prompts, key=lambda p: p.position)
-    lines = [f"{p.position}) {_sentence(p.summary)} - code {p.code}" for p in ordered]
-    first, second = ordered[0].code, ordered[1].code
-    lines.append(f'Reply with a code and YES or NO for each, e.g. "{first} YES {second} NO".')
-    return "\n".join(lines)
+    said = [f"{p.position}) {_sentence(p.summary)} - code {p.code}" for p in ordered]
+    said.append(fill(lines.sms_prompts, first=ordered[0].code, second=ordered[1].code))
+    return "\n".join(said)
 
 
 # --- splitting and cost ---------------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…:;])[\"')\]]*\s+|\n+")
+_FULL_STOP = re.compile(r"[.!?…][\"')\]]*$")  # a sentence ends here, not a clause (: ;)
+# A message that must be cut ends at a full stop within this many characters of its limit,
+# rather than at a later colon or semicolon ("Note:" must not end a message).
+LOOKBACK = 400
 
 
-def _pieces(text: str) -> list[str]:
-    """Sentences (and paragraphs), each keeping the whitespace that followed it."""
-    pieces, start = [], 0
+def _boundaries(text: str) -> list[tuple[int, bool]]:
+    """Where a message may end (after a sentence, a clause or a paragraph), and whether the
+    text before that point ends a sentence (. ! ? … or a paragraph break)."""
+    found = []
     for match in _SENTENCE_END.finditer(text):
-        pieces.append(text[start:match.end()])
-        start = match.end()
-    if start < len(text):
-        pieces.append(text[start:])
-    return pieces
+        before = text[:match.start()]
+        found.append((match.end(), "\n" in match.group() or bool(_FULL_STOP.search(before))))
+    return found
 
 
-def _hard_split(piece: str, limit: int) -> list[str]:
-    """A sentence longer than a whole message: at word boundaries, else anywhere."""
-    out: list[str] = []
-    while len(piece) > limit:
-        cut = piece.rfind(" ", 0, limit + 1)
-        cut = cut if cut > limit // 2 else limit
-        out.append(piece[:cut])
-        piece = piece[cut:].lstrip(" ")
-    return [*out, piece] if piece else out
+def _cut(text: str, limit: int) -> int:
+    """Where the first message of `text` (longer than `limit`) ends: the last sentence end
+    within LOOKBACK of the limit, else the last clause or sentence end that fits, else the
+    last space past half the limit, else the limit."""
+    fits = [(end, full) for end, full in _boundaries(text[:limit + 1])
+            if len(text[:end].rstrip()) <= limit]
+    near = [end for end, full in fits if full and end >= limit - LOOKBACK]
+    if near:
+        return near[-1]
+    if fits:
+        return fits[-1][0]
+    space = text.rfind(" ", 0, limit + 1)
+    return space if space > limit // 2 else limit
 
 
 def split_messages(text: str, limit: int = MAX_CHARS) -> list[str]:
-    """Whole sentences packed into messages of at most `limit` characters."""
+    """Messages of at most `limit` characters, cut where a reader expects a pause."""
     messages: list[str] = []
-    current = ""
-    for piece in _pieces(text):
-        if len(current) + len(piece.rstrip()) <= limit:
-            current += piece
-            continue
-        if current.strip():
-            messages.append(current.strip())
-        current = ""
-        if len(piece.rstrip()) > limit:
-            *full, current = _hard_split(piece.rstrip(), limit)
-            messages.extend(p.strip() for p in full)
-            current += " "
-        else:
-            current = piece
-    if current.strip():
-        messages.append(current.strip())
+    rest = text.strip()
+    while len(rest) > limit:
+        cut = _cut(rest, limit)
+        messages.append(rest[:cut].strip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        messages.append(rest)
     return messages
 
 
@@ -168,12 +172,21 @@ def _bodies(text: str, limit: int) -> list[SmsBody]:
     return bodies
 
 
-def render(message: OutboundMessage, *, emoji: bool = False,
-           limit: int = MAX_CHARS) -> list[SmsBody]:
-    """The SMS messages one outbox row becomes, in order."""
+def render(message: OutboundMessage, *, emoji: bool = False, limit: int = MAX_CHARS,
+           lines: SmsLines = DEFAULT) -> list[SmsBody]:
+    """The SMS messages one outbox row becomes, in order (its prompts asked in `lines`)."""
     text = plain_text(message.text)
-    prompts = render_prompts(message.prompts)
+    prompts = render_prompts(message.prompts, lines)
     text = f"{text}\n{prompts}".strip() if prompts else text
+    return _rendered_bodies(text, emoji, limit)
+
+
+def segments_of(markdown: str, *, emoji: bool = False) -> int:
+    """What a text costs once sent: the segments of every message it becomes."""
+    return sum(b.segments for b in _rendered_bodies(plain_text(markdown), emoji, MAX_CHARS))
+
+
+def _rendered_bodies(text: str, emoji: bool, limit: int) -> list[SmsBody]:
     if not emoji:
         text = without_emoji(text)
     text = fold(text)

@@ -19,27 +19,24 @@ import contextlib
 import hmac
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
-from telegram import Bot, BotCommand, Update
+from telegram import Bot, BotCommand, BotCommandScopeChat, Update
 from telegram.error import Conflict, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
+from bot.channel import MenuCommand
 from bot.config import ConfigError, Settings, TelegramSettings
 from bot.gateway.door import ChannelHost, Door
 from bot.transcribe import Transcriber
 from channels.telegram.adapter import TelegramChannel, retry_after_seconds
-from channels.telegram.inbound import (
-    COMMANDS,
-    BotIdentity,
-    InboundHandler,
-    InboundSettings,
-)
+from channels.telegram.inbound import CHANNEL, BotIdentity, InboundHandler, InboundSettings
 from channels.telegram.lease import FileLease, PollerLease, RedisLease, bot_id, lease_file
 from channels.telegram.limiter import OutboundLimiter
+from persona.lines import TelegramLines
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +44,7 @@ WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = ["message", "callback_query"]
 _SECRET_FORMAT = re.compile(r"[A-Za-z0-9_-]{1,256}")
+_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 DEFAULT_API_URL = "https://api.telegram.org"
 
 
@@ -66,7 +64,8 @@ def check_settings(settings: TelegramSettings) -> None:
 class TelegramService:
     name = "telegram"
 
-    def __init__(self, settings: TelegramSettings, *, door: Door,
+    def __init__(self, settings: TelegramSettings, *, door: Door, lines: TelegramLines,
+                 menu: Sequence[MenuCommand], owner_chats: Sequence[str] = (),
                  is_known: Callable[[str], Awaitable[bool]], lease: PollerLease,
                  transcriber: Transcriber | None = None, vision: bool = False,
                  limiter: OutboundLimiter | None = None, status_delay: float = 1.0,
@@ -80,10 +79,13 @@ class TelegramService:
                        request=HTTPXRequest(connection_pool_size=64, read_timeout=15.0),
                        get_updates_request=HTTPXRequest(connection_pool_size=2,
                                                         read_timeout=poll_timeout + 10.0))
-        self.channel = TelegramChannel(self.bot, limiter, status_delay=status_delay)
+        self.channel = TelegramChannel(self.bot, limiter, lines=lines, status_delay=status_delay)
         self.inbound = InboundHandler(
             self.bot, door, self.channel, is_known=is_known, transcriber=transcriber,
-            settings=InboundSettings(groups=settings.groups, vision=vision), now=now)
+            settings=InboundSettings(groups=settings.groups, vision=vision), lines=lines,
+            now=now)
+        self.menu = list(menu)  # the command table's commands for Telegram (bot.commands)
+        self.owner_chats = list(owner_chats)  # their menu lists the owner's commands too
         self.lease = lease
         self.transcriber = transcriber
         self.poll_timeout = poll_timeout
@@ -115,7 +117,9 @@ class TelegramService:
         async def is_known(address: str) -> bool:
             return await host.identities.resolve("telegram", address) is not None
 
-        return cls(settings.telegram, door=host.door, is_known=is_known, lease=lease,
+        return cls(settings.telegram, door=host.door, lines=host.lines,
+                   menu=host.commands.menu(CHANNEL), owner_chats=settings.owner.telegram_ids,
+                   is_known=is_known, lease=lease,
                    transcriber=transcriber, vision=llm.vision, now=host.clock.now, **kwargs)
 
     # --- ServedChannel ---------------------------------------------------------------------
@@ -129,7 +133,7 @@ class TelegramService:
         await self.bot.initialize()
         me = self.bot.bot
         self.inbound.me = BotIdentity(me.id, me.username or "")
-        await self.bot.set_my_commands([BotCommand(c, d) for c, d in COMMANDS.items()])
+        await self._set_menu()
         self._accepting = True
         if self.settings.mode == "webhook":
             url = webhook_url(self.settings.webhook_url or "")
@@ -140,6 +144,21 @@ class TelegramService:
             self._poller = asyncio.create_task(self._poll_while_leased())
             log.info("telegram: @%s receives updates by long polling", me.username)
         self.ready = True
+
+    async def _set_menu(self) -> None:
+        """The `/` menu from the command table: everyone's lists the commands anyone may use;
+        the owner's chats list the owner's commands too."""
+        everyone = bot_commands(c for c in self.menu if not c.owner_only)
+        await self.bot.set_my_commands(everyone)
+        owners = bot_commands(self.menu)
+        if len(owners) == len(everyone):
+            return
+        for chat in self.owner_chats:
+            try:
+                await self.bot.set_my_commands(owners, scope=BotCommandScopeChat(int(chat)))
+            except (ValueError, TelegramError) as err:  # the owner never wrote to the bot
+                log.warning("telegram: the owner's command menu for chat %s is not set: %s",
+                            chat, err)
 
     async def stop(self) -> None:
         """Take no new updates (the ones not yet confirmed come again at the next start)."""
@@ -234,6 +253,20 @@ class TelegramService:
                               update.update_id)
                 return False
         return True
+
+
+def bot_commands(menu: Iterable[MenuCommand]) -> list[BotCommand]:
+    """Telegram's form of the commands: a name of 1-32 of a-z, 0-9 and _ without its slash,
+    a description of 1-256 characters; a command Telegram cannot show is left out."""
+    shown = []
+    for command in menu:
+        name = command.name.removeprefix("/")
+        if not _COMMAND_NAME.fullmatch(name):
+            log.warning("telegram: %s cannot be in the command menu (a-z, 0-9, _ only)",
+                        command.name)
+            continue
+        shown.append(BotCommand(name, command.description.strip()[:256] or command.name))
+    return shown
 
 
 def webhook_url(base: str) -> str:

@@ -107,7 +107,9 @@ async def _summaries(url: str, label: str) -> list[str]:
         await app.start()
         rss0 = _rss_mb()
         # A second process's engine on the same database ticks at the same moment.
-        rival = TriggerEngine(app.db, app.clock, app.gateway, default_executors(app.gateway))
+        lines = app.persona.lines
+        rival = TriggerEngine(app.db, app.clock, app.gateway,
+                              default_executors(app.gateway, lines=lines), lines=lines)
         t0 = time.perf_counter()
         await asyncio.gather(app.triggers.engine.tick(), rival.tick())
         dispatched = time.perf_counter() - t0

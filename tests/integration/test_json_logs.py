@@ -9,6 +9,7 @@ import logging
 
 from bot.envelopes import Inbound
 from bot.logs import JsonFormatter, SecretValuesFilter, request_id
+from bot.tools import build_tool
 from tests.fakes.fake_openai import Reply, ToolCall
 
 
@@ -28,7 +29,7 @@ async def test_lines_written_during_a_turn_carry_its_id(app_factory, fake_llm):
         """Always fails."""
         raise RuntimeError("the widget broke")
 
-    app.registry.add_function(explode)  # a failing tool logs a warning during the turn
+    app.registry.add(build_tool(explode))  # a failing tool logs a warning during the turn
     fake_llm.script(Reply(tool_calls=[ToolCall("explode", {})]),
                     Reply(content="That did not work."))
     out, handler = capture()
