@@ -19,6 +19,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from bot.app import App
+from bot.channel import ChannelFeatures
 from bot.config import TriggerSettings, load_settings
 from bot.gateway.access import AccessSettings
 from bot.llm import LLMResponse, TokenUsage
@@ -55,6 +56,7 @@ class BoundedSleepyLLM:
 
 class CountingSender:
     name = "bench"
+    features = ChannelFeatures()
 
     def __init__(self, expected: int) -> None:
         self.times: list[float] = []
