@@ -2,19 +2,20 @@
 what they said is kept.
 
 After each stored turn (in the background, like extraction: the reply never waits), when the
-messages the summary does not cover yet come near what a request can carry (three quarters of
-`loop.max_history_messages`, or half the context budget), the oldest of them are folded away,
-oldest first, in chunks:
+messages the summary does not cover yet come near what a turn loads and a request can carry
+(three quarters of `gateway.history_messages`, or 60% of the context budget), the oldest of
+them are folded away, oldest first, in chunks:
 
   1. memory flush: the person's own words in the chunk go through memory extraction
      (bot.memory.extract), so a fact they stated is stored as a fact before it leaves;
   2. summary: one LLM call folds the chunk into the conversation's running summary (a new
      version in bot.memory.summaries, within `loop.summary_tokens`).
 
-The newest messages (a quarter of what a request carries, starting at a person's message) stay
-as they are. The raw history is never changed; the request view carries the latest summary
-ahead of the messages after it (bot.context). A failure is logged and tried again after the
-next turn; a crash keeps the versions stored so far.
+The newest messages (at most `loop.max_history_messages` and a quarter of the budget, starting
+at a person's message: what a request keeps even when it must trim) stay as they are. The raw
+history is never changed; the request view carries the latest summary ahead of the messages
+after it (bot.context). A failure is logged and tried again after the next turn; a crash
+keeps the versions stored so far.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ Write short plain lines, at most {words} words in all. Answer with the summary o
 class Compactor:
     def __init__(self, history: HistoryStore, summaries: SummaryStore, llm: LLM, clock: Clock,
                  cfg: ReactLoopConfig, flush: MemoryExtractor | None = None) -> None:
+        """`history.load_limit` is how many messages a turn loads (gateway.history_messages):
+        older ones would be gone from every request without a summary."""
         self.history = history
         self.summaries = summaries
         self.llm = llm
@@ -63,9 +66,10 @@ class Compactor:
         self.flush = flush
         self.context = ContextManager(cfg)
         budget = cfg.context_token_limit * cfg.context_trim_threshold
-        self.high_messages = max(4, cfg.max_history_messages * 3 // 4)
-        self.high_tokens = budget / 2
-        self.keep_messages = max(2, cfg.max_history_messages // 4)
+        self.window = history.load_limit  # what a turn loads
+        self.high_messages = max(4, self.window * 3 // 4)
+        self.high_tokens = budget * 0.6
+        self.keep_messages = max(2, min(cfg.max_history_messages, self.window // 4))
         self.keep_tokens = budget / 4
         self._tasks: set[asyncio.Task[None]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
@@ -97,8 +101,7 @@ class Compactor:
         async with self._locks.setdefault(user_id, asyncio.Lock()):
             latest = await self.summaries.latest(user_id)
             after = latest.through_seq if latest else 0
-            newest = await self.history.load_numbered(
-                user_id, self.cfg.max_history_messages, after_seq=after)
+            newest = await self.history.load_numbered(user_id, self.window, after_seq=after)
             if not self._due(newest, await self.history.count(user_id, after)):
                 return 0
             boundary = self._kept_from(newest)
