@@ -29,8 +29,10 @@ async def run_calls(deps: LoopDeps, run: LoopRun, response: LLMResponse,
     in the order the LLM asked for them."""
 
     step = run.llm_step
-    # Third-party text anywhere in what the model read makes guarded tools ask first.
-    tool_ctx = replace(tool_ctx, untrusted_context=holds_untrusted(run.messages))
+    # Third-party text anywhere in what the model read makes guarded tools ask first (also
+    # in a sub-task whose turn held some: its flag comes in set).
+    tool_ctx = replace(tool_ctx, untrusted_context=tool_ctx.untrusted_context
+                       or holds_untrusted(run.messages))
 
     async def one(call: ToolCall) -> ToolOutcome:
         found = deps.registry.get(call.name)

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from bot.approvals.model import ApprovalDraft, waiting_result
 from bot.capabilities import OPEN_TOOL, CapabilitySpec, SourceUnavailable
 from bot.envelopes import TurnStop
 from bot.llm import ToolCall
-from bot.loop import LoopDeps, ReactLoopConfig, react_loop
+from bot.loop import CallGate, LoopDeps, ReactLoopConfig, react_loop
 from bot.loop_types import ReactLoopResult
 from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus, build_tool
 from bot.traces import KEPT_TEXT, shorten
@@ -122,7 +121,7 @@ class Subtasks:
         return any(spec.source is not None and name.startswith(spec.source.prefix)
                    for spec in self.capabilities.values())
 
-    def _gate(self, task: str) -> Any:
+    def _gate(self, task: str) -> CallGate | None:
         """The turn's approval gate, its cards saying they come from a sub-task."""
         gate = self.deps.gate
         if gate is None:
