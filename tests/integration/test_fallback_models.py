@@ -11,7 +11,7 @@ import pytest
 from bot.config import FallbackModelSettings
 from bot.envelopes import Inbound
 from bot.fallback import provider_of
-from tests.fakes.fake_openai import Fail, FakeOpenAI, ToolCall
+from tests.fakes.fake_openai import Fail, FakeOpenAI, Reply, ToolCall
 from tests.fakes.fake_openai import Reply as LLMReply
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
@@ -103,3 +103,20 @@ async def test_a_refused_key_is_not_a_reason_to_switch(app_factory, app_settings
     reply = await say(app, me, "6*7?")
     assert reply.stop.value == "llm_error" and reply.text == app.persona.lines.misconfigured
     assert backup.calls == 0
+
+
+async def test_doctor_asks_each_fallback_model_once(app_settings, fake_llm, backup):
+    from bot.cli.doctor import run_doctor
+
+    settings = app_settings()
+    llm = settings.llm.model_copy(update={"fallback_models": [
+        FallbackModelSettings(model="backup-model", base_url=backup.base_url),
+        FallbackModelSettings(model="gone-model", base_url=backup.base_url)]})
+    fake_llm.script(Reply(content="ready"))
+    backup.script(Reply(content="ready"), Fail(404))
+    lines: list[str] = []
+    await run_doctor(settings.model_copy(update={"llm": llm}), lines.append)
+    assert any(line.endswith(f"fallback LLM backup-model at {backup.base_url} answered "
+                             f"(provider {provider_of(backup.base_url)})") for line in lines)
+    assert any("fallback LLM gone-model" in line and "LLMModelNotFoundError" in line
+               for line in lines)
