@@ -58,16 +58,15 @@ class Subtasks:
 
     def tool(self) -> Tool:
         async def delegate(ctx: ToolExecutionContext, task: str,
-                           tools: list[str] | None = None) -> ToolOutcome:
-            """Hand a self-contained sub-task (summarise many emails, compare calendars, a
-            long look-up) to a helper with a fresh context and only the tools named; you get
-            back only its result. It cannot ask the person anything.
+                           tools: tuple[str, ...] = ()) -> ToolOutcome:
+            """Run a long self-contained job (e.g. summarise many emails) in a fresh context
+            with only the tools named; returns just its result.
 
             Args:
-                task: Everything the helper needs to know: it sees nothing of this chat.
+                task: All it needs to know: it sees nothing of this chat.
                 tools: Tool or capability names it may use.
             """
-            return await self.run(ctx, task, tools or [])
+            return await self.run(ctx, task, list(tools))
 
         return replace(build_tool(delegate, progress="working on a sub-task",
                                   safe_to_repeat=True),  # its steps are journalled
