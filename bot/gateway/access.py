@@ -106,12 +106,20 @@ class AccessControl:
                                     timedelta(minutes=settings.code_guess_window_minutes))
 
     async def admit(self, channel: str, address: str, display_name: str, text: str,
-                    at: datetime) -> Admission:
+                    at: datetime, account: str | None = None) -> Admission:
         found = await self.identities.lookup(channel, address)
         if found is not None:
             identity, user = found
             return Admission(None if user.blocked else user,
                              unreachable=identity.unreachable_at is not None)
+        member = await self.identities.resolve(channel, account) \
+            if account and account != address else None
+        if member is not None:
+            # A group member whose own account Valet knows: the same person, now known by
+            # this member address too (never the group as a whole).
+            await self.identities.link(channel, address, member.id,
+                                       display_name=one_line(display_name), at=at)
+            return Admission(None if member.blocked else member)
         display_name = one_line(display_name)  # stored and shown to the owner: one line
         words = text.strip().split()
         if len(words) == 2 and words[0].lower() == "/link":

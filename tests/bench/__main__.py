@@ -11,8 +11,8 @@ import logging
 import sys
 
 BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "statements", "gateway",
-              "hostile_input",
-              "sms_webhook", "triggers", "telegram", "prompt_tokens", "memory"]
+              "hostile_input", "sms_webhook", "triggers", "telegram", "many_at_once",
+              "prompt_tokens", "memory"]
 
 
 async def main(names: list[str], workers: int) -> None:
