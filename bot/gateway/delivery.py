@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import Enum
 
@@ -66,6 +66,7 @@ class Outcome:
     step: Step
     delay: float = 0.0
     paced: bool = False  # a WAIT the channel's pace asked for (no scan makes it shorter)
+    last: bool = False  # DONE with nothing else pending for the address: no need to look again
 
 
 IDLE = Outcome(Step.IDLE)
@@ -174,6 +175,8 @@ class OutboxDeliverer:
     def _settle(self, address: Address, outcome: Outcome) -> None:
         again = address in self._again
         self._again.discard(address)
+        if outcome.last and not again:
+            return  # its queue is empty: the next message queued here readies it again
         if outcome.step in (Step.DONE, Step.MOVED) or again:
             self._ready_up(address)  # at the end of the queue: the next address goes first
         elif outcome.step is Step.WAIT:
@@ -221,7 +224,10 @@ class OutboxDeliverer:
             pace = sender.ready_in(to)
             if pace > 0:
                 return Outcome(Step.WAIT, pace, paced=True)
-        return await self._deliver(head.message)
+        outcome = await self._deliver(head.message)
+        if outcome.step is Step.DONE and not head.others:
+            return replace(outcome, last=True)
+        return outcome
 
     async def _deliver(self, message: OutboundMessage) -> Outcome:
         if not await self.store.claim(message.id, self.clock.now()):

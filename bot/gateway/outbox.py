@@ -56,6 +56,7 @@ class Head:
     message: OutboundMessage
     sending: bool  # being sent now (by this process or another)
     next_attempt_at: datetime
+    others: bool = True  # another message of the address is pending (due now or later)
 
 
 # A row "on its way": being sent, or pending and either tried before (it waits for a retry:
@@ -93,12 +94,15 @@ class OutboxStore:
     async def head(self, channel: str, address: str, at: datetime) -> Head | None:
         """The address's first message on its way (see `_ON_ITS_WAY`); None: nothing to do."""
         row = await self.db.fetchrow(
-            "SELECT * FROM outbox WHERE channel = $1 AND address = $2 AND " + _ON_ITS_WAY
+            "SELECT *, EXISTS (SELECT 1 FROM outbox AS other WHERE other.channel = $1"
+            " AND other.address = $2 AND other.status = 'pending' AND other.id <> outbox.id)"
+            " AS others FROM outbox WHERE channel = $1 AND address = $2 AND " + _ON_ITS_WAY
             + " ORDER BY CASE WHEN status = 'sending' THEN 0 ELSE 1 END, priority, id LIMIT 1",
             channel, address, at)
         if row is None:
             return None
-        return Head(_message(row), row["status"] == "sending", row["next_attempt_at"])
+        return Head(_message(row), row["status"] == "sending", row["next_attempt_at"],
+                    bool(row["others"]))
 
     async def in_flight(self, at: datetime) -> bool:
         """Something is due now or being sent right now."""
