@@ -80,8 +80,18 @@ class ContextManager:
             cfg.max_tool_result_chars))
 
     def estimate_tokens(self, messages: list[Message], extra_chars: int = 0) -> int:
-        chars = extra_chars + sum(message_chars(m) for m in messages)
-        images = sum(image_count(m) for m in messages)
+        # One pass, plain text first: every request estimates the whole history.
+        chars, images = extra_chars, 0
+        for msg in messages:
+            content = msg.get("content")
+            if isinstance(content, str):
+                chars += len(content)
+            elif content is not None:
+                chars += content_chars(content)
+                images += image_count(msg)
+            for call in msg.get("tool_calls") or ():
+                fn = call["function"]
+                chars += len(fn["name"]) + len(fn["arguments"] or "")
         return int(chars / self.cfg.chars_per_token) + self.cfg.image_tokens * images + \
             self.PER_MESSAGE_OVERHEAD_TOKENS * len(messages)
 
@@ -113,17 +123,20 @@ class ContextManager:
             system = self._with_summary(system, summary, cuts)
         budget = self.cfg.context_token_limit * self.cfg.context_trim_threshold
         fixed = self.estimate_tokens(system, tools_chars)
+        estimate = self.estimate_tokens(body) if level < FORCE_TRIM else 0
         if level >= FORCE_TRIM:
             body = self._keep_last(body, self.cfg.force_trim_messages, cuts, "force trim")
             body = self._shrink_current(body, budget / 2 - fixed, cuts)
-        elif level >= TRIM or fixed + self.estimate_tokens(body) > budget:
+            estimate = self.estimate_tokens(body)
+        elif level >= TRIM or fixed + estimate > budget:
             # Overflow said our estimate was low: aim well under the window from now on.
             target = budget if level == NORMAL else budget / 2
             body = self._keep_last(body, self.cfg.max_history_messages, cuts, "trim")
             body = self._fit(body, target - fixed, cuts)
             body = self._shrink_current(body, target - fixed, cuts)
+            estimate = self.estimate_tokens(body)
         view = system + body
-        return ContextView(view, fixed + self.estimate_tokens(body), cuts)
+        return ContextView(view, fixed + estimate, cuts)
 
     def _with_summary(self, system: list[Message], summary: str,
                       cuts: list[str]) -> list[Message]:

@@ -199,11 +199,17 @@ class ConsoleChat:
         without saying anything (rare: the check is slow and never delays a reply)."""
         if waiter is None:
             return
-        idle = asyncio.ensure_future(self.door.wait_idle(NO_REPLY_CHECK_SECONDS))
+        idle = asyncio.ensure_future(self._quiet())
         try:
             await asyncio.wait([waiter, idle], return_when=asyncio.FIRST_COMPLETED)
         finally:
             idle.cancel()
+
+    async def _quiet(self) -> None:
+        # Looked at only once a reply is overdue: every look asks the database and wakes
+        # the deliverer, which a reply on its way never needs.
+        await asyncio.sleep(NO_REPLY_CHECK_SECONDS)
+        await self.door.wait_idle(NO_REPLY_CHECK_SECONDS)
 
     async def say(self, text: str) -> None:
         await self.wait(await self.send(text))
