@@ -12,10 +12,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import phonenumbers
-from phonenumbers import timezone as phone_timezones
+if TYPE_CHECKING:
+    import phonenumbers
+
+# phonenumbers (its metadata is large) is imported where a number is read: a process that
+# never sees one (no SMS, no phone numbers in valet.yaml) never loads it.
 
 # Above this many candidate zones the number says nothing useful (toll-free, non-geographic):
 # the default zone is the provisional guess and the person is asked.
@@ -33,6 +37,8 @@ class PhoneNumberError(ValueError):
 def normalize(raw: str, default_region: str | None = None) -> str:
     """The number in E.164 ("+12125550123"). A number without "+" needs `default_region`
     (an ISO country code such as "US" or "GB")."""
+    import phonenumbers
+
     text = raw.strip()
     try:
         number = phonenumbers.parse(text, default_region or None)
@@ -90,6 +96,8 @@ def _main_zones() -> dict[str, str]:
 
 
 def _zones_of(number: phonenumbers.PhoneNumber) -> list[str]:
+    from phonenumbers import timezone as phone_timezones
+
     raw = phone_timezones.time_zones_for_number(number)
     if raw == (phone_timezones.UNKNOWN_TIMEZONE,):
         # A number libphonenumber cannot place (unassigned, a drama range): its country's.
@@ -98,6 +106,8 @@ def _zones_of(number: phonenumbers.PhoneNumber) -> list[str]:
 
 
 def guess_timezone(e164: str, default: str) -> TimezoneGuess:
+    import phonenumbers
+
     try:
         number = phonenumbers.parse(e164)
     except phonenumbers.NumberParseException:

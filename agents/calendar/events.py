@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-import icalendar
-import recurring_ical_events
+if TYPE_CHECKING:
+    import icalendar
+
+# icalendar and recurring_ical_events are imported where a calendar is read or written: a
+# process whose calendar capability is off never loads them (about 60 ms at start-up).
 
 MAX_EVENTS = 500  # a range is cut here: a feed must not turn one question into megabytes
 
@@ -40,6 +44,9 @@ def events_between(ics_texts: list[str], start: datetime, end: datetime, tz: Zon
                    ) -> list[Event]:
     """Every instance overlapping [start, end), sorted; floating times are the person's.
     A module-level function of plain values: it may run in a worker process (bot.offload)."""
+    import icalendar
+    import recurring_ical_events
+
     found: list[Event] = []
     for text in ics_texts:
         calendar = icalendar.Calendar.from_ical(text)
@@ -81,6 +88,8 @@ def _aware(value: date | datetime, tz: ZoneInfo) -> datetime:
 def new_event_ics(uid: str, title: str, start: datetime, end: datetime, stamp: datetime,
                   location: str = "", attendees: tuple[str, ...] = ()) -> str:
     """A VCALENDAR with one VEVENT, times in UTC (unambiguous for every server)."""
+    import icalendar
+
     calendar = icalendar.Calendar()
     calendar.add("prodid", "-//Valet//calendar//EN")
     calendar.add("version", "2.0")

@@ -13,7 +13,7 @@ from bot.app.root import App
 from bot.config import Settings
 
 if TYPE_CHECKING:  # imported when SMS is configured: a deployment without it never loads it
-    from channels.sms import SmsChannel
+    from channels.sms.channel import SmsChannel
 
 
 class ServedChannel(Protocol):
@@ -57,7 +57,7 @@ async def configured_channels(settings: Settings, app: App,
 
 def sms_channel(app: App, env: Mapping[str, str] | None = None) -> SmsChannel:
     """The SMS channel on the app's door, its sender registered with the outbox."""
-    from channels.sms import build_sms_channel
+    from channels.sms.channel import build_sms_channel
 
     channel = build_sms_channel(app.channel_host(), app.settings, env,
                                 emoji=app.persona.emoji)

@@ -75,7 +75,7 @@ def _streaming(settings: Settings) -> Settings:
 
 
 def _chat_notes(note: Any) -> logging.Handler:
-    from channels.console_tty import ChatNotes
+    from channels.console_notes import ChatNotes
 
     handler = ChatNotes(note)
     logging.getLogger().addHandler(handler)

@@ -16,18 +16,23 @@ import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 # One matrix-vector product over 10,000 facts takes well under a millisecond on one thread;
 # OpenBLAS's thread pool makes it several on a busy machine and competes with the event
 # loop (measured with `make bench`: p50 8 ms with the pool, 2.7 ms without). Set before
-# numpy loads (nothing else in Valet imports it); an operator's own setting wins.
+# numpy loads (nothing else in Valet imports it); an operator's own setting wins. numpy
+# itself is imported where vectors are made or searched: a process with no embedding model
+# never loads it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np
 import openai
 
 from bot.clock import Clock
 from bot.memory.facts import FactStore
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +46,14 @@ class EmbeddingsUnavailable(Exception):
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 def unit(values: list[float]) -> np.ndarray:
+    import numpy as np
+
     vector = np.asarray(values, dtype=np.float32)
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
@@ -98,6 +107,8 @@ class VectorIndex:
 
     async def nearest(self, user_id: str, query: np.ndarray, k: int) -> list[int]:
         """Ids of the person's k open facts most similar to `query`, best first."""
+        import numpy as np
+
         matrix = await self._matrix(user_id)
         if matrix.ids.size == 0 or matrix.vectors.shape[1] != query.shape[0]:
             return []
@@ -108,6 +119,8 @@ class VectorIndex:
         return [int(matrix.ids[i]) for i in top if scores[i] >= MIN_SIMILARITY]
 
     async def _matrix(self, user_id: str) -> _Matrix:
+        import numpy as np
+
         version = await self.store.version(user_id)
         cached = self._cache.get(user_id)
         if cached is not None and cached.version == version:

@@ -8,88 +8,19 @@ settings)`, registers `channel.sender` with the outbox, mounts `channel.routes()
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
-from bot.config import ConfigError, Settings
-from bot.gateway.door import ChannelHost
-from channels.sms.adapter import SmsSender, TwilioAccount
-from channels.sms.inbound import SmsInbound
-from channels.sms.store import SmsStore
-from channels.sms.webhook import STATUS_PATH, SmsWebhook
+# The channel itself (and twilio, about 90 ms to import) loads only when it is asked for:
+# `channels.sms.store` alone (the SMS tables, read by metrics and the console) does not need it.
+if TYPE_CHECKING:
+    from channels.sms.channel import SmsChannel, build_sms_channel, twilio_account
 
 __all__ = ["SmsChannel", "build_sms_channel", "twilio_account"]
 
 
-def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
-    """The account from the environment and settings; a clear error naming what is missing."""
-    missing = [name for name in ("VALET_TWILIO_ACCOUNT_SID", "VALET_TWILIO_AUTH_TOKEN")
-               if not env.get(name)]
-    if not settings.public_url:
-        missing.append("VALET_PUBLIC_URL (or public_url in valet.yaml)")
-    if not (settings.sms.from_number or settings.sms.messaging_service_sid):
-        missing.append("sms.from_number or sms.messaging_service_sid "
-                       "(VALET_SMS_FROM_NUMBER / VALET_SMS_MESSAGING_SERVICE_SID)")
-    if missing:
-        raise ConfigError("SMS is not configured: set " + ", ".join(missing) + " (see README, "
-                          "SMS)")
-    assert settings.public_url is not None
-    return TwilioAccount(
-        account_sid=env["VALET_TWILIO_ACCOUNT_SID"], auth_token=env["VALET_TWILIO_AUTH_TOKEN"],
-        from_number=settings.sms.from_number,
-        messaging_service_sid=settings.sms.messaging_service_sid,
-        api_url=env.get("VALET_TWILIO_API_URL") or None,
-        status_callback_url=settings.public_url.rstrip("/") + STATUS_PATH)
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from channels.sms import channel
 
-
-@dataclass
-class SmsChannel:
-    """What `valet serve` runs for SMS (its `ServedChannel`): the webhooks and the sender."""
-
-    sender: SmsSender
-    webhook: SmsWebhook
-    name: str = "sms"
-    ready: bool = False
-
-    def routes(self) -> list[web.RouteDef]:
-        return self.webhook.routes()
-
-    def web_app(self) -> web.Application:
-        """The webhooks alone, as an aiohttp application (tests, or a server of its own)."""
-        app = web.Application(client_max_size=self.webhook.limits.max_bytes)
-        app.add_routes(self.routes())
-        return app
-
-    async def start(self) -> None:
-        self.ready = True  # nothing runs in the background: the outbox calls the sender
-
-    async def stop(self) -> None:
-        """Take no new messages (a webhook arriving now is stored all the same: Twilio has
-        sent it and would retry; the turn is left for the next start if it cannot run)."""
-        self.ready = False
-
-    async def close(self) -> None:
-        await self.sender.close()
-
-
-def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, str] | None = None,
-                      *, emoji: bool = False) -> SmsChannel:
-    """The SMS channel on the host's door and its own store, saying the host's lines. The
-    caller registers its sender with the outbox (App.add_channel). `emoji`: the persona lets
-    emoji through on SMS."""
-    env = os.environ if env is None else env
-    account = twilio_account(settings, env)
-    store = SmsStore(host.db)
-    sender = SmsSender(account, store=store, identities=host.identities, clock=host.clock,
-                       emoji=emoji, lines=host.lines,
-                       summary_max_segments=settings.sms.summary_max_segments)
-    inbound = SmsInbound(host, default_region=settings.sms.default_region)
-    assert settings.public_url is not None
-    webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,
-                         inbound=inbound, store=store, identities=host.identities,
-                         clock=host.clock, max_bytes=settings.sms.max_request_bytes,
-                         body_timeout_seconds=settings.http.body_timeout_seconds)
-    return SmsChannel(sender, webhook)
+        return getattr(channel, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

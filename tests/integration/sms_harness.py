@@ -15,7 +15,7 @@ from bot.app import App
 from bot.app.channels import sms_channel
 from bot.config import SmsSettings
 from bot.gateway.access import AccessSettings, ChannelAccess
-from channels.sms import SmsChannel
+from channels.sms.channel import SmsChannel
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 
 PUBLIC_URL = "https://valet.example.com"
