@@ -14,7 +14,6 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from bot.cli.admin import add_admin_commands, run_admin
@@ -29,10 +28,21 @@ CONFIG_HELP = "path to valet.yaml (default: $VALET_CONFIG, else ./valet.yaml)"
 
 
 def valet_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # ~20 ms: only when asked
+
     try:
         return version("valet")
     except PackageNotFoundError:
         return "unknown"
+
+
+class _Version(argparse.Action):
+    """--version, looked up only when asked for (reading the package metadata is slow)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                  values: Any, option_string: str | None = None) -> None:
+        print(f"valet {valet_version()}")
+        parser.exit()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,7 +50,8 @@ def parser() -> argparse.ArgumentParser:
         prog="valet", description="Valet, a personal assistant.",
         epilog="Global options (--config) may come before or after the command. "
                "`valet COMMAND --help` tells more.")
-    p.add_argument("--version", action="version", version=f"valet {valet_version()}")
+    p.add_argument("--version", action=_Version, nargs=0,
+                   help="show program's version number and exit")
     p.add_argument("--config", help=CONFIG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     chat = sub.add_parser("chat", help="chat in the terminal (pipe mode when stdin is not a tty)")
