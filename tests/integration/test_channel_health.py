@@ -5,15 +5,13 @@ wait in the outbox (never dead-lettered) until the account works again, then go 
 
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app.serve import build_web_app
 from bot.config import OwnerSettings
 from bot.gateway.delivery import DeliveryPolicy
 from tests.fakes.fake_openai import Reply as LLMReply
-from tests.helpers import RecordingSender
+from tests.helpers import RecordingSender, until
 from tests.integration.sms_harness import ALICE, sms_world
 
 OWNER_PHONE = ALICE
@@ -36,8 +34,8 @@ async def test_rejected_credentials_make_sms_down_and_its_replies_wait(app_facto
         fake_llm.script(LLMReply(content="First answer."), LLMReply(content="Second answer."))
         await world.text("hello?")
         await world.text("are you there?")
-        await asyncio.wait_for(_until(lambda: world.twilio.refused_auth > 0), 10)
-        await asyncio.wait_for(_until(lambda: telegram.sent), 10)
+        await until(lambda: world.twilio.refused_auth > 0, "Twilio refused the account")
+        await until(lambda: bool(telegram.sent), "the owner was told")
         ready = await client.get("/readyz")
         body = await ready.json()
         assert ready.status == 503 and body["checks"]["sms"] is False
@@ -49,7 +47,7 @@ async def test_rejected_credentials_make_sms_down_and_its_replies_wait(app_facto
         world.twilio.auth_token = good  # fixed: the next probe goes through
         world.app.clock.advance(seconds=1)  # past the probe interval
         world.app.outbound.wake()
-        await asyncio.wait_for(_until(lambda: len(world.replies(OWNER_PHONE)) == 2), 20)
+        await until(lambda: len(world.replies(OWNER_PHONE)) == 2, "the waiting replies went")
         await world.idle()
         assert world.replies(OWNER_PHONE) == ["First answer.", "Second answer."]  # in order
         ready = await client.get("/readyz")
@@ -60,8 +58,5 @@ async def test_rejected_credentials_make_sms_down_and_its_replies_wait(app_facto
         await close()
 
 
-async def _until(condition) -> None:  # type: ignore[no-untyped-def]
-    while not condition():
-        await asyncio.sleep(0.02)
 
 
