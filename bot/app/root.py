@@ -44,6 +44,7 @@ from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
+from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
@@ -81,7 +82,7 @@ from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
 from persona import Persona, load_persona
-from persona.lines import MailLines
+from persona.lines import ConversationLines, MailLines
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
@@ -194,7 +195,7 @@ class App:
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         outbound = _build_outbound(settings, db, clock, users, identities, {
             PromptKind.APPROVAL: approval_store.outcomes,
-            PromptKind.PAIRING: _pairing_outcomes(access, clock)})
+            PromptKind.PAIRING: _pairing_outcomes(access, clock)}, persona.lines)
         tasks = build_task_service(db, clock, lines=persona.lines, budget=budget_check(
             db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded))
         memory = build_memory(settings, db, clock, llm, lines=persona.lines)
@@ -263,7 +264,9 @@ class App:
             db, clock, TriggerDoor(gateway, outbound),
             ToolRegistry([t for t in registry if t.name in on]),
             EngineSettings(heartbeat_seconds=settings.triggers.heartbeat_seconds,
-                           lease_seconds=settings.triggers.lease_seconds),
+                           lease_seconds=settings.triggers.lease_seconds,
+                           event_window=timedelta(
+                               seconds=settings.triggers.event_window_seconds)),
             service=tasks, http=http, services=services)
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,
@@ -395,18 +398,23 @@ def _pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
 
 
 def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserStore,
-                    identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes]
-                    ) -> Outbound:
+                    identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes],
+                    lines: ConversationLines) -> Outbound:
     """The outbox and its deliverer, notifications, prompt edits. Channels register their
     senders later (App.add_channel) in the map it delivers through."""
     senders: dict[str, ChannelSender] = {}
     outbox = OutboxStore(db)
+    policy = settings.delivery_policy()
+    health = ChannelHealth(policy.channel_probe_seconds)
     return Outbound(
         db=db, clock=clock, users=users, outbox=outbox,
-        deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
-                                  on_permanent=_mark_unwritable(identities, clock)),
-        notifier=Notifier(db, users, identities, outbox, clock, senders), senders=senders,
-        prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)))
+        deliverer=OutboxDeliverer(outbox, senders, clock, policy,
+                                  on_permanent=_mark_unwritable(identities, clock),
+                                  health=health),
+        notifier=Notifier(db, users, identities, outbox, clock, senders, health),
+        senders=senders,
+        prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)),
+        channel_down_line=lines.channel_down)
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,
