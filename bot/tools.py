@@ -39,6 +39,12 @@ class ToolStatus(Enum):
     INVALID = "invalid"  # unknown tool or bad arguments
     WAITING = "waiting"  # paused for the user (input or approval); see `pause`
     INTERRUPTED = "interrupted"  # started before a restart; whether it took effect is unknown
+    # The tool looked and declined: nothing was done, and it says why (a read-only calendar,
+    # no such note). Not a failure of the tool: the request could not be done as asked.
+    REFUSED = "refused"
+    # The tool may or may not have acted: a send cut off mid-way (the server may have taken
+    # the mail). The person must check before it is tried again.
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,24 @@ class ToolOutcome:
     @property
     def is_error(self) -> bool:
         return self.status not in (ToolStatus.SUCCESS, ToolStatus.WAITING)
+
+    # A tool says what happened with one of these (the loop fills in the call's id and name):
+    # an approved action's outcome is read from them, never from "no exception was raised".
+    @classmethod
+    def done(cls, content: str) -> ToolOutcome:
+        return cls("", "", ToolStatus.SUCCESS, content)
+
+    @classmethod
+    def refused(cls, content: str) -> ToolOutcome:
+        return cls("", "", ToolStatus.REFUSED, content)
+
+    @classmethod
+    def failed(cls, content: str) -> ToolOutcome:
+        return cls("", "", ToolStatus.FAILED, content)
+
+    @classmethod
+    def unknown(cls, content: str) -> ToolOutcome:
+        return cls("", "", ToolStatus.UNKNOWN, content)
 
     def message(self) -> dict[str, Any]:
         """The tool-result message for the conversation."""
@@ -109,6 +133,8 @@ class ToolExecutionContext:
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
+# A tool's check before asking (Tool.prepare): the arguments to offer, or ValueError.
+Check = Callable[[dict[str, Any], ToolExecutionContext], Awaitable[dict[str, Any]]]
 
 
 class _Args(pydantic.BaseModel):
@@ -144,12 +170,13 @@ class Tool:
     # The same, when naming the call's object needs a look-up ("Delete the note #3 “Dentist”");
     # asked once when the approval is opened. None: `summarize`, else the generic line.
     describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None
-    # Completes a call before it is offered for approval (it may look things up): the
-    # arguments to store, show and run, e.g. with the recipient a name resolves to pinned, so
-    # what runs is what the person saw. A ValueError refuses the call before any approval;
-    # its text is the model's result ("two contacts are called Ana: ask which").
-    prepare: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[dict[str, Any]]] | None \
-        = None
+    # The check before asking: runs before a call is offered for approval (it may look things
+    # up) and returns the arguments to store, show and run, e.g. with the recipient a name
+    # resolves to pinned, so what runs is what the person saw. A ValueError refuses the call
+    # before anyone is asked (no card): its text is the model's result, to fix or explain
+    # ("there is no note #5", "two contacts are called Ana: ask which"). Every built-in tool
+    # that needs approval has one (tests/unit/test_approval_checks.py).
+    prepare: Check | None = None
     # Checks edited arguments before they are offered for approval; None: `parse_arguments`.
     check_arguments: Callable[[dict[str, Any], ToolExecutionContext], dict[str, Any]] | None \
         = None
@@ -200,15 +227,16 @@ def tool(fn: ToolFunction | None = None, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None,
          progress: str = "", safe_to_repeat: bool = False,
          describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None,
-         ) -> Any:
+         prepare: Check | None = None) -> Any:
     """Mark an async function as a tool. Use bare (`@tool`) or with options.
     `safe_to_repeat=True` only for tools without side effects (they only read). `describe`:
-    how a call reads on an approval card, naming what it acts on."""
+    how a call reads on an approval card, naming what it acts on. `prepare`: the check before
+    a call is offered for approval (see Tool.prepare)."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         f.__valet_tool__ = replace(build_tool(  # type: ignore[attr-defined]
             f, name=name, description=description, timeout=timeout, progress=progress,
-            safe_to_repeat=safe_to_repeat), describe=describe)
+            safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare)
         return f
 
     return wrap(fn) if fn is not None else wrap

@@ -191,12 +191,12 @@ async def test_an_ics_subscription_is_read_with_its_recurrence(app_factory, fake
         "Mon 23 Mar 09:30-09:45 Standup [id standup-1]",
         "Mon 30 Mar 09:30-09:45 Standup [id standup-1]"]
     fake_llm.script(Reply(tool_calls=[ToolCall("create_event", {
-        "title": "x", "start": "2026-03-31T10:00"})]), Reply(content="ok"))
+        "title": "x", "start": "2026-03-31T10:00"})]), Reply(content="It's read-only."))
     reply = await say(app, me, "add x tomorrow at 10")
-    fake_llm.script(Reply(content="It's read-only."))
-    await say(app, me, "yes")
+    # Checked before asking: nobody is asked to approve what cannot be done.
+    assert not reply.prompts and reply.text == "It's read-only."
     assert "read-only subscription" in last_result(fake_llm)
-    assert reply.prompts  # the approval was still asked first: the policy is the registry's
+    assert await app.approvals.store.list(me) == []
 
 
 async def test_no_calendar_connected_is_said_plainly(app_factory, fake_llm, secret_key):

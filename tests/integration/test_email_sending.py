@@ -251,7 +251,8 @@ async def test_a_reply_keeps_the_thread(app_factory, fake_llm, smtp):
     assert mail.message["To"] == "Ana Lima <ana@example.com>"
     assert mail.message["Cc"] == "bob@example.com, carol@example.com"
     assert mail.rcpt_tos == ("ana@example.com", "bob@example.com", "carol@example.com")
-    assert looked_up == [42, 42]  # for the card, then for the approved message
+    # for the check before asking, the card, then the approved message
+    assert looked_up == [42, 42, 42]
 
 
 async def test_an_edit_makes_a_new_approval_and_only_the_edited_mail_is_sent(
