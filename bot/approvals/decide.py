@@ -27,6 +27,7 @@ from bot.approvals.model import (
 from bot.approvals.options import Option
 from bot.approvals.outcomes import card_line, state_word
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
+from bot.approvals.retry import answerable
 from bot.envelopes import ButtonPress, PromptKind, TurnStop
 from bot.gateway.users import User, UserStore
 from bot.llm import LLMError
@@ -68,7 +69,8 @@ class ApprovalStep:
         if ctx.msg.from_trigger:
             return Continue()
         now = self.flow.clock.now()
-        pending = await self.store.pending(ctx.user.id, now)
+        pending = [a for a in await self.store.pending(ctx.user.id, now)
+                   if answerable(a, ctx.msg.received_at)]
         asked = await self.store.take_change_asked(ctx.user.id, now) if pending else None
         if not pending:
             return Continue()

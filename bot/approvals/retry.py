@@ -5,8 +5,9 @@ action offered again when its outcome is unknown.
                 it again"), in the record owner's words when it has some, else the generic
                 "… was interrupted: it may or may not have happened"; failed: why
     again       unknown: a new approval for the same tool and the same stored arguments
-                (`replaces` the first), shown as a card; never run on its own. Once per
-                request: a second look finds the first offer and offers nothing more.
+                (`replaces` the first, source "again"), shown as a card; never run on its
+                own. Once per request: a second look finds the first offer and offers nothing
+                more. Only a message that came after the offer answers it in words.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from bot.approvals.outcomes import card_line
 from bot.approvals.store import ApprovalStore
 from bot.tools import ToolRegistry
 from persona.lines import ApprovalLines, fill
+
+AGAIN = "again"  # the source of a request offered again after an unknown outcome
 
 
 def not_done_line(approval: ApprovalRequest, lines: ApprovalLines,
@@ -45,5 +48,11 @@ async def offer_again(store: ApprovalStore, registry: ToolRegistry, approval: Ap
         user_id=approval.user_id, call_id=approval.call_id, tool_name=approval.tool_name,
         arguments=approval.arguments, summary=approval.summary, details=approval.details,
         at=at, allow_modification=approval.allow_modification, replaces=approval.id,
-        source=approval.source, trigger_task_id=approval.trigger_task_id,
-        turn_id=approval.turn_id)
+        source=AGAIN, trigger_task_id=approval.trigger_task_id, turn_id=approval.turn_id)
+
+
+def answerable(approval: ApprovalRequest, received_at: datetime) -> bool:
+    """Whether a message received then may answer this request in words. An offer made again
+    answers only messages that came after it: a message redone after a crash (received
+    before the offer) must never approve it unseen. A tap on its card is always its own."""
+    return approval.source != AGAIN or approval.created_at <= received_at

@@ -102,7 +102,7 @@ async def test_the_sweeper_reports_a_dead_processes_action_within_its_interval(
     assert (settled.status, settled.result) == (ApprovalStatus.UNKNOWN, INTERRUPTED)
     assert console.texts() == [f"“{SHOWN}” was interrupted: it may or may not have happened. "
                                "Check before you approve it again."]
-    assert console.prompts == [(SHOWN,)]  # the same action, offered again as a new card
+    assert console.cards == [(SHOWN,)]  # the same action, offered again as a new card
     [again] = await alive.approvals.list_pending_approvals("owner")
     assert again.replaces == approval.id and again.arguments == approval.arguments
     await alive.sweep_approvals()  # told once
@@ -197,4 +197,4 @@ async def test_an_action_settled_as_interrupted_under_it_is_stopped(app_factory,
     # Told once (by the sweeper, with the action offered again), not again by the turn.
     assert console.texts() == [f"“{SHOWN}” was interrupted: it may or may not have happened. "
                                "Check before you approve it again."]
-    assert console.prompts == [(SHOWN,)]
+    assert console.cards == [(SHOWN,)]
