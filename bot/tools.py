@@ -11,7 +11,6 @@ import asyncio
 import inspect
 import json
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ import pydantic
 from bot.clock import Clock, SystemClock
 from bot.llm import ToolCall
 from bot.sanitize import clean_text
+from bot.tool_schema import clean_schema, parse_docstring
 
 log = logging.getLogger(__name__)
 
@@ -268,44 +268,6 @@ def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | 
         progress=progress or f"using {tool_name.replace('_', ' ')}",
         safe_to_repeat=safe_to_repeat,
     )
-
-
-def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's titles: they cost tokens and tell the model nothing."""
-    if isinstance(schema, dict):
-        return {k: clean_schema(v) for k, v in schema.items()
-                if not (k == "title" and isinstance(v, str))}
-    if isinstance(schema, list):
-        return [clean_schema(v) for v in schema]
-    return schema
-
-
-_PARAM_LINE = re.compile(r"(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """(description, {param: description}) from a Google-style docstring. The description is
-    all the text before the first Args/Returns/Raises section."""
-    sections = re.split(r"^\s*(Args|Arguments|Parameters|Returns|Raises):\s*$", doc,
-                        flags=re.MULTILINE)
-    summary = " ".join(sections[0].split())
-    params: dict[str, str] = {}
-    for header, body in zip(sections[1::2], sections[2::2], strict=False):
-        if header not in ("Args", "Arguments", "Parameters"):
-            continue
-        base_indent: int | None = None
-        current = None
-        for line in body.splitlines():
-            if not line.strip():
-                continue
-            indent = len(line) - len(line.lstrip())
-            match = _PARAM_LINE.fullmatch(line.strip())
-            if match and (base_indent is None or indent <= base_indent):
-                base_indent, current = indent, match.group(1)
-                params[current] = match.group(2).strip()
-            elif current:
-                params[current] += " " + line.strip()
-    return summary, params
 
 
 def tools_in_module(module: Any) -> list[Tool]:
