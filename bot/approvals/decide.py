@@ -173,9 +173,12 @@ class ApprovalStep:
                 if isinstance(outcome, ApprovalRequest):
                     to_confirm.append(outcome)
                 elif isinstance(outcome, tuple):
-                    edited, ran = outcome
-                    joined.append(ran)
+                    edited, execution = outcome
+                    joined.append(_joined(edited, edited.arguments, execution.content))
                     settled.append(edited.id)
+                    told, again = await self._not_done(ctx, edited, execution)
+                    said += told
+                    to_confirm += again
                 else:
                     said.append(outcome)
                 continue
@@ -241,7 +244,7 @@ class ApprovalStep:
                     user=approval.user_id, outcome=done.said)
 
     async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
-                    ) -> ApprovalRequest | tuple[ApprovalRequest, Joined] | str:
+                    ) -> ApprovalRequest | tuple[ApprovalRequest, ExecutionOutcome] | str:
         """A change: a new approval bound to the new arguments (shown for confirmation, or run
         at once when confirm_edits is off). Returns the new request, the edited action's
         outcome, or what to say."""
@@ -271,8 +274,7 @@ class ApprovalStep:
         if flow.confirm_edits:
             return edited
         await self.store.decide(edited.id, ApprovalStatus.APPROVED, by=by, at=now)
-        ran = await flow.execute(ctx, edited)
-        return edited, _joined(edited, arguments, ran.content)
+        return edited, await flow.execute(ctx, edited)
 
     async def _rewrite(self, tool: Tool, approval: ApprovalRequest, changes: str
                        ) -> dict[str, Any]:
