@@ -100,6 +100,10 @@ class IncomingMessage:
     # channel without buttons reads a bare "1" or "2": the gateway binds it to the one prompt
     # in the last message this address got, or it stays plain text.
     choice: Option | None = None
+    # When `address` is one member of a conversation others share (a Telegram group: its
+    # "chat:user"), the sender's own account on the channel: someone Valet knows by it is the
+    # same person there (the gateway links the member address to them).
+    account: str | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +234,9 @@ class OutboundMessage:
     # The outbox row's key: "reply:<inbox row id>" for the reply to that inbound message, so a
     # channel can tell which message a reply answers.
     dedupe_key: str = ""
+    # How many parts of a long message the channel delivered before (bot.channel.PartlySent):
+    # it goes on from the next one.
+    parts_sent: int = 0
 
 
 def payload_of(prompts: tuple[ApprovalPrompt, ...], stop: TurnStop | None,

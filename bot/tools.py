@@ -23,7 +23,7 @@ import aiohttp
 import pydantic
 
 from bot.clock import Clock, SystemClock
-from bot.llm import ToolCall
+from bot.llm import TokenUsage, ToolCall
 from bot.sanitize import clean_text
 from bot.tool_schema import clean_schema, parse_docstring
 
@@ -60,6 +60,10 @@ class ToolOutcome:
     pause: Any = None
     # Agent-Tools report their agent's status here ("COMPLETED", "WAITING_FOR_INPUT", ...).
     result_status: str | None = None
+    # A call that made LLM calls of its own (a sub-task, bot.subtasks): their tokens, counted
+    # in the turn's, and what it did, step by step, for the turn's trace.
+    usage: TokenUsage | None = None
+    trace: dict[str, Any] | None = None
 
     @property
     def is_error(self) -> bool:
@@ -101,6 +105,7 @@ class ToolExecutionContext:
     call_id: str = ""
     # The message key of the triggered run this turn answers (None: a person wrote).
     triggered_by: str | None = None
+    turn_id: str = ""  # the turn this call belongs to (a sub-task's journal hangs off it)
     # Text a third party wrote (a page, a mail, an event) is in this request's context: tools
     # that change how Valet reaches the person or set up lasting work ask first (the loop sets
     # it each round; bot.untrusted).
@@ -135,6 +140,19 @@ class ToolExecutionContext:
 ToolFunction = Callable[..., Awaitable[Any]]
 # A tool's check before asking (Tool.prepare): the arguments to offer, or ValueError.
 Check = Callable[[dict[str, Any], ToolExecutionContext], Awaitable[dict[str, Any]]]
+
+
+def decode_arguments(raw: str) -> dict[str, Any]:
+    """A call's arguments as the JSON object the model wrote (empty: none), or ValueError
+    with a message the LLM can act on."""
+    try:
+        data = json.loads(raw) if raw and raw.strip() else {}
+    except json.JSONDecodeError as err:
+        raise ValueError(f"arguments are not valid JSON ({err.msg} at char {err.pos}). "
+                         "Call the tool again with a JSON object.") from err
+    if not isinstance(data, dict):
+        raise ValueError("arguments must be a JSON object")
+    return data
 
 
 class _Args(pydantic.BaseModel):
@@ -187,13 +205,7 @@ class Tool:
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Validated keyword arguments, or ValueError with a message the LLM can act on."""
-        try:
-            data = json.loads(raw) if raw and raw.strip() else {}
-        except json.JSONDecodeError as err:
-            raise ValueError(f"arguments are not valid JSON ({err.msg} at char {err.pos}). "
-                             "Call the tool again with a JSON object.") from err
-        if not isinstance(data, dict):
-            raise ValueError("arguments must be a JSON object")
+        data = decode_arguments(raw)
         try:
             model = self.args_model.model_validate(data)
         except pydantic.ValidationError as err:

@@ -70,6 +70,12 @@ class ConversationLines(LineGroup):
     no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
     cancelled: str = "Okay, I stopped."
+    # A voice note that could not be fetched or transcribed (a few tries when its turn ran),
+    # and a message a channel could not store or handle at all (a few tries, then given up):
+    # said once; the person's next message is answered as usual.
+    voice_unreadable: str = "Sorry, I couldn't make out that voice note: could you type it?"
+    message_unreadable: str = ("Sorry, something went wrong reading that message: could you "
+                               "send it again, in words?")
 
 
 class ApprovalLines(LineGroup):
@@ -87,6 +93,8 @@ class ApprovalLines(LineGroup):
     approval_untrusted_reason: str = ("this conversation holds text someone else wrote (a web "
                                       "page, a mail or an event), so I check with you first")
     approval_untrusted_label: str = "why I ask"
+    # On the card of an action a sub-task proposed (the delegate tool), after its summary.
+    approval_from_subtask: str = "(for a sub-task of your request: {task})"
     # Its process stopped while it ran ({summary}): outcome unknown. A card to try again
     # follows it.
     approval_interrupted: str = ("“{summary}” was interrupted: it may or may not have "
@@ -219,6 +227,10 @@ class CommandLines(LineGroup):
     about_whoami: str = "who I think you are, and what is linked"
     about_pair: str = "let a new person in: /pair list | approve CODE | deny CODE"
     about_start: str = "say hello"
+    # /debug (the owner's; an unknown command to anyone else), and /debug USER.
+    debug_nothing_traced: str = "None of your turns has been traced yet."
+    debug_nothing_traced_for: str = "No turn of {who} has been traced yet."
+    about_debug: str = "what your last turn did, step by step (or /debug USER)"
 
 
 class AccessLines(LineGroup):
@@ -305,7 +317,6 @@ class TelegramLines(LineGroup):
     telegram_cannot_see: str = ("Sorry, I can't look at photos yet: could you tell me in words "
                                 "what it shows?")
     telegram_cannot_see_caption: str = "I can't look at photos yet, so I've only read your caption."
-    telegram_unclear_voice: str = "Sorry, I couldn't make out that voice note: could you type it?"
     telegram_unreadable: str = "I can't read {what} yet: please write to me."
     telegram_invalid_button: str = "This button is no longer valid."
     telegram_button_approve: str = "✅ Approve"

@@ -22,6 +22,7 @@ from agents.services import Services
 from agents.stores import AgentStores
 from bot.app.console.command import console_command
 from bot.app.database import open_database
+from bot.app.models import build_models, build_transcriber
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.effects import EffectRecords
 from bot.approvals.flow import ApprovalFlow
@@ -32,7 +33,7 @@ from bot.capabilities import build_exposure
 from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Command, Commands
-from bot.config import ConfigError, Settings
+from bot.config import Settings
 from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
 from bot.db import Database
@@ -47,6 +48,7 @@ from bot.envelopes import (
 )
 from bot.gateway.access import AccessControl
 from bot.gateway.console_login import ConsoleLogins
+from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
@@ -55,25 +57,29 @@ from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.gateway.notify import Notifier
 from bot.gateway.others import MessageEffects, OutboxMessenger
 from bot.gateway.outbound import Outbound
-from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
+from bot.gateway.outbox import OutboxStore
 from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM
+from bot.media import MediaReader
+from bot.memory.compaction import Compactor
 from bot.memory.history import HistoryStore
+from bot.memory.summaries import SummaryStore
 from bot.memory.wiring import Memory, build_memory
-from bot.metered_llm import MeteredLLM
 from bot.metrics import Metrics
 from bot.offload import shutdown as stop_offload_workers
-from bot.openai_llm import OpenAILLM
 from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
 from bot.steps import AskTimezoneOnce, ContextStep
+from bot.subtasks import Subtasks
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
+from bot.trace_store import TraceStore, debug_command
+from bot.transcribe import Transcriber
 from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
@@ -88,20 +94,6 @@ log = logging.getLogger(__name__)
 
 OWNER_ID = "owner"
 CONSOLE_ADDRESS = "local"
-
-
-def build_llm(settings: Settings) -> LLM:
-    llm = settings.llm
-    if not llm.configured:
-        raise ConfigError(NO_LLM_MESSAGE)
-    return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
-                     model=llm.model or "", timeout=llm.timeout_seconds,
-                     extra_body=llm.extra_body)
-
-
-NO_LLM_MESSAGE = (
-    "No LLM configured: set VALET_LLM_MODEL and VALET_LLM_BASE_URL (any OpenAI-compatible "
-    "endpoint, e.g. http://localhost:11434/v1 for Ollama) or OPENAI_API_KEY; see README.")
 
 
 def build_agents(settings: Settings) -> Registry:
@@ -134,6 +126,8 @@ class App:
     triggers: Triggers
     http: aiohttp.ClientSession
     memory: Memory | None = None  # long-term memory; None when turned off
+    compactor: Compactor | None = None  # old messages folded into a running summary
+    transcriber: Transcriber | None = None  # llm.transcription_model; None: voice not heard
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     stall_monitor: StallMonitor | None = None
     _sweeper: asyncio.Task[None] | None = None
@@ -162,8 +156,10 @@ class App:
         registry = agents.tools
         loop_config = settings.loop_config()
         metrics = Metrics()  # what /metrics shows (bot/metrics.py)
-        llm = MeteredLLM(llm or build_llm(settings), metrics)
+        models = build_models(settings, metrics, llm)  # the main model and its fallbacks
+        llm = models.llm
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
+        closers.append(models.close)
         try:
             db = await open_database(settings.database_url, migrate=migrate)
         except BaseException:
@@ -203,6 +199,7 @@ class App:
             effects=_effects(outbound, mail, persona.lines))
         decisions = ApprovalStep(approvals, users, lines=persona.lines,
                                  can_edit=_can_edit(outbound.senders))
+        transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         tasks = build_task_service(db, clock, lines=persona.lines, budget=budget_check(
             db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded))
         memory = build_memory(settings, db, clock, llm, lines=persona.lines)
@@ -221,6 +218,13 @@ class App:
         commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
             commands.register(command)
+        traces = TraceStore(db)  # what each turn did: /debug, `valet turns`
+        # Old messages folded into a running summary (after a memory flush) before the
+        # request view would have to drop them.
+        summaries = SummaryStore(db)
+        compactor = Compactor(history, summaries, llm, clock, loop_config,
+                              flush=memory.extractor if memory else None)
+        commands.register(debug_command(traces, persona.lines))
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
@@ -236,23 +240,36 @@ class App:
                          AskTimezoneOnce(users))).in_order(),
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
-            usage=UsageStore(db)))
+            after_turn=[*([memory.extractor.after_turn] if memory else []),
+                        compactor.after_turn], metrics=metrics,
+            traces=traces, summaries=summaries, provider=models.provider,
+            fallbacks=models.fallbacks, usage=UsageStore(db)))
+        if loop_config.subtasks:  # `delegate`: a sub-task with the same loop parts
+            registry.add(Subtasks(
+                orchestrator.loop_deps, loop_config, assistant=persona.name,
+                from_subtask=persona.lines.approval_from_subtask, capabilities=exposure.on,
+                available=exposure.available()).tool())
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,
             handle_message=orchestrator.handle_message, locks=locks,
             failure_line=persona.lines.llm_unavailable,
+            voice_line=persona.lines.voice_unreadable,
+            unreadable_line=persona.lines.message_unreadable,
+            media=MediaReader(transcriber.transcribe if transcriber else None),
             max_attempts=settings.gateway.turn_attempts,
             retry_seconds=settings.gateway.turn_retry_seconds,
-            answer_button=decisions.answer_button, silenced=tasks.silenced))
+            answer_button=decisions.answer_button, silenced=tasks.silenced,
+            mid_turn=settings.gateway.mid_turn, answers_approval=decisions.answers_pending))
         # Triggered runs ask only for what is on: a capability that is off has no tools there.
         on = exposure.available()
         triggers = build_triggers(
             db, clock, TriggerDoor(gateway, outbound),
             ToolRegistry([t for t in registry if t.name in on]),
             EngineSettings(heartbeat_seconds=settings.triggers.heartbeat_seconds,
-                           lease_seconds=settings.triggers.lease_seconds),
+                           lease_seconds=settings.triggers.lease_seconds,
+                           event_window=timedelta(
+                               seconds=settings.triggers.event_window_seconds)),
             service=tasks, http=http, services=services)
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,
@@ -261,7 +278,8 @@ class App:
                   services=services, orchestrator=orchestrator, commands=commands,
                   outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
-                  closers=closers, metrics=metrics)
+                  compactor=compactor, closers=closers, metrics=metrics,
+                  transcriber=transcriber)
         triggers.engine.on_fired = metrics.scheduler_fired
         await app.ensure_owner()
         return app
@@ -339,6 +357,8 @@ class App:
                 await self._sweeper
         await self.gateway.stop()
         await self.agents.close()  # MCP servers' sessions (their processes end)
+        if self.compactor is not None:
+            await self.compactor.close()
         if self.memory is not None:
             await self.memory.close()
         if self.stall_monitor is not None:
@@ -347,6 +367,8 @@ class App:
         for closer in self.closers:
             await closer()
         await self.http.close()
+        if self.transcriber is not None:
+            await self.transcriber.close()
         await self.llm.close()
         await self.db.close()
         if self._owner is not None:

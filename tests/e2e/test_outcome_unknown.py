@@ -126,7 +126,7 @@ async def test_a_kill_while_the_sms_to_ana_is_in_flight_is_told_as_unknown_by_sm
         twilio.holding.clear()
 
         fake_llm.script(Reply(content="I can't tell if Ana got it; ask her first."))
-        async with serving(env) as (second, url):
+        async with serving(env) as (_, url):
             await until(lambda: any(UNSURE_SMS in b for b in twilio.bodies_to(SAM)),
                         "the notice")
             [notice] = [b for b in twilio.bodies_to(SAM) if UNSURE_SMS in b]
@@ -173,7 +173,7 @@ async def test_a_kill_while_the_sms_to_ana_is_in_flight_is_told_as_unknown_on_te
             assert not card.buttons and "Done" not in card.text
             await tg.wait_for(lambda: any(UNSURE in t for t in tg.texts(SAM_CHAT)), timeout=30)
             [offer] = [m for m in tg.sent(SAM_CHAT) if UNSURE in m.text]
-            assert [b["text"] for b in offer.buttons][0] == "✅ Approve"
+            assert offer.buttons[0]["text"] == "✅ Approve"
             fake_llm.script(Reply(content="I can't tell if Ana got it; ask her first."))
             tg.user_says(SAM_CHAT, "did Ana get it?")
             await tg.wait_for(lambda: "I can't tell if Ana got it; ask her first."

@@ -107,7 +107,8 @@ async def test_an_interpreter_that_fails_or_is_unsure_leaves_the_message_a_new_r
     does short of a valid, sure answer, the message goes to the loop (`unrelated`) and nothing
     is decided; `unsure` lets a reminder of what waits follow the answer."""
     async def bad(text, pending):  # an action that does not exist
-        return '{"answers": true, "sure": true, "decisions": [{"number": 7, "decision": "approve"}]}'
+        return ('{"answers": true, "sure": true, "decisions": [{"number": 7, '
+                '"decision": "approve"}]}')
 
     async def garbage(text, pending):
         return "I think they mean yes"
@@ -120,7 +121,8 @@ async def test_an_interpreter_that_fails_or_is_unsure_leaves_the_message_a_new_r
                 '{"number": 1, "decision": "reject"}]}')
 
     async def not_sure(text, pending):
-        return '{"answers": true, "sure": false, "decisions": [{"number": 1, "decision": "reject"}]}'
+        return ('{"answers": true, "sure": false, "decisions": [{"number": 1, '
+                '"decision": "reject"}]}')
 
     for text in ("remind me at 1pm to call mom, no rush", "book lunch with Ana at 1pm",
                  "the email is fine I guess, but the flight with a window seat please, no wait"):
