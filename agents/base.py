@@ -28,7 +28,8 @@ from typing import Any, ClassVar
 
 import pydantic
 
-from bot.tools import ToolExecutionContext, clean_schema
+from bot.tool_schema import clean_schema
+from bot.tools import ToolExecutionContext
 
 RESERVED_FIELD_NAMES = frozenset({"task_instruction", "ctx"})
 

@@ -12,7 +12,7 @@ from typing import Any
 from agents.base import AgentResult, InputField, StandardAgent
 from agents.services import services_of
 from bot.db import Database
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import ToolExecutionContext, ToolOutcome, tool
 
 MAX_TITLE = 120
 
@@ -144,8 +144,18 @@ async def describe_delete(arguments: dict[str, Any], ctx: ToolExecutionContext) 
     return f"Delete the note #{note.id} “{note.title}”"
 
 
-@tool(progress="deleting the note", describe=describe_delete)
-async def delete_note(ctx: ToolExecutionContext, note_id: int) -> str:
+async def check_delete(arguments: dict[str, Any], ctx: ToolExecutionContext
+                       ) -> dict[str, Any]:
+    """Before asking: the note exists (else no card; the model hears why)."""
+    if await notes_of(ctx).get(ctx.user_id, int(arguments["note_id"])) is None:
+        raise ValueError(f"there is no note #{arguments['note_id']}, so there is nothing to "
+                         "delete (list_notes shows the notes and their numbers). The user was "
+                         "not asked.")
+    return arguments
+
+
+@tool(progress="deleting the note", describe=describe_delete, prepare=check_delete)
+async def delete_note(ctx: ToolExecutionContext, note_id: int) -> ToolOutcome:
     """Delete one of the user's notes for good, by its number (#12 -> 12). Look the number up
     with list_notes or search_notes first.
 
@@ -153,6 +163,7 @@ async def delete_note(ctx: ToolExecutionContext, note_id: int) -> str:
         note_id: The note's number.
     """
     note = await notes_of(ctx).delete(ctx.user_id, note_id)
-    if note is None:
-        raise ValueError(f"there is no note #{note_id}")
-    return f"Deleted note #{note.id} “{note.title}”."
+    if note is None:  # gone since the user was asked
+        return ToolOutcome.refused(f"Refused: there is no note #{note_id} any more; nothing "
+                                   "was deleted.")
+    return ToolOutcome.done(f"Deleted note #{note.id} “{note.title}”.")

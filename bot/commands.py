@@ -134,6 +134,9 @@ class Commands:
             pending = await self.approvals.list_pending_approvals(ctx.user.id)
             if pending:
                 parts.append(self.approvals.listing(pending))
+            lately = await self.approvals.lately(ctx.user.id)
+            if lately:  # what was approved but not done: said plainly here too
+                parts.append(lately)
         if self.tasks is not None:
             waiting = await self.tasks.pool.waiting(ctx.user.id)
             if waiting:

@@ -3,8 +3,9 @@ turn's steps and the loop returned. Nothing here touches a store.
 
 Stored, in order: what was said before the person's message was answered (notices), their
 message, results that joined the turn late (a decided approval, a finished task), the loop's
-messages, and the last word (the answer, the questions asked, the approvals listed for the
-LLM to read on later turns). Every call keeps exactly one result.
+messages, what a step says after the answer (a reminder of what waits), and the last word
+(the answer, the questions asked, the approvals listed for the LLM to read on later turns).
+Every call keeps exactly one result.
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ def compose_turn(ctx: TurnContext, before: StepResult, run: ReactLoopResult | LL
         stored.extend(run.new_messages)
     elif isinstance(run, LLMFailure):  # their words stay for the next turn, like the first
         stored.extend({"role": "user", "content": said} for said in run.said_mid_turn)
+    if before.after:  # after the answer, before any new approval's card
+        after = "\n\n".join(before.after)
+        text = "\n\n".join(t for t in (text, after) if t)
+        if isinstance(before, Answered):
+            last_word = "\n\n".join(t for t in (last_word, after) if t)
+        elif isinstance(run, ReactLoopResult):
+            stored.append({"role": "assistant", "content": after})
     if waits.prompts:
         last_word = "\n\n".join(t for t in (last_word, listed(approval_intro,
                                                                 waits.prompts)) if t)

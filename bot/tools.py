@@ -11,7 +11,6 @@ import asyncio
 import inspect
 import json
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ import pydantic
 from bot.clock import Clock, SystemClock
 from bot.llm import TokenUsage, ToolCall
 from bot.sanitize import clean_text
+from bot.tool_schema import clean_schema, parse_docstring
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,12 @@ class ToolStatus(Enum):
     INVALID = "invalid"  # unknown tool or bad arguments
     WAITING = "waiting"  # paused for the user (input or approval); see `pause`
     INTERRUPTED = "interrupted"  # started before a restart; whether it took effect is unknown
+    # The tool looked and declined: nothing was done, and it says why (a read-only calendar,
+    # no such note). Not a failure of the tool: the request could not be done as asked.
+    REFUSED = "refused"
+    # The tool may or may not have acted: a send cut off mid-way (the server may have taken
+    # the mail). The person must check before it is tried again.
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,24 @@ class ToolOutcome:
     @property
     def is_error(self) -> bool:
         return self.status not in (ToolStatus.SUCCESS, ToolStatus.WAITING)
+
+    # A tool says what happened with one of these (the loop fills in the call's id and name):
+    # an approved action's outcome is read from them, never from "no exception was raised".
+    @classmethod
+    def done(cls, content: str) -> ToolOutcome:
+        return cls("", "", ToolStatus.SUCCESS, content)
+
+    @classmethod
+    def refused(cls, content: str) -> ToolOutcome:
+        return cls("", "", ToolStatus.REFUSED, content)
+
+    @classmethod
+    def failed(cls, content: str) -> ToolOutcome:
+        return cls("", "", ToolStatus.FAILED, content)
+
+    @classmethod
+    def unknown(cls, content: str) -> ToolOutcome:
+        return cls("", "", ToolStatus.UNKNOWN, content)
 
     def message(self) -> dict[str, Any]:
         """The tool-result message for the conversation."""
@@ -114,6 +138,8 @@ class ToolExecutionContext:
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
+# A tool's check before asking (Tool.prepare): the arguments to offer, or ValueError.
+Check = Callable[[dict[str, Any], ToolExecutionContext], Awaitable[dict[str, Any]]]
 
 
 def decode_arguments(raw: str) -> dict[str, Any]:
@@ -162,12 +188,13 @@ class Tool:
     # The same, when naming the call's object needs a look-up ("Delete the note #3 “Dentist”");
     # asked once when the approval is opened. None: `summarize`, else the generic line.
     describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None
-    # Completes a call before it is offered for approval (it may look things up): the
-    # arguments to store, show and run, e.g. with the recipient a name resolves to pinned, so
-    # what runs is what the person saw. A ValueError refuses the call before any approval;
-    # its text is the model's result ("two contacts are called Ana: ask which").
-    prepare: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[dict[str, Any]]] | None \
-        = None
+    # The check before asking: runs before a call is offered for approval (it may look things
+    # up) and returns the arguments to store, show and run, e.g. with the recipient a name
+    # resolves to pinned, so what runs is what the person saw. A ValueError refuses the call
+    # before anyone is asked (no card): its text is the model's result, to fix or explain
+    # ("there is no note #5", "two contacts are called Ana: ask which"). Every built-in tool
+    # that needs approval has one (tests/unit/test_approval_checks.py).
+    prepare: Check | None = None
     # Checks edited arguments before they are offered for approval; None: `parse_arguments`.
     check_arguments: Callable[[dict[str, Any], ToolExecutionContext], dict[str, Any]] | None \
         = None
@@ -212,15 +239,16 @@ def tool(fn: ToolFunction | None = None, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None,
          progress: str = "", safe_to_repeat: bool = False,
          describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None,
-         ) -> Any:
+         prepare: Check | None = None) -> Any:
     """Mark an async function as a tool. Use bare (`@tool`) or with options.
     `safe_to_repeat=True` only for tools without side effects (they only read). `describe`:
-    how a call reads on an approval card, naming what it acts on."""
+    how a call reads on an approval card, naming what it acts on. `prepare`: the check before
+    a call is offered for approval (see Tool.prepare)."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         f.__valet_tool__ = replace(build_tool(  # type: ignore[attr-defined]
             f, name=name, description=description, timeout=timeout, progress=progress,
-            safe_to_repeat=safe_to_repeat), describe=describe)
+            safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare)
         return f
 
     return wrap(fn) if fn is not None else wrap
@@ -252,44 +280,6 @@ def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | 
         progress=progress or f"using {tool_name.replace('_', ' ')}",
         safe_to_repeat=safe_to_repeat,
     )
-
-
-def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's titles: they cost tokens and tell the model nothing."""
-    if isinstance(schema, dict):
-        return {k: clean_schema(v) for k, v in schema.items()
-                if not (k == "title" and isinstance(v, str))}
-    if isinstance(schema, list):
-        return [clean_schema(v) for v in schema]
-    return schema
-
-
-_PARAM_LINE = re.compile(r"(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """(description, {param: description}) from a Google-style docstring. The description is
-    all the text before the first Args/Returns/Raises section."""
-    sections = re.split(r"^\s*(Args|Arguments|Parameters|Returns|Raises):\s*$", doc,
-                        flags=re.MULTILINE)
-    summary = " ".join(sections[0].split())
-    params: dict[str, str] = {}
-    for header, body in zip(sections[1::2], sections[2::2], strict=False):
-        if header not in ("Args", "Arguments", "Parameters"):
-            continue
-        base_indent: int | None = None
-        current = None
-        for line in body.splitlines():
-            if not line.strip():
-                continue
-            indent = len(line) - len(line.lstrip())
-            match = _PARAM_LINE.fullmatch(line.strip())
-            if match and (base_indent is None or indent <= base_indent):
-                base_indent, current = indent, match.group(1)
-                params[current] = match.group(2).strip()
-            elif current:
-                params[current] += " " + line.strip()
-    return summary, params
 
 
 def tools_in_module(module: Any) -> list[Tool]:

@@ -94,6 +94,8 @@ class Continue:
     drafts: tuple[ApprovalDraft, ...] = ()  # approvals to open when the turn is written
     context: tuple[str, ...] = ()  # lines for the system prompt (this turn only)
     settled: tuple[str, ...] = ()  # approval ids whose outcome this turn reports
+    # Said after the reply, and stored after it: "Still waiting for your OK: …".
+    after: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def merge(a: Continue, b: StepResult) -> StepResult:
     return replace(  # keeps b's class, and an Answered's text and stop
         b, joined=a.joined + b.joined, notices=a.notices + b.notices,
         prompts=a.prompts + b.prompts, drafts=a.drafts + b.drafts,
-        context=a.context + b.context, settled=a.settled + b.settled)
+        context=a.context + b.context, settled=a.settled + b.settled,
+        after=a.after + b.after)
 
 
 @dataclass(frozen=True)

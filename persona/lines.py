@@ -98,14 +98,28 @@ class ApprovalLines(LineGroup):
     approval_untrusted_label: str = "why I ask"
     # On the card of an action a sub-task proposed (the delegate tool), after its summary.
     approval_from_subtask: str = "(for a sub-task of your request: {task})"
+    # Its process stopped while it ran ({summary}): outcome unknown. A card to try again
+    # follows it.
     approval_interrupted: str = ("“{summary}” was interrupted: it may or may not have "
-                                 "happened. Check before trying again.")
+                                 "happened. Check before you approve it again.")
+    # A message to someone whose sending was cut off (the outbox could not tell whether it
+    # went): {recipient}, {message}. A card to send it again follows.
+    approval_message_unknown: str = ("{recipient} may not have received your message "
+                                     "“{message}”: sending it was cut off. Ask {recipient} "
+                                     "before I send it again.")
+    approval_message_failed: str = "Your message to {recipient} did not go: {reason}."
     approval_interrupted_before_start: str = ("“{summary}” was interrupted before it started: "
                                               "nothing was done. Ask again if you still want "
                                               "it.")
     # /pending and "nothing under that code": {approvals} is one numbered line each.
     approval_none_pending: str = "Nothing is waiting for your approval."
     approval_listing: str = "Waiting for your OK:\n{approvals}"
+    # /pending: approved requests of the last day that were not done ({approvals}: one
+    # "Refused: <summary>" line each).
+    approval_lately: str = "Lately, not done:\n{approvals}"
+    # After an answer to a message that was not read as a decision, while approvals wait
+    # ({approvals}: "Delete the note #3 “Dentist”", several joined with "; ").
+    approval_still_waiting: str = "Still waiting for your OK: {approvals}."
     approval_unknown_codes: str = "I have nothing waiting under {codes}. {listing}"
     approval_already: str = "“{summary}” was already {state}."
     approval_what_to_change: str = ("What should I change in “{summary}”? (Reply with the "
@@ -138,6 +152,20 @@ class ApprovalLines(LineGroup):
     approval_state_approved: str = "approved"
     approval_state_done: str = "done"
     approval_state_failed: str = "tried, and it failed"
+    approval_state_refused: str = "refused: it could not be done"
+    approval_state_unknown: str = "tried, but I can't tell whether it happened"
+    approval_state_interrupted: str = "interrupted before it started"
+    # What became of a request, on its card once settled ("Done: <summary>"; an edited
+    # message, or on a channel that cannot edit a line with the reply: approval_card).
+    approval_card: str = "{outcome}: {summary}"
+    approval_card_done: str = "Done"
+    approval_card_refused: str = "Refused"
+    approval_card_failed: str = "Failed"
+    approval_card_unknown: str = "Outcome unknown"
+    approval_card_interrupted: str = "Interrupted"
+    approval_card_cancelled: str = "Cancelled"
+    approval_card_expired: str = "Expired"
+    approval_card_replaced: str = "Replaced by an edited request"
     approval_state_cancelled: str = "cancelled"
     approval_state_expired: str = "expired"
     approval_state_replaced: str = "replaced by an edited request"
@@ -261,9 +289,10 @@ class MailLines(LineGroup):
     mail_sent: str = "Sent your email “{subject}” to {recipients}."
     mail_failed: str = "I could not send your email “{subject}” to {recipients}: {error}."
     mail_refused: str = "the mail server refused it"  # {error} when the server said nothing
+    # A card to send it again follows it.
     mail_unknown: str = ("I may or may not have sent your email “{subject}” to {recipients}: "
                          "the connection to the mail server broke while it was taking it. "
-                         "Check your Sent folder, and say 'send it again' if it's not there.")
+                         "Check your Sent folder before you approve sending it again.")
 
 
 class SmsLines(LineGroup):

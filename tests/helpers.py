@@ -100,6 +100,7 @@ class RecordingSender:
     def __init__(self, name: str = "test", fail: list[Exception] | None = None) -> None:
         self.name = name
         self.sent: list[tuple[str, str]] = []
+        self.cards: list[tuple[str, ...]] = []  # each message's prompts (their summaries)
         self.fail = list(fail or [])
         self.attempts = 0
 
@@ -108,6 +109,7 @@ class RecordingSender:
         if self.fail:
             raise self.fail.pop(0)
         self.sent.append((message.address, message.text))
+        self.cards.append(tuple(p.summary for p in message.prompts))
         return f"{self.name}-{len(self.sent)}"
 
     def texts(self, address: str | None = None) -> list[str]:

@@ -1,6 +1,9 @@
 """Calendar tools: read the person's events (any source), change them on CalDAV. Writing
-tools need approval (agents/registry.yaml); the approval shows the title, the time as the
-person gave it (their timezone) and the attendees."""
+tools need approval (agents/registry.yaml) and check before asking: the calendar can be
+written, the times read in the person's timezone (pinned as their local time, so the card
+shows what will be written), the event to move or cancel exists (its real title pinned). The
+approval shows the title, the time and the attendees; an approved change that cannot be made
+is refused, an error failed (bot.tools.ToolOutcome)."""
 
 from __future__ import annotations
 
@@ -8,11 +11,18 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from agents.calendar import sources
-from agents.calendar.sources import SERVICE, CalendarAccount, CalendarError, read_events
+from agents.calendar.sources import (
+    SERVICE,
+    CalendarAccount,
+    CalendarError,
+    Declined,
+    read_events,
+)
 from agents.connected import NotConnected, connected_secret, connected_status
 from bot.capabilities import CapabilityStatus
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import ToolExecutionContext, ToolOutcome, tool
 from bot.untrusted import quote_untrusted
+from bot.when import parse_when
 
 NEXT_EVENT_HORIZON = timedelta(days=30)
 MAX_RANGE_DAYS = 62
@@ -97,10 +107,91 @@ async def next_event(ctx: ToolExecutionContext) -> str:
     return quote_untrusted(upcoming[0].line(ctx.tz), note=EVENTS_NOTE)
 
 
-@tool(progress="adding to your calendar")
+# --- the checks before asking: the card shows a time that was read, on a calendar that takes it
+
+READ_ONLY = ("this calendar is a read-only subscription (ICS): events cannot be added, moved "
+             "or cancelled from here")
+
+
+async def _writable(ctx: ToolExecutionContext) -> CalendarAccount:
+    """The person's calendar, if Valet may change it; ValueError (a check's refusal) says
+    why not."""
+    try:
+        account = await _account(ctx)
+    except CalendarError as err:
+        raise ValueError(f"{err}. The user was not asked.") from None
+    if not account.writable:
+        raise ValueError(f"{READ_ONLY}. Nothing was changed and the user was not asked; tell "
+                         "them.")
+    return account
+
+
+def _time(value: str, ctx: ToolExecutionContext) -> datetime:
+    """A time as the model gave it (YYYY-MM-DDTHH:MM) or as people say it ("tomorrow 13:00"),
+    in the person's timezone."""
+    try:
+        return _when(value, ctx)
+    except ValueError:
+        pass
+    try:
+        return parse_when(value, ctx.now())
+    except ValueError as err:
+        raise ValueError(f"{value!r}: {err}. Give the time as YYYY-MM-DDTHH:MM in the user's "
+                         f"time ({ctx.timezone}).") from None
+
+
+def _span(arguments: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+    """Start and end read in the person's zone and pinned as their local times: the card
+    shows, and the approved call uses, exactly these."""
+    first = _time(str(arguments["start"]), ctx)
+    last = _time(str(arguments["end"]), ctx) if arguments.get("end") \
+        else first + timedelta(hours=1)
+    if last <= first:
+        raise ValueError("the end must be after the start")
+    local = "%Y-%m-%dT%H:%M"
+    return {**arguments, "start": first.astimezone(ctx.tz).strftime(local),
+            "end": last.astimezone(ctx.tz).strftime(local)}
+
+
+async def check_create(arguments: dict[str, Any], ctx: ToolExecutionContext
+                       ) -> dict[str, Any]:
+    await _writable(ctx)
+    return _span(arguments, ctx)
+
+
+async def _event_title(ctx: ToolExecutionContext, account: CalendarAccount, event_id: str,
+                       *, moving: bool) -> str:
+    try:
+        title, recurring = await sources.find_event(account, event_id)
+    except CalendarError as err:
+        raise ValueError(f"{err}. The user was not asked.") from None
+    if moving and recurring:
+        raise ValueError("that is a recurring event: moving one occurrence is not supported "
+                         "yet; the user can change it in their calendar app. They were not "
+                         "asked.")
+    return title
+
+
+async def check_move(arguments: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+    account = await _writable(ctx)
+    span = _span(arguments, ctx)
+    title = await _event_title(ctx, account, str(arguments["event_id"]), moving=True)
+    return {**span, "title": title or arguments.get("title")}
+
+
+async def check_cancel(arguments: dict[str, Any], ctx: ToolExecutionContext
+                       ) -> dict[str, Any]:
+    account = await _writable(ctx)
+    title = await _event_title(ctx, account, str(arguments["event_id"]), moving=False)
+    return {**arguments, "title": title or arguments.get("title")}
+
+
+# --- the tools that change the calendar (each approved first; agents/registry.yaml) ---------
+
+@tool(progress="adding to your calendar", prepare=check_create)
 async def create_event(ctx: ToolExecutionContext, title: str, start: str,
                        end: str | None = None, attendees: list[str] | None = None,
-                       location: str = "") -> str:
+                       location: str = "") -> ToolOutcome:
     """Add an event to the user's calendar.
 
     Args:
@@ -109,31 +200,39 @@ async def create_event(ctx: ToolExecutionContext, title: str, start: str,
         end: YYYY-MM-DDTHH:MM (default: one hour after start).
         attendees: Email addresses to invite.
     """
-    first = _when(start, ctx)
-    last = _when(end, ctx) if end else first + timedelta(hours=1)
+    first = _time(start, ctx)
+    last = _time(end, ctx) if end else first + timedelta(hours=1)
     if last <= first:
-        raise ValueError("the end must be after the start")
+        return ToolOutcome.refused("Refused: the end must be after the start; nothing was "
+                                   "added.")
     try:
         account = await _account(ctx)
         if not account.writable:
-            return "Error: this calendar is a read-only subscription (ICS); nothing was added."
+            return ToolOutcome.refused(f"Refused: {READ_ONLY}; nothing was added.")
         clashes = [e for e in await read_events(account, first, last, ctx.tz, ctx.session())
                    if not e.all_day]
         await sources.create_event(account, title, first, last, ctx.clock.now(), location,
-                               tuple(attendees or ()))
+                                   tuple(attendees or ()))
     except CalendarError as err:
-        return f"Error: {err}"
+        return ToolOutcome.failed(f"Error: {err}")
     local_start, local_end = first.astimezone(ctx.tz), last.astimezone(ctx.tz)
     done = f"Added “{title}” {local_start:%a %d %b %H:%M}-{local_end:%H:%M}."
     if clashes:
         done += " Tell the user it overlaps:\n" + quote_untrusted(
             "; ".join(e.line(ctx.tz) for e in clashes), note=EVENTS_NOTE)
-    return done
+    return ToolOutcome.done(done)
 
 
-@tool(progress="moving the event")
+def _changed(err: CalendarError) -> ToolOutcome:
+    """A change the calendar did not make: declined (nothing to change) or failed."""
+    if isinstance(err, Declined):
+        return ToolOutcome.refused(f"Refused: {err}; nothing was changed.")
+    return ToolOutcome.failed(f"Error: {err}")
+
+
+@tool(progress="moving the event", prepare=check_move)
 async def move_event(ctx: ToolExecutionContext, event_id: str, title: str, start: str,
-                     end: str | None = None) -> str:
+                     end: str | None = None) -> ToolOutcome:
     """Move an event of the user's calendar to a new time.
 
     Args:
@@ -142,17 +241,20 @@ async def move_event(ctx: ToolExecutionContext, event_id: str, title: str, start
         start: New start, YYYY-MM-DDTHH:MM in the user's time.
         end: New end (default: one hour after start).
     """
-    first = _when(start, ctx)
-    last = _when(end, ctx) if end else first + timedelta(hours=1)
+    first = _time(start, ctx)
+    last = _time(end, ctx) if end else first + timedelta(hours=1)
     try:
-        moved = await sources.move_event(await _account(ctx), event_id, first, last)
+        account = await _account(ctx)
+        if not account.writable:
+            return ToolOutcome.refused(f"Refused: {READ_ONLY}; nothing was moved.")
+        moved = await sources.move_event(account, event_id, first, last)
     except CalendarError as err:
-        return f"Error: {err}"
-    return f"Moved “{moved}” to {first.astimezone(ctx.tz):%a %d %b %H:%M}."
+        return _changed(err)
+    return ToolOutcome.done(f"Moved “{moved}” to {first.astimezone(ctx.tz):%a %d %b %H:%M}.")
 
 
-@tool(progress="cancelling the event")
-async def cancel_event(ctx: ToolExecutionContext, event_id: str, title: str) -> str:
+@tool(progress="cancelling the event", prepare=check_cancel)
+async def cancel_event(ctx: ToolExecutionContext, event_id: str, title: str) -> ToolOutcome:
     """Delete an event from the user's calendar.
 
     Args:
@@ -160,10 +262,13 @@ async def cancel_event(ctx: ToolExecutionContext, event_id: str, title: str) -> 
         title: Its title, as listed.
     """
     try:
-        cancelled = await sources.cancel_event(await _account(ctx), event_id)
+        account = await _account(ctx)
+        if not account.writable:
+            return ToolOutcome.refused(f"Refused: {READ_ONLY}; nothing was cancelled.")
+        cancelled = await sources.cancel_event(account, event_id)
     except CalendarError as err:
-        return f"Error: {err}"
-    return f"Cancelled “{cancelled}”."
+        return _changed(err)
+    return ToolOutcome.done(f"Cancelled “{cancelled}”.")
 
 
 # --- how the approval reads (title, time as the person gave it, attendees) --------------------

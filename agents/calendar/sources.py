@@ -37,6 +37,11 @@ class CalendarError(Exception):
     """The calendar could not be read or changed; the message is safe to show (no secret)."""
 
 
+class Declined(CalendarError):
+    """The change cannot be made as asked (no such event, a recurring one): nothing was
+    changed, and nothing went wrong."""
+
+
 @dataclass(frozen=True)
 class CalendarAccount:
     kind: str  # "ics" | "caldav"
@@ -107,6 +112,12 @@ async def move_event(account: CalendarAccount, uid: str, start: datetime, end: d
 async def cancel_event(account: CalendarAccount, uid: str) -> str:
     """The cancelled event's title."""
     return await _in_thread(_caldav_delete, account, uid)
+
+
+async def find_event(account: CalendarAccount, uid: str) -> tuple[str, bool]:
+    """(title, recurring) of the event with this id; Declined when there is none."""
+    found: tuple[str, bool] = await _in_thread(_caldav_find, account, uid)
+    return found
 
 
 async def check_connection(account: CalendarAccount, http: aiohttp.ClientSession) -> str:
@@ -180,7 +191,14 @@ def _find(client: Any, uid: str) -> Any:
             return cal.event_by_uid(uid)
         except Exception:  # not in this calendar (the library raises NotFoundError)
             continue
-    raise CalendarError(f"no event with id {uid}")
+    raise Declined(f"there is no event with id {uid} in the calendar (list_events shows "
+                   "the ids)")
+
+
+def _caldav_find(account: CalendarAccount, uid: str) -> tuple[str, bool]:
+    with _client(account) as client:
+        component = _find(client, uid).icalendar_component
+        return str(component.get("SUMMARY", "")), component.get("RRULE") is not None
 
 
 def _caldav_move(account: CalendarAccount, uid: str, start: datetime, end: datetime) -> str:
@@ -188,8 +206,8 @@ def _caldav_move(account: CalendarAccount, uid: str, start: datetime, end: datet
         found = _find(client, uid)
         component = found.icalendar_component
         if component.get("RRULE") is not None:
-            raise CalendarError("that is a recurring event: moving one occurrence is not "
-                                "supported yet; change it in the calendar app")
+            raise Declined("that is a recurring event: moving one occurrence is not "
+                           "supported yet; change it in the calendar app")
         for key in ("DTSTART", "DTEND", "DURATION"):
             component.pop(key, None)
         component.add("dtstart", start.astimezone(ZoneInfo("UTC")))

@@ -13,7 +13,7 @@ from typing import Any
 
 from agents.contacts.store import Contact, ContactStore, Saved, clean_fields
 from agents.services import services_of
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import ToolExecutionContext, ToolOutcome, tool
 
 
 def contacts_of(ctx: ToolExecutionContext) -> ContactStore:
@@ -70,7 +70,18 @@ def _summarize_proposal(arguments: dict[str, Any]) -> str:
     return f"Save {arguments.get('name')} to your address book: {shown or 'no details'}{where}"
 
 
-@tool(progress="saving the contact")
+async def check_proposal(arguments: dict[str, Any], ctx: ToolExecutionContext
+                         ) -> dict[str, Any]:
+    """Before asking: the details are ones the address book takes (a phone number, an email,
+    a Telegram handle), cleaned as they will be saved."""
+    fields = ("relationship", "phone", "email", "telegram", "notes")
+    cleaned = clean_fields({k: arguments.get(k) for k in fields})  # ValueError: what to fix
+    if not str(arguments.get("name") or "").strip():
+        raise ValueError("the contact needs a name")
+    return {**arguments, **{k: cleaned.get(k) for k in fields}}
+
+
+@tool(progress="saving the contact", prepare=check_proposal)
 async def propose_contact(ctx: ToolExecutionContext, name: str, found_in: str,
                           relationship: str | None = None, phone: str | None = None,
                           email: str | None = None, telegram: str | None = None,
@@ -133,8 +144,17 @@ async def describe_delete(arguments: dict[str, Any], ctx: ToolExecutionContext) 
     return f"Delete {contact.line()} from your address book"
 
 
-@tool(progress="deleting the contact", describe=describe_delete)
-async def delete_contact(ctx: ToolExecutionContext, contact_id: int) -> str:
+async def check_delete(arguments: dict[str, Any], ctx: ToolExecutionContext
+                       ) -> dict[str, Any]:
+    """Before asking: the contact exists."""
+    if await contacts_of(ctx).get(ctx.user_id, int(arguments["contact_id"])) is None:
+        raise ValueError(f"there is no contact #{arguments['contact_id']} (find_contact shows "
+                         "their numbers). Nothing was deleted and the user was not asked.")
+    return arguments
+
+
+@tool(progress="deleting the contact", describe=describe_delete, prepare=check_delete)
+async def delete_contact(ctx: ToolExecutionContext, contact_id: int) -> ToolOutcome:
     """Delete a contact from the user's address book for good, by its number (#12 -> 12).
     Look the number up with find_contact first.
 
@@ -142,6 +162,7 @@ async def delete_contact(ctx: ToolExecutionContext, contact_id: int) -> str:
         contact_id: The contact's number.
     """
     contact = await contacts_of(ctx).delete(ctx.user_id, contact_id)
-    if contact is None:
-        raise ValueError(f"there is no contact #{contact_id}")
-    return f"Deleted {contact.name} from the address book."
+    if contact is None:  # gone since the user was asked
+        return ToolOutcome.refused(f"Refused: there is no contact #{contact_id} any more; "
+                                   "nothing was deleted.")
+    return ToolOutcome.done(f"Deleted {contact.name} from the address book.")

@@ -6,8 +6,12 @@
              from Valet's number to her phone
     card     who, where, and the exact text with its signature ("— from Sam, via Valet"),
              pinned into the approval's arguments: what runs is what the person saw
+    check    before the card (`prepare`): one contact matches, it can be reached, the
+             person's name is on record, the daily limit is not reached; else no card
     send     once, through the outbox (`messages_to_others` service, bot.gateway.others),
-             keyed by the approval id; opt-outs and the daily limit refuse it
+             keyed by the approval id; opt-outs and the daily limit refuse it (REFUSED). The
+             approval follows the outbox row: a message that does not go, or whose sending
+             was cut off, is told to the person (bot.approvals.effects)
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from agents.contacts.contacts import contacts_of, several
 from agents.contacts.store import Contact
 from agents.services import services_of
 from bot.gateway.others import SendOutcome, Sent
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import ToolExecutionContext, ToolOutcome, tool
 
 MAX_TEXT = 1000
 SERVICE = "messages_to_others"
@@ -39,10 +43,6 @@ class MessagesToOthers(Protocol):
 
     async def send(self, sender_id: str, channel: str, address: str, text: str, *,
                    key: str) -> Sent: ...
-
-
-class MessageRefused(Exception):
-    """Not sent, and why, in words for the person."""
 
 
 @dataclass(frozen=True)
@@ -137,22 +137,28 @@ def refusal(plan: Plan, sent: Sent) -> str:
     return f"not sent ({outcome.value})."
 
 
-async def deliver(ctx: ToolExecutionContext, plan: Plan) -> str:
-    """Queue the message once for this call (the approval id when approved)."""
+async def deliver(ctx: ToolExecutionContext, plan: Plan) -> ToolOutcome:
+    """Queue the message once for this call (the approval id when approved). Queued is done
+    for now: the approval follows the outbox row and tells the person if it does not go
+    (bot.gateway.others.MessageEffects)."""
     if not ctx.call_id:
         raise RuntimeError("a message to someone needs its call id (the approval's)")
     sent = await messenger_of(ctx).send(ctx.user_id, plan.channel, plan.address, plan.message,
                                         key=ctx.call_id)
     if sent.outcome is SendOutcome.ALREADY_QUEUED:
-        return f"Already sent to {plan.recipient} before; nothing was sent again."
+        return ToolOutcome.done(f"Already sent to {plan.recipient} before; nothing was sent "
+                                "again.")
     if sent.outcome is not SendOutcome.QUEUED:
-        raise MessageRefused(refusal(plan, sent))
+        return ToolOutcome.refused(f"Refused: {refusal(plan, sent)}")
     tally = f"({sent.sent_today} of {sent.limit} messages to others today.)"
     if sent.held_until is not None:
         when = sent.held_until.astimezone(ctx.tz)
-        return (f"Queued for {plan.recipient} ({plan.where()}): “{plan.message}”. It goes at "
-                f"{when:%H:%M} ({ctx.timezone}), when their quiet hours end. {tally}")
-    return f"Sent to {plan.recipient} ({plan.where()}): “{plan.message}”. {tally}"
+        return ToolOutcome.done(
+            f"Queued for {plan.recipient} ({plan.where()}): “{plan.message}”. It goes at "
+            f"{when:%H:%M} ({ctx.timezone}), when their quiet hours end. {tally}")
+    return ToolOutcome.done(
+        f"On its way to {plan.recipient} ({plan.where()}): “{plan.message}”. If it does not "
+        f"arrive, the user is told. {tally}")
 
 
 def summarize(arguments: dict[str, Any]) -> str:
@@ -170,7 +176,7 @@ async def prepare(arguments: dict[str, Any], ctx: ToolExecutionContext) -> dict[
     return {**arguments, **plan.pinned()}
 
 
-async def run_approved(arguments: dict[str, Any], ctx: ToolExecutionContext) -> str:
+async def run_approved(arguments: dict[str, Any], ctx: ToolExecutionContext) -> ToolOutcome:
     """The approved, pinned message, exactly as shown; never looked up again."""
     if not all(arguments.get(k) for k in PINNED):
         return await deliver(ctx, await plan_message(
@@ -180,7 +186,7 @@ async def run_approved(arguments: dict[str, Any], ctx: ToolExecutionContext) -> 
 
 @tool(progress="sending your message")
 async def message_someone(ctx: ToolExecutionContext, to: str, text: str,
-                          sign_as: str | None = None) -> str:
+                          sign_as: str | None = None) -> ToolOutcome:
     """Send someone in the user's address book a text message for the user: an SMS from
     Valet's number (or a Telegram message if they use Valet there), signed with the user's
     name. The user approves it first. If several contacts match, ask the user which one and

@@ -4,7 +4,9 @@
                tool says "sent", "refused" or "queued"
     run_once   one pass: attempts cut off by a dead process become `unknown`; due queued mail
                is tried (at start-up, all of it at once); outcomes the person is owed are told
-               through the gateway (one Notification per mail and outcome)
+               through the gateway (one Notification per mail and outcome), except `unknown`:
+               the approval that sent it tells that one, with the mail offered again
+               (agents.email.effects)
     start      the background loop (woken at once when a mail is queued); close stops it
 
 Nothing here sends a message that was not stored first, and a stored message is only ever
@@ -167,6 +169,9 @@ class MailDelivery:
         if self.notify is None:
             return
         for mail in await self.outbox.owed():
+            if mail.status is MailStatus.UNKNOWN:  # told by its approval, with a card to send
+                await self.outbox.told(mail.approval_id)  # it again (agents.email.effects)
+                continue
             # About the person's own request (like an approval's expiry): told now, not held
             # for quiet hours.
             await self.notify(Notification(mail.user_id, outcome_line(mail, self.lines),

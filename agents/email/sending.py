@@ -77,9 +77,36 @@ async def _describe_reply(args: dict[str, Any], ctx: ToolExecutionContext) -> st
                 sender=_from(account))
 
 
-@tool(progress="sending the email", describe=_describe_send)
+async def _connected(ctx: ToolExecutionContext) -> MailAccount:
+    try:
+        return await mail_account(ctx)
+    except MailError as err:
+        raise ValueError(f"{err}. Nothing was sent and the user was not asked.") from None
+
+
+async def check_send(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+    """Before asking: a mail account is connected (the addresses are checked already)."""
+    await _connected(ctx)
+    return args
+
+
+async def check_reply(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+    """Before asking: a mail account is connected, and the message exists and has someone to
+    reply to."""
+    account = await _connected(ctx)
+    try:
+        reply = reply_headers(await _lookup(ctx)(account, int(args["uid"])), account.address,
+                              reply_all=bool(args.get("reply_all")))
+    except MailError as err:
+        raise ValueError(f"{err}. The user was not asked.") from None
+    if not reply.to:
+        raise ValueError("that message has no one to reply to. The user was not asked.")
+    return args
+
+
+@tool(progress="sending the email", describe=_describe_send, prepare=check_send)
 async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject, body: Body,
-                    cc: CopyTo | None = None) -> str | ToolOutcome:
+                    cc: CopyTo | None = None) -> ToolOutcome:
     """Send a new email from the user's account (the user approves it first).
 
     Args:
@@ -96,9 +123,9 @@ async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject,
         return _failed(ctx, f"Error: {err}")
 
 
-@tool(progress="sending the reply", describe=_describe_reply)
+@tool(progress="sending the reply", describe=_describe_reply, prepare=check_reply)
 async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
-                        reply_all: bool = False) -> str | ToolOutcome:
+                        reply_all: bool = False) -> ToolOutcome:
     """Reply to an email in the user's inbox, in its thread (the user approves it first).
 
     Args:
@@ -111,7 +138,8 @@ async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
         reply = reply_headers(await _lookup(ctx)(account, uid), account.address,
                               reply_all=reply_all)
         if not reply.to:
-            return _failed(ctx, "Error: that message has no one to reply to.")
+            return ToolOutcome.refused("Refused: that message has no one to reply to; "
+                                       "nothing was sent.")
         draft = Draft(reply.to, reply.subject, body, reply.cc, reply.in_reply_to,
                       reply.references)
         return await _send(ctx, account, draft)
@@ -120,7 +148,7 @@ async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
 
 
 async def _send(ctx: ToolExecutionContext, account: MailAccount,
-                draft: Draft) -> str | ToolOutcome:
+                draft: Draft) -> ToolOutcome:
     delivery = services_of(ctx).mail
     # Defence in depth: a deployment registry that dropped `approval: always` must not send
     # mail unasked (nor key two mails by a reused model call id).
@@ -131,17 +159,19 @@ async def _send(ctx: ToolExecutionContext, account: MailAccount,
     return said(ctx, mail)
 
 
-def said(ctx: ToolExecutionContext, mail: OutgoingMail) -> str | ToolOutcome:
-    """The tool's answer for the stored mail's state."""
+def said(ctx: ToolExecutionContext, mail: OutgoingMail) -> ToolOutcome:
+    """The tool's answer for the stored mail's state. Queued: done for now; the approval
+    follows the row and says so if it does not go (agents.email.effects)."""
     to = ", ".join(mail.recipients)
     if mail.status is MailStatus.SENT:
-        return f"Sent to {to} (subject “{mail.subject}”)."
+        return ToolOutcome.done(f"Sent to {to} (subject “{mail.subject}”).")
     if mail.status in (MailStatus.QUEUED, MailStatus.SENDING):
-        return QUEUED + (f" ({mail.last_error})" if mail.last_error else "")
+        return ToolOutcome.done(QUEUED + (f" ({mail.last_error})" if mail.last_error else ""))
     if mail.status is MailStatus.FAILED:
         return _failed(ctx, f"Not sent: {mail.last_error or 'the mail server refused it'}.")
-    return _failed(ctx, f"Outcome unknown: {mail.last_error}. It may or may not have been "
-                   "sent: the user should check their Sent folder before sending it again.")
+    return ToolOutcome(ctx.call_id, "", ToolStatus.UNKNOWN,
+                       f"Outcome unknown: {mail.last_error}. It may or may not have been sent: "
+                       "the user should check their Sent folder before sending it again.")
 
 
 def _failed(ctx: ToolExecutionContext, content: str) -> ToolOutcome:

@@ -6,10 +6,12 @@ approvals package asks the person once before it runs.
 
 from __future__ import annotations
 
+from typing import Any
+
 from agents.services import services_of
 from bot.memory.facts import Kind
 from bot.memory.service import MemoryService
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import ToolExecutionContext, ToolOutcome, tool
 
 
 def _memory(ctx: ToolExecutionContext) -> MemoryService:
@@ -62,9 +64,22 @@ async def forget(ctx: ToolExecutionContext, about: str = "",
     return memory.forgotten_line(await memory.forget(ctx.user_id, about, fact_ids or ()))
 
 
-@tool(progress="forgetting everything")
-async def forget_everything(ctx: ToolExecutionContext) -> str:
+async def check_forget_everything(arguments: dict[str, Any], ctx: ToolExecutionContext
+                                  ) -> dict[str, Any]:
+    """Before asking: memory is on, and there is something to forget."""
+    services = services_of(ctx)
+    if services.memory is None:
+        raise ValueError("long-term memory is turned off in this installation: there is "
+                         "nothing to forget. The user was not asked.")
+    if not await services.memory.store.open_facts(ctx.user_id, 1):
+        raise ValueError("nothing is remembered about the user, so there is nothing to "
+                         "forget. The user was not asked.")
+    return arguments
+
+
+@tool(progress="forgetting everything", prepare=check_forget_everything)
+async def forget_everything(ctx: ToolExecutionContext) -> ToolOutcome:
     """Forget everything you remember about the user, when they ask for exactly that. The
     user is asked to confirm before it happens."""
     count = await _memory(ctx).forget_everything(ctx.user_id)
-    return f"Forgotten everything I remembered about you ({count} facts)."
+    return ToolOutcome.done(f"Forgotten everything I remembered about you ({count} facts).")

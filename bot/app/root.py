@@ -15,6 +15,7 @@ from typing import Literal
 import aiohttp
 
 from agents.email.delivery import DeliveryPolicy, MailDelivery, stored_accounts
+from agents.email.effects import MailEffects
 from agents.email.outbox import MailOutbox
 from agents.registry import Registry, load_registry
 from agents.services import Services
@@ -24,7 +25,9 @@ from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.app.models import build_models, build_transcriber
 from bot.approvals.decide import ApprovalStep
+from bot.approvals.effects import EffectRecords
 from bot.approvals.flow import ApprovalFlow
+from bot.approvals.outcomes import card_outcomes
 from bot.approvals.store import HOLDING as APPROVALS
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
@@ -38,7 +41,14 @@ from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.db.turn_reads import Holding
-from bot.envelopes import Delivery, Notification, OutboundMessage, PromptKind, TriggerMessage
+from bot.envelopes import (
+    Delivery,
+    Notification,
+    OutboundMessage,
+    PromptKind,
+    TriggerMessage,
+    Urgency,
+)
 from bot.gateway.access import AccessControl
 from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
@@ -49,7 +59,7 @@ from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.gateway.notify import Notifier
-from bot.gateway.others import OutboxMessenger
+from bot.gateway.others import MessageEffects, OutboxMessenger
 from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.prompt_edits import HOLDING as PROMPTS
@@ -82,7 +92,7 @@ from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
 from persona import Persona, load_persona
-from persona.lines import ConversationLines, MailLines
+from persona.lines import ConversationLines, Lines, MailLines
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
@@ -185,28 +195,31 @@ class App:
         approval_store = ApprovalStore(
             db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
             lease=timedelta(seconds=settings.approvals.lease_seconds))
+        outbound = _build_outbound(settings, db, clock, users, identities, {
+            PromptKind.APPROVAL: card_outcomes(approval_store, persona.lines),
+            PromptKind.PAIRING: _pairing_outcomes(access, clock)}, persona.lines)
+        credentials = CredentialStore.tolerant(db, os.environ)
+        mail = _build_mail(db, clock, credentials, outbound, persona.lines)
         approvals = ApprovalFlow(
             approval_store, registry, clock, llm,
             lines=persona.lines,
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
-            agent_timeout=loop_config.agent_tool_execution_timeout)
-        decisions = ApprovalStep(approvals, users, lines=persona.lines)
+            agent_timeout=loop_config.agent_tool_execution_timeout,
+            effects=_effects(outbound, mail, persona.lines))
+        decisions = ApprovalStep(approvals, users, lines=persona.lines,
+                                 can_edit=_can_edit(outbound.senders))
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
-        outbound = _build_outbound(settings, db, clock, users, identities, {
-            PromptKind.APPROVAL: approval_store.outcomes,
-            PromptKind.PAIRING: _pairing_outcomes(access, clock)}, persona.lines)
         tasks = build_task_service(db, clock, lines=persona.lines, budget=budget_check(
             db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded))
         memory = build_memory(settings, db, clock, llm, lines=persona.lines)
-        credentials = CredentialStore.tolerant(db, os.environ)
         services = Services(
             users=users, pool=pool, credentials=credentials, stores=stores, tasks=tasks,
             messages_to_others=OutboxMessenger(  # "text Ana that ..."
                 db, outbound.outbox, identities, clock, outbound.senders, outbound.wake,
                 max_per_day=settings.contacts.max_messages_per_day,
                 assistant_name=persona.name),
-            mail=_build_mail(db, clock, credentials, outbound, persona.lines),
+            mail=mail,
             memory=memory.service if memory else None)
         commands = Commands(access=access, identities=identities, approvals=approvals,
                             tasks=resume, notify_user=outbound.notify_user,
@@ -271,7 +284,7 @@ class App:
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,
                   history=history, pool=pool, approvals=approvals,
-                  sweeper=ApprovalSweeper(approval_store, clock, lines=persona.lines),
+                  sweeper=ApprovalSweeper(approvals),
                   services=services, orchestrator=orchestrator, commands=commands,
                   outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
@@ -329,9 +342,13 @@ class App:
     async def _tell(self, notices: list[Notice]) -> None:
         for notice in notices:
             user = await self.users.get(notice.user_id)
-            if user is not None:
-                await self.outbound.notify_user(user, notice.line, dedupe_key=notice.dedupe_key)
-                await self.outbound.settle_prompts(user.id)
+            if user is None:
+                continue
+            if notice.line or notice.again:  # with the action offered again, as a card
+                await self.outbound.notify(Notification(
+                    user.id, notice.line, notice.dedupe_key, urgency=Urgency.URGENT,
+                    prompts=tuple(a.prompt(i) for i, a in enumerate(notice.again, 1))))
+            await self.outbound.settle_prompts(user.id, corrected=notice.corrected)
 
     async def _sweep_approvals(self) -> None:
         while True:
@@ -415,6 +432,15 @@ def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserS
         senders=senders,
         prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)),
         channel_down_line=lines.channel_down)
+
+
+def _effects(outbound: Outbound, mail: MailDelivery, lines: Lines
+             ) -> dict[str, EffectRecords]:
+    """Approved actions whose effect settles after they return, by tool name: the approval
+    follows its durable record (bot.approvals.effects)."""
+    sent_mail = MailEffects(mail.outbox, lines)
+    return {"message_someone": MessageEffects(outbound.outbox, lines),
+            "send_mail": sent_mail, "reply_to_mail": sent_mail}
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,

@@ -16,10 +16,18 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, named_summary, state_word
-from bot.approvals.model import ApprovalRequest, ApprovalStatus, ExecutionOutcome
+from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, named_summary
+from bot.approvals.listing import pending_lines
+from bot.approvals.model import (
+    ApprovalRequest,
+    ApprovalStatus,
+    ExecutionOutcome,
+    ExecutionStatus,
+)
 from bot.approvals.options import Option
+from bot.approvals.outcomes import card_line, state_word
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
+from bot.approvals.retry import answerable
 from bot.envelopes import ButtonPress, PromptKind, TurnStop
 from bot.gateway.users import User, UserStore
 from bot.llm import LLMError
@@ -37,11 +45,15 @@ class ApprovalStep:
 
     name = "approvals"
 
-    def __init__(self, flow: ApprovalFlow, users: UserStore, *, lines: Lines) -> None:
+    def __init__(self, flow: ApprovalFlow, users: UserStore, *, lines: Lines,
+                 can_edit: Callable[[str], bool] = lambda channel: False) -> None:
         self.flow = flow
         self.store = flow.store
         self.users = users
         self.lines = lines  # the approval lines, and the pairing buttons' answers
+        # Whether a channel edits a settled card to show its outcome; where it cannot, an
+        # outcome other than "done" is said with the reply.
+        self.can_edit = can_edit
 
     async def before(self, ctx: TurnContext) -> StepResult:
         settled = await self._flow_back_settled(ctx)
@@ -57,7 +69,8 @@ class ApprovalStep:
         if ctx.msg.from_trigger:
             return Continue()
         now = self.flow.clock.now()
-        pending = await self.store.pending(ctx.user.id, now)
+        pending = [a for a in await self.store.pending(ctx.user.id, now)
+                   if answerable(a, ctx.msg.received_at)]
         asked = await self.store.take_change_asked(ctx.user.id, now) if pending else None
         if not pending:
             return Continue()
@@ -67,7 +80,9 @@ class ApprovalStep:
             # Valet asked what to change (Edit was tapped): this message is the change.
             return ParsedReply([Decision(asked.id, Verdict.EDIT, ctx.msg.text.strip())])
         if parsed.unrelated:
-            return Continue()
+            # A new request; what waits still waits. Said after the answer when the message
+            # might have been meant for it (the interpreter could not tell).
+            return Continue(after=(self._still_waiting(pending),) if parsed.unsure else ())
         if parsed.clarify:
             return Answered(text=parsed.clarify, stop=WAITING)
         if parsed.refused and not parsed.decisions:
@@ -75,6 +90,11 @@ class ApprovalStep:
                                       codes=", ".join(parsed.refused),
                                       listing=self.flow.listing(pending)), stop=WAITING)
         return parsed
+
+    def _still_waiting(self, pending: list[ApprovalRequest]) -> str:
+        listed = [a.summary for a in pending] if len(pending) == 1 else \
+            pending_lines(pending, code=False)
+        return fill(self.lines.approval_still_waiting, approvals="; ".join(listed))
 
     async def _from_button(self, ctx: TurnContext, button: ButtonPress
                            ) -> ParsedReply | StepResult:
@@ -165,9 +185,12 @@ class ApprovalStep:
                 if isinstance(outcome, ApprovalRequest):
                     to_confirm.append(outcome)
                 elif isinstance(outcome, tuple):
-                    edited, ran = outcome
-                    joined.append(ran)
+                    edited, execution = outcome
+                    joined.append(_joined(edited, edited.arguments, execution.content))
                     settled.append(edited.id)
+                    told, again = await self._not_done(ctx, edited, execution)
+                    said += told
+                    to_confirm += again
                 else:
                     said.append(outcome)
                 continue
@@ -177,8 +200,13 @@ class ApprovalStep:
                 current = await self.store.get(approval.id)
                 said.append(self._already(current or approval, approval.summary))
                 continue
-            content = (await self.flow.execute(ctx, approval)).content if status is \
-                ApprovalStatus.APPROVED else CANCELLED
+            content = CANCELLED
+            if status is ApprovalStatus.APPROVED:
+                execution = await self.flow.execute(ctx, approval)
+                content = execution.content
+                told, again = await self._not_done(ctx, approval, execution)
+                said += told
+                to_confirm += again
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
         if joined:  # the loop answers in the persona's voice
@@ -186,6 +214,22 @@ class ApprovalStep:
                             prompts=tuple(to_confirm), settled=tuple(settled))
         text = "\n".join(said) or ("" if to_confirm else self.lines.approval_nothing_waiting)
         return Answered(text=text, stop=WAITING, prompts=tuple(to_confirm))
+
+    async def _not_done(self, ctx: TurnContext, approval: ApprovalRequest,
+                        ran: ExecutionOutcome) -> tuple[list[str], list[ApprovalRequest]]:
+        """What the person is told with the reply when an approved action did not happen as
+        asked (an unknown outcome: what to check, and the action offered again), beyond what
+        the card says where the channel edits it."""
+        if ran.status is ExecutionStatus.EXECUTED or ran.told:
+            return [], []
+        current = await self.store.get(approval.id) or approval
+        if ran.status is ExecutionStatus.UNKNOWN:
+            line, again = await self.flow.not_done(current)
+            return [line], [again] if again is not None else []
+        if ran.status in (ExecutionStatus.REFUSED, ExecutionStatus.FAILED) and \
+                not self.can_edit(ctx.msg.channel):
+            return [card_line(current, self.lines)], []
+        return [], []
 
     async def _decide_for_someone_else(self, ctx: TurnContext, approval: ApprovalRequest,
                                        decision: Decision, by: str) -> str:
@@ -212,7 +256,7 @@ class ApprovalStep:
                     user=approval.user_id, outcome=done.said)
 
     async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
-                    ) -> ApprovalRequest | tuple[ApprovalRequest, Joined] | str:
+                    ) -> ApprovalRequest | tuple[ApprovalRequest, ExecutionOutcome] | str:
         """A change: a new approval bound to the new arguments (shown for confirmation, or run
         at once when confirm_edits is off). Returns the new request, the edited action's
         outcome, or what to say."""
@@ -242,8 +286,7 @@ class ApprovalStep:
         if flow.confirm_edits:
             return edited
         await self.store.decide(edited.id, ApprovalStatus.APPROVED, by=by, at=now)
-        ran = await flow.execute(ctx, edited)
-        return edited, _joined(edited, arguments, ran.content)
+        return edited, await flow.execute(ctx, edited)
 
     async def _rewrite(self, tool: Tool, approval: ApprovalRequest, changes: str
                        ) -> dict[str, Any]:
@@ -290,7 +333,10 @@ class ApprovalStep:
                     notices.append(self.flow.expired_line(approval))
             else:
                 content = approval.result or f"Request {self._state(approval)}."
-            joined.append(_joined(approval, approval.arguments, content))
+            # Keyed by the outcome too: a correction (executed, then its message did not go)
+            # joins as a call of its own, never a second result of the first.
+            joined.append(_joined(approval, approval.arguments, content,
+                                  outcome=approval.status.value))
             settled.append(approval.id)
         return Continue(joined=tuple(joined), notices=tuple(notices), settled=tuple(settled))
 
@@ -333,13 +379,17 @@ async def decide_on_behalf(flow: ApprovalFlow, users: UserStore, approval: Appro
     requester = await users.get(approval.user_id)
     if requester is None:
         await flow.store.begin_execution(approval.id, now)
-        await flow.store.finish(approval.id, False, "refused: the requester is gone")
+        await flow.store.finish(approval.id, ApprovalStatus.REFUSED,
+                                "refused: the requester is gone")
         return BehalfOutcome(Behalf.GONE, approval)
     ran = await flow.execute(None, approval, context_for(requester))
     return BehalfOutcome(Behalf.RAN, approval, ran.content, ran)
 
 
-def _joined(approval: ApprovalRequest, arguments: dict[str, Any], content: str) -> Joined:
-    """The approval's outcome as a fresh call; its id carries the approval id, so the turn
-    can mark it reported once stored."""
-    return Joined(f"call_approval_{approval.id}", approval.tool_name, arguments, content)
+def _joined(approval: ApprovalRequest, arguments: dict[str, Any], content: str, *,
+            outcome: str = "") -> Joined:
+    """The approval's outcome as a fresh call; its id carries the approval id (and the
+    outcome, when it flows back later), so each call keeps its one result."""
+    suffix = f"_{outcome}" if outcome else ""
+    return Joined(f"call_approval_{approval.id}{suffix}", approval.tool_name, arguments,
+                  content)

@@ -1,10 +1,16 @@
 """The approval flow around the loop.
 
-    gate        a call whose tool needs approval does not start; its outcome is an
-                ApprovalDraft (siblings run as usual; the loop stops after the round)
+    gate        a call whose tool needs approval does not start; its tool's check
+                (`Tool.prepare`) runs first, and a failing check is the call's result (no
+                card); else its outcome is an ApprovalDraft (siblings run as usual; the loop
+                stops after the round)
     open        after the turn, drafts become durable ApprovalRequests, shown together
     decide      the next message (or button) decides them (bot.approvals.decide): the
                 stored arguments run once (`execute`), the outcome joins the turn
+    outcome     the tool's typed outcome (bot.tools.ToolOutcome) is the request's: executed,
+                refused, failed or unknown; an effect that settles later (a message in the
+                outbox) is followed (bot.approvals.effects); an unknown outcome is told with
+                what to check and the same action offered again (bot.approvals.retry)
     sweep       expired and interrupted requests are settled, their owners told
                 (bot.approvals.sweeper)
 
@@ -17,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from bot.approvals.effects import Effect, EffectRecords, EffectWatch
 from bot.approvals.lease import LeaseLost, run_leased
 from bot.approvals.listing import pending_lines
 from bot.approvals.model import (
@@ -31,8 +39,9 @@ from bot.approvals.model import (
     ExecutionStatus,
     waiting_result,
 )
+from bot.approvals.outcomes import NOT_DONE, card_line, expired_line
+from bot.approvals.retry import not_done_line, offer_again
 from bot.approvals.store import INTERRUPTED, ApprovalStore
-from bot.approvals.sweeper import expired_line
 from bot.clock import Clock
 from bot.db import Queries
 from bot.llm import LLM, ToolCall
@@ -52,6 +61,36 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED = "User cancelled this action."
+
+# A tool's status as the outcome of an approved run. Nothing done: REFUSED; it may have acted
+# (a send cut off, a time limit, a restart mid-call): UNKNOWN.
+_EXECUTION = {
+    ToolStatus.SUCCESS: ExecutionStatus.EXECUTED,
+    ToolStatus.REFUSED: ExecutionStatus.REFUSED, ToolStatus.INVALID: ExecutionStatus.REFUSED,
+    ToolStatus.DENIED: ExecutionStatus.REFUSED,
+    ToolStatus.FAILED: ExecutionStatus.FAILED, ToolStatus.WAITING: ExecutionStatus.FAILED,
+    ToolStatus.SKIPPED: ExecutionStatus.FAILED,
+    ToolStatus.TIMEOUT: ExecutionStatus.UNKNOWN, ToolStatus.INTERRUPTED: ExecutionStatus.UNKNOWN,
+    ToolStatus.UNKNOWN: ExecutionStatus.UNKNOWN,
+}
+# How the conversation's result opens when the tool's own text does not say it already.
+_OPENERS = {ExecutionStatus.REFUSED: "Refused, nothing was done",
+            ExecutionStatus.FAILED: "Failed", ExecutionStatus.UNKNOWN: "Outcome unknown"}
+_PLAIN = ("Refused", "Failed", "Error", "Not ", "Outcome unknown")
+
+
+def typed(result: Any) -> tuple[ExecutionStatus, str]:
+    """An approved call's return value as its outcome and what the conversation hears. A
+    plain value (not a ToolOutcome) from a tool that raised nothing is done."""
+    if not isinstance(result, ToolOutcome):
+        return ExecutionStatus.EXECUTED, render_result(result)
+    status = _EXECUTION[result.status]
+    content = result.content
+    if result.status is ToolStatus.WAITING:
+        content = f"Not completed: {content}"
+    if status in _OPENERS and not content.startswith(_PLAIN):
+        content = f"{_OPENERS[status]}: {content}"
+    return status, content
 
 
 def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -84,7 +123,8 @@ def _short(value: Any, limit: int = 80) -> str:
 class ApprovalFlow:
     def __init__(self, store: ApprovalStore, registry: ToolRegistry, clock: Clock, llm: LLM, *,
                  lines: ApprovalLines, confirm_edits: bool = True,
-                 tool_timeout: float = 30.0, agent_timeout: float = 120.0) -> None:
+                 tool_timeout: float = 30.0, agent_timeout: float = 120.0,
+                 effects: Mapping[str, EffectRecords] | None = None) -> None:
         self.store = store
         self.registry = registry
         self.clock = clock
@@ -93,6 +133,8 @@ class ApprovalFlow:
         self.confirm_edits = confirm_edits
         self.tool_timeout = tool_timeout
         self.agent_timeout = agent_timeout
+        # Where approved actions' effects settle later, by tool name (bot.approvals.effects).
+        self.effects = EffectWatch(store, effects or {})
 
     # --- 1. the gate (the loop's CallGate) ------------------------------------------------
 
@@ -108,8 +150,8 @@ class ApprovalFlow:
         if tool.prepare is not None:
             try:
                 arguments = await tool.prepare(arguments, ctx.for_call(call.id, tool.settings))
-            except ValueError as err:  # refused before anyone is asked
-                return ToolOutcome(call.id, tool.name, ToolStatus.FAILED, f"Error: {err}")
+            except ValueError as err:  # the check failed: refused before anyone is asked
+                return ToolOutcome(call.id, tool.name, ToolStatus.REFUSED, f"Error: {err}")
         summary, details = describe(tool, arguments)
         if not tool.requires_approval and self.lines.approval_untrusted_reason:
             # asked only because of what a third party wrote: the card says so
@@ -137,7 +179,8 @@ class ApprovalFlow:
                       tool_ctx: ToolExecutionContext | None = None) -> ExecutionOutcome:
         """Run the stored call once: whoever wins approved -> executing runs it. `tool_ctx`:
         whose action it is when not the turn's own person (the owner deciding for them, in a
-        chat or from the console, where there is no turn: `ctx` None)."""
+        chat or from the console, where there is no turn: `ctx` None). The outcome is the
+        tool's typed one (bot.tools.ToolOutcome), recorded as the request's status."""
         if tool_ctx is None:
             assert ctx is not None, "a decision outside a turn says whose action it is"
             tool_ctx = ctx.tool_ctx
@@ -150,42 +193,76 @@ class ApprovalFlow:
         if problem is None and not approval.intact():
             problem = "its arguments changed after they were approved"
         if problem is not None:
-            await self.store.finish(approval.id, False, f"refused: {problem}")
+            await self.store.finish(approval.id, ApprovalStatus.REFUSED, f"refused: {problem}")
             log.error("approval %s not run: %s", approval.id, problem)
-            return ExecutionOutcome(ExecutionStatus.FAILED, f"Not run: {problem}.")
+            return ExecutionOutcome(ExecutionStatus.REFUSED, f"Not run: {problem}.")
         assert tool is not None
+        status, content = await self._run(tool, approval, tool_ctx)
+        if status is ExecutionStatus.INTERRUPTED:  # settled under it; its owner was told
+            return ExecutionOutcome(ExecutionStatus.UNKNOWN, content, told=True)
+        # Done, but its effect waits in a durable record (a message in the outbox): the
+        # approval follows it there (bot.approvals.effects).
+        pending = status is ExecutionStatus.EXECUTED and self.effects.follows(tool.name)
+        if not await self.store.finish(approval.id, status.record, content,
+                                       effect_pending=pending):
+            log.warning("approval %s finished after it was settled as interrupted",
+                        approval.id)
+        # What the action did, also when its record was settled as interrupted meanwhile.
+        return ExecutionOutcome(status, content)
+
+    async def _run(self, tool: Tool, approval: ApprovalRequest, tool_ctx: ToolExecutionContext
+                   ) -> tuple[ExecutionStatus, str]:
+        """The approved call, run once under its lease and time limit, as a typed outcome
+        (INTERRUPTED: the lease was lost; the request is settled already)."""
         # The approval id is the action's idempotency key (ctx.call_id).
         call_ctx = replace(tool_ctx.for_call(approval.id), approved=True)
+        limit = self.agent_timeout if tool.is_agent else self.tool_timeout
+        deadline = asyncio.timeout(limit)
         try:
-            async with asyncio.timeout(self.agent_timeout if tool.is_agent
-                                       else self.tool_timeout):
+            async with deadline:
                 # The heartbeat keeps this execution's lease while it runs (wall time).
                 result = await run_leased(
                     tool.run_with_approval(approval.arguments, call_ctx),
                     renew=lambda: self.store.renew_lease(approval.id, self.clock.now()),
                     every=self.store.lease.total_seconds() / 3)
-        except LeaseLost:  # settled as interrupted meanwhile; its owner was told so
+        except LeaseLost:
             log.error("approval %s: lease lost while running; the action was stopped",
                       approval.id)
-            return ExecutionOutcome(ExecutionStatus.INTERRUPTED,
-                                    f"Not completed: {INTERRUPTED}.")
+            return ExecutionStatus.INTERRUPTED, INTERRUPTED
+        except TimeoutError as err:
+            if not deadline.expired():
+                return ExecutionStatus.FAILED, f"Error: TimeoutError: {err or 'timed out'}"
+            log.warning("approved action %s (%s) did not finish within %g s", approval.id,
+                        approval.tool_name, limit)
+            return ExecutionStatus.UNKNOWN, (
+                f"Outcome unknown: it did not finish within {limit:g} s and was stopped, so it "
+                "may or may not have happened.")
         except Exception as err:  # the action failed: say so, never retry it silently
             log.warning("approved action %s (%s) failed", approval.id, approval.tool_name,
                         exc_info=True)
-            content = f"Error: {type(err).__name__}: {err}" if str(err) else \
-                f"Error: {type(err).__name__}"
-            await self.store.finish(approval.id, False, content)
-            return ExecutionOutcome(ExecutionStatus.FAILED, content)
-        ok = not (isinstance(result, ToolOutcome) and result.is_error)
-        content = result.content if isinstance(result, ToolOutcome) else render_result(result)
-        if isinstance(result, ToolOutcome) and result.status is ToolStatus.WAITING:
-            ok, content = False, f"Not completed: {content}"
-        if not await self.store.finish(approval.id, ok, content):
-            log.warning("approval %s finished after it was settled as interrupted",
-                        approval.id)
-        # What the action did, also when its record was settled as interrupted meanwhile.
-        return ExecutionOutcome(ExecutionStatus.EXECUTED if ok else ExecutionStatus.FAILED,
-                                content)
+            return ExecutionStatus.FAILED, f"Error: {type(err).__name__}: {err}" if str(err) \
+                else f"Error: {type(err).__name__}"
+        return typed(result)
+
+    # --- what did not happen as asked ------------------------------------------------------
+
+    async def not_done(self, approval: ApprovalRequest, effect: Effect | None = None
+                       ) -> tuple[str, ApprovalRequest | None]:
+        """What the person is told of an approved action that did not happen as asked, and,
+        when its outcome is unknown, the same action offered again (a new approval)."""
+        if approval.status is ApprovalStatus.UNKNOWN and effect is None:
+            effect = await self._effect(approval)  # the record's owner may say it better
+        again = await offer_again(self.store, self.registry, approval, self.clock.now()) \
+            if approval.status is ApprovalStatus.UNKNOWN else None
+        return not_done_line(approval, self.lines, effect), again
+
+    async def _effect(self, approval: ApprovalRequest) -> Effect | None:
+        records = self.effects.records.get(approval.tool_name)
+        try:
+            return await records.effect(approval) if records is not None else None
+        except Exception:
+            log.warning("reading the effect of approval %s failed", approval.id, exc_info=True)
+            return None
 
     async def mark_reported(self, approval_ids: list[str], q: Queries | None = None) -> None:
         """These outcomes reached the conversation (the turn that carried them is stored, in
@@ -207,6 +284,16 @@ class ApprovalFlow:
         return fill(self.lines.approval_listing,
                     approvals="\n".join(pending_lines(pending, until=True)))
 
+    async def lately(self, user_id: str) -> str | None:
+        """/pending's account of the approved requests of the last day that were not done
+        as asked (refused, failed, outcome unknown, interrupted); None when there are none."""
+        since = self.clock.now() - timedelta(days=1)
+        recent = await self.store.recent_outcomes(user_id, since, NOT_DONE)
+        if not recent:
+            return None
+        return fill(self.lines.approval_lately,
+                    approvals="\n".join(card_line(a, self.lines) for a in recent))
+
     async def context_note(self, user_id: str) -> str | None:
         pending = await self.store.pending(user_id, self.clock.now())
         if not pending:
@@ -215,20 +302,3 @@ class ApprovalFlow:
         return ("Waiting for the user's approval (the app asked them; their yes or no goes "
                 f"to these, and nothing runs before it):\n{listed}\nDo not call these again; "
                 "if they ask, remind them what is waiting.")
-
-
-def state_word(approval: ApprovalRequest, lines: ApprovalLines,
-               now: datetime | None = None) -> str:
-    """What became of a request, in the words of "… was already {state}"; a request past its
-    time is expired even before the sweeper has marked it so (given `now`)."""
-    if approval.status is ApprovalStatus.PENDING and now is not None \
-            and approval.expires_at <= now:
-        return lines.approval_state_expired
-    return {ApprovalStatus.APPROVED: lines.approval_state_approved,
-            ApprovalStatus.EXECUTING: lines.approval_state_approved,
-            ApprovalStatus.EXECUTED: lines.approval_state_done,
-            ApprovalStatus.FAILED: lines.approval_state_failed,
-            ApprovalStatus.REJECTED: lines.approval_state_cancelled,
-            ApprovalStatus.EXPIRED: lines.approval_state_expired,
-            ApprovalStatus.SUPERSEDED: lines.approval_state_replaced,
-            ApprovalStatus.PENDING: lines.approval_state_waiting}[approval.status]

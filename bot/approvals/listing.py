@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from bot.approvals.model import ApprovalRequest
+from bot.approvals.model import ApprovalRequest, ApprovalStatus
 
 TABLE_HEADER = ("CREATED (UTC)", "USER", "CODE", "STATUS", "ACTION", "RESULT")
 
@@ -46,8 +46,13 @@ def table_rows(approvals: Sequence[ApprovalRequest]) -> list[tuple[str, ...]]:
     """The operator's table (`valet approvals list`), one row per request, under
     TABLE_HEADER."""
     return [(f"{a.created_at:%Y-%m-%d %H:%M}", a.user_id, a.code,
-             a.status.value + (f" by {a.decided_by}" if a.decided_by else ""), a.summary,
+             table_word(a.status) + (f" by {a.decided_by}" if a.decided_by else ""), a.summary,
              _one_line(a.result) if a.result else "-") for a in approvals]
+
+
+def table_word(status: ApprovalStatus) -> str:
+    """A status as the operator's table and the console's list show it, in plain words."""
+    return "outcome unknown" if status is ApprovalStatus.UNKNOWN else status.value
 
 
 def _one_line(text: str, limit: int = 80) -> str:

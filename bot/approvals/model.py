@@ -25,29 +25,45 @@ class ApprovalStatus(Enum):
     EXPIRED = "expired"
     SUPERSEDED = "superseded"  # an edit replaced it with a new approval
     EXECUTING = "executing"
-    EXECUTED = "executed"
-    FAILED = "failed"
+    # What became of an approved action (ExecutionStatus says the same of one run):
+    EXECUTED = "executed"  # it ran and did what it was asked
+    REFUSED = "refused"  # it was not done: its tool declined (read-only calendar, no such note)
+    FAILED = "failed"  # it was tried and failed (an error)
+    UNKNOWN = "unknown"  # it may or may not have happened (its process died mid-send)
+    INTERRUPTED = "interrupted"  # its process died before it started: nothing was done
+
+
+# The outcomes of an approved action: settled, its conversation may hear of it.
+OUTCOMES = (ApprovalStatus.EXECUTED, ApprovalStatus.REFUSED, ApprovalStatus.FAILED,
+            ApprovalStatus.UNKNOWN, ApprovalStatus.INTERRUPTED)
 
 
 class ExecutionStatus(Enum):
-    """What became of one attempt to run an approved action (`ApprovalFlow.execute`)."""
+    """What became of one attempt to run an approved action (`ApprovalFlow.execute`), read
+    from the tool's typed outcome (bot.tools.ToolOutcome), never from "it raised nothing"."""
 
     EXECUTED = "executed"  # it ran and did what it was asked
-    # It ran and failed, came back unfinished, or was refused before it ran (its tool is
-    # gone, its arguments changed): the request is recorded as failed. A later change
-    # tells refusals apart (a REFUSED value) without touching the callers' matching.
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"  # its lease was lost while it ran: it was stopped mid-way
+    REFUSED = "refused"  # nothing was done: the tool declined, or the request no longer holds
+    FAILED = "failed"  # it ran and failed, or came back unfinished
+    UNKNOWN = "unknown"  # it may have acted (a send cut off, a timeout, its lease lost)
+    INTERRUPTED = "interrupted"  # its process died before it started: nothing was done
     ALREADY_HANDLED = "already_handled"  # someone else began it first: nothing ran here
+
+    @property
+    def record(self) -> ApprovalStatus:
+        """The request's status for this outcome."""
+        return ApprovalStatus(self.value)
 
 
 @dataclass(frozen=True)
 class ExecutionOutcome:
     """One run of an approved action, as a value: its status, and the content the
-    conversation hears as the call's result."""
+    conversation hears as the call's result. `told`: the person has been told already (the
+    sweeper settled it under the running action)."""
 
     status: ExecutionStatus
     content: str
+    told: bool = False
 
 
 def new_approval_id() -> str:

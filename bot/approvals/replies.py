@@ -1,11 +1,15 @@
 """Turning a person's reply into decisions on their pending approvals.
 
-Accepted: "yes" / "no" when one approval waits; numbers or codes when several do ("1 yes 2 no",
-"YES 4821", "4821 no", "yes to all"); free text that names the actions ("approve the email,
-cancel the flight"); an approval with changes ("send it but make the subject 'Q3'"). Partial
-answers are fine. Anything ambiguous gets a clarifying question, never a guess; a reference
-to an approval that does not exist is refused. An optional LLM interpreter may read what the
-rules cannot, and its answer is validated like any other.
+A message is an answer only when it clearly is one. Clear: "yes" / "no" (with "please",
+"thanks") when one approval waits; numbers or codes when several do ("1 yes 2 no", "YES 4821",
+"4821 no", "yes to all"); free text that names the actions ("approve the email, cancel the
+flight"); an approval with changes ("send it but make the subject 'Q3'"). Partial answers are
+fine; a reference to an approval that does not exist is refused. What the rules cannot read
+goes to an optional LLM interpreter, whose answer counts only when it is valid JSON, says the
+message answers the requests, and is sure; anything else (an error, a time-out, text that is
+not the JSON asked for, "not sure") leaves the message `unrelated`: it is a new request for
+the loop, and the approvals stay pending (`unsure` says a reminder may follow the answer).
+"Which one do you mean?" only for a message that clearly answers one of several.
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ class ParsedReply:
     clarify: str | None = None  # ask this and decide nothing
     refused: list[str] = field(default_factory=list)  # references to unknown approvals
     unrelated: bool = False  # not an answer at all: the message goes to the normal loop
+    # Unrelated because the interpreter could not tell (failed, unsure): the answer may be
+    # followed by a reminder of what waits.
+    unsure: bool = False
 
 
 # The yes and no words are the options' own (bot.approvals.options): one table for every
@@ -71,8 +78,11 @@ _EDIT = re.compile(r"\b(change|make|instead|edit|modify|set|rename|replace|use|a
 # the weather like?" while an approval waits must reach the normal loop.
 _EDIT_FIRST = re.compile(r"^\s*(change|edit|modify|rename|replace|make it|make the|set the)\b",
                          re.IGNORECASE)
+# A reply made only of yes (or no) words and courtesy: "yes", "yes please, go ahead", "ok do
+# it, thanks", "no thanks".
+_COURTESY = r"(?<!\w)(?:please|pls|thanks|thank you|thx)(?!\w)"
 _ONLY_VERDICT = re.compile(
-    rf"^\s*({_VERDICT})(?:[\s,!.]+(?:please|thanks|thank you))?[\s!.]*$", re.IGNORECASE)
+    rf"^[\s,!.]*(?:(?:{_VERDICT}|{_COURTESY})[\s,!.]*)+$", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9@.]+")
 _STOP = {"the", "a", "an", "to", "it", "that", "this", "one", "please", "and", "my", "for",
          "of", "on", "in", "send", "book", "do", "go", "ahead"}
@@ -105,10 +115,10 @@ async def parse_reply(text: str, pending: list[ApprovalRequest], *,
     if not pending:
         return ParsedReply(unrelated=True)
     stripped = text.strip()
-    # 1. "yes" / "no" alone.
-    alone = _ONLY_VERDICT.match(stripped)
-    if alone:
-        verdict = _verdict(alone.group(1))
+    # 1. "yes" / "no" alone (with courtesy words).
+    said = {_verdict(w) for w in re.findall(_VERDICT, stripped, re.IGNORECASE)}
+    if _ONLY_VERDICT.match(stripped) and len(said) == 1:
+        verdict = said.pop()
         if len(pending) == 1:
             return ParsedReply([Decision(pending[0].id, verdict)])
         return ParsedReply(clarify=_ask_which(pending, lines))
@@ -135,18 +145,11 @@ async def parse_reply(text: str, pending: list[ApprovalRequest], *,
     named = _by_name(stripped, pending)
     if named is not None:
         return named
-    if interpret is not None:
-        interpreted = await _interpreted(stripped, pending, interpret, lines)
-        if interpreted is not None:
-            return interpreted
-    leading = re.match(rf"^\W*({_VERDICT})", stripped, re.IGNORECASE)
-    if leading is None:
-        # A yes/no word somewhere in a sentence that names no pending action ("no worries,
-        # what's on tomorrow?"): not an answer; it goes to the normal loop.
+    # A yes/no word or an action verb in a sentence the rules cannot read ("no rush", "book
+    # lunch with Ana"): only the interpreter, sure of it, makes it an answer.
+    if interpret is None:
         return ParsedReply(unrelated=True)
-    if len(pending) == 1:
-        return ParsedReply([Decision(pending[0].id, _verdict(leading.group(1)))])
-    return ParsedReply(clarify=_ask_which(pending, lines))
+    return await _interpreted(stripped, pending, interpret, lines)
 
 
 def _from_pairs(pairs: list[tuple[str, str, str, str]], pending: list[ApprovalRequest],
@@ -194,33 +197,60 @@ def _by_name(text: str, pending: list[ApprovalRequest]) -> ParsedReply | None:
     return ParsedReply([Decision(aid, v) for aid, v in decisions.items()])
 
 
+class _NotRead(Exception):
+    """The interpreter's answer is not the JSON asked for."""
+
+
 async def _interpreted(text: str, pending: list[ApprovalRequest], interpret: Interpreter,
-                       lines: ApprovalLines) -> ParsedReply | None:
-    """Ask the interpreter (an LLM) for JSON decisions; accept only what validates. None when
-    it found no decision in the text."""
+                       lines: ApprovalLines) -> ParsedReply:
+    """Ask the interpreter (an LLM) whether the text answers the requests, and how; accept
+    only a valid, sure answer. Anything else: the text is a new request (`unrelated`)."""
+    not_read = ParsedReply(unrelated=True, unsure=True)
     try:
         raw = json.loads(_json_part(await interpret(text, pending)))
-        items = raw["decisions"] if isinstance(raw, dict) else raw
-        decisions = []
-        for item in items:
-            approval = _which(pending, str(int(item["number"])))
-            verdict = Verdict(item["decision"])
-            if approval is None:
-                return ParsedReply(clarify=_ask_which(pending, lines))
-            if verdict is Verdict.EDIT and not approval.allow_modification:
-                return ParsedReply(clarify=fill(lines.approval_cannot_change_which,
-                                                summary=approval.summary))
-            decisions.append(Decision(approval.id, verdict, str(item.get("changes") or "")))
-    except Exception:  # anything unexpected from the interpreter: ask, never guess
-        log.warning("could not read the interpreter's decisions (LLM down, or an answer "
-                    "that is not the JSON asked for); asking the user which they meant",
-                    exc_info=True)
+        answers, sure, decisions = _read(raw, pending)
+    except Exception:  # the LLM is down, timed out, or answered something else: not an answer
+        log.warning("could not read the interpreter's answer (LLM down, or not the JSON "
+                    "asked for); the message is handled as a new request", exc_info=True)
+        return not_read
+    if not answers:
+        return ParsedReply(unrelated=True)
+    by_id = {a.id: a for a in pending}
+    for decision in decisions:
+        approval = by_id[decision.approval_id]
+        if decision.verdict is Verdict.EDIT and not approval.allow_modification:
+            return ParsedReply(clarify=fill(lines.approval_cannot_change_which,
+                                            summary=approval.summary))
+    if sure and decisions:
+        return ParsedReply(decisions)
+    if len(pending) > 1:  # an answer, but to which of them is not sure: ask
         return ParsedReply(clarify=_ask_which(pending, lines))
-    if not decisions:
-        return None
+    return not_read
+
+
+def _read(raw: object, pending: list[ApprovalRequest]
+          ) -> tuple[bool, bool, list[Decision]]:
+    """(answers, sure, decisions) from the interpreter's JSON; _NotRead when it is not what
+    was asked for (an unknown number, a word that is no decision, one action twice)."""
+    if not isinstance(raw, dict):
+        raise _NotRead(f"not a JSON object: {raw!r}")
+    items = raw.get("decisions") or []
+    if not isinstance(items, list):
+        raise _NotRead("decisions is not a list")
+    decisions = []
+    for item in items:
+        approval = _which(pending, str(int(item["number"])))
+        if approval is None:
+            raise _NotRead(f"no action numbered {item['number']}")
+        decisions.append(Decision(approval.id, Verdict(item["decision"]),
+                                  str(item.get("changes") or "")))
     if len({d.approval_id for d in decisions}) != len(decisions):
-        return ParsedReply(clarify=_ask_which(pending, lines))
-    return ParsedReply(decisions)
+        raise _NotRead("one action decided twice")
+    answers = raw.get("answers", bool(decisions))
+    sure = raw.get("sure", True)
+    if not isinstance(answers, bool) or not isinstance(sure, bool):
+        raise _NotRead("answers and sure must be true or false")
+    return answers, sure, decisions if answers else []
 
 
 def _json_part(text: str) -> str:
@@ -230,11 +260,14 @@ def _json_part(text: str) -> str:
 
 INTERPRET_PROMPT = (
     "A person was asked to approve or cancel these pending actions:\n{listing}\n\n"
-    "Their reply: {reply}\n\n"
-    "Answer with JSON only: {{\"decisions\": [{{\"number\": <action number>, \"decision\": "
-    "\"approve\" | \"reject\" | \"edit\", \"changes\": \"<what to change, for edit>\"}}]}}. "
-    "Include only actions the reply clearly decides; if it is unclear, answer "
-    "{{\"decisions\": []}}.")
+    "Their message: {reply}\n\n"
+    "Does the message answer these requests (approve, cancel or change them), or is it "
+    "something else (a new request, a question, small talk)? Answer with JSON only: "
+    "{{\"answers\": true | false, \"sure\": true | false, \"decisions\": [{{\"number\": "
+    "<action number>, \"decision\": \"approve\" | \"reject\" | \"edit\", \"changes\": "
+    "\"<what to change, for edit>\"}}]}}. \"answers\" is false for anything that is not a "
+    "reply to these requests (then \"decisions\" is []). Include only actions the message "
+    "clearly decides; \"sure\" is false when you are guessing.")
 
 
 def interpret_prompt(text: str, pending: list[ApprovalRequest]) -> str:

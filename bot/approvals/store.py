@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.approvals.model import (
+    OUTCOMES,
     ApprovalRequest,
     ApprovalStatus,
     args_hash,
@@ -45,8 +46,9 @@ def _approval(row: Row) -> ApprovalRequest:
 
 # What a request's conversation hears when its process died under it (fail closed: it is
 # never run again).
-INTERRUPTED = "interrupted: the action may not have completed"
-NOT_STARTED = "interrupted before it started: nothing was done"
+INTERRUPTED = "Outcome unknown: the process stopped while the action ran, so it may or may " \
+    "not have happened. The user was told to check, and offered to try again."
+NOT_STARTED = "Interrupted before it started: nothing was done."
 
 
 class ApprovalStore:
@@ -54,7 +56,8 @@ class ApprovalStore:
 
     A request that is `approved` or `executing` holds a lease (`lease_until`): the process
     that decided or runs it renews it while it works. A lease that lapsed means that process
-    died; `interrupt_lapsed` settles such requests as failed, never runs them again."""
+    died; `interrupt_lapsed` settles such requests as interrupted (never started) or unknown
+    (it may have acted), and never runs them again."""
 
     def __init__(self, db: Database, *, timeout: timedelta = timedelta(minutes=30),
                  lease: timedelta = timedelta(seconds=30)) -> None:
@@ -171,14 +174,57 @@ class ApprovalStore:
             "UPDATE approvals SET lease_until = $2 WHERE id = $1 AND status = 'executing'",
             approval_id, at + self.lease) == 1
 
-    async def finish(self, approval_id: str, ok: bool, result: str) -> bool:
-        """executing -> executed | failed. False when the request was settled meanwhile (its
-        lease lapsed and it was reported as interrupted)."""
+    async def finish(self, approval_id: str, status: ApprovalStatus, result: str, *,
+                     effect_pending: bool = False) -> bool:
+        """executing -> executed | refused | failed | unknown. False when the request was
+        settled meanwhile (its lease lapsed and it was reported as interrupted).
+        `effect_pending`: the action handed its effect to a durable record that settles later
+        (a message in the outbox): `follow` it (bot.approvals.effects)."""
+        assert status in OUTCOMES
         return await self.db.execute(
-            "UPDATE approvals SET status = $2, result = $3, lease_until = NULL WHERE id = $1"
-            " AND status = 'executing'",
-            approval_id, (ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED).value,
-            result) == 1
+            "UPDATE approvals SET status = $2, result = $3, lease_until = NULL,"
+            " effect_pending = $4 WHERE id = $1 AND status = 'executing'",
+            approval_id, status.value, result, int(effect_pending)) == 1
+
+    async def effects_pending(self, user_id: str | None = None) -> list[ApprovalRequest]:
+        """Executed requests whose effect has not settled yet (one user's, or everyone's)."""
+        rows = await self.db.fetch(
+            "SELECT * FROM approvals WHERE status = 'executed' AND effect_pending = 1"
+            " AND ($1 = '' OR user_id = $1) ORDER BY created_at, seq, id", user_id or "")
+        return [_approval(r) for r in rows]
+
+    async def effect_settled(self, approval_id: str, status: ApprovalStatus,
+                             result: str | None = None) -> bool:
+        """The effect settled: executed stays executed (done), or becomes failed | unknown,
+        with what the conversation hears now (it joins their next turn: not reported yet).
+        Once: False when another process settled it first."""
+        assert status in (ApprovalStatus.EXECUTED, ApprovalStatus.FAILED, ApprovalStatus.UNKNOWN)
+        if status is ApprovalStatus.EXECUTED:
+            return await self.db.execute(
+                "UPDATE approvals SET effect_pending = 0 WHERE id = $1 AND status = 'executed'"
+                " AND effect_pending = 1", approval_id) == 1
+        return await self.db.execute(
+            "UPDATE approvals SET status = $2, result = $3, effect_pending = 0, reported = 0"
+            " WHERE id = $1 AND status = 'executed' AND effect_pending = 1",
+            approval_id, status.value, result) == 1
+
+    async def retry_of(self, approval_id: str) -> ApprovalRequest | None:
+        """The request that offers this one again (or replaced it with an edit)."""
+        row = await self.db.fetchrow("SELECT * FROM approvals WHERE replaces = $1"
+                                     " ORDER BY created_at, seq LIMIT 1", approval_id)
+        return _approval(row) if row else None
+
+    async def recent_outcomes(self, user_id: str, since: datetime,
+                              statuses: Sequence[ApprovalStatus], limit: int = 5
+                              ) -> list[ApprovalRequest]:
+        """This user's requests settled as one of `statuses`, created since then, newest
+        first."""
+        marks = ", ".join(f"${i + 3}" for i in range(len(statuses)))
+        rows = await self.db.fetch(
+            f"SELECT * FROM approvals WHERE user_id = $1 AND created_at >= $2 AND status IN"
+            f" ({marks}) ORDER BY created_at DESC, seq DESC LIMIT {int(limit)}",
+            user_id, since, *(s.value for s in statuses))
+        return [_approval(r) for r in rows]
 
     async def expire_due(self, at: datetime, user_id: str | None = None
                          ) -> list[ApprovalRequest]:
@@ -201,8 +247,9 @@ class ApprovalStore:
         return expired
 
     async def interrupt_lapsed(self, at: datetime) -> list[ApprovalRequest]:
-        """approved | executing -> failed for every request whose lease lapsed (the process
-        that held it died). Returns the ones this call settled, each exactly once."""
+        """approved -> interrupted (it never started) and executing -> unknown (it may have
+        acted) for every request whose lease lapsed (the process that held it died). Returns
+        the ones this call settled, each exactly once; none is ever run again."""
         return await self._interrupt(at, lapsed_only=True)
 
     async def interrupt_all(self, at: datetime) -> list[ApprovalRequest]:
@@ -218,11 +265,13 @@ class ApprovalStore:
             f" AND {lapsed}", at, int(lapsed_only))
         settled = []
         for row in rows:
-            result = INTERRUPTED if row["status"] == "executing" else NOT_STARTED
+            began = row["status"] == "executing"
+            status = ApprovalStatus.UNKNOWN if began else ApprovalStatus.INTERRUPTED
             changed = await self.db.execute(
-                "UPDATE approvals SET status = 'failed', result = $3, lease_until = NULL"
+                "UPDATE approvals SET status = $6, result = $3, lease_until = NULL"
                 f" WHERE id = $4 AND status = $5 AND {lapsed}",
-                at, int(lapsed_only), result, row["id"], row["status"])
+                at, int(lapsed_only), INTERRUPTED if began else NOT_STARTED, row["id"],
+                row["status"], status.value)
             if changed:
                 approval = await self.get(row["id"])
                 if approval:
@@ -241,10 +290,11 @@ class ApprovalStore:
         """Settled approvals whose outcome has not reached the conversation yet."""
         if not may_hold(user_id, HOLDING.name):
             return []
+        settled = ", ".join(f"'{s.value}'" for s in (ApprovalStatus.EXPIRED,
+                                                      ApprovalStatus.REJECTED, *OUTCOMES))
         rows = await self.db.fetch(
             "SELECT * FROM approvals WHERE user_id = $1 AND reported = 0 AND status IN"
-            " ('expired', 'executed', 'failed', 'rejected') ORDER BY created_at, seq, id",
-            user_id)
+            f" ({settled}) ORDER BY created_at, seq, id", user_id)
         return [_approval(r) for r in rows]
 
     async def count_by_status(self) -> dict[str, int]:
@@ -258,22 +308,3 @@ class ApprovalStore:
             " ORDER BY created_at DESC, seq DESC, id LIMIT $3", user_id or "",
             status.value if status else "", limit)
         return [_approval(r) for r in rows]
-
-    async def outcomes(self, approval_ids: Sequence[str]) -> dict[str, str]:
-        """What became of each request, in a word a person reads on the prompt it answered;
-        "waiting" while it is pending, approved or running (not settled yet)."""
-        words = {}
-        for approval_id in approval_ids:
-            approval = await self.get(approval_id)
-            if approval is not None:
-                words[approval_id] = outcome_word(approval)
-        return words
-
-
-def outcome_word(approval: ApprovalRequest) -> str:
-    status = approval.status
-    if status is ApprovalStatus.FAILED:
-        return "Interrupted" if (approval.result or "").startswith("interrupted") else "Failed"
-    return {ApprovalStatus.EXECUTED: "Done", ApprovalStatus.REJECTED: "Cancelled",
-            ApprovalStatus.EXPIRED: "Expired",
-            ApprovalStatus.SUPERSEDED: "Replaced by an edited request"}.get(status, "waiting")

@@ -13,6 +13,8 @@ reach the outbox: a narrow service, never the gateway itself.
 The message goes out like any other (ordered, retried, exactly once), with the sender as the
 row's user (it is their message, and their cost); the recipient's answer is theirs: it
 comes in through the access policy like anyone's, never into the sender's conversation.
+What became of it is read back by the approval that sent it (`MessageEffects`): a message
+that did not go, or whose sending was cut off, is told to the sender.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 
+from bot.approvals.effects import Effect
+from bot.approvals.model import ApprovalRequest, ExecutionStatus
 from bot.clock import Clock
 from bot.db import Database
 from bot.gateway.identity import IdentityStore
 from bot.gateway.notify import quiet_until
-from bot.gateway.outbox import Lane, OutboxStore
+from bot.gateway.outbox import FateStatus, Lane, OutboxStore
+from persona.lines import ApprovalLines, fill
 
 KEY_PREFIX = "others:"
 KIND = "on_behalf"  # the outbox payload's kind: neither a reply nor a notification
@@ -134,3 +139,29 @@ class OutboxMessenger:
         if count >= self.max_per_day:
             return SendOutcome.DAILY_LIMIT
         return None
+
+
+class MessageEffects:
+    """Where an approved message to someone waits: its outbox row, keyed by the approval id
+    (bot.approvals.effects.EffectRecords)."""
+
+    def __init__(self, outbox: OutboxStore, lines: ApprovalLines) -> None:
+        self.outbox = outbox
+        self.lines = lines
+
+    async def effect(self, approval: ApprovalRequest) -> Effect | None:
+        fate = await self.outbox.fate(KEY_PREFIX + approval.id)
+        if fate is None:  # nothing was queued under it: nothing to follow
+            return Effect(ExecutionStatus.EXECUTED)
+        if fate.status is FateStatus.ON_ITS_WAY:
+            return None
+        if fate.status is FateStatus.SENT:
+            return Effect(ExecutionStatus.EXECUTED)
+        arguments = approval.arguments
+        recipient = str(arguments.get("recipient") or arguments.get("to") or "")
+        if fate.status is FateStatus.UNKNOWN:
+            message = str(arguments.get("message") or arguments.get("text") or "")
+            return Effect(ExecutionStatus.UNKNOWN, fate.error, line=fill(
+                self.lines.approval_message_unknown, recipient=recipient, message=message))
+        return Effect(ExecutionStatus.FAILED, fate.error, line=fill(
+            self.lines.approval_message_failed, recipient=recipient, reason=fate.error))

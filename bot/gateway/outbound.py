@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,12 +142,15 @@ class Outbound:
                 prompts=prompts)) is Delivery.QUEUED
         return sent
 
-    async def settle_prompts(self, user_id: str) -> None:
+    async def settle_prompts(self, user_id: str, corrected: Sequence[str] = ()) -> None:
         """Prompts decided, expired or interrupted: their messages say so (where the channel
-        can edit). A courtesy: a failure here is logged and tried again after the next turn."""
+        can edit); `corrected`: requests whose outcome changed since their card said it. A
+        courtesy: a failure here is logged and tried again after the next turn."""
         if self.prompt_edits is None:
             return
         try:
+            if corrected:
+                await self.prompt_edits.reopen(user_id, corrected)
             if await self.prompt_edits.settle(user_id):
                 self.wake()
         except Exception:

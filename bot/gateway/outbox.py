@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from enum import IntEnum
+from enum import Enum, IntEnum
 from typing import Any
 
 from bot.db import Database, Queries, Row
@@ -41,6 +41,25 @@ def _message(r: Row) -> OutboundMessage:
                            prompts_of(payload), stop_of(payload), r["attempts"] - r["waits"],
                            kind=payload.get("kind", "reply"), dedupe_key=r["dedupe_key"] or "",
                            parts_sent=r["parts_sent"] or 0)
+
+
+# A row found `sending` after its process died: it may or may not have reached the person.
+OUTCOME_UNKNOWN = "delivery outcome unknown: the process stopped while sending"
+
+
+class FateStatus(Enum):
+    ON_ITS_WAY = "on_its_way"  # pending or being sent
+    SENT = "sent"
+    FAILED = "failed"  # dead: refused for good, or given up
+    UNKNOWN = "unknown"  # dead: cut off while sending
+
+
+@dataclass(frozen=True)
+class Fate:
+    """What became of one queued message (`OutboxStore.fate`)."""
+
+    status: FateStatus
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,9 +187,20 @@ class OutboxStore:
 
     async def abandon_stale(self, older_than: datetime) -> int:
         return await self.db.execute(
-            "UPDATE outbox SET status = 'dead', last_error = 'delivery outcome unknown:"
-            " the process stopped while sending' WHERE status = 'sending'"
-            " AND claimed_at < $1", older_than)
+            "UPDATE outbox SET status = 'dead', last_error = $2 WHERE status = 'sending'"
+            " AND claimed_at < $1", older_than, OUTCOME_UNKNOWN)
+
+    async def fate(self, dedupe_key: str) -> Fate | None:
+        """What became of the message queued under this key (None: no such message)."""
+        row = await self.db.fetchrow(
+            "SELECT status, last_error FROM outbox WHERE dedupe_key = $1", dedupe_key)
+        if row is None:
+            return None
+        status, error = row["status"], row["last_error"] or ""
+        if status == "dead":
+            return Fate(FateStatus.UNKNOWN if error == OUTCOME_UNKNOWN else FateStatus.FAILED,
+                        error)
+        return Fate(FateStatus.SENT if status == "sent" else FateStatus.ON_ITS_WAY, error)
 
     async def latest_to(self, channel: str, address: str) -> OutboundMessage | None:
         """The newest message queued for the address (what the person last saw, or is about

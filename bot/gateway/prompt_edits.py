@@ -7,6 +7,7 @@ by the prompt message's outbox row.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -61,9 +62,12 @@ class PromptEdits:
             if any(states.get(p.id, "waiting") == "waiting" for p in prompts):
                 continue  # one still waits: its buttons stay
             said = "\n".join(f"{states[p.id]}: {p.summary}" for p in prompts)
+            # One edit per message and outcome: a card corrected later (its message to
+            # someone did not go after all) is edited again, once.
+            digest = hashlib.sha256(said.encode()).hexdigest()[:12]
             async with self.db.transaction() as tx:
                 await self.outbox.enqueue(
-                    tx, dedupe_key=f"prompt-outcome:{row['id']}", user_id=user_id,
+                    tx, dedupe_key=f"prompt-outcome:{row['id']}:{digest}", user_id=user_id,
                     channel=row["channel"], address=row["address"],
                     text="\n\n".join(t for t in (row["text"], said) if t),
                     at=self.clock.now(), lane=Lane.URGENT,
@@ -72,6 +76,13 @@ class PromptEdits:
                                  row["id"])
             queued += 1
         return queued
+
+    async def reopen(self, user_id: str, prompt_ids: Sequence[str]) -> None:
+        """These requests' outcome changed after their card was settled: settle it again."""
+        for prompt_id in prompt_ids:
+            await self.db.execute(
+                "UPDATE outbox SET prompts_settled = 0 WHERE user_id = $1 AND prompts_settled = 1"
+                " AND status = 'sent' AND payload LIKE $2", user_id, f'%"{prompt_id}"%')
 
     async def _states(self, prompts: Sequence[ApprovalPrompt]) -> dict[str, str]:
         states: dict[str, str] = {}

@@ -8,6 +8,7 @@ import json
 import signal
 import sys
 
+from bot.approvals.store import INTERRUPTED
 from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.fakes.fake_openai import Reply, ToolCall
 
@@ -58,7 +59,7 @@ def _logged(path) -> list[str]:
     return [json.loads(line)["kind"] for line in path.read_text().splitlines()]
 
 
-async def test_kill_during_an_approved_action_fails_it_visibly_and_a_later_yes_runs_nothing(
+async def test_kill_during_an_approved_action_is_told_as_unknown_and_never_runs_again(
         fake_llm, tmp_path):
     log = tmp_path / "actions.jsonl"
     registry = tmp_path / "money.yaml"
@@ -85,22 +86,26 @@ async def test_kill_during_an_approved_action_fails_it_visibly_and_a_later_yes_r
     first.send_signal(signal.SIGKILL)  # ...and the process dies in the middle of it
     await first.wait()
 
-    # The restart settles it before any turn runs; the "yes" the crash cut short is redone
-    # and reaches the LLM with the call's real outcome; a later "yes" runs nothing.
+    # The restart settles it before any turn runs: outcome unknown, told with what to check
+    # and the same transfer offered again as a new card. The "yes" the crash cut short is
+    # redone and reaches the LLM with the call's real outcome, and never answers the new
+    # card (it came before it); a later "no" declines the offer: nothing runs again.
     fake_llm.script(Reply(content="The transfer was interrupted; check your bank first."),
-                    Reply(content="Nothing is waiting for your OK."))
-    code, out, err = await run_valet(["chat", "--pipe"], env, "yes\n")
+                    Reply(content="OK, I won't send it again."))
+    code, out, err = await run_valet(["chat", "--pipe"], env, "no\n")
     assert code == 0, err
-    assert out.splitlines() == [
-        "“transfer money (to: bob, amount: 5)” was interrupted: it may or may not have "
-        "happened. Check before trying again.",
-        "The transfer was interrupted; check your bank first.",
-        "Nothing is waiting for your OK."]
+    said = out.splitlines()
+    assert said[0] == ("“transfer money (to: bob, amount: 5)” was interrupted: it may or may "
+                       "not have happened. Check before you approve it again.")
+    assert "1. transfer money (to: bob, amount: 5)" in out  # the offer, as a card
+    assert said[-2:] == ["The transfer was interrupted; check your bank first.",
+                         "OK, I won't send it again."]
     redone = [m["content"] for m in fake_llm.requests[-2]["messages"] if m["role"] == "tool"]
-    assert redone[-1] == "interrupted: the action may not have completed"
+    assert redone[-1] == INTERRUPTED
     assert _logged(log) == ["transfer-started"]  # never started again, never completed
 
     code, out, _ = await run_valet(["approvals", "list"], env)
-    assert code == 0 and "failed" in out and "transfer money" in out
+    assert code == 0 and "outcome unknown" in out and "transfer money" in out
+    assert "rejected" in out  # the offer, declined
     code, out, _ = await run_valet(["chat", "--pipe"], env, "")  # a third start: told once
     assert code == 0 and out == ""

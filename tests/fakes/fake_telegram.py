@@ -72,6 +72,10 @@ class FakeTelegram:
         self._new_update = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._known_chats: set[int] = set()
+        # Chats whose sendMessage is held open, never answered (a send in flight when its
+        # sender is killed); `held` counts the requests caught so.
+        self.holding: set[int] = set()
+        self.held = 0
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -323,6 +327,9 @@ class FakeTelegram:
 
     async def _m_sendMessage(self, params: dict[str, Any]) -> Any:
         chat_id = self._chat_id(params)
+        if chat_id in self.holding:  # in flight until the sender gives up or dies
+            self.held += 1
+            await asyncio.Event().wait()
         text, markup = self._checked(params)
         message = SentMessage(next(self._message_ids), chat_id, text, str(params["text"]),
                               params.get("parse_mode"), markup, time.time())

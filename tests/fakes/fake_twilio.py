@@ -63,6 +63,10 @@ class FakeTwilio:
         self._runner: web.AppRunner | None = None
         self.base_url = ""
         self.arrived = asyncio.Condition()
+        # Numbers whose messages are held open, never answered (a send in flight when its
+        # sender is killed); `held` counts the requests caught so.
+        self.holding: set[str] = set()
+        self.held = 0
 
     # --- what the test controls -------------------------------------------------------------
 
@@ -92,7 +96,7 @@ class FakeTwilio:
     async def __aenter__(self) -> FakeTwilio:
         app = web.Application()
         app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", self._create)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -118,6 +122,9 @@ class FakeTwilio:
             return _error(Failure(401, 20003, message="Authenticate"))
         form = await request.post()
         to = str(form.get("To", ""))
+        if to in self.holding:  # in flight until the sender gives up or dies
+            self.held += 1
+            await asyncio.Event().wait()
         failure = self._failures.popleft() if self._failures else None
         failure = failure or self._by_number.get(to)
         if failure is not None:

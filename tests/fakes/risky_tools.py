@@ -129,3 +129,18 @@ async def transfer_money(ctx: ToolExecutionContext, to: str, amount: int) -> str
     TRANSFERS_DONE.append(entry)
     _record(ctx, "transfer-done", entry)
     return f"Transferred {amount} to {to}."
+
+
+CHARGES: list[dict[str, str]] = []
+
+
+@tool(progress="paying")
+async def pay_invoice(ctx: ToolExecutionContext, invoice: str, amount: int) -> str:
+    """Pay one of the user's invoices. The payment service is down: every call fails.
+
+    Args:
+        invoice: The invoice number.
+        amount: The amount, in euros.
+    """
+    CHARGES.append({"invoice": invoice, "amount": str(amount)})
+    raise RuntimeError("the payment service answered 503 Service Unavailable")

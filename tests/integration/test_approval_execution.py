@@ -44,14 +44,14 @@ async def test_an_approved_action_runs_once_and_says_so(app_factory, fake_llm, t
     assert stored.status is ApprovalStatus.EXECUTED
 
 
-async def test_changed_arguments_are_refused_and_recorded_as_failed(app_factory, fake_llm,
-                                                                    tmp_path):
+async def test_changed_arguments_are_refused_and_recorded_as_refused(app_factory, fake_llm,
+                                                                     tmp_path):
     app, me = await start(app_factory, tmp_path)
     approval, ctx = await approved_email(app, me, fake_llm)
     tampered = replace(approval, arguments={**approval.arguments, "to": "boss@corp.example"})
     ran = await app.approvals.execute(ctx, tampered)
-    assert ran.status is ExecutionStatus.FAILED
+    assert ran.status is ExecutionStatus.REFUSED
     assert ran.content == "Not run: its arguments changed after they were approved."
     assert risky_tools.SENT == []
     stored = await app.approvals.store.get(approval.id)
-    assert stored.status is ApprovalStatus.FAILED and stored.result.startswith("refused:")
+    assert stored.status is ApprovalStatus.REFUSED and stored.result.startswith("refused:")

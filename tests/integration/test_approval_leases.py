@@ -1,5 +1,6 @@
-"""Approvals never stuck: an approved action whose process died is reported interrupted (and
-never run again), whether it was running or had not started; a live one keeps its lease."""
+"""Approvals never stuck: an approved action whose process died is reported (and never run
+again on its own): outcome unknown when it was running (the same action is offered again as a
+new card), interrupted when it had not started; a live one keeps its lease."""
 
 from __future__ import annotations
 
@@ -97,16 +98,20 @@ async def test_the_sweeper_reports_a_dead_processes_action_within_its_interval(
     await alive.sweep_approvals()
     await alive.gateway.wait_idle()
     settled = await store.get(approval.id)
-    assert (settled.status, settled.result) == (ApprovalStatus.FAILED, INTERRUPTED)
+    # It was running: it may have acted. Outcome unknown, never "done", never run again.
+    assert (settled.status, settled.result) == (ApprovalStatus.UNKNOWN, INTERRUPTED)
     assert console.texts() == [f"“{SHOWN}” was interrupted: it may or may not have happened. "
-                               "Check before trying again."]
+                               "Check before you approve it again."]
+    assert console.cards == [(SHOWN,)]  # the same action, offered again as a new card
+    [again] = await alive.approvals.list_pending_approvals("owner")
+    assert again.replaces == approval.id and again.arguments == approval.arguments
     await alive.sweep_approvals()  # told once
     await alive.gateway.wait_idle()
     assert len(console.texts()) == 1
 
-    # A "yes" now runs nothing; the conversation hears what happened to the call.
+    # Nothing ran on its own; the conversation hears what happened to the call.
     fake_llm.script(LLMReply(content="That transfer was interrupted; please check your bank."))
-    reply = await say(alive, "yes")
+    reply = await say(alive, "what happened to the transfer?")
     assert reply.text == "That transfer was interrupted; please check your bank."
     assert risky_tools.TRANSFERS_STARTED == []
     assert INTERRUPTED in tool_results(fake_llm.requests[-1])[-1]
@@ -124,7 +129,7 @@ async def test_a_yes_whose_process_died_before_the_action_started_fails_visibly(
     app, console = await started_app(app_factory, tmp_path, clock)
     await app.gateway.wait_idle()
     settled = await app.approvals.store.get(approval.id)
-    assert (settled.status, settled.result) == (ApprovalStatus.FAILED, NOT_STARTED)
+    assert (settled.status, settled.result) == (ApprovalStatus.INTERRUPTED, NOT_STARTED)
     assert console.texts() == [f"“{SHOWN}” was interrupted before it started: nothing was "
                                "done. Ask again if you still want it."]
     assert not await app.approvals.store.begin_execution(approval.id, clock.now())
@@ -186,8 +191,10 @@ async def test_an_action_settled_as_interrupted_under_it_is_stopped(app_factory,
     await asyncio.sleep(0)
     assert risky_tools.TRANSFERS_DONE == []
     settled = await app.approvals.store.get(approval.id)
-    assert (settled.status, settled.result) == (ApprovalStatus.FAILED, INTERRUPTED)
+    assert (settled.status, settled.result) == (ApprovalStatus.UNKNOWN, INTERRUPTED)
     assert INTERRUPTED in tool_results(fake_llm.requests[-1])[-1]
     await app.gateway.wait_idle()
+    # Told once (by the sweeper, with the action offered again), not again by the turn.
     assert console.texts() == [f"“{SHOWN}” was interrupted: it may or may not have happened. "
-                               "Check before trying again."]
+                               "Check before you approve it again."]
+    assert console.cards == [(SHOWN,)]

@@ -52,7 +52,7 @@ async def test_a_decision_is_applied_once_even_concurrently(db):
     assert not await store.decide(approval.id, ApprovalStatus.REJECTED, by="x", at=NOW)
     runs = await asyncio.gather(*[store.begin_execution(approval.id, NOW) for _ in range(10)])
     assert runs.count(True) == 1
-    await store.finish(approval.id, True, "sent")
+    await store.finish(approval.id, ApprovalStatus.EXECUTED, "sent")
     done = await store.get(approval.id)
     assert done.status is ApprovalStatus.EXECUTED and done.result == "sent"
     assert done.decided_by == "test:u1"
@@ -92,7 +92,8 @@ async def test_an_interrupted_execution_fails_closed(db):
     await store.decide(approval.id, ApprovalStatus.APPROVED, by="u1", at=NOW)
     assert await store.begin_execution(approval.id, NOW)
     assert len(await store.interrupt_lapsed(NOW + timedelta(minutes=5))) == 1
-    assert (await store.get(approval.id)).status is ApprovalStatus.FAILED
+    # It was running: it may have acted, so its outcome is unknown (never "done", never rerun).
+    assert (await store.get(approval.id)).status is ApprovalStatus.UNKNOWN
     assert not await store.begin_execution(approval.id, NOW)
 
 
@@ -111,10 +112,11 @@ async def test_a_running_execution_keeps_its_lease_and_a_lapsed_one_is_settled_o
                                          store.interrupt_lapsed(later))
     [settled] = first + second
     assert (settled.id, settled.status, settled.result) == (
-        approval.id, ApprovalStatus.FAILED, INTERRUPTED)
+        approval.id, ApprovalStatus.UNKNOWN, INTERRUPTED)
     assert not await store.renew_lease(approval.id, later)  # the runner learns it lost it
-    assert not await store.finish(approval.id, True, "sent")  # and cannot claim success
-    assert (await store.get(approval.id)).status is ApprovalStatus.FAILED
+    # and cannot claim success
+    assert not await store.finish(approval.id, ApprovalStatus.EXECUTED, "sent")
+    assert (await store.get(approval.id)).status is ApprovalStatus.UNKNOWN
 
 
 async def test_an_approval_that_never_started_fails_visibly_and_can_never_start(db):
@@ -125,7 +127,7 @@ async def test_an_approval_that_never_started_fails_visibly_and_can_never_start(
     await store.decide(approval.id, ApprovalStatus.APPROVED, by="u1", at=NOW)
     assert await store.interrupt_lapsed(NOW + timedelta(seconds=29)) == []
     [settled] = await store.interrupt_lapsed(NOW + timedelta(seconds=31))
-    assert (settled.status, settled.result) == (ApprovalStatus.FAILED, NOT_STARTED)
+    assert (settled.status, settled.result) == (ApprovalStatus.INTERRUPTED, NOT_STARTED)
     assert not await store.begin_execution(approval.id, NOW + timedelta(seconds=31))
     assert [a.id for a in await store.unreported("u1")] == [approval.id]  # the LLM hears
 

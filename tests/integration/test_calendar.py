@@ -181,6 +181,40 @@ async def test_cancelling_waits_for_approval_then_deletes_it(app_factory, fake_l
     assert await asyncio.to_thread(event_titles, caldav_url) == ["Standup"]
 
 
+async def test_times_are_checked_in_the_persons_zone_before_anyone_is_asked(
+        app_factory, fake_llm, secret_key, caldav_url):
+    """Issue [truth] 2: the card shows the time that will be written, read in the person's
+    zone; a time that cannot be read, or an event that does not exist, gets no card."""
+    app, me = await connected_app(app_factory, caldav_secret(caldav_url))
+    fake_llm.script(Reply(tool_calls=[ToolCall("create_event", {
+        "title": "Lunch with Ana", "start": "tomorrow 13:00"})]))
+    reply = await say(app, me, "lunch with Ana tomorrow at 1")
+    [approval] = await requests_of(app, reply)
+    assert approval.summary == "Add “Lunch with Ana” Tue 31 Mar 13:00-14:00"
+    assert (approval.arguments["start"], approval.arguments["end"]) == (
+        "2026-03-31T13:00", "2026-03-31T14:00")  # Paris time, pinned
+    fake_llm.script(Reply(content="Added."))
+    await say(app, me, "yes")
+    assert last_result(fake_llm) == "Added “Lunch with Ana” Tue 31 Mar 13:00-14:00."
+
+    for call, problem in (
+            (ToolCall("create_event", {"title": "Gym", "start": "sometime next week"}),
+             "Error: 'sometime next week': I can't read that as a date and time. Give the "
+             "time as YYYY-MM-DDTHH:MM in the user's time (Europe/Paris)."),
+            (ToolCall("move_event", {"event_id": "nope-1", "title": "Gym",
+                                     "start": "2026-03-31T10:00"}),
+             "Error: there is no event with id nope-1 in the calendar (list_events shows the "
+             "ids). The user was not asked."),
+            (ToolCall("move_event", {"event_id": "standup-1", "title": "Standup",
+                                     "start": "2026-03-31T10:00"}),
+             "Error: that is a recurring event: moving one occurrence is not supported yet; "
+             "the user can change it in their calendar app. They were not asked.")):
+        fake_llm.script(Reply(tool_calls=[call]), Reply(content="Couldn't."))
+        reply = await say(app, me, "do it")
+        assert not reply.prompts and last_result(fake_llm) == problem
+    assert len(await app.approvals.store.list(me)) == 1  # only the lunch was ever asked
+
+
 async def test_an_ics_subscription_is_read_with_its_recurrence(app_factory, fake_llm,
                                                                secret_key, ics_url):
     app, me = await connected_app(app_factory, {"kind": "ics", "url": ics_url})
@@ -191,12 +225,12 @@ async def test_an_ics_subscription_is_read_with_its_recurrence(app_factory, fake
         "Mon 23 Mar 09:30-09:45 Standup [id standup-1]",
         "Mon 30 Mar 09:30-09:45 Standup [id standup-1]"]
     fake_llm.script(Reply(tool_calls=[ToolCall("create_event", {
-        "title": "x", "start": "2026-03-31T10:00"})]), Reply(content="ok"))
+        "title": "x", "start": "2026-03-31T10:00"})]), Reply(content="It's read-only."))
     reply = await say(app, me, "add x tomorrow at 10")
-    fake_llm.script(Reply(content="It's read-only."))
-    await say(app, me, "yes")
+    # Checked before asking: nobody is asked to approve what cannot be done.
+    assert not reply.prompts and reply.text == "It's read-only."
     assert "read-only subscription" in last_result(fake_llm)
-    assert reply.prompts  # the approval was still asked first: the policy is the registry's
+    assert await app.approvals.store.list(me) == []
 
 
 async def test_no_calendar_connected_is_said_plainly(app_factory, fake_llm, secret_key):

@@ -17,14 +17,16 @@ async def test_no_progress_line_claims_a_delete_that_waits_for_approval(app_fact
                              needs_approval=approval_gated(app.registry))
     app.add_channel(channel)
     await app.start()
+    owner = await app.ensure_owner()
+    note = await app.services.stores.notes.add(owner.id, "Dentist", "Tue 3pm", app.clock.now())
     fake_llm.script(Reply(tool_calls=[ToolCall("calculate", {"expression": "2+2"}),
-                                      ToolCall("delete_note", {"note_id": 7})]),
+                                      ToolCall("delete_note", {"note_id": note.id})]),
                     Reply(content="unused"))
-    await ConsoleChat(app.gateway, channel, now=app.clock.now).say("sum, then delete note 7")
+    await ConsoleChat(app.gateway, channel, now=app.clock.now).say("sum, then delete a note")
     screen = "".join(shown)
     assert "… " in screen  # the calculator's progress line
     assert "deleting the note" not in screen
-    assert "1. Delete note #7 (there is no such note)" in screen
+    assert f"1. Delete the note #{note.id} “Dentist”" in screen
     assert "[1]" not in screen
 
 

@@ -109,7 +109,8 @@ async def test_a_contact_found_in_mail_is_saved_only_once_the_person_confirms(
         "found_in": "the clinic's email of 3 May"})]))
     reply = await say(app, me, "anything in my mail?")
     [approval] = await requests_of(app, reply)
-    assert approval.summary == ("Save Dr Ruiz to your address book: dentist, +34 911 234 567 "
+    # The card shows the details as they will be saved (checked and cleaned before asking).
+    assert approval.summary == ("Save Dr Ruiz to your address book: dentist, +34911234567 "
                                 "(found in the clinic's email of 3 May)")
     assert await app.services.stores.contacts.all(me) == []
     fake_llm.script(Reply(content="Saved."))

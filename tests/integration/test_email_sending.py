@@ -212,14 +212,53 @@ async def test_a_connection_lost_in_the_middle_of_data_is_never_sent_again(
     app, me = await connected_app(app_factory, smtp)
     approval = await ask_to_send(app, me, fake_llm)
     fake_llm.script(Reply(content="Not sure it went."))
-    await say(app, me, "yes")
+    reply = await say(app, me, "yes")
     assert last_result(fake_llm).startswith("Outcome unknown:")
     assert "check their Sent folder" in last_result(fake_llm)
+    # Issue [truth] 1: the approval says so too, the person is told what to check, and the
+    # same mail is offered again as a new card (never sent again on its own).
+    assert (await app.approvals.store.get(approval.id)).status is ApprovalStatus.UNKNOWN
+    assert reply.text.startswith("I may or may not have sent your email “Numbers” to "
+                                 "ana@example.com, bob@example.com")
+    assert "Check your Sent folder before you approve sending it again." in reply.text
+    [again] = await requests_of(app, reply)
+    assert again.replaces == approval.id and again.arguments == approval.arguments
     smtp.recorder.drop_in_data = False
     app.clock.advance(hours=1)
     await app.mail.run_once()
     assert len(smtp.received) == 1  # the one the server took; never a second
     assert (await app.mail.outbox.get(approval.id)).status is MailStatus.UNKNOWN
+
+
+async def test_a_queued_mail_cut_off_later_turns_its_approval_unknown_and_offers_it_again(
+        app_factory, fake_llm, smtp):
+    """The server was down at the yes (queued: done for now); the deliverer's later attempt
+    is cut off in the middle. The approval follows its mail: outcome unknown, told once
+    (with the card to send it again), and the model hears it at the next turn."""
+    smtp.recorder.drop_in_data = True  # when it comes up, the answer to DATA is lost
+    app, me = await connected_app(app_factory, smtp)
+    console = RecordingSender("console")
+    app.add_channel(console)
+    await app.gateway.start()
+    approval = await ask_to_send(app, me, fake_llm)
+    fake_llm.script(Reply(content="The server is down; it's queued."))
+    await say(app, me, "yes")
+    stored = await app.approvals.store.get(approval.id)
+    assert stored.status is ApprovalStatus.EXECUTED  # queued: the mail outbox has it
+    await smtp.start()
+    app.clock.advance(hours=1)
+    await app.mail.run_once()
+    assert (await app.mail.outbox.get(approval.id)).status is MailStatus.UNKNOWN
+    await app.sweep_approvals()
+    await app.sweep_approvals()  # told once
+    await app.gateway.wait_idle()
+    assert (await app.approvals.store.get(approval.id)).status is ApprovalStatus.UNKNOWN
+    told = [t for t in console.texts() if "may or may not have sent" in t]
+    assert len(told) == 1 and "before you approve sending it again" in told[0]
+    assert console.cards[console.texts().index(told[0])] == (approval.summary,)
+    fake_llm.script(Reply(content="It may not have gone."))
+    await say(app, me, "did it go?")
+    assert last_result(fake_llm).startswith("Outcome unknown:")
 
 
 async def test_a_reply_keeps_the_thread(app_factory, fake_llm, smtp):
@@ -251,7 +290,8 @@ async def test_a_reply_keeps_the_thread(app_factory, fake_llm, smtp):
     assert mail.message["To"] == "Ana Lima <ana@example.com>"
     assert mail.message["Cc"] == "bob@example.com, carol@example.com"
     assert mail.rcpt_tos == ("ana@example.com", "bob@example.com", "carol@example.com")
-    assert looked_up == [42, 42]  # for the card, then for the approved message
+    # for the check before asking, the card, then the approved message
+    assert looked_up == [42, 42, 42]
 
 
 async def test_an_edit_makes_a_new_approval_and_only_the_edited_mail_is_sent(

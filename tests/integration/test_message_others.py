@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.approvals.model import ApprovalStatus
 from bot.clock import FakeClock
 from bot.config import ContactsSettings, OwnerSettings
 from bot.tools import ToolExecutionContext
@@ -90,8 +91,8 @@ async def test_two_anas_make_valet_ask_which_before_any_approval_then_one_sms_go
 
     fake_llm.script(Reply(content="Sent."))
     assert await sam_says(world, "1") == "Sent."
-    assert tool_results(fake_llm)[-1].startswith(
-        f"Sent to Ana Lopez (an SMS from Valet's number to {ANA_LOPEZ}): “{SIGNED}”")
+    assert tool_results(fake_llm)[-1].startswith(  # queued, not yet known to be sent
+        f"On its way to Ana Lopez (an SMS from Valet's number to {ANA_LOPEZ}): “{SIGNED}”")
     [sms] = [m for m in world.twilio.sent if m.to == ANA_LOPEZ]
     assert (sms.from_, sms.body) == (FROM_NUMBER, SIGNED_GSM)
 
@@ -106,7 +107,7 @@ async def test_two_anas_make_valet_ask_which_before_any_approval_then_one_sms_go
         approval.arguments, ToolExecutionContext(
             user_id=await sam_id(world), clock=world.app.clock,
             services=deps.tool_services, call_id=approval.id))
-    assert again == "Already sent to Ana Lopez before; nothing was sent again."
+    assert again.content == "Already sent to Ana Lopez before; nothing was sent again."
     world.app.outbound.deliverer.wake()
     await world.idle()
     assert world.replies(ANA_LOPEZ) == [SIGNED_GSM]
@@ -163,10 +164,16 @@ async def test_an_opt_out_between_the_card_and_the_yes_still_stops_it(world, fak
     await world.text("stop", sender=ANA_LOPEZ)
     await world.idle()
     fake_llm.script(Reply(content="Not sent."))
-    await sam_says(world, "1")
+    reply = await sam_says(world, "1")
+    # Refused, not "Done": the SMS reply says so (SMS cannot edit the card), as does the
+    # result the model reads and the approval's record.
+    assert reply.startswith(f"Refused: Send Ana Lopez an SMS from Valet's number to {ANA_LOPEZ}")
+    assert reply.endswith("Not sent.")
     assert tool_results(fake_llm)[-1] == (
-        "Error: MessageRefused: Ana Lopez (+12125550101) has replied STOP to Valet's "
-        "messages. Nothing was sent.")
+        "Refused: Ana Lopez (+12125550101) has replied STOP to Valet's messages. Nothing was "
+        "sent.")
+    [approval] = await world.app.approvals.store.list(None, None)
+    assert approval.status is ApprovalStatus.REFUSED
     assert world.replies(ANA_LOPEZ) == []
 
 

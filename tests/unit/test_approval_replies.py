@@ -96,27 +96,88 @@ async def test_the_interpreter_helps_and_is_validated():
     async def good(text, pending):
         return '```json\n{"decisions": [{"number": 2, "decision": "edit", "changes": "window"}]}'
 
-    async def bad(text, pending):
-        return '{"decisions": [{"number": 7, "decision": "approve"}]}'
+    text = "the email is fine I guess, but the flight with a window seat please, no wait"
+    parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=good)
+    assert parsed.decisions[0].approval_id == "a2" and parsed.decisions[0].changes == "window"
+    assert "team@example.com" in interpret_prompt(text, [EMAIL, FLIGHT])
+
+
+async def test_an_interpreter_that_fails_or_is_unsure_leaves_the_message_a_new_request():
+    """Issue [truth] 3: a waiting approval never eats a new request. Whatever the interpreter
+    does short of a valid, sure answer, the message goes to the loop (`unrelated`) and nothing
+    is decided; `unsure` lets a reminder of what waits follow the answer."""
+    async def bad(text, pending):  # an action that does not exist
+        return ('{"answers": true, "sure": true, "decisions": [{"number": 7, '
+                '"decision": "approve"}]}')
 
     async def garbage(text, pending):
         return "I think they mean yes"
 
-    text = "the email is fine I guess, but the flight with a window seat please, no wait"
-    parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=good)
-    assert parsed.decisions[0].approval_id == "a2" and parsed.decisions[0].changes == "window"
-    for interpreter in (bad, garbage):
-        parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=interpreter)
-        assert parsed.decisions == [] and parsed.clarify
-    assert "team@example.com" in interpret_prompt(text, [EMAIL, FLIGHT])
+    async def down(text, pending):
+        raise TimeoutError("the LLM did not answer")
+
+    async def twice(text, pending):
+        return ('{"decisions": [{"number": 1, "decision": "approve"}, '
+                '{"number": 1, "decision": "reject"}]}')
+
+    async def not_sure(text, pending):
+        return ('{"answers": true, "sure": false, "decisions": [{"number": 1, '
+                '"decision": "reject"}]}')
+
+    for text in ("remind me at 1pm to call mom, no rush", "book lunch with Ana at 1pm",
+                 "the email is fine I guess, but the flight with a window seat please, no wait"):
+        for interpreter in (bad, garbage, down, twice):
+            parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=interpreter)
+            assert parsed.unrelated and parsed.unsure and not parsed.decisions, (text, parsed)
+            assert parsed.clarify is None
+        parsed = await parse_reply(text, [EMAIL], interpret=not_sure)
+        assert parsed.unrelated and parsed.unsure and not parsed.decisions
 
 
-async def test_a_sentence_that_starts_with_an_answer_answers_one_pending():
-    assert verdicts(await parse_reply("yes I think so", [EMAIL])) == {"a1": "approve"}
-    assert verdicts(await parse_reply("no, not now", [EMAIL])) == {"a1": "reject"}
-    assert (await parse_reply("no worries, what's on tomorrow?", [EMAIL, FLIGHT])).clarify
+async def test_which_one_only_for_a_clear_answer_to_one_of_several():
+    async def answers_unsure(text, pending):
+        return '{"answers": true, "sure": false, "decisions": []}'
+
+    async def something_else(text, pending):
+        return '{"answers": false, "sure": true, "decisions": []}'
+
+    text = "yes to the one about the trip I think"
+    parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=answers_unsure)
+    assert parsed.decisions == [] and "Which one" in parsed.clarify
+    parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=something_else)
+    assert parsed.unrelated and not parsed.unsure and parsed.clarify is None
+
+
+async def test_a_sentence_that_starts_with_an_answer_needs_the_interpreter_to_be_one():
+    async def says(verdict):
+        async def interpret(text, pending):
+            return ('{"answers": true, "sure": true, "decisions": [{"number": 1, "decision": "'
+                    + verdict + '"}]}')
+        return interpret
+
+    assert verdicts(await parse_reply("yes I think so", [EMAIL],
+                                      interpret=await says("approve"))) == {"a1": "approve"}
+    assert verdicts(await parse_reply("no, not now", [EMAIL],
+                                      interpret=await says("reject"))) == {"a1": "reject"}
+    # Without an interpreter that is sure of it, a leading yes/no is no answer.
+    for text in ("yes I think so", "no, not now", "no worries, what's on tomorrow?"):
+        assert (await parse_reply(text, [EMAIL, FLIGHT])).unrelated
     assert (await parse_reply("I said no to coffee today", [EMAIL])).unrelated
     assert (await parse_reply("let's go to the store", [EMAIL])).unrelated
+
+
+async def test_yes_words_with_courtesy_are_a_clear_answer():
+    for text in ("yes please, go ahead", "ok do it, thanks", "Yes, send it!"):
+        assert verdicts(await parse_reply(text, [EMAIL])) == {"a1": "approve"}, text
+    assert verdicts(await parse_reply("no thanks, cancel", [EMAIL])) == {"a1": "reject"}
+    assert (await parse_reply("yes no", [EMAIL])).decisions == []
+
+
+async def test_a_digit_or_an_action_word_in_a_new_request_decides_nothing():
+    for text in ("remind me in 1 minute to stretch", "book lunch with Ana at 1pm",
+                 "remind me at 1pm to call mom, no rush"):
+        parsed = await parse_reply(text, [EMAIL])
+        assert parsed.unrelated and not parsed.decisions and parsed.clarify is None, text
 
 
 def test_several_approvals_are_rendered_with_their_own_numbers():

@@ -43,7 +43,8 @@ SINKS: dict[str, tuple[tuple[int | None, str], ...]] = {
 # Functions whose return value is what the person reads.
 SPEAKERS = ("answer_button", "listing", "forgotten_line", "outcome_line", "render_prompts",
             "render_prompt", "cancel_latest", "expired_line", "interrupted_line", "notice_line",
-            "tasks_text", "line_for")
+            "tasks_text", "line_for", "not_done_line", "card_line", "card_word", "state_word",
+            "lately", "_still_waiting", "_not_done")
 
 
 def sources() -> Iterator[Path]:

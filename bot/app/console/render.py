@@ -15,6 +15,8 @@ from aiohttp import web
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from bot.approvals.listing import table_word
+
 # Nothing from elsewhere: scripts, styles and images come from Valet itself; no framing; the
 # sign-in link never travels in a Referer header.
 SECURITY_HEADERS = {
@@ -58,7 +60,8 @@ class Templates:
                                autoescape=select_autoescape(["html"]),
                                undefined=StrictUndefined, trim_blocks=True,
                                lstrip_blocks=True)
-        self.env.filters.update(when=when, shown=shown, one_line=one_line)
+        self.env.filters.update(when=when, shown=shown, one_line=one_line,
+                                status=table_word)
         self.env.globals["who"] = who
 
     def render(self, name: str, **values: Any) -> str:

@@ -1,0 +1,100 @@
+"""Approved actions whose effect settles after the action returned: the approval follows it.
+
+An approved `message_someone` queues one outbox row keyed by the approval id, and an approved
+mail one `mail_outbox` row; the action returns once the row is stored, and the row is sent
+later (at once, after retries, after a restart). Such an approval is recorded `executed` with
+`effect_pending`, and whoever keeps the record (`EffectRecords`, given per tool name by the
+composition root) is asked what became of it, by the sweeper and at the person's next turn:
+
+    still on its way        nothing changes
+    sent                    it stays executed (done)
+    failed                  executed -> failed, and the person is told why (unless the record's
+                            owner told them already: the mail deliverer does)
+    unknown                 executed -> unknown (a send cut off by a dead process): the person
+                            is told what to check and offered the same action again, as a new
+                            approval (a card); never re-sent on its own
+
+Each change is a compare-and-set in the store, so the person hears of it once however many
+processes look; the conversation hears it at their next turn as the call's corrected result.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.approvals.model import ApprovalRequest, ApprovalStatus, ExecutionStatus
+from bot.approvals.store import ApprovalStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What became of an approved action's durable effect."""
+
+    status: ExecutionStatus  # EXECUTED, FAILED or UNKNOWN
+    reason: str = ""  # what went wrong, for the conversation and the record
+    told: bool = False  # the record's owner has told the person already
+    line: str = ""  # what the person is told, in the record owner's words ("": the generic)
+
+
+class EffectRecords(Protocol):
+    """Where an approved action's effect waits, keyed by its approval id."""
+
+    async def effect(self, approval: ApprovalRequest) -> Effect | None:
+        """None while it is still on its way."""
+        ...
+
+
+@dataclass(frozen=True)
+class Followed:
+    """An approval whose effect settled badly: what the person is to be told."""
+
+    approval: ApprovalRequest  # as it is now (failed or unknown)
+    effect: Effect
+
+
+def corrected_result(effect: Effect) -> str:
+    """What the conversation hears now, in place of the earlier "on its way"."""
+    if effect.status is ExecutionStatus.UNKNOWN:
+        return (f"Outcome unknown: {effect.reason}. It may or may not have happened; the user "
+                "was told to check and offered to try again (a new approval). Do not say it "
+                "was done.")
+    return f"Failed after all: {effect.reason}. It did not happen; the user was told."
+
+
+class EffectWatch:
+    def __init__(self, store: ApprovalStore, records: Mapping[str, EffectRecords]) -> None:
+        self.store = store
+        self.records = records  # by tool name
+
+    def follows(self, tool_name: str) -> bool:
+        return tool_name in self.records
+
+    async def follow(self, user_id: str | None = None) -> list[Followed]:
+        """One look at every pending effect (one user's, or everyone's); returns the ones that
+        settled badly now (each once, whoever else is looking)."""
+        bad = []
+        for approval in await self.store.effects_pending(user_id):
+            records = self.records.get(approval.tool_name)
+            try:
+                effect = await records.effect(approval) if records is not None else \
+                    Effect(ExecutionStatus.EXECUTED)
+            except Exception:  # a record that cannot be read now is read at the next look
+                log.warning("reading the effect of approval %s failed", approval.id,
+                            exc_info=True)
+                continue
+            if effect is None:
+                continue
+            status = effect.status.record
+            result = None if status is ApprovalStatus.EXECUTED else corrected_result(effect)
+            if await self.store.effect_settled(approval.id, status, result) and \
+                    status is not ApprovalStatus.EXECUTED:
+                log.warning("approved action %s (%s) did not go: %s", approval.id,
+                            approval.tool_name, effect.reason)
+                now = await self.store.get(approval.id)
+                bad.append(Followed(now or approval, effect))
+        return bad
