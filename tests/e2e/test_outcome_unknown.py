@@ -115,6 +115,8 @@ async def test_a_kill_while_the_sms_to_ana_is_in_flight_is_told_as_unknown_by_sm
             fake_llm.script(Reply(tool_calls=[SAVE_ANA]), Reply(content="Saved Ana."),
                             Reply(tool_calls=[TEXT_ANA]))
             await sam_texts(http, url, twilio, "Ana Lopez is +12125550101", "SM1")
+            # Its answer first: sent while the first turn runs, the second would join it.
+            await until(lambda: twilio.bodies_to(SAM) == ["Saved Ana."], "the first answer")
             await sam_texts(http, url, twilio, "text Ana that I'm late", "SM2")
             await until(lambda: len(twilio.bodies_to(SAM)) == 2, "the card")
             assert "Reply 1 to send" in twilio.bodies_to(SAM)[1]
