@@ -48,6 +48,9 @@ class _Lines(pydantic.BaseModel):
                          "it was open too long. Just ask again when you want it.")
     task_dropped: str = ("I had to drop the {task} we were working on (“{question}”) because "
                          "that feature changed in an update. Could you ask me again?")
+    # The first person who sent the claim code `valet serve` printed is the owner now.
+    owner_claimed: str = ("Done: you're my owner now. I'll answer you here from now on; "
+                          "ask me anything.")
     task_evicted: str = ("I've dropped the older unfinished {task} (“{question}”): I keep at "
                          "most {limit} open at a time.")
 

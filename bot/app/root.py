@@ -20,6 +20,7 @@ from agents.registry import Registry, load_registry
 from agents.services import Services
 from agents.stores import AgentStores
 from bot.app.database import open_database
+from bot.app.owner import record_owner
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow, ApprovalLines
 from bot.approvals.store import ApprovalStore
@@ -35,6 +36,7 @@ from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
 from bot.gateway.access import AccessControl
+from bot.gateway.claims import OwnerClaims
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
@@ -159,7 +161,11 @@ class App:
         exposure = await build_exposure(registry, agents.capabilities, settings, db)
         users = UserStore(db)
         identities = IdentityStore(db, users)
-        access = AccessControl(db, identities, settings.access, settings.timezone)
+        access = AccessControl(db, identities, settings.access, settings.timezone,
+                               claims=OwnerClaims(
+                                   db, identities, settings.access.guess_limiter(db), OWNER_ID,
+                                   welcome=persona.lines.owner_claimed,
+                                   record=record_owner(settings)))
         history = HistoryStore(db, load_limit=settings.gateway.history_messages)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
                          max_per_user=settings.agents.pool_max_per_user)

@@ -15,10 +15,12 @@ import os
 import sys
 from collections.abc import Callable, Coroutine
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from bot.cli.admin import add_admin_commands, run_admin
-from bot.config import ConfigError, Settings, load_settings
+from bot.config import ConfigError, Settings, config_path, load_settings
+from bot.config.env_file import EnvFileError, default_env_file, load_env_file
 from bot.config.secret_files import load_secret_files
 from bot.db import DatabaseUnavailable, DatabaseURLError, as_unavailable
 from bot.redact import install_redaction, redact_text
@@ -26,6 +28,8 @@ from bot.redis_service import RedisUnavailable
 
 EXIT_CONFIG = 2
 CONFIG_HELP = "path to valet.yaml (default: $VALET_CONFIG, else ./valet.yaml)"
+ENV_FILE_HELP = ("file of KEY=value lines loaded before the settings; the environment wins "
+                 "(default: valet.env beside valet.yaml)")
 
 
 def valet_version() -> str:
@@ -42,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
                "`valet COMMAND --help` tells more.")
     p.add_argument("--version", action="version", version=f"valet {valet_version()}")
     p.add_argument("--config", help=CONFIG_HELP)
+    p.add_argument("--env-file", help=ENV_FILE_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     chat = sub.add_parser("chat", help="chat in the terminal (pipe mode when stdin is not a tty)")
     chat.add_argument("--pipe", action="store_true",
@@ -86,6 +91,7 @@ def _everywhere(p: argparse.ArgumentParser) -> None:
             child.description = child.description or helps.get(name)
             # SUPPRESS: an option given before the command is not reset by the child's default
             child.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
+            child.add_argument("--env-file", default=argparse.SUPPRESS, help=ENV_FILE_HELP)
             _everywhere(child)
 
 
@@ -96,9 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         p.print_help()
         return 0
     try:
+        load_env(args)  # valet.env: what `valet onboard` wrote (the environment wins)
         load_secret_files(os.environ)  # VALET_X_FILE (Docker secrets, systemd credentials)
         settings = load_settings(args.config)
-    except ConfigError as err:
+    except (ConfigError, EnvFileError) as err:
         return _stop(err)
     if settings.source != "<defaults>":  # a deployment's own agent and tool modules
         here = str(settings.config_dir().resolve())
@@ -124,6 +131,15 @@ def main(argv: list[str] | None = None) -> int:
         if failure is None:
             raise
         return _stop(failure)
+
+
+def load_env(args: argparse.Namespace) -> Path:
+    """The env file into this process's environment, before anything reads it; its path."""
+    given = getattr(args, "env_file", None)
+    path = Path(given) if given else default_env_file(config_path(args.config, dict(
+        os.environ))[0])
+    load_env_file(path, os.environ, required=bool(given))
+    return path
 
 
 def _configure_logging(settings: Settings, command: str) -> None:

@@ -73,6 +73,12 @@ class OutboxStore:
             "SELECT 1 FROM outbox WHERE (status = 'pending' AND next_attempt_at <= $1)"
             " OR status = 'sending' LIMIT 1", at) is not None
 
+    async def on_its_way(self, dedupe_key: str) -> bool:
+        """The message with this key is still to be sent (pending or being sent)."""
+        return await self.db.fetchval(
+            "SELECT 1 FROM outbox WHERE dedupe_key = $1 AND status IN ('pending', 'sending')",
+            dedupe_key) is not None
+
     async def claim(self, message_id: int, at: datetime) -> bool:
         """pending -> sending, only while no earlier message to the same address is still
         on its way: order holds even with several processes delivering. A message held for

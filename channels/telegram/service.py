@@ -118,6 +118,11 @@ class TelegramService:
         return cls(settings.telegram, door=host.door, is_known=is_known, lease=lease,
                    transcriber=transcriber, vision=llm.vision, now=host.clock.now, **kwargs)
 
+    @property
+    def username(self) -> str:
+        """The bot's @name, once started (getMe)."""
+        return self.inbound.me.username if self.inbound.me is not None else ""
+
     # --- ServedChannel ---------------------------------------------------------------------
 
     def routes(self) -> list[web.RouteDef]:
