@@ -53,7 +53,11 @@ def parser() -> argparse.ArgumentParser:
                       help="one message per input line, one reply per line on stdout")
     chat.add_argument("--jsonl", action="store_true",
                       help="pipe mode, each reply as a JSON line (reply, stop_reason, approvals)")
-    sub.add_parser("doctor", help="check the configuration, the database and the LLM endpoint")
+    doctor = sub.add_parser("doctor", help="check every configured part: the database, the "
+                            "LLM, Telegram, Twilio, the public URL, the secrets, each capability")
+    doctor.add_argument("--fix", action="store_true",
+                        help="also do what is safe to do: create the data directory, apply "
+                             "migrations, register the Telegram webhook and command menu")
     serve = sub.add_parser("serve", help="run the service: channels (Telegram, SMS), webhooks, "
                                          "health checks, metrics")
     from bot.app.roles import ALL, ROLES
@@ -218,4 +222,4 @@ async def _ops(settings: Settings, args: argparse.Namespace) -> int:
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.doctor import run_doctor
 
-    return await run_doctor(settings, print)
+    return await run_doctor(settings, print, fix=args.fix)

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
-from telegram import Bot, BotCommand, Update
+from telegram import Bot, Update
 from telegram.error import Conflict, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
@@ -32,22 +32,18 @@ from bot.config import ConfigError, Settings, TelegramSettings
 from bot.gateway.door import ChannelHost, Door
 from bot.transcribe import Transcriber
 from channels.telegram.adapter import TelegramChannel, retry_after_seconds
-from channels.telegram.inbound import (
-    COMMANDS,
-    BotIdentity,
-    InboundHandler,
-    InboundSettings,
-)
+from channels.telegram.checks import ALLOWED_UPDATES as ALLOWED_UPDATES
+from channels.telegram.checks import DEFAULT_API_URL, register_webhook, set_commands
+from channels.telegram.checks import WEBHOOK_PATH as WEBHOOK_PATH
+from channels.telegram.checks import webhook_url as webhook_url
+from channels.telegram.inbound import BotIdentity, InboundHandler, InboundSettings
 from channels.telegram.lease import FileLease, PollerLease, RedisLease, bot_id, lease_file
 from channels.telegram.limiter import OutboundLimiter
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
-ALLOWED_UPDATES = ["message", "callback_query"]
 _SECRET_FORMAT = re.compile(r"[A-Za-z0-9_-]{1,256}")
-DEFAULT_API_URL = "https://api.telegram.org"
 
 
 def check_settings(settings: TelegramSettings) -> None:
@@ -134,12 +130,10 @@ class TelegramService:
         await self.bot.initialize()
         me = self.bot.bot
         self.inbound.me = BotIdentity(me.id, me.username or "")
-        await self.bot.set_my_commands([BotCommand(c, d) for c, d in COMMANDS.items()])
+        await set_commands(self.bot)
         self._accepting = True
         if self.settings.mode == "webhook":
-            url = webhook_url(self.settings.webhook_url or "")
-            await self.bot.set_webhook(url, secret_token=self.settings.webhook_secret,
-                                       allowed_updates=ALLOWED_UPDATES)
+            url = await register_webhook(self.bot, self.settings)
             log.info("telegram: @%s receives updates by webhook at %s", me.username, url)
         else:
             self._poller = asyncio.create_task(self._poll_while_leased())
@@ -240,7 +234,3 @@ class TelegramService:
                 return False
         return True
 
-
-def webhook_url(base: str) -> str:
-    base = base.rstrip("/")
-    return base if base.endswith(WEBHOOK_PATH) else base + WEBHOOK_PATH
