@@ -80,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.mcp import add_mcp_commands
 
     add_mcp_commands(sub)
+    from bot.cli.onboard import add_onboard_command
+
+    add_onboard_command(sub)
     _everywhere(p)
     return p
 
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
-        "migrate": _ops, "backup": _ops, "logs": _ops}
+        "migrate": _ops, "backup": _ops, "logs": _ops, "onboard": _onboard}
     _configure_logging(settings, args.command)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
@@ -204,6 +207,12 @@ async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.mcp import run_mcp
 
     return await run_mcp(settings, args)
+
+
+async def _onboard(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.onboard import run_onboard
+
+    return await run_onboard(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:

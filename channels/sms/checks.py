@@ -23,6 +23,7 @@ class TwilioUnusable(Exception):
 
 @dataclass(frozen=True)
 class NumberState:
+    sid: str  # PN...
     number: str
     sms: bool  # can send and receive SMS
     sms_url: str  # where Twilio posts an incoming SMS ("" when unset)
@@ -66,9 +67,20 @@ class TwilioCheck:
         for item in found:
             if item.phone_number == number:
                 caps = item.capabilities if isinstance(item.capabilities, dict) else {}
-                return NumberState(number, bool(caps.get("sms")), str(item.sms_url or ""))
+                return NumberState(str(item.sid), number, bool(caps.get("sms")),
+                                   str(item.sms_url or ""))
         raise TwilioUnusable(f"{number} is not a number of this Twilio account: use one the "
                              "account owns (Phone Numbers > Manage > Active numbers)")
+
+    async def point_sms_webhook(self, number: NumberState, url: str) -> None:
+        """Incoming SMS to this number are posted to `url` (HTTP POST) from now on."""
+        try:
+            await self.client.incoming_phone_numbers(number.sid).update_async(
+                sms_url=url, sms_method="POST")
+        except TwilioException as err:
+            raise _unusable(err, f"the number {number.number}") from err
+        except TransientSendError as err:
+            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
 
     async def messaging_service(self, sid: str) -> str:
         try:

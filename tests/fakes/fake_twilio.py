@@ -103,6 +103,8 @@ class FakeTwilio:
         return [web.post("/2010-04-01/Accounts/{sid}/Messages.json", self._create),
                 web.get("/2010-04-01/Accounts/{sid}.json", self._account),
                 web.get("/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json", self._numbers),
+                web.post("/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers/{pn}.json",
+                         self._update_number),
                 web.get("/messaging/v1/Services/{service}", self._service)]
 
     async def __aenter__(self) -> FakeTwilio:
@@ -141,15 +143,36 @@ class FakeTwilio:
             self.refused_auth += 1
             return _error(Failure(401, 20003, message="Authenticate"))
         wanted = request.query.get("PhoneNumber")
-        found = [{"sid": f"PN{i:032x}", "account_sid": self.account_sid, "phone_number": number,
-                  "friendly_name": number, "sms_url": spec.get("sms_url", ""),
-                  "capabilities": {"voice": True, "sms": bool(spec.get("sms")), "mms": False}}
-                 for i, (number, spec) in enumerate(self.numbers.items())
+        found = [self._number(i, number) for i, number in enumerate(self.numbers)
                  if wanted is None or number == wanted]
         return web.json_response({
             "incoming_phone_numbers": found, "page": 0, "page_size": 50, "start": 0,
             "end": max(len(found) - 1, 0), "first_page_uri": request.path_qs,
             "next_page_uri": None, "previous_page_uri": None, "uri": request.path_qs})
+
+    def _number(self, i: int, number: str) -> dict[str, Any]:
+        spec = self.numbers[number]
+        return {"sid": f"PN{i:032x}", "account_sid": self.account_sid, "phone_number": number,
+                "friendly_name": number, "sms_url": spec.get("sms_url", ""),
+                "sms_method": spec.get("sms_method", "POST"),
+                "capabilities": {"voice": True, "sms": bool(spec.get("sms")), "mms": False}}
+
+    async def _update_number(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if not self._authorised(request):
+            self.refused_auth += 1
+            return _error(Failure(401, 20003, message="Authenticate"))
+        numbers = list(self.numbers)
+        index = int(request.match_info["pn"][2:], 16)
+        if index >= len(numbers):
+            return _error(Failure(404, 20404, message="The requested resource was not found"))
+        form = await request.post()
+        spec = self.numbers[numbers[index]]
+        if "SmsUrl" in form:
+            spec["sms_url"] = str(form["SmsUrl"])
+        if "SmsMethod" in form:
+            spec["sms_method"] = str(form["SmsMethod"])
+        return web.json_response(self._number(index, numbers[index]))
 
     async def _service(self, request: web.Request) -> web.Response:
         self.requests += 1
