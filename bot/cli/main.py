@@ -80,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.mcp import add_mcp_commands
 
     add_mcp_commands(sub)
+    from bot.cli.outbox import add_outbox_commands
+
+    add_outbox_commands(sub)
     from bot.cli.onboard import add_onboard_command
 
     add_onboard_command(sub)
@@ -122,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
-        "migrate": _ops, "backup": _ops, "logs": _ops, "onboard": _onboard}
+        "migrate": _ops, "backup": _ops, "logs": _ops, "onboard": _onboard, "outbox": _outbox}
     _configure_logging(settings, args.command)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
@@ -207,6 +210,12 @@ async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.mcp import run_mcp
 
     return await run_mcp(settings, args)
+
+
+async def _outbox(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.outbox import run_outbox
+
+    return await run_outbox(settings, args)
 
 
 async def _onboard(settings: Settings, args: argparse.Namespace) -> int:

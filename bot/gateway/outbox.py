@@ -144,10 +144,23 @@ class OutboxStore:
         return int(await self.db.fetchval(
             "SELECT COUNT(*) FROM outbox WHERE status = $1", status) or 0)
 
-    async def list(self, status: str | None = None, limit: int = 50) -> list[Row]:
+    async def list(self, status: str | None = None, limit: int = 50, *,
+                   user_id: str | None = None) -> list[Row]:
         return await self.db.fetch(
-            "SELECT * FROM outbox WHERE $1 = '' OR status = $1 ORDER BY id DESC LIMIT $2",
-            status or "", limit)
+            "SELECT * FROM outbox WHERE ($1 = '' OR status = $1) AND ($3 = '' OR user_id = $3)"
+            " ORDER BY id DESC LIMIT $2", status or "", limit, user_id or "")
+
+    async def get(self, message_id: int) -> Row | None:
+        return await self.db.fetchrow("SELECT * FROM outbox WHERE id = $1", message_id)
+
+    async def retry_dead(self, message_id: int) -> bool:
+        """A dead message back to pending with a fresh set of tries (`valet outbox retry`);
+        the running deliverer sends it, after any earlier message to the same address.
+        False unless it was dead."""
+        return await self.db.execute(
+            "UPDATE outbox SET status = 'pending', attempts = 0, waits = 0, last_error = NULL,"
+            " claimed_at = NULL, next_attempt_at = created_at WHERE id = $1 AND status = 'dead'",
+            message_id) == 1
 
 
 @dataclass
