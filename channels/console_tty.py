@@ -3,6 +3,7 @@ event loop, never a reading thread.
 
 - Editing and history (kept in the data directory); a pasted text, however long and however
   many lines, arrives whole (bracketed paste, no terminal line limit).
+- Alt-Enter (or Esc, Enter) starts a new line in the message; Enter sends it.
 - Ctrl-C clears the line; on an empty line a second Ctrl-C (or Ctrl-D) leaves. While a turn
   runs, Ctrl-C stops it: `/stop` goes through the gateway like any message, so the turn ends
   as CANCELLED with its own short reply and nothing is replayed at the next start.
@@ -50,6 +51,9 @@ class TtyScreen:
         self.stopping = False
         self._partial = ""  # streamed text of the current line, not yet moved up
         self._streamed: list[str] = []  # whole lines of this reply already printed
+        # Progress lines shown since the last reply: each says what it says once per turn
+        # (eight capabilities opened are one "… getting ready", not eight).
+        self._progress: set[str] = set()
 
     # --- above the prompt ---------------------------------------------------------------
 
@@ -61,6 +65,7 @@ class TtyScreen:
         else:
             out = f"{SPEAKER}{text}\n"
         self._partial, self._streamed = "", []
+        self._progress.clear()
         self._write(out + "\n")
 
     def note(self, text: str) -> None:
@@ -72,7 +77,10 @@ class TtyScreen:
         elif event.type is EventType.MESSAGE_END and event.data.get("tool_calls"):
             self._partial, self._streamed = "", []  # text before tool calls: shown, done
         elif event.type is EventType.TOOL_CALL_START:
-            self.note(f"  … {event.data.get('progress') or event.data['name']}")
+            line = f"  … {event.data.get('progress') or event.data['name']}"
+            if line not in self._progress:
+                self._progress.add(line)
+                self.note(line)
 
     def _stream(self, chunk: str) -> None:
         self._partial += chunk
@@ -104,8 +112,9 @@ def _stdout_write(text: str) -> None:
 
 
 class ChatNotes(logging.Handler):
-    """Log records worth telling the person (an LLM retry, an error) as one dim line in the
-    chat; the full record is in the log file."""
+    """The few log records worth telling the person while they wait (the LLM is being
+    retried) as one dim line in the chat, in plain words. No log line itself ever reaches
+    the chat (a warning, an event-loop stall): those are in the log file (`valet logs`)."""
 
     def __init__(self, note: Callable[[str], None]) -> None:
         super().__init__(logging.WARNING)
@@ -113,12 +122,15 @@ class ChatNotes(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._note(f"({note_for(record)})")
+            text = note_for(record)
+            if text is not None:
+                self._note(f"({text})")
         except Exception:  # a note is a courtesy: never break the caller
             self.handleError(record)
 
 
-def note_for(record: logging.LogRecord) -> str:
+def note_for(record: logging.LogRecord) -> str | None:
+    """The person's words for a record, or None: not for the chat."""
     if record.name == "bot.llm" and record.msg.startswith("llm call failed") \
             and len(record.args or ()) == 4:
         kind, attempt, _err, decision = record.args  # type: ignore[misc]
@@ -128,8 +140,7 @@ def note_for(record: logging.LogRecord) -> str:
         delay = getattr(decision, "delay", None)
         then = f"trying again in {delay:.0f} s" if delay is not None else "trying another way"
         return f"{what}; {then} (attempt {attempt})"
-    text = record.getMessage().splitlines()[0] if record.getMessage() else record.name
-    return f"{record.levelname.lower()}: {text[:120]}"
+    return None
 
 
 class InteractiveChat:
@@ -145,6 +156,10 @@ class InteractiveChat:
 
     def _keys(self) -> KeyBindings:
         keys = KeyBindings()
+
+        @keys.add("escape", "enter")  # Alt-Enter (Esc, Enter): a new line, not a send
+        def _newline(event: KeyPressEvent) -> None:
+            event.app.current_buffer.insert_text("\n")
 
         @keys.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:
