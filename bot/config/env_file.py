@@ -4,8 +4,11 @@ the settings are read (`--env-file PATH`, by default `valet.env` beside the vale
 
 Values already in the environment win, and a variable given as a file there (`VALET_X_FILE`,
 bot.config.secret_files) wins over the same variable in the env file, so a deployment can
-override any line without editing it. A file others may read is refused (it holds secrets).
-Nothing here prints or logs a value: problems name the file, the line and the key only.
+override any line without editing it. A file every user may read is refused (it holds
+secrets). The default file, when this user may not read it, is someone else's: systemd reads
+/etc/valet/valet.env as root (EnvironmentFile=) before it starts Valet as `valet`, so the
+variables are already in the environment. Nothing here prints or logs a value: problems name
+the file, the line and the key only.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def read_env_file(path: Path) -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise EnvFileError(f"{path}: cannot read: {err.strerror or err}") from err
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+    if mode & stat.S_IRWXO:
         raise EnvFileError(f"{path}: other users may read it (mode {stat.S_IMODE(mode):04o}) "
                            f"and it holds secrets: run `chmod 600 {path}`")
     values: dict[str, str] = {}
@@ -65,6 +68,8 @@ def load_env_file(path: Path, env: MutableMapping[str, str], *, required: bool) 
         if required:
             raise EnvFileError(f"{path}: env file not found")
         return []
+    if not required and not os.access(path, os.R_OK):
+        return []  # another user's (systemd's EnvironmentFile, read as root)
     loaded = []
     for key, value in read_env_file(path).items():
         if _given(key, env):
