@@ -8,6 +8,7 @@ file, line and what is wrong, all of them at once.
         description: ...                 # optional; default: the class docstring
         expose_as_tool: true             # false: loaded, but not offered to the LLM
         approval: never                  # always | never | agent (its needs_approval() decides)
+                                         # | untrusted (asks when third-party text is in the turn)
         timeout: 60                      # seconds (default: loop.agent_tool_execution_timeout)
         max_instances: 3                 # waiting at once per user (default: the pool's limit)
         safe_to_repeat: false            # true only if running it twice does no harm (reads
@@ -16,7 +17,8 @@ file, line and what is wrong, all of them at once.
     tools:
       - module: agents.tools.clock       # registers the module's @tool functions
         only: [current_time]             # optional allow list
-        approval: never                  # always: every call waits for the user's OK
+        approval: never                  # always: every call waits for the user's OK; untrusted:
+                                         # only in a turn holding a page, a mail, an event
         safe_to_repeat: true             # optional: overrides @tool(safe_to_repeat=...)
         settings: {}                     # merged over valet.yaml tools.<module>; this wins
         capability: notes                # the group it belongs to (agents take it too); none:
@@ -68,7 +70,7 @@ class _AgentEntry(_Strict):
     class_: str = pydantic.Field(alias="class", pattern=r"^[\w.]+:\w+$")
     description: str | None = None
     expose_as_tool: bool = True
-    approval: Literal["always", "never", "agent"] = "agent"
+    approval: Literal["always", "never", "agent", "untrusted"] = "agent"
     timeout: float | None = pydantic.Field(None, gt=0)
     max_instances: int | None = pydantic.Field(None, ge=1)
     safe_to_repeat: bool = False
@@ -85,7 +87,7 @@ class _CapabilityEntry(_Strict):
 class _ToolEntry(_Strict):
     module: str = pydantic.Field(pattern=r"^[\w.]+$")
     only: list[str] | None = None
-    approval: Literal["always", "never"] = "never"
+    approval: Literal["always", "never", "untrusted"] = "never"
     safe_to_repeat: bool | None = None  # None: as the @tool declares (default: not safe)
     settings: dict[str, Any] = {}
     capability: str | None = pydantic.Field(None, pattern=_NAME)
@@ -212,6 +214,7 @@ class _Loader:
                         else entry.safe_to_repeat
                     self.registry.tools.add(replace(
                         t, settings=settings, requires_approval=entry.approval == "always",
+                        approval_if_untrusted=entry.approval == "untrusted",
                         safe_to_repeat=safe))
                     self._group(entry.capability, t.name, where("capability"))
 

@@ -39,7 +39,9 @@ class AgentSpec:
     cls: type[StandardAgent]
     description: str
     expose_as_tool: bool = True
-    approval: str = "agent"  # always | never | agent (the agent's needs_approval() decides)
+    # always | never | agent (the agent's needs_approval() decides) | untrusted (asks in a turn
+    # whose context holds third-party text: bot.untrusted)
+    approval: str = "agent"
     timeout: float | None = None
     max_instances: int | None = None  # waiting at once, per user
     safe_to_repeat: bool = False  # a call cut short by a crash may simply run again
@@ -55,6 +57,8 @@ class AgentSpec:
             return True
         if self.approval == "never":
             return False
+        if self.approval == "untrusted":
+            return agent.context.untrusted_context
         return bool(agent.needs_approval())
 
     def new_agent(self, ctx: ToolExecutionContext, task_instruction: str = "") -> StandardAgent:

@@ -13,7 +13,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from bot.clock import Clock
@@ -38,6 +38,7 @@ from bot.tools import (
     ToolStatus,
     run_tool_call,
 )
+from bot.untrusted import holds_untrusted
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
@@ -243,6 +244,8 @@ async def _run_calls(deps: LoopDeps, run: _Run, response: LLMResponse,
     in the order the LLM asked for them."""
 
     step = run.llm_step
+    # Third-party text anywhere in what the model read makes guarded tools ask first.
+    tool_ctx = replace(tool_ctx, untrusted_context=holds_untrusted(run.messages))
 
     async def one(call: ToolCall) -> ToolOutcome:
         found = deps.registry.get(call.name)

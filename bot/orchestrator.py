@@ -146,11 +146,16 @@ class Orchestrator:
         if ctx.user.blocked:
             return Reply("", silent=True, stop=TurnStop.BLOCKED)
         limiter = self.deps.limiter
-        # The limit protects Valet from other people, not from its owner (nor from triggers).
-        exempt = ctx.user.is_owner or ctx.msg.from_trigger is not None
-        if limiter is not None and not exempt and not limiter.allow(ctx.user.id):
-            return Reply(self.deps.persona.lines.rate_limited, stop=TurnStop.RATE_LIMITED)
-        return None
+        # The limit protects Valet from other people, not from its owner. A person's triggered
+        # runs (their tasks, their events) count against it like their messages.
+        if limiter is None or ctx.user.is_owner or limiter.allow(ctx.user.id):
+            return None
+        lines = self.deps.persona.lines
+        if ctx.msg.from_trigger is None:
+            return Reply(lines.rate_limited, stop=TurnStop.RATE_LIMITED)
+        # A burst of held-back runs is told once a window, not once a run.
+        told = not limiter.allow(f"told:{ctx.user.id}", limit=1)
+        return Reply(lines.trigger_rate_limited, stop=TurnStop.RATE_LIMITED, silent=told)
 
     async def run_steps(self, ctx: TurnContext) -> StepResult:
         """Each step in order gets the turn; the first that answers ends the turn there."""

@@ -77,6 +77,10 @@ class ToolExecutionContext:
     call_id: str = ""
     # The message key of the triggered run this turn answers (None: a person wrote).
     triggered_by: str | None = None
+    # Text a third party wrote (a page, a mail, an event) is in this request's context: tools
+    # that change how Valet reaches the person or set up lasting work ask first (the loop sets
+    # it each round; bot.untrusted).
+    untrusted_context: bool = False
     # What the composition root hands to tools (agents.services.Services): the core carries
     # it without looking inside; a tool reads it typed with agents.services.services_of.
     services: object = None
@@ -129,6 +133,9 @@ class Tool:
     # Risk policy from the registry, enforced in code (the loop's approval gate): the LLM
     # cannot skip it, whatever its arguments or any tool result say.
     requires_approval: bool = False
+    # Asks only in a turn where third-party text is in the context (registry `approval:
+    # untrusted`): quiet hours, the preferred channel, tasks, memory and contacts writes.
+    approval_if_untrusted: bool = False
     # How an approved call runs, with the stored arguments (Agent-Tools skip their own
     # approval step); None: `invoke`.
     run_approved: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[Any]] | None = None

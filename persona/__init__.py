@@ -34,6 +34,17 @@ class _Lines(pydantic.BaseModel):
                      "Ask me again and I'll pick it up from there.")
     no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
+    # On the card of a change to how Valet reaches the person (quiet hours, channel, tasks,
+    # memory, contacts) asked only because text someone else wrote is in the conversation.
+    approval_untrusted_reason: str = ("this conversation holds text someone else wrote (a web "
+                                      "page, a mail or an event), so I check with you first")
+    # To the owner, once a day per person and limit, when someone asks for more lasting work
+    # (tasks, schedules) than their budget allows ({name}: who, {reason}: which limit).
+    budget_exceeded: str = "{name} asked for more than their budget allows: {reason}."
+    # A triggered run (a scheduled task, an event) held back by the person's rate limit; said
+    # once for a burst.
+    trigger_rate_limited: str = ("I held back some of your scheduled work: too much ran in the "
+                                 "last minute. It runs again at its next time.")
     cancelled: str = "Okay, I stopped."
     # About tasks waiting for the user's answer (bot.tasks.resume); {task} is "note", "reminder"...,
     # {question} what was asked, {limit} how many may wait at once.

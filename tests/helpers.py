@@ -140,3 +140,17 @@ async def app_with_connected_owner(app_factory: Any, service: str, secret: dict[
     credentials = app.services.credentials
     await credentials.put(me, service, secret, app.clock.now())
     return app, me
+
+
+def unquoted(text: str) -> str:
+    """The body of the one untrusted-data block `text` ends with (bot.untrusted), checked to
+    be well formed: the note before it, its tag matching its body."""
+    import re
+
+    from bot.untrusted import untrusted_tag
+
+    match = re.search(r"Note: [^\n]*\n<<<untrusted data (\w+)>>>\n(.*)\n<<<end untrusted data "
+                      r"\1>>>$", text, re.S)
+    assert match is not None, f"not quoted as untrusted data: {text!r}"
+    assert match.group(1) == untrusted_tag(match.group(2))
+    return match.group(2)

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bot.envelopes import Delivery, Notification, TriggerMessage, Urgency
+from bot.untrusted import quote_untrusted
 from triggers.model import RunKey, RunOutcome, Task, TriggerKind
 from triggers.templates import instruction_for
 
@@ -52,7 +53,11 @@ def trigger_text(run: RunContext, tools: Collection[str] = ()) -> str:
     instruction = instruction_for(task.template, task.instruction, tools)
     if task.kind is TriggerKind.EVENT and run.event is not None:
         data = json.dumps(dict(run.event.get("data") or {}), default=str)[:MAX_EVENT_CHARS]
-        return (f"[Event Trigger] {run.event.get('source')}/{run.event.get('type')}: {data}\n"
+        source = run.event.get("source")
+        # Whoever posted the event wrote its data: the model reads it as data, and a turn that
+        # holds it asks before changing how Valet reaches the person (bot.untrusted).
+        quoted = quote_untrusted(data, note=f"the event's data, as {source} sent it")
+        return (f"[Event Trigger] {source}/{run.event.get('type')}:\n{quoted}\n"
                 f"Task: {instruction}")
     if task.kind is TriggerKind.CONDITION and task.condition is not None:
         check = task.condition

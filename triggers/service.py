@@ -11,6 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
+from triggers.budget import BudgetCheck, OverBudget
 from triggers.changes import TaskChanges
 from triggers.describe import tasks_text
 from triggers.executors import EXECUTORS
@@ -47,11 +48,13 @@ class Owner:
 
 class TaskService:
     def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges,
-                 executors: Collection[str] = EXECUTORS) -> None:
+                 executors: Collection[str] = EXECUTORS, *,
+                 budget: BudgetCheck | None = None) -> None:
         self.store = store
         self.clock = clock
         self.changes = changes
         self.executors = sorted(executors)
+        self.budget = budget  # None: no limits (tests of the engine alone)
 
     def _now(self) -> datetime:
         return self.clock.now()
@@ -123,7 +126,16 @@ class TaskService:
             interval_seconds=int(every.total_seconds()), condition=check,
             created_from=owner.created_from))
 
+    async def _admit(self, task: Task, replacing: str | None = None) -> None:
+        if self.budget is None:
+            return
+        try:
+            await self.budget.admit(task, self._now(), replacing=replacing)
+        except OverBudget as err:
+            raise TaskError(f"not set up: {err}") from None
+
     async def _add(self, task: Task) -> Task:
+        await self._admit(task)
         stored = await self.store.add(task, self._now())
         await self.changes.changed()
         return stored
@@ -146,6 +158,7 @@ class TaskService:
         task = await self.own(user_id, task_id)
         if task.status not in (TaskStatus.PAUSED, TaskStatus.DISABLED):
             raise TaskError(f"{task.name} is {task.status.value}, not paused")
+        await self._admit(task, replacing=task.id)
         await self._set_status(task, TaskStatus.ACTIVE)
         return task
 
@@ -178,6 +191,7 @@ class TaskService:
             changed = Task(**{**task.__dict__, "kind": kind, "cron": parsed.cron,
                               "interval_seconds": parsed.interval_seconds, "run_at": run_at,
                               "created_at": now})
+            await self._admit(changed, replacing=task.id)
             changes.update(kind=kind, cron=parsed.cron, run_at=run_at,
                            interval_seconds=parsed.interval_seconds,
                            next_run_at=changed.next_after(now), created_at=now)

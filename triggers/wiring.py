@@ -13,7 +13,9 @@ from aiohttp import web
 
 from bot.clock import Clock
 from bot.db import Database
+from bot.gateway.users import UserStore
 from bot.tools import ToolRegistry
+from triggers.budget import BudgetCheck, Budgets, TellOwner
 from triggers.changes import TaskChanges
 from triggers.conditions import registry_checker
 from triggers.engine import EngineSettings, TriggerEngine
@@ -46,8 +48,14 @@ class Triggers:
         return events_app(self.bus, token)
 
 
-def build_task_service(db: Database, clock: Clock) -> TaskService:
-    return TaskService(TaskStore(db), clock, TaskChanges())
+def build_task_service(db: Database, clock: Clock, *, budget: BudgetCheck | None = None
+                       ) -> TaskService:
+    return TaskService(TaskStore(db), clock, TaskChanges(), budget=budget)
+
+
+def budget_check(db: Database, users: UserStore, budgets: Budgets,
+                 tell_owner: TellOwner | None, notice: str) -> BudgetCheck:
+    return BudgetCheck(budgets, users, TaskStore(db), tell_owner, notice)
 
 
 def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry: ToolRegistry,

@@ -12,9 +12,13 @@ from agents.calendar.sources import SERVICE, CalendarAccount, CalendarError, rea
 from agents.connected import NotConnected, connected_secret, connected_status
 from bot.capabilities import CapabilityStatus
 from bot.tools import ToolExecutionContext, tool
+from bot.untrusted import quote_untrusted
 
 NEXT_EVENT_HORIZON = timedelta(days=30)
 MAX_RANGE_DAYS = 62
+
+EVENTS_NOTE = ("the calendar's events as their organisers and feeds wrote them (titles, places, "
+               "attendees)")
 
 
 async def _account(ctx: ToolExecutionContext) -> CalendarAccount:
@@ -55,7 +59,9 @@ async def _events_text(ctx: ToolExecutionContext, start: datetime, end: datetime
         return f"Error: {err}"
     if not events:
         return empty
-    return "\n".join(e.line(ctx.tz) for e in events)
+    # Titles, places and attendees are written by whoever sent the invitation or runs the
+    # feed: the model reads them as data.
+    return quote_untrusted("\n".join(e.line(ctx.tz) for e in events), note=EVENTS_NOTE)
 
 
 @tool(progress="checking your calendar", safe_to_repeat=True)
@@ -88,7 +94,7 @@ async def next_event(ctx: ToolExecutionContext) -> str:
     upcoming = [e for e in events if not e.all_day]
     if not upcoming:
         return "Nothing in the next 30 days."
-    return upcoming[0].line(ctx.tz)
+    return quote_untrusted(upcoming[0].line(ctx.tz), note=EVENTS_NOTE)
 
 
 @tool(progress="adding to your calendar")
@@ -120,7 +126,8 @@ async def create_event(ctx: ToolExecutionContext, title: str, start: str,
     local_start, local_end = first.astimezone(ctx.tz), last.astimezone(ctx.tz)
     done = f"Added “{title}” {local_start:%a %d %b %H:%M}-{local_end:%H:%M}."
     if clashes:
-        done += " Tell the user it overlaps: " + "; ".join(e.line(ctx.tz) for e in clashes)
+        done += " Tell the user it overlaps:\n" + quote_untrusted(
+            "; ".join(e.line(ctx.tz) for e in clashes), note=EVENTS_NOTE)
     return done
 
 

@@ -147,8 +147,12 @@ async def deliver(ctx: ToolExecutionContext, plan: Plan) -> str:
         return f"Already sent to {plan.recipient} before; nothing was sent again."
     if sent.outcome is not SendOutcome.QUEUED:
         raise MessageRefused(refusal(plan, sent))
-    return (f"Sent to {plan.recipient} ({plan.where()}): “{plan.message}”. "
-            f"({sent.sent_today} of {sent.limit} messages to others today.)")
+    tally = f"({sent.sent_today} of {sent.limit} messages to others today.)"
+    if sent.held_until is not None:
+        when = sent.held_until.astimezone(ctx.tz)
+        return (f"Queued for {plan.recipient} ({plan.where()}): “{plan.message}”. It goes at "
+                f"{when:%H:%M} ({ctx.timezone}), when their quiet hours end. {tally}")
+    return f"Sent to {plan.recipient} ({plan.where()}): “{plan.message}”. {tally}"
 
 
 def summarize(arguments: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from bot import phones
 from bot.db import Database, Row
+from bot.untrusted import quote_untrusted
 
 MAX_CONTACTS = 2000  # per person: a look-up reads them all
 MAX_FIELD = 200
@@ -52,10 +53,14 @@ class Contact:
         if self.relationship:
             parts.append(f"({self.relationship})")
         for label, value in (("phone", self.phone), ("email", self.email),
-                             ("telegram", self.telegram), ("notes", self.notes)):
+                             ("telegram", self.telegram)):
             if value:
                 parts.append(f"{label} {value}")
-        return " ".join(parts)
+        if not self.notes:
+            return " ".join(parts)
+        # Notes may have been taken from a mail or a chat: the model reads them as data.
+        return " ".join(parts) + "\n" + quote_untrusted(
+            self.notes, note="notes kept with this contact, perhaps from a mail or a chat")
 
 
 def _contact(row: Row) -> Contact:

@@ -66,9 +66,10 @@ from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
 from persona import Persona, load_persona
+from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
-from triggers.wiring import Triggers, build_task_service, build_triggers
+from triggers.wiring import Triggers, budget_check, build_task_service, build_triggers
 
 log = logging.getLogger(__name__)
 
@@ -179,14 +180,16 @@ class App:
             lease=timedelta(seconds=settings.approvals.lease_seconds))
         approvals = ApprovalFlow(
             approval_store, registry, clock, llm,
-            lines=ApprovalLines(expired=persona.lines.approval_expired),
+            lines=ApprovalLines(expired=persona.lines.approval_expired,
+                                untrusted_reason=persona.lines.approval_untrusted_reason),
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
         decisions = ApprovalStep(approvals, users)
         outbound = _build_outbound(settings, db, clock, users, identities,
                                    approval_store.outcomes)
-        tasks = build_task_service(db, clock)
+        tasks = build_task_service(db, clock, budget=budget_check(
+            db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded))
         memory = build_memory(settings, db, clock, llm)
         credentials = CredentialStore.tolerant(db, os.environ)
         services = Services(
@@ -376,6 +379,21 @@ def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
         return bool(features is not None and features.edit)
 
     return can_edit
+
+
+def _budgets(settings: Settings) -> Budgets:
+    t = settings.triggers
+    return Budgets(
+        others=Budget(t.max_active_tasks, timedelta(minutes=t.min_llm_interval_minutes)),
+        owner=Budget(t.owner_max_active_tasks,
+                     timedelta(minutes=t.owner_min_llm_interval_minutes)))
+
+
+def _tell_owner(outbound: Outbound) -> TellOwner:
+    async def tell(text: str, dedupe_key: str) -> bool:
+        return await outbound.notify_owner(text, dedupe_key=dedupe_key)
+
+    return tell
 
 
 def _task_listing(tasks: TaskService) -> Callable[[TurnContext, list[str]], Awaitable[str]]:

@@ -77,7 +77,7 @@ class ApprovalStep:
         if refusal is not None or approval is None:
             return Answered(text=refusal or "", stop=WAITING)
         if self._settled(approval):
-            return Answered(text=f"“{approval.summary}” was already {state_word(approval)}.",
+            return Answered(text=f"“{approval.summary}” was already {self._state(approval)}.",
                             stop=WAITING)
         option = button.choice
         # Edit (or a word no button offers): ask for the change in words; nothing is decided.
@@ -100,10 +100,13 @@ class ApprovalStep:
         if refusal is not None or approval is None:
             return refusal or ""
         if self._settled(approval):
-            return f"Already {state_word(approval)}."
+            return f"Already {self._state(approval)}."
         if button.choice is Option.APPROVE:
             return "Approving…"
         return "Tell me what to change." if button.choice is Option.EDIT else "Cancelling…"
+
+    def _state(self, approval: ApprovalRequest) -> str:
+        return state_word(approval, self.flow.clock.now())
 
     def _settled(self, approval: ApprovalRequest) -> bool:
         """No longer open to a decision: decided already, or past its time."""
@@ -140,7 +143,7 @@ class ApprovalStep:
             if not await self.store.decide(approval.id, status, by=by, at=self.flow.clock.now()):
                 current = await self.store.get(approval.id)
                 said.append(f"“{approval.summary}” was already "
-                            f"{state_word(current or approval)}.")
+                            f"{self._state(current or approval)}.")
                 continue
             content = (await self.flow.execute(ctx, approval)).content if status is \
                 ApprovalStatus.APPROVED else CANCELLED
@@ -162,7 +165,7 @@ class ApprovalStep:
             else ApprovalStatus.REJECTED
         if not await self.store.decide(approval.id, status, by=by, at=self.flow.clock.now()):
             current = await self.store.get(approval.id)
-            return f"“{approval.summary}” was already {state_word(current or approval)}."
+            return f"“{approval.summary}” was already {self._state(current or approval)}."
         if status is ApprovalStatus.REJECTED:
             await self.store.finish_rejected(approval.id, CANCELLED)
             return f"Cancelled “{approval.summary}” for {approval.user_id}."
@@ -195,7 +198,7 @@ class ApprovalStep:
             return f"I couldn't make that change to “{approval.summary}”: {err}"
         now = flow.clock.now()
         if not await self.store.decide(approval.id, ApprovalStatus.SUPERSEDED, by=by, at=now):
-            return f"“{approval.summary}” was already {state_word(approval)}."
+            return f"“{approval.summary}” was already {self._state(approval)}."
         summary, details = describe(tool, arguments)  # the card reads as the first one did
         summary = await named_summary(tool, arguments, ctx.tool_ctx) or summary
         edited = await self.store.create(
@@ -253,7 +256,7 @@ class ApprovalStep:
                 if approval.id in expired_now:
                     notices.append(self.flow.expired_line(approval))
             else:
-                content = approval.result or f"Request {state_word(approval)}."
+                content = approval.result or f"Request {self._state(approval)}."
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
         return Continue(joined=tuple(joined), notices=tuple(notices), settled=tuple(settled))

@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
@@ -54,6 +55,9 @@ CANCELLED = "User cancelled this action."
 @dataclass(frozen=True)
 class ApprovalLines:
     expired: str  # {summary}, {minutes}
+    # Why a guarded tool asks this time (its card's last detail): third-party text is in the
+    # conversation (registry `approval: untrusted`).
+    untrusted_reason: str = ""
 
 
 def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -100,7 +104,8 @@ class ApprovalFlow:
 
     async def gate(self, call: ToolCall, tool: Tool, ctx: ToolExecutionContext
                    ) -> ToolOutcome | None:
-        if not tool.requires_approval or tool.is_agent:
+        asks = tool.requires_approval or (tool.approval_if_untrusted and ctx.untrusted_context)
+        if not asks or tool.is_agent:
             return None  # agents ask at their own approval point, once their fields are in
         try:
             arguments = tool.parse_arguments(call.arguments)
@@ -112,6 +117,9 @@ class ApprovalFlow:
             except ValueError as err:  # refused before anyone is asked
                 return ToolOutcome(call.id, tool.name, ToolStatus.FAILED, f"Error: {err}")
         summary, details = describe(tool, arguments)
+        if not tool.requires_approval and self.lines.untrusted_reason:
+            # asked only because of what a third party wrote: the card says so
+            details = {**details, "why I ask": self.lines.untrusted_reason}
         summary = await named_summary(tool, arguments, ctx) or summary
         draft = ApprovalDraft(tool.name, call.id, arguments, summary, details)
         return ToolOutcome(call.id, tool.name, ToolStatus.WAITING, waiting_result(draft),
@@ -208,7 +216,12 @@ class ApprovalFlow:
                 "if they ask, remind them what is waiting.")
 
 
-def state_word(approval: ApprovalRequest) -> str:
+def state_word(approval: ApprovalRequest, now: datetime | None = None) -> str:
+    """What became of it, in a word or two; a request past its time is "expired" even before
+    the sweeper has marked it so (given `now`)."""
+    if approval.status is ApprovalStatus.PENDING and now is not None \
+            and approval.expires_at <= now:
+        return "expired"
     return {ApprovalStatus.APPROVED: "approved", ApprovalStatus.EXECUTING: "approved",
             ApprovalStatus.EXECUTED: "done", ApprovalStatus.FAILED: "tried, and it failed",
             ApprovalStatus.REJECTED: "cancelled", ApprovalStatus.EXPIRED: "expired",

@@ -197,6 +197,14 @@ class TriggerSettings(_Section):
     # A leader that stops renewing (killed, frozen) is replaced once this has passed since its
     # last renewal: the takeover comes within lease_seconds + heartbeat_seconds.
     lease_seconds: float = pydantic.Field(45.0, gt=0)
+    # Budgets for lasting work (triggers/budget.py), per person other than the owner: tasks set
+    # up at once, and minutes between two runs of a task that asks the LLM (plain reminders
+    # need no LLM and may be more frequent). 0: no limit.
+    max_active_tasks: int = pydantic.Field(20, ge=0)
+    min_llm_interval_minutes: float = pydantic.Field(15.0, ge=0)
+    # The same for the owner (no limit unless set).
+    owner_max_active_tasks: int = pydantic.Field(0, ge=0)
+    owner_min_llm_interval_minutes: float = pydantic.Field(0.0, ge=0)
 
     @pydantic.model_validator(mode="after")
     def _renewed_before_it_runs_out(self) -> TriggerSettings:

@@ -7,6 +7,8 @@ reach the outbox: a narrow service, never the gateway itself.
             number of such messages (counted from the outbox, so it survives a restart)
     once    one outbox row per key (the approval id): a retry or a second "yes" queues
             nothing more
+    when    at once, unless the recipient is a Valet user inside their quiet hours: then
+            when those end (their hours are theirs, whoever writes to them)
 
 The message goes out like any other (ordered, retried, exactly once), with the sender as the
 row's user (it is their message, and their cost); the recipient's answer is theirs: it
@@ -17,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 
 from bot.clock import Clock
 from bot.db import Database
 from bot.gateway.identity import IdentityStore
+from bot.gateway.notify import quiet_until
 from bot.gateway.outbox import OutboxStore
 
 KEY_PREFIX = "others:"
@@ -44,6 +47,7 @@ class Sent:
     outcome: SendOutcome
     sent_today: int  # messages to others in the last 24 hours, this one included if queued
     limit: int
+    held_until: datetime | None = None  # queued for when the recipient's quiet hours end
 
 
 class OutboxMessenger:
@@ -101,13 +105,22 @@ class OutboxMessenger:
         refused = await self._refusal(channel, address, count)
         if refused is not None:
             return Sent(refused, count, self.max_per_day)
+        now = self.clock.now()
+        held = await self._quiet_until(channel, address, now)
         queued = await self.outbox.enqueue(
             self.db, dedupe_key=dedupe_key, user_id=sender_id, channel=channel,
-            address=address, text=text, at=self.clock.now(), payload={"kind": KIND})
+            address=address, text=text, at=now, payload={"kind": KIND}, not_before=held)
         if queued is None:  # a concurrent run of the same key won
             return Sent(SendOutcome.ALREADY_QUEUED, count, self.max_per_day)
         self.wake()
-        return Sent(SendOutcome.QUEUED, count + 1, self.max_per_day)
+        return Sent(SendOutcome.QUEUED, count + 1, self.max_per_day, held_until=held)
+
+    async def _quiet_until(self, channel: str, address: str, now: datetime) -> datetime | None:
+        """When the recipient's quiet hours end, if the address is a Valet user's and they are
+        inside them now."""
+        identity = await self.identities.get(channel, address)
+        user = await self.identities.users.get(identity.user_id) if identity else None
+        return quiet_until(user, now) if user is not None else None
 
     async def _refusal(self, channel: str, address: str, count: int) -> SendOutcome | None:
         if channel not in self.senders:

@@ -14,15 +14,17 @@ class SlidingWindowLimiter:
         self.window = window_seconds
         self._hits: defaultdict[str, deque[float]] = defaultdict(deque)
 
-    def allow(self, key: str) -> bool:
-        """Count one hit for `key` if it is under the limit; False (and no count) if not."""
-        if self.limit <= 0:
+    def allow(self, key: str, limit: int | None = None) -> bool:
+        """Count one hit for `key` if it is under the limit (this one's, or `limit`); False
+        (and no count) if not."""
+        limit = self.limit if limit is None else limit
+        if limit <= 0:
             return True
         now = self.clock.now().timestamp()
         hits = self._hits[key]
         while hits and hits[0] <= now - self.window:
             hits.popleft()
-        if len(hits) >= self.limit:
+        if len(hits) >= limit:
             return False
         hits.append(now)
         return True

@@ -110,49 +110,47 @@ def render_prompts(prompts: tuple[ApprovalPrompt, ...]) -> str:
 # --- splitting and cost ---------------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…:;])[\"')\]]*\s+|\n+")
+_FULL_STOP = re.compile(r"[.!?…][\"')\]]*$")  # a sentence ends here, not a clause (: ;)
+# A message that must be cut ends at a full stop within this many characters of its limit,
+# rather than at a later colon or semicolon ("Note:" must not end a message).
+LOOKBACK = 400
 
 
-def _pieces(text: str) -> list[str]:
-    """Sentences (and paragraphs), each keeping the whitespace that followed it."""
-    pieces, start = [], 0
+def _boundaries(text: str) -> list[tuple[int, bool]]:
+    """Where a message may end (after a sentence, a clause or a paragraph), and whether the
+    text before that point ends a sentence (. ! ? … or a paragraph break)."""
+    found = []
     for match in _SENTENCE_END.finditer(text):
-        pieces.append(text[start:match.end()])
-        start = match.end()
-    if start < len(text):
-        pieces.append(text[start:])
-    return pieces
+        before = text[:match.start()]
+        found.append((match.end(), "\n" in match.group() or bool(_FULL_STOP.search(before))))
+    return found
 
 
-def _hard_split(piece: str, limit: int) -> list[str]:
-    """A sentence longer than a whole message: at word boundaries, else anywhere."""
-    out: list[str] = []
-    while len(piece) > limit:
-        cut = piece.rfind(" ", 0, limit + 1)
-        cut = cut if cut > limit // 2 else limit
-        out.append(piece[:cut])
-        piece = piece[cut:].lstrip(" ")
-    return [*out, piece] if piece else out
+def _cut(text: str, limit: int) -> int:
+    """Where the first message of `text` (longer than `limit`) ends: the last sentence end
+    within LOOKBACK of the limit, else the last clause or sentence end that fits, else the
+    last space past half the limit, else the limit."""
+    fits = [(end, full) for end, full in _boundaries(text[:limit + 1])
+            if len(text[:end].rstrip()) <= limit]
+    near = [end for end, full in fits if full and end >= limit - LOOKBACK]
+    if near:
+        return near[-1]
+    if fits:
+        return fits[-1][0]
+    space = text.rfind(" ", 0, limit + 1)
+    return space if space > limit // 2 else limit
 
 
 def split_messages(text: str, limit: int = MAX_CHARS) -> list[str]:
-    """Whole sentences packed into messages of at most `limit` characters."""
+    """Messages of at most `limit` characters, cut where a reader expects a pause."""
     messages: list[str] = []
-    current = ""
-    for piece in _pieces(text):
-        if len(current) + len(piece.rstrip()) <= limit:
-            current += piece
-            continue
-        if current.strip():
-            messages.append(current.strip())
-        current = ""
-        if len(piece.rstrip()) > limit:
-            *full, current = _hard_split(piece.rstrip(), limit)
-            messages.extend(p.strip() for p in full)
-            current += " "
-        else:
-            current = piece
-    if current.strip():
-        messages.append(current.strip())
+    rest = text.strip()
+    while len(rest) > limit:
+        cut = _cut(rest, limit)
+        messages.append(rest[:cut].strip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        messages.append(rest)
     return messages
 
 

@@ -24,14 +24,17 @@ from bot.approvals.options import Option
 from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
 from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
 from bot.media import MediaUnavailable
+from bot.offload import WorkFailed, WorkTimeout, run_bounded
 from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, callback_data
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
-from channels.telegram.render import escape, message_html, split_html, split_plain
+from channels.telegram.render import escape, message_parts, split_plain
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+INLINE_RENDER_CHARS = 8_000  # about 30 ms to render at worst; longer goes to a worker
+RENDER_SECONDS = 10.0
 BUTTON_LABELS = {Option.APPROVE: "✅ Approve", Option.EDIT: "✏️ Edit",
                  Option.CANCEL: "✖️ Cancel"}
 UNREACHABLE = ("bot was blocked by the user", "chat not found", "user is deactivated",
@@ -63,11 +66,11 @@ class TelegramChannel:
         chat = int(message.address)
         markup = keyboard(message.prompts)
         try:
-            parts = split_html(message_html(message.text, message.prompts))
+            parts = await rendered(message.text, message.prompts)
             ids = await self._send_parts(message.id, chat, parts, markup, ParseMode.HTML)
-        except _EntitiesRejected:
-            log.warning("Telegram rejected the HTML of outbox %s; sending plain text",
-                        message.id)
+        except (_EntitiesRejected, WorkFailed, WorkTimeout):
+            log.warning("outbox %s could not go as HTML (rejected, or too slow to render); "
+                        "sending plain text", message.id)
             plain = plain_text(message.text, message.prompts)
             self._delivered_parts.pop(message.id, None)
             ids = await self._send_parts(message.id, chat, split_plain(plain), markup, None)
@@ -200,6 +203,14 @@ def keyboard(prompts: tuple[ApprovalPrompt, ...]) -> InlineKeyboardMarkup | None
                                                                       prompt.kind))
                      for o in options])
     return InlineKeyboardMarkup(rows)
+
+
+async def rendered(text: str, prompts: tuple[ApprovalPrompt, ...]) -> list[str]:
+    """A short message is rendered here; a long one in an offload worker: markdown with many
+    `*` and `_` costs the parser about 4 ms a KB, and the event loop serves every person."""
+    if len(text) <= INLINE_RENDER_CHARS:
+        return message_parts(text, prompts)
+    return await run_bounded(message_parts, text, prompts, timeout=RENDER_SECONDS)
 
 
 def plain_text(text: str, prompts: tuple[ApprovalPrompt, ...]) -> str:

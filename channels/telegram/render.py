@@ -153,6 +153,12 @@ def prompt_html(prompt: ApprovalPrompt, numbered: bool) -> str:
     return "\n".join(lines)
 
 
+def message_parts(text: str, prompts: Sequence[ApprovalPrompt]) -> list[str]:
+    """The message as Telegram HTML, split into parts that fit (module-level: a long one is
+    rendered in an offload worker, bot.offload)."""
+    return split_html(message_html(text, prompts))
+
+
 def message_html(text: str, prompts: Sequence[ApprovalPrompt]) -> str:
     parts = [markdown_to_html(text)] if text.strip() else []
     parts += [prompt_html(p, numbered=len(prompts) > 1) for p in prompts]
@@ -172,23 +178,36 @@ def visible_length(text: str) -> int:
 
 
 def split_html(rendered: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
-    """Parts of at most `limit` visible characters, each valid HTML on its own."""
+    """Parts of at most `limit` visible characters, each valid HTML on its own. Inside a code
+    block a part ends at a line end (the rest of the line goes with the next part)."""
     parts: list[str] = []
     open_tags: list[tuple[str, str]] = []  # (name, the opening tag as written)
     current: list[str] = []
     size = 0
+    line_end: tuple[int, int] | None = None  # in a code block: (pieces, size) up to a newline
 
     def close_all() -> str:
         return "".join(f"</{name}>" for name, _ in reversed(open_tags))
 
     def flush() -> None:
-        nonlocal size
+        nonlocal size, line_end
         body = "".join(current).rstrip()
         if _has_text(body):
             parts.append(body + close_all())
         current.clear()
         current.extend(tag for _, tag in open_tags)
-        size = 0
+        size, line_end = 0, None
+
+    def flush_at_line_end() -> None:
+        """End the part at the code block's last line end; the line begun goes on."""
+        nonlocal size
+        assert line_end is not None
+        count, _ = line_end
+        carried = current[count:]  # code text and spaces only: no tag opens inside a <pre>
+        del current[count:]
+        flush()
+        current.extend(carried)
+        size = sum(_width(p) for p in carried)
 
     for piece in _pieces(rendered, limit):
         if piece.startswith("<") and len(piece) > 1:
@@ -198,16 +217,23 @@ def split_html(rendered: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
                     open_tags.pop()
             else:
                 open_tags.append((name, piece))
+            if name == "pre":
+                line_end = None
             current.append(piece)
             continue
         width = _width(piece)
         if size + width > limit:
-            if piece.isspace():
+            if line_end is not None and line_end[1] > 0:
+                flush_at_line_end()
+            if size + width > limit:
+                if piece.isspace():
+                    flush()
+                    continue  # a break at whitespace drops the whitespace
                 flush()
-                continue  # a break at whitespace drops the whitespace
-            flush()
         current.append(piece)
         size += width
+        if "\n" in piece and any(name == "pre" for name, _ in open_tags):
+            line_end = (len(current), size)
     body = "".join(current).rstrip()
     if _has_text(body):
         parts.append(body + close_all())

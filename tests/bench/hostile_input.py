@@ -6,11 +6,14 @@
   web_fetch of hostile pages from a loopback server, while a 10 ms ticker runs on the loop:
               fetch time and the longest the loop was held (the ticker's worst lateness)
   clean_text on a 2 MB message full of things to clean
+  a Telegram reply of "*_" markdown, 32 and 80 KB: rendered on the loop (the floor: what it
+              would hold the loop) and as the channel renders it (a worker above 8 KB)
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from html.parser import HTMLParser
 
@@ -22,6 +25,8 @@ from agents.tools.html_text import page_text
 from bot.offload import WorkerPool
 from bot.sanitize import clean_text
 from bot.tools import ToolExecutionContext
+from channels.telegram.adapter import rendered
+from channels.telegram.render import message_parts
 
 HOSTILE = {
     '"<a" * N': lambda n: "<a" * (n // 2),
@@ -71,6 +76,7 @@ async def run() -> list[str]:
     finally:
         pool.close()
     out += await _fetch_while_ticking()
+    out += await _render_while_ticking()
     dirty = "word \x00\ud800\x1b " * 250_000
     started = time.perf_counter()
     clean_text(dirty)
@@ -99,6 +105,27 @@ async def _fetch_while_ticking() -> list[str]:
             worst = max(lag)
             out.append(f"  web_fetch {len(body) // 1000:5d} KB {body[:4]!r}...: fetch {_ms(took)}, "
                        f"event loop held at most {_ms(worst)}")
+    return out
+
+
+async def _render_while_ticking() -> list[str]:
+    rng = random.Random(7)
+    out = []
+    for size in (32_000, 80_000):
+        text = "".join(rng.choice("*_ ab") for _ in range(size))
+        started = time.perf_counter()
+        message_parts(text, ())
+        inline = time.perf_counter() - started
+        lag: list[float] = [0.0]
+        stop = asyncio.Event()
+        ticker = asyncio.create_task(_tick(stop, lag))
+        started = time.perf_counter()
+        await rendered(text, ())
+        took = time.perf_counter() - started
+        stop.set()
+        await ticker
+        out.append(f"  telegram render '*_' {size // 1000:3d} KB: on the loop {_ms(inline)}; "
+                   f"as sent {_ms(took)}, event loop held at most {_ms(max(lag))}")
     return out
 
 

@@ -180,6 +180,19 @@ async def test_expiry_runs_nothing_tells_the_user_and_the_llm(app_factory, fake_
     assert (await app.approvals.store.get(approval.id)).status is ApprovalStatus.EXPIRED
 
 
+async def test_a_button_pressed_after_expiry_says_it_expired_at_once(app_factory, fake_llm,
+                                                                     tmp_path):
+    app, me = await start(app_factory, tmp_path)
+    [approval] = await requests_of(app, await ask_for_email(app, me, fake_llm))
+    user = await app.users.get(me)
+    answer = app.gateway.deps.answer_button
+    assert answer is not None and user is not None
+    assert await answer(user, ButtonPress(approval.id, "approve")) == "Approving…"
+    app.clock.advance(minutes=31)  # past its time, before the sweeper marked it
+    assert await answer(user, ButtonPress(approval.id, "approve")) == "Already expired."
+    assert risky_tools.SENT == []
+
+
 async def test_the_sweeper_tells_the_user_without_waiting_for_them(app_factory, fake_llm,
                                                                    tmp_path):
     from tests.helpers import RecordingSender

@@ -15,7 +15,7 @@ from bot.credentials import new_key
 from bot.envelopes import Inbound
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.radicale_server import PASSWORD, USER, event_titles, make_calendar, radicale
-from tests.helpers import app_with_connected_owner, requests_of
+from tests.helpers import app_with_connected_owner, requests_of, unquoted
 
 # Europe/Paris moves to summer time on Sunday 29 March 2026: a weekly 09:30 stand-up that
 # began before it is still at 09:30 local (07:30 UTC, not 08:30) on Monday the 30th.
@@ -110,6 +110,11 @@ def last_result(fake_llm) -> str:
     return [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
 
 
+def events_listed(fake_llm) -> str:
+    """The last listing of events the model read: quoted as data (organisers wrote it)."""
+    return unquoted(last_result(fake_llm))
+
+
 async def test_today_lists_the_recurring_standup_at_its_local_time_after_the_clock_change(
         app_factory, fake_llm, secret_key, caldav_url):
     app, me = await connected_app(app_factory, caldav_secret(caldav_url))
@@ -117,7 +122,7 @@ async def test_today_lists_the_recurring_standup_at_its_local_time_after_the_clo
                     Reply(content="Standup at 9:30, dentist at 14:00."))
     reply = await say(app, me, "what's on today?")
     assert reply.text == "Standup at 9:30, dentist at 14:00."
-    assert last_result(fake_llm).splitlines() == [
+    assert events_listed(fake_llm).splitlines() == [
         "Mon 30 Mar 09:30-09:45 Standup [id standup-1]",
         "Mon 30 Mar 14:00-14:30 Dentist at Rue Mercière [id dentist-1]"]
     assert PASSWORD not in str(fake_llm.requests)  # the secret never reaches the model
@@ -127,7 +132,7 @@ async def test_the_next_meeting_is_the_standup(app_factory, fake_llm, secret_key
     app, me = await connected_app(app_factory, caldav_secret(caldav_url))
     fake_llm.script(Reply(tool_calls=[ToolCall("next_event", {})]), Reply(content="9:30."))
     await say(app, me, "my next meeting?")
-    assert last_result(fake_llm) == "Mon 30 Mar 09:30-09:45 Standup [id standup-1]"
+    assert events_listed(fake_llm) == "Mon 30 Mar 09:30-09:45 Standup [id standup-1]"
 
 
 async def test_an_event_is_created_only_after_approval_and_shows_title_time_attendees(
@@ -158,7 +163,9 @@ async def test_a_conflicting_event_is_pointed_out(app_factory, fake_llm, secret_
     await say(app, me, "yes")
     result = last_result(fake_llm)
     assert result.startswith("Added “Call with Bob” Mon 30 Mar 14:15-15:00.")
-    assert "overlaps: Mon 30 Mar 14:00-14:30 Dentist" in result
+    said, clashes = result.split("\n", 1)
+    assert said.endswith("overlaps:")
+    assert unquoted(clashes).startswith("Mon 30 Mar 14:00-14:30 Dentist")
 
 
 async def test_cancelling_waits_for_approval_then_deletes_it(app_factory, fake_llm, secret_key,
@@ -180,7 +187,7 @@ async def test_an_ics_subscription_is_read_with_its_recurrence(app_factory, fake
     fake_llm.script(Reply(tool_calls=[ToolCall("list_events", {
         "day": "2026-03-23", "until": "2026-03-30"})]), Reply(content="Two standups."))
     await say(app, me, "standups this week and last?")
-    assert last_result(fake_llm).splitlines() == [
+    assert events_listed(fake_llm).splitlines() == [
         "Mon 23 Mar 09:30-09:45 Standup [id standup-1]",
         "Mon 30 Mar 09:30-09:45 Standup [id standup-1]"]
     fake_llm.script(Reply(tool_calls=[ToolCall("create_event", {
@@ -243,7 +250,7 @@ async def test_a_large_feed_arriving_in_pieces_is_read_whole(app_factory, fake_l
     fake_llm.script(Reply(tool_calls=[ToolCall("list_events", {"day": "today"})]),
                     Reply(content="Standup."))
     await say(app, me, "what's on today?")
-    assert last_result(fake_llm) == "Mon 30 Mar 09:30-09:45 Standup [id standup-1]"
+    assert events_listed(fake_llm) == "Mon 30 Mar 09:30-09:45 Standup [id standup-1]"
 
 
 async def test_a_feed_over_the_limit_is_an_error_not_a_cut_calendar(

@@ -219,3 +219,26 @@ async def test_the_name_a_person_gives_signs_what_valet_sends_for_them(world, fa
     assert tool_results(fake_llm) == ["Name set: Samuel Ortiz."]
     card = await approved_message(world, fake_llm, "Ana Lopez")
     assert "I'm late - from Samuel Ortiz, via Valet" in card
+
+
+async def test_a_message_to_a_valet_user_in_their_quiet_hours_waits_until_they_end(
+        world, fake_llm):
+    telegram = RecordingSender("telegram")
+    world.app.add_channel(telegram)
+    app = world.app
+    ana = await app.identities.create_user("telegram", "70001", display_name="Ana",
+                                           default_timezone="America/New_York", at=NOON)
+    # NOON is 12:00 in New York (EDT): inside Ana's 11:30-14:00 (a nap, say).
+    await app.users.set_quiet_hours(ana.id, "11:30", "14:00")
+    await app.identities.link("sms", ANA_LOPEZ, ana.id, at=NOON)
+    await app.services.stores.contacts.save(
+        await sam_id(world), "Ana Lopez", {"phone": ANA_LOPEZ}, NOON)
+    await approved_message(world, fake_llm, "Ana Lopez")
+    fake_llm.script(Reply(content="It will go at 9."))
+    await sam_says(world, "1")
+    assert telegram.sent == []  # held: nothing inside her quiet hours
+    result = tool_results(fake_llm)[-1]
+    assert result.startswith("Queued for Ana Lopez") and "quiet hours end" in result
+    row = await app.db.fetchrow("SELECT * FROM outbox WHERE channel = 'telegram'")
+    assert row["status"] == "pending"
+    assert row["next_attempt_at"] == datetime(2026, 5, 4, 18, tzinfo=UTC)  # 14:00 in New York

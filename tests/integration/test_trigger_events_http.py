@@ -11,6 +11,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.clock import FakeClock
 from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.untrusted import quote_untrusted
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender
 from triggers.service import Owner
@@ -48,8 +49,11 @@ async def test_an_event_posted_with_the_token_starts_the_persons_task(app_factor
         await app.triggers.bus.drain()
         await asyncio.wait_for(app.gateway.wait_idle(), 10)
         assert sender.texts() == ["Someone rang the doorbell: it is the courier."]
-        assert fake_llm.requests[0]["messages"][-1]["content"].startswith(
-            '[Event Trigger] home/door.ring: {"who": "courier"}')
+        asked = fake_llm.requests[0]["messages"][-1]["content"]
+        assert asked.startswith("[Event Trigger] home/door.ring:\n")
+        # The event's data reaches the model quoted as data, whoever posted it.
+        assert quote_untrusted('{"who": "courier"}', note="the event's data, as home sent it") \
+            in asked
     finally:
         await client.close()
 

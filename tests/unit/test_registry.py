@@ -107,7 +107,8 @@ def test_bad_fields_name_the_key_and_line(tmp_path):
     timeout: -1
     colour: blue
 """)
-    assert "extra.yaml:4: agents.0.approval: Input should be 'always', 'never' or 'agent'" \
+    assert "extra.yaml:4: agents.0.approval: Input should be 'always', 'never', 'agent' or " \
+           "'untrusted'" \
         in message
     assert "extra.yaml:5: agents.0.timeout: Input should be greater than 0" in message
     assert "extra.yaml:6: agents.0.colour: Extra inputs are not permitted" in message

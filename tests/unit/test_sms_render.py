@@ -57,6 +57,18 @@ def test_long_text_is_split_on_sentence_boundaries_within_1600_characters():
     assert all(p.endswith("here.") for p in parts) and " ".join(parts) == text
 
 
+def test_a_message_ends_at_a_full_stop_rather_than_after_a_later_colon():
+    # Packed as tightly as it goes, the first message would end after "Note:", with what the
+    # note says in the next one; the full stop 150 characters earlier reads better.
+    first = "a" * 1300 + ". " + "The next part is a clause that runs on and on" + "b" * 104
+    text = first + " Note: " + "the thing to remember goes on " * 20 + "and ends here."
+    parts = split_messages(text)
+    assert all(len(p) <= 1600 for p in parts)
+    assert parts[0] == "a" * 1300 + "."
+    assert parts[1].startswith("The next part") and "Note: the thing" in parts[1]
+    assert " ".join(parts) == text.strip()
+
+
 def test_a_sentence_longer_than_a_message_is_cut_between_words():
     text = "word " * 500
     parts = split_messages(text.strip())

@@ -8,8 +8,10 @@ import pytest
 from bot.envelopes import ApprovalPrompt
 from channels.telegram.inbound import callback_data, normalise_command, parse_callback
 from channels.telegram.render import (
+    MAX_MESSAGE_CHARS,
     markdown_to_html,
     message_html,
+    message_parts,
     split_html,
     split_plain,
     visible_length,
@@ -95,3 +97,26 @@ def test_callback_data_carries_the_approval_id_and_option_within_64_bytes():
     ("/pending", "/pending"), ("/stop@other_bot", None), ("hello", "hello")])
 def test_commands_pass_through_as_text(text, expected):
     assert normalise_command(text, "valet_bot") == expected
+
+
+async def test_a_long_reply_is_rendered_off_the_loop_to_the_same_html():
+    from channels.telegram.adapter import INLINE_RENDER_CHARS, rendered
+
+    text = "**bold** and _it_ " * 1500 + "`code` *_*_ [a](https://example.com)"
+    assert len(text) > INLINE_RENDER_CHARS  # the worker's path
+    parts = await rendered(text, ())
+    assert parts == message_parts(text, ())
+    assert len(parts) > 1
+    assert all(visible_length(parse_html(p)) <= MAX_MESSAGE_CHARS for p in parts)
+
+
+def test_a_long_code_block_is_split_at_line_ends():
+    lines = [f"line {i:03d} " + "x = compute(a, b, c) " * 3 for i in range(150)]
+    text = "Here is the script:\n\n```\n" + "\n".join(lines) + "\n```\n\nThat's all."
+    parts = split_html(markdown_to_html(text))
+    assert len(parts) >= 3
+    shown = [parse_html(p) for p in parts]
+    assert all(visible_length(s) <= MAX_MESSAGE_CHARS for s in shown)
+    code = [line for s in shown for line in s.splitlines() if line.startswith("line ")]
+    assert [c.rstrip() for c in code] == [line.rstrip() for line in lines]  # no line cut
+    assert all(p.count("<pre>") == p.count("</pre>") for p in parts)

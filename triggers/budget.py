@@ -1,0 +1,107 @@
+"""How much lasting work a person may set up: tasks active at once, and how often a task that
+asks the LLM may run. Checked whenever a task is created, rescheduled or resumed, whoever asks
+(the LLM's tools, /tasks, the CLI), so no way in skips it. Going over is one sentence back to
+the person (a TaskError the model repeats) and one notice to the owner a day per person and
+limit; nothing is dropped silently.
+
+Plain reminders need no LLM call, so only the count limits them; event bursts are bounded
+where events are taken in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import pairwise
+
+from bot.gateway.users import UserStore
+from triggers.model import Task, TaskStatus, TriggerKind
+from triggers.store import TaskStore
+
+# What counts as set up: a task that will run again.
+ACTIVE = (TaskStatus.ACTIVE, TaskStatus.PENDING_APPROVAL)
+NO_LLM = ("reminder",)  # executors that send a fixed text
+OCCURRENCES_CHECKED = 200  # a cron line's shortest gap, from its next occurrences
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_active: int = 0  # tasks set up at once; 0: no limit
+    min_interval: timedelta = timedelta(0)  # between two runs that ask the LLM; 0: none
+
+
+@dataclass(frozen=True)
+class Budgets:
+    others: Budget = Budget(max_active=20, min_interval=timedelta(minutes=15))
+    owner: Budget = Budget()  # the owner decides for everyone, themselves included
+
+
+class OverBudget(ValueError):
+    """A task past a limit; the message is the sentence for the person."""
+
+
+TellOwner = Callable[[str, str], Awaitable[object]]  # (text, dedupe key)
+
+
+class BudgetCheck:
+    def __init__(self, budgets: Budgets, users: UserStore, store: TaskStore,
+                 tell_owner: TellOwner | None, notice: str) -> None:
+        """`notice`: what the owner is told ({name}, {reason}; from the persona)."""
+        self.budgets = budgets
+        self.users = users
+        self.store = store
+        self.tell_owner = tell_owner
+        self.notice = notice
+
+    async def admit(self, task: Task, now: datetime, *, replacing: str | None = None) -> None:
+        """OverBudget when `task` (new, or the changed or resumed `replacing`) goes past the
+        person's limits."""
+        user = await self.users.get(task.user_id)
+        budget = self.budgets.owner if user is None or user.is_owner else self.budgets.others
+        reason = await self._over(task, budget, now, replacing)
+        if reason is None:
+            return
+        if self.tell_owner is not None and user is not None and not user.is_owner:
+            name = user.display_name or "Someone"
+            await self.tell_owner(self.notice.format(name=name, reason=reason),
+                                  f"budget:{user.id}:{reason.split(':')[0]}:{now:%Y-%m-%d}")
+        raise OverBudget(reason)
+
+    async def _over(self, task: Task, budget: Budget, now: datetime,
+                    replacing: str | None) -> str | None:
+        if budget.max_active:
+            active = [t for t in await self.store.of_user(task.user_id)
+                      if t.status in ACTIVE and t.id != replacing]
+            if len(active) >= budget.max_active:
+                return (f"too many tasks: {len(active)} are set up and the limit is "
+                        f"{budget.max_active}; delete or pause one first")
+        if budget.min_interval and task.executor not in NO_LLM:
+            gap = shortest_gap(task, now)
+            if gap is not None and gap < budget.min_interval:
+                minutes = budget.min_interval.total_seconds() / 60
+                return (f"too often: a task that needs me to think can run at most every "
+                        f"{minutes:g} minutes, and this one would run every "
+                        f"{gap.total_seconds() / 60:g}")
+        return None
+
+
+def shortest_gap(task: Task, now: datetime) -> timedelta | None:
+    """The shortest time between two runs of the task that ask the LLM; None when it does
+    not repeat on a schedule (once, or on events). A condition's check (a read-only tool) runs
+    at its interval, its turn at most once per cooldown."""
+    if task.kind is TriggerKind.CONDITION and task.condition is not None:
+        return timedelta(seconds=max(task.interval_seconds or 0,
+                                     task.condition.cooldown_seconds))
+    if task.kind is TriggerKind.INTERVAL and task.interval_seconds:
+        return timedelta(seconds=task.interval_seconds)
+    if task.kind is not TriggerKind.CRON:
+        return None
+    times: list[datetime] = []
+    at: datetime | None = now
+    while at is not None and len(times) < OCCURRENCES_CHECKED:
+        at = task.next_after(at)
+        if at is not None:
+            times.append(at)
+    gaps = [b - a for a, b in pairwise(times)]
+    return min(gaps) if gaps else None
