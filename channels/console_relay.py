@@ -58,6 +58,9 @@ class _Terminal:
 class ConsoleRelay:
     name = "console"
     features = ChannelFeatures(max_chars=1_000_000)
+    # A window on the owner's conversation, not somewhere to send what nobody asked for
+    # there: a notification falls back to the owner's phone or Telegram, never to it.
+    routable = False
 
     def __init__(self, door: TerminalDoor, *, token: str,
                  needs_approval: Callable[[str], bool] = lambda name: False,

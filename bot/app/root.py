@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
@@ -360,8 +360,25 @@ def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserS
         db=db, clock=clock, users=users, outbox=outbox,
         deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
                                   on_permanent=_mark_unwritable(identities, clock)),
-        notifier=Notifier(db, users, identities, outbox, clock, senders), senders=senders,
+        notifier=Notifier(db, users, identities, outbox, clock, RoutableSenders(senders)),
+        senders=senders,
         prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)))
+
+
+@dataclass(frozen=True)
+class RoutableSenders:
+    """The channels a notification may fall back to: every registered sender but those that
+    only show a conversation (`routable = False`: the owner's terminal beside `valet serve`),
+    so a reminder goes to the person's phone, not to a window that may be closed."""
+
+    senders: Mapping[str, ChannelSender]
+
+    def __contains__(self, channel: object) -> bool:
+        sender = self.senders.get(str(channel))
+        return sender is not None and getattr(sender, "routable", True)
+
+    def __bool__(self) -> bool:
+        return any(name in self for name in self.senders)
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,

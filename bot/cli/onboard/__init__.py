@@ -42,7 +42,8 @@ def add_onboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--llm-base-url", help="the OpenAI-compatible endpoint")
     p.add_argument("--llm-model", help="the model")
     p.add_argument("--no-telegram", action="store_true", help="leave Telegram out")
-    p.add_argument("--telegram-mode", choices=["polling", "webhook"])
+    p.add_argument("--telegram-mode", choices=["polling", "webhook"],
+                   help="polling (no public address needed, the default) or webhook")
     p.add_argument("--telegram-owner-id", help="the owner's Telegram id (else found by their "
                    "/start, or claimed later with the code valet serve prints)")
     p.add_argument("--wait-for-owner", type=int, metavar="SECONDS", help="how long to wait "
