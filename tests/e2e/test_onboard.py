@@ -136,3 +136,36 @@ async def test_a_missing_answer_names_its_flag(fakes, tmp_path):
     line = await _stopped(tmp_path, args, onboard_env(tmp_path, tg, twilio))
     assert line == ("valet onboard: Valet's Twilio number (E.164, e.g. +15551234567) or "
                     "Messaging Service SID (MG...): give --sms-from")
+
+
+async def test_in_a_terminal_it_asks_each_step_and_asks_again_after_a_refusal(fakes,
+                                                                            tmp_path):
+    import io
+    import sys
+
+    import pexpect
+
+    from tests.e2e.test_console_pipe import ROOT
+
+    fake_llm, tg, twilio = fakes
+    env = {**clean_env(tmp_path), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    child = pexpect.spawn(sys.executable, ["-m", "bot", "onboard"], env=env, cwd=str(ROOT),
+                          encoding="utf-8", dimensions=(40, 160), timeout=30)
+    child.logfile_read = io.StringIO()
+    steps = [("LLM endpoint", fake_llm.base_url), ("API key", ""),
+             ("Model [fake-model]", ""), ("Bot token", ""), ("Account SID", ""),
+             ("Public https address", ""), ("Your timezone", "Mars/Base"),
+             ("is not a timezone Valet knows", "Europe/Paris"),
+             ("What should Valet call you [owner]", "Sam")]
+    for prompt, answer in steps:
+        await child.expect_exact(prompt, async_=True)
+        child.send(answer + "\r")
+    await child.expect(pexpect.EOF, async_=True)
+    child.close()
+    shown = child.logfile_read.getvalue()
+    assert child.exitstatus == 0, shown
+    assert "models offered: fake-model" in shown and "all good" in shown
+    config = yaml.safe_load((tmp_path / "valet.yaml").read_text())
+    assert config["timezone"] == "Europe/Paris" and config["owner"] == {"name": "Sam"}
+    assert config["llm"] == {"base_url": fake_llm.base_url, "model": "fake-model"}
+    assert "VALET_SECRET_KEY" in read_env_file(tmp_path / "valet.env")
