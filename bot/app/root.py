@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
@@ -42,7 +42,7 @@ from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
-from bot.gateway.notify import Notifier
+from bot.gateway.notify import Notifier, RoutableSenders
 from bot.gateway.others import OutboxMessenger
 from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
@@ -363,22 +363,6 @@ def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserS
         notifier=Notifier(db, users, identities, outbox, clock, RoutableSenders(senders)),
         senders=senders,
         prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)))
-
-
-@dataclass(frozen=True)
-class RoutableSenders:
-    """The channels a notification may fall back to: every registered sender but those that
-    only show a conversation (`routable = False`: the owner's terminal beside `valet serve`),
-    so a reminder goes to the person's phone, not to a window that may be closed."""
-
-    senders: Mapping[str, ChannelSender]
-
-    def __contains__(self, channel: object) -> bool:
-        sender = self.senders.get(str(channel))
-        return sender is not None and getattr(sender, "routable", True)
-
-    def __bool__(self) -> bool:
-        return any(name in self for name in self.senders)
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,

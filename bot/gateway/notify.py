@@ -10,9 +10,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
@@ -55,6 +56,22 @@ def quiet_until(user: User, now: datetime) -> datetime | None:
 def _hhmm(text: str) -> time:
     hours, minutes = text.split(":", 1)
     return time(int(hours), int(minutes))
+
+
+@dataclass(frozen=True)
+class RoutableSenders:
+    """The channels a notification may fall back to: every registered sender but those that
+    only show a conversation (`routable = False`: the owner's terminal beside `valet serve`),
+    so a reminder goes to the person's phone, not to a window that may be closed."""
+
+    senders: Mapping[str, Any]
+
+    def __contains__(self, channel: object) -> bool:
+        sender = self.senders.get(str(channel))
+        return sender is not None and getattr(sender, "routable", True)
+
+    def __bool__(self) -> bool:
+        return any(name in self for name in self.senders)
 
 
 class Notifier:

@@ -147,7 +147,7 @@ async def test_in_a_terminal_it_asks_each_step_and_asks_again_after_a_refusal(fa
 
     from tests.e2e.test_console_pipe import ROOT
 
-    fake_llm, tg, twilio = fakes
+    fake_llm, _, _ = fakes
     env = {**clean_env(tmp_path), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
     child = pexpect.spawn(sys.executable, ["-m", "bot", "onboard"], env=env, cwd=str(ROOT),
                           encoding="utf-8", dimensions=(40, 160), timeout=30)
