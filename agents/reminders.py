@@ -93,7 +93,8 @@ class ReminderDraftAgent(StandardAgent):
                 f"Saved reminder #{reminder.id}: “{self.what}” on {describe(due)} as a draft "
                 f"(status {status}): it will not be sent until it is scheduled.",
                 id=reminder.id, due=due.isoformat())
-        owner = Owner(self.context.user_id, self.context.timezone, f"reminder:{reminder.id}")
+        owner = Owner(self.context.user_id, self.context.timezone, f"reminder:{reminder.id}",
+                      channel=self.context.channel or None)
         task = await services_of(self.context).tasks.remind(owner, self.what, due)
         return self.make_result(
             f"Saved reminder #{reminder.id} and scheduled it (task {task.id}): “{self.what}” on "

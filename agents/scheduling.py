@@ -21,7 +21,8 @@ def _service(ctx: ToolExecutionContext) -> TaskService:
 
 
 def _owner(ctx: ToolExecutionContext) -> Owner:
-    return Owner(ctx.user_id, ctx.timezone, created_from=f"{ctx.channel or 'chat'}:{ctx.call_id}")
+    return Owner(ctx.user_id, ctx.timezone, created_from=f"{ctx.channel or 'chat'}:{ctx.call_id}",
+                 channel=ctx.channel or None)
 
 
 def _done(ctx: ToolExecutionContext, verb: str, task: Any) -> str:

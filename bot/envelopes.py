@@ -138,6 +138,7 @@ class TriggerMessage:
     key: str  # unique per run, e.g. "task:42:2026-11-24T07:30Z": a second submit is a no-op
     task_id: str
     channel: str | None = None  # where the reply goes; None: the user's preferred channel
+    origin_channel: str | None = None  # where the task was set: after the preferred channel
     urgency: Urgency = Urgency.NORMAL
 
 
@@ -198,12 +199,14 @@ class Delivery(Enum):
 class Notification:
     """A message for a user that no inbound message asked for (a reminder, an expiry notice,
     a triggered run's result). Routed to `channel`, else the user's preferred channel, else
-    another linked channel that is reachable and not opted out."""
+    `fallback_channel` (where a task was set), else another linked channel that is reachable
+    and not opted out."""
 
     user_id: str
     text: str
     dedupe_key: str  # a second notification with the same key is a no-op
     channel: str | None = None
+    fallback_channel: str | None = None
     urgency: Urgency = Urgency.NORMAL
     not_before: datetime | None = None  # not delivered before this time (UTC)
     prompts: tuple[ApprovalPrompt, ...] = ()

@@ -83,7 +83,8 @@ class OrchestratorExecutor:
     async def execute(self, run: RunContext) -> RunOutcome:
         await self.gateway.submit(TriggerMessage(
             run.task.user_id, trigger_text(run, self.tools), key=run.message_key,
-            task_id=run.task.id, channel=run.task.channel, urgency=urgency_of(run.task)))
+            task_id=run.task.id, channel=run.task.channel,
+            origin_channel=run.task.origin_channel, urgency=urgency_of(run.task)))
         return RunOutcome.SUBMITTED  # a duplicate submit is a no-op: still submitted once
 
 
@@ -97,7 +98,8 @@ class ReminderExecutor:
         text = str(run.task.action.get("text") or run.task.name)
         delivery = await self.gateway.notify(Notification(
             run.task.user_id, f"⏰ Reminder: {text}", dedupe_key=run.message_key,
-            channel=run.task.channel, urgency=urgency_of(run.task)))
+            channel=run.task.channel, fallback_channel=run.task.origin_channel,
+            urgency=urgency_of(run.task)))
         # ALREADY_QUEUED is a redone run whose message went before: sent, once.
         return RunOutcome.UNREACHABLE if delivery is Delivery.UNREACHABLE else RunOutcome.SENT
 

@@ -118,7 +118,9 @@ class Task:
     grace_seconds: int
     executor: str = "orchestrator"
     action: dict[str, Any] = field(default_factory=dict)
-    channel: str | None = None
+    channel: str | None = None  # named by the person ("on Telegram"): always this one
+    # Where the task was set: its messages go there when the person chose no preferred channel.
+    origin_channel: str | None = None
     cron: str | None = None
     interval_seconds: int | None = None
     run_at: datetime | None = None

@@ -44,6 +44,7 @@ class Owner:
     user_id: str
     timezone: str
     created_from: str | None = None
+    channel: str | None = None  # where the person is setting it up (None: a shell)
 
 
 class TaskService:
@@ -84,7 +85,7 @@ class TaskService:
             cron=parsed.cron, interval_seconds=parsed.interval_seconds,
             run_at=parsed.run_at.astimezone(UTC) if parsed.run_at else None,
             quiet_when_nothing=quiet_when_nothing, template=template,
-            created_from=owner.created_from))
+            created_from=owner.created_from, origin_channel=owner.channel))
 
     async def remind(self, owner: Owner, text: str, due_at: datetime,
                      channel: str | None = None) -> Task:
@@ -94,7 +95,8 @@ class TaskService:
             kind=TriggerKind.ONCE, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.CATCH_UP, grace_seconds=int(REMINDER_GRACE.total_seconds()),
             executor="reminder", action={"text": text}, channel=channel,
-            run_at=due_at.astimezone(UTC), created_from=owner.created_from))
+            run_at=due_at.astimezone(UTC), created_from=owner.created_from,
+            origin_channel=owner.channel))
 
     async def morning_summary(self, owner: Owner, schedule: str = "every day at 7:30",
                               channel: str | None = None) -> Task:
@@ -109,7 +111,7 @@ class TaskService:
             kind=TriggerKind.EVENT, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.SKIP, grace_seconds=0, action={"instruction": instruction},
             event_filter=EventFilter(source or "*", type or "*", dict(fields or {})),
-            created_from=owner.created_from))
+            created_from=owner.created_from, origin_channel=owner.channel))
 
     async def when(self, owner: Owner, *, name: str, instruction: str, check: ConditionCheck,
                    every: timedelta) -> Task:
@@ -124,7 +126,7 @@ class TaskService:
             kind=TriggerKind.CONDITION, timezone=owner.timezone, status=TaskStatus.ACTIVE,
             misfire=Misfire.SKIP, grace_seconds=0, action={"instruction": instruction},
             interval_seconds=int(every.total_seconds()), condition=check,
-            created_from=owner.created_from))
+            created_from=owner.created_from, origin_channel=owner.channel))
 
     async def _admit(self, task: Task, replacing: str | None = None) -> None:
         if self.budget is None:

@@ -27,7 +27,7 @@ _COLUMNS = ("id", "user_id", "name", "kind", "cron", "timezone", "interval_secon
             "event_filter", "condition", "executor", "action", "channel", "status",
             "resume_status", "misfire", "grace_seconds", "quiet_when_nothing", "template",
             "next_run_at", "last_run_at", "last_value", "last_held", "last_fired_at",
-            "created_from", "created_at", "updated_at")
+            "created_from", "created_at", "updated_at", "origin_channel")
 
 
 def _task(row: Row) -> Task:
@@ -36,7 +36,8 @@ def _task(row: Row) -> Task:
         timezone=row["timezone"], status=TaskStatus(row["status"]),
         misfire=Misfire(row["misfire"]), grace_seconds=int(row["grace_seconds"]),
         executor=row["executor"], action=json.loads(row["action"] or "{}"),
-        channel=row["channel"], cron=row["cron"], interval_seconds=row["interval_seconds"],
+        channel=row["channel"], origin_channel=row["origin_channel"], cron=row["cron"],
+        interval_seconds=row["interval_seconds"],
         run_at=row["run_at"],
         event_filter=EventFilter.from_json(json.loads(row["event_filter"]))
         if row["event_filter"] else None,
@@ -76,7 +77,8 @@ class TaskStore:
             "quiet_when_nothing": int(task.quiet_when_nothing), "template": task.template,
             "next_run_at": task.next_run_at, "last_run_at": None, "last_value": None,
             "last_held": 0, "last_fired_at": None, "created_from": task.created_from,
-            "created_at": task.created_at, "updated_at": at}
+            "created_at": task.created_at, "updated_at": at,
+            "origin_channel": task.origin_channel}
         marks = ", ".join(f"${i}" for i in range(1, len(_COLUMNS) + 1))
         await self.db.execute(f"INSERT INTO trigger_tasks ({', '.join(_COLUMNS)})"
                               f" VALUES ({marks})", *[values[c] for c in _COLUMNS])

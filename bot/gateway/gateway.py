@@ -315,7 +315,7 @@ class Gateway:
         if row.trigger_task_id is None:
             return row.channel, row.address
         assert row.user_id is not None
-        found = await self.outbound.route(row.user_id, row.reply_channel)
+        found = await self.outbound.route(row.user_id, row.reply_channel, row.origin_channel)
         return (found.channel, found.address) if found else None
 
     async def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str
@@ -349,7 +349,8 @@ class Gateway:
         async with deps.db.transaction() as tx:  # a trigger's reply is a notification
             await self.outbound.notifier.notify(Notification(
                 row.user_id, text, dedupe_key=f"reply:{row.id}", channel=row.reply_channel,
-                urgency=row.urgency, prompts=reply.prompts), q=tx)
+                fallback_channel=row.origin_channel, urgency=row.urgency,
+                prompts=reply.prompts), q=tx)
             await deps.inbox.close(tx, row.id, status, deps.clock.now(), error)
         self.outbound.wake()
 

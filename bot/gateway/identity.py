@@ -140,7 +140,6 @@ class IdentityStore:
         user = await self.users.ensure(
             user_id, display_name=display_name, timezone=guess.zone,
             timezone_candidates=guess.candidates, is_owner=is_owner, at=at)
-        await self.users.set_preferred_channel(user_id, channel)
         await self.link(channel, address, user_id, display_name=display_name, at=at)
         return user
 

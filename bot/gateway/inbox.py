@@ -39,6 +39,7 @@ class InboxRow:
     reply_channel: str | None = None  # where a trigger's reply goes (None: preferred)
     urgency: Urgency = Urgency.NORMAL
     media: tuple[MediaRef, ...] = ()  # references only: the bytes are fetched per turn
+    origin_channel: str | None = None  # where a trigger's task was set (after the preferred)
 
 
 def _media_json(media: tuple[MediaRef, ...]) -> str | None:
@@ -56,7 +57,8 @@ def _row(r: Row) -> InboxRow:
     return InboxRow(r["id"], r["channel"], r["external_id"], r["address"], r["user_id"],
                     r["text"], button, r["display_name"], r["status"], r["attempts"],
                     r["received_at"], r["trigger_task_id"], r["reply_channel"],
-                    Urgency(r["urgency"] or "normal"), _media_of(r["media"]))
+                    Urgency(r["urgency"] or "normal"), _media_of(r["media"]),
+                    r["origin_channel"])
 
 
 class InboxStore:
@@ -80,10 +82,11 @@ class InboxStore:
         """A trigger's run for a user: queued like their messages, unique by its run key."""
         return await self.db.fetchval(
             "INSERT INTO inbox (channel, external_id, address, user_id, text, status,"
-            " received_at, trigger_task_id, reply_channel, urgency)"
-            " VALUES ('trigger', $1, '', $2, $3, 'received', $4, $5, $6, $7)"
+            " received_at, trigger_task_id, reply_channel, urgency, origin_channel)"
+            " VALUES ('trigger', $1, '', $2, $3, 'received', $4, $5, $6, $7, $8)"
             " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id",
-            msg.key, msg.user_id, msg.text, at, msg.task_id, msg.channel, msg.urgency.value)
+            msg.key, msg.user_id, msg.text, at, msg.task_id, msg.channel, msg.urgency.value,
+            msg.origin_channel)
 
     async def people_since(self, at: datetime) -> int:
         """How many people wrote (not triggers) since then."""

@@ -84,14 +84,17 @@ class Notifier:
         self.clock = clock
         self.senders = senders
 
-    async def route(self, user_id: str, wanted: str | None) -> Reachable | None:
-        """Where a message for this person goes now; None when nowhere."""
+    async def route(self, user_id: str, wanted: str | None,
+                    fallback: str | None = None) -> Reachable | None:
+        """Where a message for this person goes now: `wanted`, else their preferred channel,
+        else `fallback` (where a task was set), else any channel this process sends on; None
+        when nowhere."""
         user = await self.users.get(user_id)
         if user is None:
             return None
         writable = [Reachable(i.channel, i.address)
                     for i in await self.identities.of_user(user_id) if i.writable]
-        for choice in (wanted, user.preferred_channel):
+        for choice in (wanted, user.preferred_channel, fallback):
             found = next((r for r in writable if choice and r.channel == choice), None)
             if found is not None:
                 return found
@@ -114,7 +117,7 @@ class Notifier:
     async def notify(self, note: Notification, q: Queries | None = None) -> Delivery:
         """Queue the notification, once per dedupe key; UNREACHABLE when no channel reaches
         the person now."""
-        target = await self.route(note.user_id, note.channel)
+        target = await self.route(note.user_id, note.channel, note.fallback_channel)
         if target is None:
             log.info("no reachable channel for %s (%s)", note.user_id, note.dedupe_key)
             return Delivery.UNREACHABLE

@@ -88,9 +88,10 @@ class Outbound:
                                channel=channel, address=address, text=text)
         self.wake()
 
-    async def route(self, user_id: str, wanted: str | None) -> Reachable | None:
+    async def route(self, user_id: str, wanted: str | None,
+                    fallback: str | None = None) -> Reachable | None:
         """Where a message for this person goes now (bot.gateway.notify)."""
-        return await self.notifier.route(user_id, wanted)
+        return await self.notifier.route(user_id, wanted, fallback)
 
     async def notify(self, note: Notification, q: Queries | None = None) -> Delivery:
         """A message for a person that no inbound message asked for (see bot.gateway.notify):

@@ -43,8 +43,13 @@ _QUOTE = re.compile(r"^\s{0,3}>\s?", re.MULTILINE)
 _BULLET = re.compile(r"^(\s*)[*+]\s+", re.MULTILINE)
 _RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n{3,}")
+# Pictographs people and models send as emoji (Unicode's Extended_Pictographic, less the few
+# that are also ordinary text symbols such as (c), TM and plain arrows), with the joiners and
+# modifiers that build them: any one makes a whole SMS UCS-2 (70 characters a segment).
 _EMOJI = re.compile(
     "[ \t]*(?:[\U0001F000-\U0001FAFF\U00002600-\U000027BF\U00002B00-\U00002BFF\U0001F1E6-\U0001F1FF"
+    "\u203C\u2049\u2139\u21A9\u21AA\u231A\u231B\u2328\u23CF\u23E9-\u23F3\u23F8-\u23FA"
+    "\u24C2\u25AA\u25AB\u25B6\u25C0\u25FB-\u25FE\u2934\u2935\u3030\u303D\u3297\u3299"
     "\U0000FE0E\U0000FE0F\U0000200D\U000020E3\U0001F3FB-\U0001F3FF])+")
 
 

@@ -12,8 +12,10 @@ import pytest
 from bot.channel import PermanentSendError
 from bot.cli.admin import _users
 from bot.envelopes import OutboundMessage
+from channels.sms.gsm import is_gsm
 from channels.sms.store import SmsStore
 from tests.fakes.fake_openai import Reply as LLMReply
+from tests.fakes.fake_openai import ToolCall
 from tests.integration.sms_harness import (
     ALICE,
     FROM_NUMBER,
@@ -421,5 +423,49 @@ async def test_the_morning_summary_by_sms_fits_two_segments_and_is_counted(app_f
         assert sum(m.body == summary for m in world.twilio.sent) == 1
         row = await world.last_outbox()
         assert (row["segments"], row["encoding"]) == (2, "GSM-7")
+    finally:
+        await close()
+
+
+async def test_a_reminder_set_by_sms_by_someone_also_on_telegram_comes_back_by_sms_in_gsm7(
+        app_factory, fake_llm):
+    from datetime import UTC, datetime
+
+    from bot.clock import FakeClock
+    from tests.helpers import RecordingSender
+
+    clock = FakeClock(datetime(2026, 1, 5, 14, tzinfo=UTC))
+    world, close = await sms_world(app_factory, clock=clock)
+    try:
+        telegram = RecordingSender("telegram")
+        world.app.add_channel(telegram)
+        app = world.app
+        # Alice met Valet on Telegram first, then linked her phone; she chose no channel.
+        ana = await app.identities.create_user("telegram", "555", display_name="Alice",
+                                               default_timezone="UTC", at=clock.now())
+        await app.identities.link("sms", ALICE, ana.id, at=clock.now())
+        fake_llm.script(LLMReply(tool_calls=[ToolCall("draft_reminder", {
+            "what": "stretch your legs", "when": "in 5 minutes"})]),
+            LLMReply(content="I'll remind you at 14:05."))
+        await world.text("remind me in 5 minutes to stretch my legs")
+        await world.idle()
+        clock.advance(minutes=5)
+        await app.triggers.engine.tick()
+        await world.idle()
+        assert telegram.sent == []  # not where she met Valet: where she asked
+        reminder = [m for m in world.twilio.sent if m.to == ALICE][-1]
+        assert reminder.body.endswith("Reminder: stretch your legs") and is_gsm(reminder.body)
+        row = await world.last_outbox()
+        assert (row["segments"], row["encoding"]) == (1, "GSM-7")
+        # Had she chosen Telegram, it would go there.
+        await app.users.set_preferred_channel(ana.id, "telegram")
+        fake_llm.script(LLMReply(tool_calls=[ToolCall("draft_reminder", {
+            "what": "drink water", "when": "in 5 minutes"})]), LLMReply(content="Will do."))
+        await world.text("remind me in 5 minutes to drink water")
+        await world.idle()
+        clock.advance(minutes=5)
+        await app.triggers.engine.tick()
+        await world.idle()
+        assert [text for _, text in telegram.sent] == ["⏰ Reminder: drink water"]
     finally:
         await close()
