@@ -99,7 +99,6 @@ class OwnerClaims:
         await self.guesses.forget(CLAIM_GUESS_KIND, channel, address)
         await self.identities.link(channel, address, self.owner_id, display_name=display_name,
                                    at=at)
-        await self.identities.users.set_preferred_channel(self.owner_id, channel)
         log.warning("%s %s claimed the ownership of this Valet", channel, address)
         if self.record is not None:
             try:

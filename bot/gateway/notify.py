@@ -94,6 +94,10 @@ class Notifier:
             return None
         writable = [Reachable(i.channel, i.address)
                     for i in await self.identities.of_user(user_id) if i.writable]
+        # Where a task was set counts only if this process can send there as a route (a
+        # reminder set at the terminal beside `valet serve` reaches the phone when it fires).
+        if fallback and self.senders and fallback not in self.senders:
+            fallback = None
         for choice in (wanted, user.preferred_channel, fallback):
             found = next((r for r in writable if choice and r.channel == choice), None)
             if found is not None:

@@ -74,3 +74,30 @@ async def test_a_file_left_by_a_killed_server_does_not_stop_the_chat(fake_llm, t
     code, out, err = await run_valet(["chat", "--pipe"], env, "hi\n")
     assert code == 0, err
     assert out == "On my own.\n"
+
+
+async def test_a_reminder_set_at_the_terminal_beside_serve_reaches_the_phone(app_factory):
+    """The terminal beside `valet serve` is a window on the conversation: a reminder set
+    there (its origin is the console) goes to the owner's phone when it fires, not to a
+    terminal that may be closed."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.app.terminal import TerminalEndpoint
+    from bot.clock import FakeClock
+    from bot.config import OwnerSettings
+    from tests.helpers import RecordingSender
+    from triggers.service import Owner
+
+    clock = FakeClock(datetime(2026, 1, 5, 14, tzinfo=UTC))
+    app = await app_factory(clock=clock, owner=OwnerSettings(phone_numbers=["+12125550123"]))
+    sms = RecordingSender("sms")
+    app.add_channel(sms)
+    terminal = TerminalEndpoint.build(app)  # registered as the console channel, no one attached
+    await app.start()
+    await app.triggers.service.remind(Owner("owner", "UTC", channel="console"), "stretch",
+                                      clock.now() + timedelta(minutes=5))
+    clock.advance(minutes=5)
+    await app.triggers.engine.tick()
+    await app.gateway.wait_idle()
+    assert sms.texts() == ["⏰ Reminder: stretch"]
+    await terminal.close()
