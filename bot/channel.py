@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.brief import Brevity
 from bot.envelopes import LoopEvent, OutboundMessage
 
 
@@ -40,6 +41,9 @@ class ChannelFeatures:
     buttons: bool = False  # approval prompts as buttons (else typed replies)
     typing: bool = False  # a typing indicator
     max_chars: int = 4096  # one message, after rendering
+    # What "brief" means here, for a triggered run's reply (a summary by SMS: a few segments);
+    # None: no limit beyond splitting (bot.brief).
+    brevity: Brevity | None = None
 
 
 class Channel(Protocol):

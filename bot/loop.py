@@ -133,7 +133,8 @@ async def react_loop(
     return ReactLoopResult(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
         duration_ms=int((time.perf_counter() - started) * 1000), stop_reason=stop,
-        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics)
+        pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics,
+        llm_requests=run.llm_step)
 
 
 async def _iterate(deps: LoopDeps, run: _Run, system: list[Message],

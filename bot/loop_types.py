@@ -83,3 +83,4 @@ class ReactLoopResult:
     pauses: list[ToolOutcome] = field(default_factory=list)
     new_messages: list[Message] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
+    llm_requests: int = 0  # LLM calls the run made (a replayed answer counts: it was paid for)

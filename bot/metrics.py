@@ -132,6 +132,17 @@ class Metrics:
         self.sms_segments.set(readings.sms_segments)
         self.users_today.set(readings.people_today)
 
+    def total(self, name: str, **labels: str) -> float:
+        """A counter's value in this process, summed over the labels not given
+        (`total("valet_llm_requests")`, `total("valet_llm_errors", model="m")`)."""
+        found = 0.0
+        for metric in self.registry.collect():
+            for sample in metric.samples:
+                if sample.name == f"{name}_total" and all(
+                        sample.labels.get(k) == v for k, v in labels.items()):
+                    found += sample.value
+        return found
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
 

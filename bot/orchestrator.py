@@ -14,8 +14,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -23,7 +23,9 @@ import aiohttp
 from bot import logs
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
+from bot.brief import made_brief
 from bot.capabilities import OPEN_TOOL, ToolExposure
+from bot.channel import Channel
 from bot.clock import Clock
 from bot.compose import LLMFailure, Waits, compose_turn
 from bot.context import ContextManager
@@ -46,6 +48,7 @@ from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
 from bot.turn import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
+from bot.usage import UsageStore
 from persona import Persona
 
 log = logging.getLogger(__name__)
@@ -64,6 +67,8 @@ class OrchestratorDeps:
     transcripts: TranscriptWriter = field(default_factory=lambda: TranscriptWriter(None))
     # What tools may use (agents.services.Services), passed through without a look inside.
     tool_services: object = None
+    # The channels replies go out on, by name (filled as they start): what brief means there.
+    channels: Mapping[str, Channel] = field(default_factory=dict)
     http: aiohttp.ClientSession | None = None  # shared by the tools
     steps: list[Step] = field(default_factory=list)  # before the loop, in this order
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
@@ -74,6 +79,7 @@ class OrchestratorDeps:
     # (memory extraction runs in the background), so none may delay the reply.
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
+    usage: UsageStore | None = None  # tokens and requests per turn (the owner's console)
 
 
 class Orchestrator:
@@ -111,6 +117,7 @@ class Orchestrator:
             return rejection
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
+        run = await self.made_brief(ctx, run)
         waits = await self.open_waits(ctx, before, run)
         lines = self.deps.persona.lines
         turn = compose_turn(ctx, before, run, waits, approval_intro=(
@@ -121,6 +128,24 @@ class Orchestrator:
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)
+
+    async def made_brief(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
+                         ) -> ReactLoopResult | LLMFailure | None:
+        """A triggered run's answer fits what its channel calls brief (a summary by SMS),
+        in what is sent and what the history keeps alike."""
+        if not ctx.msg.from_trigger or not isinstance(run, ReactLoopResult) \
+                or not run.response:
+            return run
+        sender = self.deps.channels.get(ctx.msg.channel)
+        brevity = sender.features.brevity if sender is not None else None
+        if brevity is None:
+            return run
+        text = await made_brief(run.response, brevity, self.deps.llm)
+        if text == run.response:
+            return run
+        said = [{**m, "content": text} if m.get("role") == "assistant"
+                and m.get("content") == run.response else m for m in run.new_messages]
+        return replace(run, response=text, new_messages=said)
 
     async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None
                               ) -> TurnContext:
@@ -221,6 +246,18 @@ class Orchestrator:
             self.deps.metrics.tools_ran(run.tool_calls)
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
+            await self._record_usage(ctx, run)
+
+    async def _record_usage(self, ctx: TurnContext, run: ReactLoopResult) -> None:
+        """Once per turn (keyed by it); accounting never fails a turn that is stored."""
+        if self.deps.usage is None:
+            return
+        try:
+            await self.deps.usage.record(ctx.turn_id, ctx.user.id, ctx.msg.channel,
+                                         self.deps.clock.now(), run.token_usage,
+                                         run.llm_requests)
+        except Exception:
+            log.warning("usage of turn %s not recorded", ctx.turn_id, exc_info=True)
 
     async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
         """The same run as `handle_message`, as events, ending with the Reply."""

@@ -62,6 +62,13 @@ class _Lines(pydantic.BaseModel):
     # The first person who sent the claim code `valet serve` printed is the owner now.
     owner_claimed: str = ("Done: you're my owner now. I'll answer you here from now on; "
                           "ask me anything.")
+    # The owner's /console: {url} the one-time link, {minutes} how long it works.
+    console_link: str = ("Here is your console link. It works once, for {minutes} minutes: "
+                         "{url}")
+    console_off: str = ("The web console is off. Turn it on with console.enabled: true in "
+                        "valet.yaml, then send /console again.")
+    console_owner_only: str = "Only the owner can open the console."
+    console_private_only: str = "Ask me for the console link in our private chat, not here."
     task_evicted: str = ("I've dropped the older unfinished {task} (“{question}”): I keep at "
                          "most {limit} open at a time.")
 

@@ -7,6 +7,8 @@
 #   * dovecot with IMAP                     (apt package: dovecot-imapd; tests/mail_servers.py)
 #   * caddy, docker-compose, systemd-analyze (apt packages: caddy, docker-compose, systemd;
 #     tests/e2e/test_deploy.py checks deploy/ with them; no service is started)
+#   * chromium (apt package: chromium; tests/e2e/test_console_browser.py drives it with
+#     Playwright's Python package, never `playwright install`)
 # The tests start their own throwaway servers on random 127.0.0.1 ports, so
 # any system service the packages start is not used (and does not conflict).
 #
@@ -42,10 +44,11 @@ _valet_ci_services() {
     command -v caddy >/dev/null 2>&1 || pkgs+=(caddy)
     command -v docker-compose >/dev/null 2>&1 || pkgs+=(docker-compose)
     command -v systemd-analyze >/dev/null 2>&1 || pkgs+=(systemd)
+    [ -x /usr/bin/chromium ] || pkgs+=(chromium)
 
     if [ "${#pkgs[@]}" -eq 0 ]; then
-        echo "ci_services.sh: redis-server, PostgreSQL, dovecot, caddy, docker-compose and" \
-             "systemd-analyze already present"
+        echo "ci_services.sh: redis-server, PostgreSQL, dovecot, caddy, docker-compose," \
+             "systemd-analyze and chromium already present"
         return 0
     fi
 
@@ -62,6 +65,7 @@ _valet_ci_services() {
     for tool in caddy docker-compose systemd-analyze; do
         command -v "$tool" >/dev/null 2>&1 || echo "ci_services.sh: $tool still missing" >&2
     done
+    [ -x /usr/bin/chromium ] || echo "ci_services.sh: chromium still missing" >&2
 }
 
 _valet_ci_services

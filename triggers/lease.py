@@ -36,3 +36,9 @@ class DatabaseLease:
     async def release(self) -> None:
         await self.db.execute("DELETE FROM trigger_leases WHERE name = $1 AND holder = $2",
                               self.name, self.holder)
+
+    async def current(self) -> tuple[str, datetime] | None:
+        """Who holds the lease and until when (it may have lapsed); None: nobody took it."""
+        row = await self.db.fetchrow(
+            "SELECT holder, expires_at FROM trigger_leases WHERE name = $1", self.name)
+        return (str(row["holder"]), row["expires_at"]) if row else None

@@ -196,6 +196,14 @@ class TaskStore:
             "SELECT run_key, scheduled_at, outcome, detail, nothing_to_report FROM trigger_runs"
             " WHERE task_id = $1 ORDER BY scheduled_at, id", task_id)
 
+    async def recent_runs(self, user_id: str, limit: int = 20) -> list[Row]:
+        """A person's latest runs over all their tasks, newest first, with the task's name."""
+        return await self.db.fetch(
+            "SELECT r.task_id, t.name, r.run_key, r.scheduled_at, r.fired_at, r.outcome,"
+            " r.detail FROM trigger_runs r JOIN trigger_tasks t ON t.id = r.task_id"
+            " WHERE t.user_id = $1 ORDER BY r.fired_at DESC, r.id DESC LIMIT $2",
+            user_id, limit)
+
     async def latest_run(self, task_id: str) -> Row | None:
         return await self.db.fetchrow(
             "SELECT run_key, scheduled_at, outcome FROM trigger_runs WHERE task_id = $1"

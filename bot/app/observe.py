@@ -44,6 +44,28 @@ async def readings(app: App) -> Readings:
             start_of_day(now, app.settings.timezone)))
 
 
+async def database_reachable(app: App) -> bool:
+    """The database answers a query now (readiness, the console's Health page)."""
+    try:
+        await app.db.fetchval("SELECT 1")
+        return True
+    except Exception:
+        log.warning("database unreachable", exc_info=True)
+        return False
+
+
+async def redis_reachable(app: App) -> bool | None:
+    """Redis answers a PING now; None when this deployment has none (one process)."""
+    client = getattr(app.gateway.deps.locks, "redis", None)
+    if client is None:
+        return None
+    try:
+        return bool(await client.ping())
+    except Exception:
+        log.warning("redis unreachable", exc_info=True)
+        return False
+
+
 def metrics_routes(app: App, token: str | None) -> list[web.RouteDef]:
     """`GET /metrics` for `app` (its Metrics, and what its stores say at the scrape)."""
 

@@ -19,6 +19,7 @@ from agents.email.outbox import MailOutbox
 from agents.registry import Registry, load_registry
 from agents.services import Services
 from agents.stores import AgentStores
+from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.app.owner import record_owner
 from bot.approvals.decide import ApprovalStep
@@ -37,6 +38,7 @@ from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
 from bot.gateway.access import AccessControl
 from bot.gateway.claims import OwnerClaims
+from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
@@ -65,6 +67,7 @@ from bot.tasks.resume import Resumer, TaskLines
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
+from bot.usage import UsageStore
 from persona import Persona, load_persona
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
@@ -205,6 +208,7 @@ class App:
                             assistant_name=persona.name)
         commands.register(Command("/tasks", "your reminders and scheduled tasks",
                                   _task_listing(tasks)))
+        commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
             commands.register(command)
         orchestrator = Orchestrator(OrchestratorDeps(
@@ -212,7 +216,8 @@ class App:
             clock=clock, loop_config=loop_config,
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
-            tool_services=services, approvals=approvals, tasks=resume, steps=[
+            tool_services=services, channels=outbound.senders, approvals=approvals,
+            tasks=resume, steps=[
                 commands,  # slash commands answer at once, without the LLM;
                 decisions,  # pending approvals get the message first,
                 resume,  # then tasks waiting for an answer;
@@ -223,7 +228,8 @@ class App:
                 AskTimezoneOnce(users)],
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics))
+            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
+            usage=UsageStore(db)))
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,

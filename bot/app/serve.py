@@ -36,7 +36,13 @@ def extra_routes(app: App, env: Mapping[str, str] | None = None) -> list[web.Rou
 
 def build_web_app(app: App, channels: list[ServedChannel],
                   env: Mapping[str, str] | None = None) -> web.Application:
-    from bot.app.observe import METRICS_TOKEN_ENV, metrics_routes, request_ids, webhook_counter
+    from bot.app.observe import (
+        METRICS_TOKEN_ENV,
+        database_reachable,
+        metrics_routes,
+        request_ids,
+        webhook_counter,
+    )
 
     env = os.environ if env is None else env
     counter = webhook_counter(app.metrics)
@@ -47,13 +53,7 @@ def build_web_app(app: App, channels: list[ServedChannel],
         return web.json_response({"status": "alive"})
 
     async def readyz(_: web.Request) -> web.Response:
-        checks: dict[str, bool] = {}
-        try:
-            await app.db.fetchval("SELECT 1")
-            checks["database"] = True
-        except Exception:
-            log.warning("readiness: database unreachable", exc_info=True)
-            checks["database"] = False
+        checks: dict[str, bool] = {"database": await database_reachable(app)}
         for channel in channels:
             checks[channel.name] = channel.ready
         ready = all(checks.values())
@@ -66,6 +66,11 @@ def build_web_app(app: App, channels: list[ServedChannel],
         web_app.router.add_routes(channel.routes())
     web_app.router.add_routes(extra_routes(app, env))
     web_app.router.add_routes(metrics_routes(app, env.get(METRICS_TOKEN_ENV) or None))
+    from bot.app.console.web import add_console  # off unless console.enabled
+
+    if add_console(web_app, app, channels) is not None:
+        log.info("valet serve: the web console is at %s/console (send /console for a "
+                 "sign-in link)", app.settings.console_url())
     return web_app
 
 

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any
 
 from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, named_summary, state_word
-from bot.approvals.model import ApprovalRequest, ApprovalStatus
+from bot.approvals.model import ApprovalRequest, ApprovalStatus, ExecutionOutcome
 from bot.approvals.options import Option
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.envelopes import ButtonPress, PromptKind, TurnStop
 from bot.gateway.users import User, UserStore
 from bot.llm import LLMError
-from bot.tools import Tool
+from bot.tools import Tool, ToolExecutionContext
 from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
 
 log = logging.getLogger(__name__)
@@ -161,23 +163,21 @@ class ApprovalStep:
         their channel), and its outcome reaches their conversation with their next turn."""
         if decision.verdict is Verdict.EDIT:
             return "Only the person who asked can change their request; approve or cancel it."
-        status = ApprovalStatus.APPROVED if decision.verdict is Verdict.APPROVE \
-            else ApprovalStatus.REJECTED
-        if not await self.store.decide(approval.id, status, by=by, at=self.flow.clock.now()):
-            current = await self.store.get(approval.id)
-            return f"“{approval.summary}” was already {self._state(current or approval)}."
-        if status is ApprovalStatus.REJECTED:
-            await self.store.finish_rejected(approval.id, CANCELLED)
+
+        def theirs(requester: User) -> ToolExecutionContext:
+            return replace(ctx.tool_ctx, user_id=requester.id, timezone=requester.timezone,
+                           channel=requester.preferred_channel or ctx.tool_ctx.channel)
+
+        done = await decide_on_behalf(self.flow, self.users, approval,
+                                      approve=decision.verdict is Verdict.APPROVE, by=by,
+                                      context_for=theirs)
+        if done.result is Behalf.ALREADY:
+            return f"“{approval.summary}” was already {done.said}."
+        if done.result is Behalf.CANCELLED:
             return f"Cancelled “{approval.summary}” for {approval.user_id}."
-        requester = await self.users.get(approval.user_id)
-        if requester is None:
-            await self.store.begin_execution(approval.id, self.flow.clock.now())
-            await self.store.finish(approval.id, False, "refused: the requester is gone")
+        if done.result is Behalf.GONE:
             return f"Not run: {approval.user_id} no longer exists."
-        theirs = replace(ctx.tool_ctx, user_id=requester.id, timezone=requester.timezone,
-                         channel=requester.preferred_channel or ctx.tool_ctx.channel)
-        ran = await self.flow.execute(ctx, approval, theirs)
-        return f"Approved “{approval.summary}” for {approval.user_id}: {ran.content}"
+        return f"Approved “{approval.summary}” for {approval.user_id}: {done.said}"
 
     async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
                     ) -> ApprovalRequest | tuple[ApprovalRequest, Joined] | str:
@@ -260,6 +260,50 @@ class ApprovalStep:
             joined.append(_joined(approval, approval.arguments, content))
             settled.append(approval.id)
         return Continue(joined=tuple(joined), notices=tuple(notices), settled=tuple(settled))
+
+
+class Behalf(Enum):
+    """What became of a decision made for the request's person by someone else (the owner,
+    in a chat or from the web console)."""
+
+    ALREADY = "already"  # decided, expired or replaced before: nothing changed
+    CANCELLED = "cancelled"
+    GONE = "gone"  # approved, but its person no longer exists: not run
+    RAN = "ran"  # approved and run once; `execution` says how it went
+
+
+@dataclass(frozen=True)
+class BehalfOutcome:
+    result: Behalf
+    approval: ApprovalRequest
+    said: str = ""  # ALREADY: the state word ("done", "expired"); RAN: what the action did
+    execution: ExecutionOutcome | None = None
+
+
+async def decide_on_behalf(flow: ApprovalFlow, users: UserStore, approval: ApprovalRequest, *,
+                           approve: bool, by: str,
+                           context_for: Callable[[User], ToolExecutionContext]
+                           ) -> BehalfOutcome:
+    """Approve or cancel a person's request for them: the same compare-and-set as their own
+    tap, and an approved call runs its stored arguments once, as that person
+    (`context_for(requester)`). Its outcome reaches their conversation with their next turn
+    (the request stays unreported until then); edit the prompt's message with
+    Outbound.settle_prompts."""
+    now = flow.clock.now()
+    status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
+    if not await flow.store.decide(approval.id, status, by=by, at=now):
+        current = await flow.store.get(approval.id) or approval
+        return BehalfOutcome(Behalf.ALREADY, current, state_word(current, now))
+    if not approve:
+        await flow.store.finish_rejected(approval.id, CANCELLED)
+        return BehalfOutcome(Behalf.CANCELLED, approval)
+    requester = await users.get(approval.user_id)
+    if requester is None:
+        await flow.store.begin_execution(approval.id, now)
+        await flow.store.finish(approval.id, False, "refused: the requester is gone")
+        return BehalfOutcome(Behalf.GONE, approval)
+    ran = await flow.execute(None, approval, context_for(requester))
+    return BehalfOutcome(Behalf.RAN, approval, ran.content, ran)
 
 
 def _not_for(approval: ApprovalRequest | None, user: User) -> str | None:

@@ -138,10 +138,14 @@ class ApprovalFlow:
             source="trigger" if trigger else "chat", trigger_task_id=trigger)
             for d in drafts]
 
-    async def execute(self, ctx: TurnContext, approval: ApprovalRequest,
+    async def execute(self, ctx: TurnContext | None, approval: ApprovalRequest,
                       tool_ctx: ToolExecutionContext | None = None) -> ExecutionOutcome:
         """Run the stored call once: whoever wins approved -> executing runs it. `tool_ctx`:
-        whose action it is when not the turn's own person (the owner deciding for them)."""
+        whose action it is when not the turn's own person (the owner deciding for them, in a
+        chat or from the console, where there is no turn: `ctx` None)."""
+        if tool_ctx is None:
+            assert ctx is not None, "a decision outside a turn says whose action it is"
+            tool_ctx = ctx.tool_ctx
         now = self.clock.now()
         if not await self.store.begin_execution(approval.id, now):
             return ExecutionOutcome(ExecutionStatus.ALREADY_HANDLED,
@@ -156,7 +160,7 @@ class ApprovalFlow:
             return ExecutionOutcome(ExecutionStatus.FAILED, f"Not run: {problem}.")
         assert tool is not None
         # The approval id is the action's idempotency key (ctx.call_id).
-        call_ctx = replace((tool_ctx or ctx.tool_ctx).for_call(approval.id), approved=True)
+        call_ctx = replace(tool_ctx.for_call(approval.id), approved=True)
         try:
             async with asyncio.timeout(self.agent_timeout if tool.is_agent
                                        else self.tool_timeout):

@@ -86,6 +86,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.onboard import add_onboard_command
 
     add_onboard_command(sub)
+    from bot.cli.console_link import add_console_link_command
+
+    add_console_link_command(sub)
     _everywhere(p)
     return p
 
@@ -125,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
-        "migrate": _ops, "backup": _ops, "logs": _ops, "onboard": _onboard, "outbox": _outbox}
+        "console-link": _console_link, "migrate": _ops, "backup": _ops, "logs": _ops,
+        "onboard": _onboard, "outbox": _outbox}
     _configure_logging(settings, args.command)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
@@ -222,6 +226,12 @@ async def _onboard(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.onboard import run_onboard
 
     return await run_onboard(settings, args)
+
+
+async def _console_link(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.console_link import run_console_link
+
+    return await run_console_link(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:

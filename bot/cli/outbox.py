@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.app.database import open_database
@@ -84,7 +85,7 @@ async def _retry(store: OutboxStore, message_id: int, say: Say) -> int:
     if row is None:
         say(f"no message {message_id} (see `valet outbox list`)")
         return 1
-    if not await store.retry_dead(message_id):
+    if not await store.retry_dead(message_id, datetime.now(UTC)):
         say(f"message {message_id} is {row['status']}, not dead: nothing to retry")
         return 1
     say(f"queued {message_id} again for {row['channel']}:{row['address']}; the running valet "

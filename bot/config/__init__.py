@@ -28,6 +28,9 @@ from bot.config.sections import (
     ApprovalSettings as ApprovalSettings,
 )
 from bot.config.sections import (
+    ConsoleSettings as ConsoleSettings,
+)
+from bot.config.sections import (
     ContactsSettings as ContactsSettings,
 )
 from bot.config.sections import (
@@ -122,6 +125,7 @@ class Settings(_Section):
     public_url: str | None = None
     http: HTTPSettings = HTTPSettings()
     telegram: TelegramSettings = TelegramSettings()
+    console: ConsoleSettings = ConsoleSettings()  # the owner's web console (/console)
 
     @pydantic.field_validator("public_url")
     @classmethod
@@ -209,6 +213,15 @@ class Settings(_Section):
         """Where `valet chat` writes its log (the chat itself shows only short notes)."""
         return self.data_dir() / "valet.log"
 
+    def console_url(self) -> str:
+        """Where the owner's browser reaches the console (without /console)."""
+        if self.console.url:
+            return self.console.url
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = self.http.host if self.http.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.http.port}"
+
     def loop_config(self) -> ReactLoopConfig:
         # A dict when a test or caller replaced the section with model_copy(update=...).
         loop = self.loop if isinstance(self.loop, dict) else self.loop.model_dump(
@@ -260,6 +273,8 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_HTTP_HOST": ("http", "host"),
     "VALET_HTTP_PORT": ("http", "port"),
     "VALET_TELEGRAM_MODE": ("telegram", "mode"),
+    "VALET_CONSOLE_ENABLED": ("console", "enabled"),
+    "VALET_CONSOLE_URL": ("console", "url"),
 }
 SECRET_KEYS = {("llm", "api_key"), ("telegram", "token"), ("telegram", "webhook_secret"),
                ("telegram", "api_url")}

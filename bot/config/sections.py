@@ -185,6 +185,9 @@ class SmsSettings(_Section):
     # country's (ISO code, e.g. "US", "GB"); None: every number must start with "+".
     default_region: str | None = None
     max_request_bytes: int = pydantic.Field(64 * 1024, ge=1024)  # a webhook body, at most
+    # A triggered run's reply by SMS (the morning summary) fits this many segments: a longer
+    # one gets one shortening pass, then is cut after its last whole sentence that fits.
+    summary_max_segments: int = pydantic.Field(2, ge=1, le=10)
 
 
 class TriggerSettings(_Section):
@@ -242,6 +245,30 @@ class HTTPSettings(_Section):
     port: int = pydantic.Field(8080, ge=0, le=65535)
     # On SIGTERM, how long running turns get to finish (the rest is redone at the next start).
     shutdown_grace_seconds: float = pydantic.Field(20.0, ge=0)
+
+
+class ConsoleSettings(_Section):
+    """The owner's web console at /console (bot/app/console), served by `valet serve`."""
+
+    enabled: bool = False
+    # The address the owner's browser opens (login links start with it); None: public_url,
+    # else this machine's http.host and http.port (reached through an SSH tunnel).
+    url: str | None = None
+    session_hours: float = pydantic.Field(12.0, gt=0, le=24 * 30)  # then sign in again
+    # The Usage page's estimate: what one SMS segment costs (Twilio's price for your country).
+    sms_price_per_segment: float = pydantic.Field(0.0083, ge=0)
+    currency: str = pydantic.Field("USD", min_length=1, max_length=8)
+    # Sign-in attempts one address may make in a window (a used or unknown link counts).
+    login_attempts: int = pydantic.Field(10, gt=0)
+    login_window_minutes: int = pydantic.Field(15, gt=0)
+
+    @pydantic.field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+/?$", value):
+            raise ValueError("must be the console's base address, such as "
+                             "https://valet.example.com or http://127.0.0.1:8080")
+        return value.rstrip("/") if value else value
 
 
 class TelegramSettings(_Section):

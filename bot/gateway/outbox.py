@@ -114,6 +114,17 @@ class OutboxStore:
             "UPDATE outbox SET status = 'dead', last_error = $2 WHERE id = $1",
             message_id, reason)
 
+    async def retry_dead(self, message_id: int, at: datetime) -> bool:
+        """A dead letter back to pending, due now, with a fresh allowance of tries (the owner
+        asked for it, from the console). Only a dead row moves: False for any other. The
+        reason it died stays in last_error until it is sent."""
+        return await self.db.execute(
+            "UPDATE outbox SET status = 'pending', attempts = 0, waits = 0, claimed_at = NULL,"
+            " next_attempt_at = $2 WHERE id = $1 AND status = 'dead'", message_id, at) == 1
+
+    async def get(self, message_id: int) -> Row | None:
+        return await self.db.fetchrow("SELECT * FROM outbox WHERE id = $1", message_id)
+
     async def abandon_stale(self, older_than: datetime) -> int:
         return await self.db.execute(
             "UPDATE outbox SET status = 'dead', last_error = 'delivery outcome unknown:"
@@ -149,18 +160,6 @@ class OutboxStore:
         return await self.db.fetch(
             "SELECT * FROM outbox WHERE ($1 = '' OR status = $1) AND ($3 = '' OR user_id = $3)"
             " ORDER BY id DESC LIMIT $2", status or "", limit, user_id or "")
-
-    async def get(self, message_id: int) -> Row | None:
-        return await self.db.fetchrow("SELECT * FROM outbox WHERE id = $1", message_id)
-
-    async def retry_dead(self, message_id: int) -> bool:
-        """A dead message back to pending with a fresh set of tries (`valet outbox retry`);
-        the running deliverer sends it, after any earlier message to the same address.
-        False unless it was dead."""
-        return await self.db.execute(
-            "UPDATE outbox SET status = 'pending', attempts = 0, waits = 0, last_error = NULL,"
-            " claimed_at = NULL, next_attempt_at = created_at WHERE id = $1 AND status = 'dead'",
-            message_id) == 1
 
 
 @dataclass

@@ -83,7 +83,7 @@ def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, s
     account = twilio_account(settings, env)
     store = SmsStore(host.db)
     sender = SmsSender(account, store=store, identities=host.identities, clock=host.clock,
-                       emoji=emoji)
+                       emoji=emoji, summary_max_segments=settings.sms.summary_max_segments)
     inbound = SmsInbound(host, default_region=settings.sms.default_region, lines=lines)
     assert settings.public_url is not None
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,

@@ -18,11 +18,13 @@ from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.http.response import Response
 from twilio.rest import Client
 
+from bot.brief import Brevity
 from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
 from bot.clock import Clock
 from bot.envelopes import LoopEvent, OutboundMessage
 from bot.gateway.identity import IdentityStore
-from channels.sms.render import MAX_CHARS, SmsBody, render
+from channels.sms.gsm import MULTI_GSM
+from channels.sms.render import MAX_CHARS, SmsBody, render, segments_of
 from channels.sms.store import SmsStore
 
 log = logging.getLogger(__name__)
@@ -92,10 +94,9 @@ def _permanent(err: TwilioException) -> PermanentSendError:
 
 class SmsSender:
     name = "sms"
-    features = ChannelFeatures(edit=False, buttons=False, typing=False, max_chars=MAX_CHARS)
 
     def __init__(self, account: TwilioAccount, *, store: SmsStore, identities: IdentityStore,
-                 clock: Clock, emoji: bool = False) -> None:
+                 clock: Clock, emoji: bool = False, summary_max_segments: int = 2) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
@@ -105,6 +106,11 @@ class SmsSender:
         self.identities = identities
         self.clock = clock
         self.emoji = emoji
+        # A triggered run's reply (the morning summary) fits this many segments.
+        brief = Brevity(lambda text: segments_of(text, emoji=emoji) <= summary_max_segments,
+                        about_chars=summary_max_segments * MULTI_GSM)
+        self.features = ChannelFeatures(edit=False, buttons=False, typing=False,
+                                        max_chars=MAX_CHARS, brevity=brief)
 
     async def close(self) -> None:
         await self.http.close()

@@ -177,6 +177,15 @@ def render(message: OutboundMessage, *, emoji: bool = False,
     text = plain_text(message.text)
     prompts = render_prompts(message.prompts)
     text = f"{text}\n{prompts}".strip() if prompts else text
+    return _rendered_bodies(text, emoji, limit)
+
+
+def segments_of(markdown: str, *, emoji: bool = False) -> int:
+    """What a text costs once sent: the segments of every message it becomes."""
+    return sum(b.segments for b in _rendered_bodies(plain_text(markdown), emoji, MAX_CHARS))
+
+
+def _rendered_bodies(text: str, emoji: bool, limit: int) -> list[SmsBody]:
     if not emoji:
         text = without_emoji(text)
     text = fold(text)

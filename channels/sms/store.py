@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
 
 from bot.db import Database
 
@@ -76,3 +77,18 @@ class SmsStore:
             " JOIN outbox o ON o.id = s.outbox_id"
             " WHERE o.user_id = $1 AND o.channel = 'sms' AND o.created_at >= $2",
             user_id, since) or 0)
+
+    async def daily_segments(self, start: datetime, end: datetime, timezone: str
+                             ) -> dict[tuple[str, date], int]:
+        """Segments handed to Twilio between `start` and `end`, by person and by day in
+        `timezone` (when each part was handed over)."""
+        rows = await self.db.fetch(
+            "SELECT o.user_id, p.created_at, p.segments FROM sms_parts p"
+            " JOIN outbox o ON o.id = p.outbox_id"
+            " WHERE p.created_at >= $1 AND p.created_at < $2", start, end)
+        zone = ZoneInfo(timezone)
+        totals: dict[tuple[str, date], int] = {}
+        for row in rows:
+            key = (str(row["user_id"] or ""), row["created_at"].astimezone(zone).date())
+            totals[key] = totals.get(key, 0) + int(row["segments"])
+        return totals

@@ -24,27 +24,52 @@ async def radicale(tmp: Path) -> AsyncIterator[str]:
     """The server's base URL while the block runs."""
     users = tmp / "users"
     users.write_text(f"{USER}:{PASSWORD}\n")
-    port = _free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "radicale", "--server-hosts", f"127.0.0.1:{port}",
-         "--storage-filesystem-folder", str(tmp / "collections"),
-         "--auth-type", "htpasswd", "--auth-htpasswd-filename", str(users),
-         "--auth-htpasswd-encryption", "plain", "--logging-level", "warning",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    proc, port = await _start(tmp, users)
+    # Radicale logs as it serves: keep reading, or a full pipe would stall it.
+    drain = asyncio.create_task(_drain(proc))
     try:
-        for _ in range(200):  # up to 10 s on a busy machine
-            if proc.returncode is not None:
-                err = await proc.stderr.read() if proc.stderr else b""
-                raise RuntimeError(f"radicale exited: {err.decode()[-500:]}")
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            await asyncio.sleep(0.05)
         yield f"http://127.0.0.1:{port}/"
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), timeout=10)
+        drain.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await drain
+
+
+async def _start(tmp: Path, users: Path) -> tuple[asyncio.subprocess.Process, int]:
+    """Radicale listening on a free port. It takes no port 0, so a port is picked, freed and
+    handed over; another process on this shared machine may take it in between: Radicale then
+    cannot bind it and exits, and another port is tried. Only its own "Listening on" line
+    proves the port is Radicale's (connecting could reach someone else's server)."""
+    failures = []
+    for _ in range(5):
+        port = _free_port()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "radicale", "--server-hosts", f"127.0.0.1:{port}",
+            "--storage-filesystem-folder", str(tmp / "collections"),
+            "--auth-type", "htpasswd", "--auth-htpasswd-filename", str(users),
+            "--auth-htpasswd-encryption", "plain", "--logging-level", "info",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        assert proc.stderr is not None
+        said: list[str] = []
+        try:
+            async with asyncio.timeout(30):  # generous: a busy machine starts Python slowly
+                while line := (await proc.stderr.readline()).decode(errors="replace"):
+                    said.append(line)
+                    if "Listening on" in line:
+                        return proc, port
+        except TimeoutError:
+            proc.kill()
+        await proc.wait()
+        failures.append("".join(said)[-300:])
+    raise RuntimeError(f"radicale did not start: {failures[-1]}")
+
+
+async def _drain(proc: asyncio.subprocess.Process) -> None:
+    assert proc.stderr is not None
+    while await proc.stderr.readline():
+        pass
 
 
 def make_calendar(url: str, name: str, events: list[str]) -> None:

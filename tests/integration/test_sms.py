@@ -469,3 +469,40 @@ async def test_a_reminder_set_by_sms_by_someone_also_on_telegram_comes_back_by_s
         assert [text for _, text in telegram.sent] == ["⏰ Reminder: drink water"]
     finally:
         await close()
+
+
+async def test_a_morning_summary_too_long_for_two_sms_is_shortened_then_cut_at_a_sentence(
+        app_factory, fake_llm):
+    from datetime import UTC, datetime
+
+    from bot.clock import FakeClock
+    from triggers.service import Owner
+
+    clock = FakeClock(datetime(2026, 1, 5, 12, 29, tzinfo=UTC))  # 07:29 in New York
+    world, close = await sms_world(app_factory, clock=clock,
+                                   tools={"weather": {"enabled": False}})
+    try:
+        fake_llm.script(LLMReply(content="Hello!"))
+        await world.text("hi")
+        await world.idle()
+        user = await alice(world)
+        await world.app.triggers.service.morning_summary(Owner(user.id, "America/New_York"))
+        sentences = [f"Item {i}: something on your calendar at {8 + i % 9}:00 today." for i in
+                     range(18)]
+        long = " ".join(sentences)  # about 900 characters: six segments or so
+        shorter = " ".join(sentences[:9])  # the shortening pass: still too long
+        assert len(long) > 850 and len(shorter) > 306
+        fake_llm.script(LLMReply(content=long), LLMReply(content=shorter))
+        clock.advance(60)
+        await world.app.triggers.engine.tick()
+        await world.idle()
+        asked = fake_llm.requests[-1]["messages"]
+        assert "Shorten this message" in asked[0]["content"] and asked[1]["content"] == long
+        [summary] = [m.body for m in world.twilio.sent if m.to == ALICE and m.body != "Hello!"]
+        assert summary.endswith("today.") and shorter.startswith(summary)  # whole sentences
+        row = await world.last_outbox()
+        assert row["segments"] <= 2 and row["encoding"] == "GSM-7"
+        # What the history keeps is what was sent.
+        assert (await world.app.history.load(user.id))[-1]["content"] == summary
+    finally:
+        await close()

@@ -1,0 +1,124 @@
+"""Who may use the console: the owner, signed in through a one-time link.
+
+    GET  /console/login?t=…   shows a "Sign in" button; nothing is used up yet (a chat app's
+                              link preview fetches the page too)
+    POST /console/login       uses the link (once, within 10 minutes; attempts per address
+                              are limited) and opens a session: an HttpOnly, SameSite=Strict
+                              cookie (Secure when the console is reached over https)
+    POST /console/logout      closes it
+
+Every other page answers 401 without a live session of a current owner, and every form post
+403 without the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from aiohttp import web
+
+from bot.app.console.deps import Console, log
+from bot.gateway.console_login import ConsoleSession
+from bot.gateway.guesses import GuessLimiter, GuessVerdict
+
+COOKIE = "valet_console"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# A console handler gets the owner's live session with the request.
+OwnerHandler = Callable[[web.Request, ConsoleSession], Awaitable[web.StreamResponse]]
+
+
+def owner_only(console: Console, handler: OwnerHandler) -> Handler:
+    """The handler runs only for a live session of a current owner; a form post only with
+    the session's CSRF token."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        session = await live_session(console, request)
+        if session is None:
+            return console.page(request, None, "signed_out.html", title="Sign in",
+                                status=401)
+        if request.method == "POST":
+            form = await request.post()
+            given = str(form.get("csrf", ""))
+            if not hmac.compare_digest(given.encode(), session.csrf.encode()):
+                log.warning("console: a form post without its CSRF token was refused (%s %s)",
+                            request.method, request.path)
+                return console.page(request, session, "message.html", title="Refused",
+                                    status=403,
+                                    message="This form is out of date or did not come from "
+                                            "the console. Open the page again and retry.")
+        return await handler(request, session)
+
+    return guarded
+
+
+async def live_session(console: Console, request: web.Request) -> ConsoleSession | None:
+    token = request.cookies.get(COOKIE, "")
+    if not token:
+        return None
+    session = await console.logins.session(token, console.now())
+    if session is None:
+        return None
+    user = await console.app.users.get(session.user_id)
+    return session if user is not None and user.is_owner and not user.blocked else None
+
+
+def login_routes(console: Console) -> list[web.RouteDef]:
+    settings = console.settings.console
+    guesses = GuessLimiter(console.app.db, settings.login_attempts,
+                           timedelta(minutes=settings.login_window_minutes))
+
+    async def login_page(request: web.Request) -> web.Response:
+        token = request.query.get("t", "")
+        if not token or not await console.logins.link_waiting(token, console.now()):
+            return _refused(console, request)
+        return console.page(request, None, "login.html", title="Sign in", token=token)
+
+    async def login(request: web.Request) -> web.StreamResponse:
+        remote = request.remote or ""
+        now = console.now()
+        if await guesses.take_try("console-login", "http", remote, now) is \
+                GuessVerdict.REFUSED:
+            log.warning("console: sign-in attempts from %s refused (too many)", remote)
+            return console.page(request, None, "message.html", title="Too many attempts",
+                                status=429, message="Too many sign-in attempts from here. "
+                                                    "Wait a few minutes, then ask for a new "
+                                                    "link.")
+        form = await request.post()
+        user_id = await console.logins.redeem_link(str(form.get("t", "")), now)
+        user = await console.app.users.get(user_id) if user_id else None
+        if user is None or not user.is_owner or user.blocked:
+            log.warning("console: a used, expired or unknown sign-in link from %s", remote)
+            return _refused(console, request)
+        await guesses.forget("console-login", "http", remote)
+        session = await console.logins.open_session(
+            user.id, now, timedelta(hours=settings.session_hours), remote)
+        await console.record(request, session, "sign in", user.id, "ok")
+        response = web.Response(status=303, headers={"Location": "/console"})
+        response.set_cookie(COOKIE, session.token, path="/console", httponly=True,
+                            samesite="Strict", secure=_https(console, request),
+                            max_age=int(settings.session_hours * 3600))
+        return response
+
+    async def logout(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
+        await console.record(request, session, "sign out", session.user_id, "ok")
+        await console.logins.close_session(session.token)
+        response = console.page(request, None, "message.html", title="Signed out",
+                                message="You are signed out. Send /console to Valet for a "
+                                        "new link.")
+        response.del_cookie(COOKIE, path="/console")
+        return response
+
+    return [web.get("/console/login", login_page), web.post("/console/login", login),
+            web.post("/console/logout", owner_only(console, logout))]
+
+
+def _refused(console: Console, request: web.Request) -> web.Response:
+    return console.page(request, None, "message.html", title="Link refused", status=403,
+                        message="This sign-in link was already used, has expired or is not "
+                                "one of Valet's. Send /console to Valet for a new one.")
+
+
+def _https(console: Console, request: web.Request) -> bool:
+    return request.secure or console.settings.console_url().startswith("https://")

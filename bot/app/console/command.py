@@ -1,0 +1,42 @@
+"""`/console`: the owner asks for a login link in their own chat (any channel); `valet
+console-link` makes the same link from a shell."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bot.commands import Command
+from bot.config import Settings
+from bot.gateway.console_login import LINK_TTL, ConsoleLogins
+from bot.gateway.users import User
+from bot.lines import fill
+from bot.turn import TurnContext
+from persona import Persona
+
+
+async def login_url(logins: ConsoleLogins, settings: Settings, owner: User,
+                    at: datetime) -> str:
+    """A fresh one-time link for the owner (bot.gateway.console_login.NotOwner otherwise)."""
+    token = await logins.issue_link(owner, at)
+    return f"{settings.console_url()}/console/login?t={token}"
+
+
+def link_line(persona: Persona, url: str) -> str:
+    return fill(persona.lines.console_link, url=url,
+                minutes=int(LINK_TTL.total_seconds() // 60))
+
+
+def console_command(settings: Settings, logins: ConsoleLogins, persona: Persona) -> Command:
+    lines = persona.lines
+
+    async def console(ctx: TurnContext, args: list[str]) -> str:
+        if not settings.console.enabled:
+            return lines.console_off
+        # The reply goes where the owner wrote: never into a Telegram group (negative ids).
+        if ctx.msg.channel == "telegram" and ctx.msg.address.startswith("-"):
+            return lines.console_private_only
+        return link_line(persona, await login_url(logins, settings, ctx.user,
+                                                  ctx.tool_ctx.clock.now()))
+
+    return Command("/console", "a sign-in link for the web console", console,
+                   owner_only=True, refusal=lines.console_owner_only)

@@ -1,0 +1,76 @@
+"""People: who Valet serves, their linked channels, block and unblock (never the owner);
+strangers waiting to be let in (approve: they are told; deny); what Valet remembers of each
+person, with forget (through the memory service, as /forget does)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from bot.app.console.auth import owner_only
+from bot.app.console.deps import Console, back
+from bot.gateway.console_login import ConsoleSession
+
+PAGE = "/console/people"
+FACTS = 50
+WELCOME = "You're in! I'm your assistant now: ask me anything."  # as `/pair approve` says
+
+
+def routes(console: Console) -> list[web.RouteDef]:
+    app = console.app
+    memory = app.services.memory
+
+    async def page(request: web.Request, session: ConsoleSession) -> web.Response:
+        now = console.now()
+        people: list[tuple[Any, list[Any], list[Any]]] = []
+        for user in (await console.people()).values():
+            facts = await memory.store.open_facts(user.id, FACTS) if memory else []
+            people.append((user, await app.identities.of_user(user.id), facts))
+        return console.page(request, session, "people.html", title="People", people=people,
+                            pairings=await app.access.list_pairings(now),
+                            memory_on=memory is not None)
+
+    async def block(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
+        action = request.match_info["action"]
+        user = await app.users.get(request.match_info["user"])
+        if user is None:
+            raise back(PAGE, "No such person.", failed=True)
+        if user.is_owner and action == "block":
+            said = "The owner cannot be blocked."
+            await console.record(request, session, action, f"user {user.id}", said)
+            raise back(PAGE, said, failed=True)
+        await app.users.set_blocked(user.id, action == "block")
+        said = f"{user.display_name or user.id} is {action}ed."
+        await console.record(request, session, action, f"user {user.id}", said)
+        raise back(PAGE, said)
+
+    async def pairing(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
+        code, action = request.match_info["code"].upper(), request.match_info["action"]
+        now = console.now()
+        if action == "deny":
+            said = f"Denied {code}." if await app.access.deny(code, now) else \
+                f"No pending request {code}."
+        else:
+            user = await app.access.approve(code, now)
+            if user is not None:
+                await app.outbound.notify_user(user, WELCOME, dedupe_key=f"paired:{code}")
+            said = f"Approved {code}: {user.display_name or user.id} can talk to Valet now." \
+                if user else f"No pending request {code} (it may have expired)."
+        await console.record(request, session, f"pairing {action}", f"code {code}", said)
+        raise back(PAGE, said, failed=said.startswith("No pending"))
+
+    async def forget(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
+        user_id, fact_id = request.match_info["user"], int(request.match_info["fact"])
+        if memory is None:
+            raise back(PAGE, "Memory is off.", failed=True)
+        forgotten = await memory.forget(user_id, ids=[fact_id])
+        said = f"Forgot “{forgotten[0].text}”." if forgotten else "Nothing to forget there."
+        await console.record(request, session, "forget", f"fact {fact_id} of {user_id}", said)
+        raise back(PAGE, said, failed=not forgotten)
+
+    return [web.get(PAGE, owner_only(console, page)),
+            web.post(PAGE + "/{user}/{action:block|unblock}", owner_only(console, block)),
+            web.post(PAGE + "/{user}/facts/{fact:[0-9]+}/forget", owner_only(console, forget)),
+            web.post("/console/pairing/{code}/{action:approve|deny}",
+                     owner_only(console, pairing))]
