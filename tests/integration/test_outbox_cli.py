@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from bot.cli.outbox import run_outbox
+from bot.clock import SystemClock
 from tests.helpers import RecordingSender
 
 
@@ -21,7 +22,7 @@ async def outbox(settings, *words: str) -> tuple[int, list[str]]:
 
 
 async def test_a_dead_letter_is_listed_with_its_reason_and_retried(app_factory, app_settings):
-    app = await app_factory()
+    app = await app_factory(clock=SystemClock())  # the CLI queues it for now, real time
     owner = await app.ensure_owner()
     await app.outbound.notify_user(owner, "Your parcel is here.", dedupe_key="parcel")
     await app.outbound.deliverer.deliver_due()  # no console sender here: dead at once
