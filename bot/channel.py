@@ -36,6 +36,22 @@ class PermanentSendError(Exception):
 
 
 @dataclass(frozen=True)
+class MenuCommand:
+    """A slash command as a channel's command menu shows it (Telegram's `/` menu); the list
+    comes from the command table (bot.commands), never from the channel."""
+
+    name: str  # "/pending"
+    description: str  # its /help line
+    owner_only: bool = False
+
+
+class CommandMenu(Protocol):
+    def menu(self, channel: str) -> list[MenuCommand]:
+        """The commands `channel` offers, in the table's order."""
+        ...
+
+
+@dataclass(frozen=True)
 class ChannelFeatures:
     edit: bool = False  # can change a message already sent
     buttons: bool = False  # approval prompts as buttons (else typed replies)

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.options import Option
+from bot.channel import MenuCommand
 from bot.envelopes import ButtonPress, PromptKind, TurnStop
 from bot.gateway.access import AccessControl, one_line, quoted
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import User
 from bot.tasks.resume import Resumer
 from bot.turn import Answered, Continue, StepResult, TurnContext
+from persona.lines import Lines, fill
 
 # A handler says what to answer (a command turn), or answers with its own stop reason.
 Handler = Callable[[TurnContext, list[str]], Awaitable["str | Answered"]]
@@ -32,7 +34,7 @@ class Command:
     handler: Handler
     owner_only: bool = False
     channels: frozenset[str] | None = None  # None: every channel
-    refusal: str = "Only the owner can do that."  # said to anyone else, for owner_only
+    refusal: str | None = None  # said to anyone else, for owner_only (None: the usual line)
 
 
 def command_word(text: str) -> tuple[str, list[str]] | None:
@@ -50,25 +52,25 @@ class Commands:
 
     def __init__(self, *, access: AccessControl, identities: IdentityStore,
                  approvals: ApprovalFlow | None, tasks: Resumer | None, notify_user: Notify,
-                 assistant_name: str = "Valet") -> None:
+                 lines: Lines, assistant_name: str = "Valet") -> None:
         self.access = access
         self.identities = identities
         self.approvals = approvals
         self.tasks = tasks
         self.notify_user = notify_user
+        self.lines = lines  # what the commands say, and what /help says of each
         self.assistant_name = assistant_name
         self._table: dict[str, Command] = {}
         for command in (
-            Command("/help", "what I understand", self._help),
-            Command("/pending", "what waits for your OK or your answer", self._pending),
-            Command("/cancel", "drop the task waiting for your answer", self._cancel),
-            Command("/stop", "stop what I'm doing right now", self._stop),
-            Command("/link", "join another channel (Telegram, SMS) to you", self._link),
-            Command("/whoami", "who I think you are, and what is linked", self._whoami),
-            Command("/pair", "let a new person in: /pair list | approve CODE | deny CODE",
-                    self._pair, owner_only=True,
-                    refusal="Only the owner can approve new people."),
-            Command("/start", "say hello", self._start, channels=frozenset({"telegram"})),
+            Command("/help", lines.about_help, self._help),
+            Command("/pending", lines.about_pending, self._pending),
+            Command("/cancel", lines.about_cancel, self._cancel),
+            Command("/stop", lines.about_stop, self._stop),
+            Command("/link", lines.about_link, self._link),
+            Command("/whoami", lines.about_whoami, self._whoami),
+            Command("/pair", lines.about_pair, self._pair, owner_only=True,
+                    refusal=lines.pairing_owner_only),
+            Command("/start", lines.about_start, self._start, channels=frozenset({"telegram"})),
         ):
             self.register(command)
 
@@ -78,6 +80,11 @@ class Commands:
     def listed(self, user: User, channel: str) -> list[Command]:
         return [c for c in self._table.values() if (user.is_owner or not c.owner_only)
                 and (c.channels is None or channel in c.channels)]
+
+    def menu(self, channel: str) -> list[MenuCommand]:
+        """Every command `channel` offers, as its command menu shows them (bot.channel)."""
+        return [MenuCommand(c.name, c.help, c.owner_only) for c in self._table.values()
+                if c.channels is None or channel in c.channels]
 
     async def before(self, ctx: TurnContext) -> StepResult:
         button = ctx.msg.button
@@ -91,17 +98,18 @@ class Commands:
         word, args = found
         command = self._table.get(word)
         if command is None:
-            return Answered(text=f"I don't know {word}. /help lists what I understand.",
+            return Answered(text=fill(self.lines.command_unknown, command=word),
                             stop=TurnStop.COMMAND)
         if command.owner_only and not ctx.user.is_owner:
-            return Answered(text=command.refusal, stop=TurnStop.COMMAND)
+            return Answered(text=command.refusal or self.lines.command_owner_only,
+                            stop=TurnStop.COMMAND)
         said = await command.handler(ctx, args)
         return said if isinstance(said, Answered) else Answered(text=said, stop=TurnStop.COMMAND)
 
     async def _pairing_button(self, ctx: TurnContext, button: ButtonPress) -> StepResult:
         """The owner tapped Approve or Cancel under a pairing notice: /pair by button."""
         if not ctx.user.is_owner:
-            return Answered(text="Only the owner can approve new people.", stop=TurnStop.COMMAND)
+            return Answered(text=self.lines.pairing_owner_only, stop=TurnStop.COMMAND)
         verb = "approve" if button.choice is Option.APPROVE else "deny"
         return Answered(text=await self._pair(ctx, [verb, button.approval_id]),
                         stop=TurnStop.COMMAND)
@@ -109,12 +117,11 @@ class Commands:
     # --- the commands ----------------------------------------------------------------------
 
     async def _help(self, ctx: TurnContext, args: list[str]) -> str:
-        lines = [f"{c.name}: {c.help}" for c in self.listed(ctx.user, ctx.msg.channel)]
-        return "Commands:\n" + "\n".join(lines) + "\nAnything else, just say it."
+        listed = [f"{c.name}: {c.help}" for c in self.listed(ctx.user, ctx.msg.channel)]
+        return fill(self.lines.help_text, commands="\n".join(listed))
 
     async def _start(self, ctx: TurnContext, args: list[str]) -> str:
-        return (f"Hi! I'm {self.assistant_name}, your assistant. Ask me anything, or send "
-                "/help to see what else I understand.")
+        return fill(self.lines.start_text, name=self.assistant_name)
 
     async def _pending(self, ctx: TurnContext, args: list[str]) -> str:
         parts = []
@@ -125,53 +132,52 @@ class Commands:
         if self.tasks is not None:
             waiting = await self.tasks.pool.waiting(ctx.user.id)
             if waiting:
-                parts.append("Waiting for your answer:\n" + "\n".join(
-                    f"{i}. {t.label}: “{t.question}”" for i, t in enumerate(waiting, 1)))
-        return "\n\n".join(parts) or "Nothing is waiting for your approval or your answer."
+                parts.append(fill(self.lines.pending_tasks, tasks="\n".join(
+                    f"{i}. {t.label}: “{t.question}”" for i, t in enumerate(waiting, 1))))
+        return "\n\n".join(parts) or self.lines.pending_none
 
     async def _cancel(self, ctx: TurnContext, args: list[str]) -> str | Answered:
         said = await self.tasks.cancel_latest(ctx.user.id) if self.tasks else None
         if said is None:
-            return "Nothing is waiting for your answer, so there's nothing to cancel."
+            return self.lines.cancel_nothing
         return Answered(text=said, stop=TurnStop.CANCELLED)
 
     async def _stop(self, ctx: TurnContext, args: list[str]) -> str:
         # A running turn is stopped at the gateway's door; reaching here means none ran.
-        return "Nothing is running right now."
+        return self.lines.stop_nothing_running
 
     async def _link(self, ctx: TurnContext, args: list[str]) -> str:
         if args:
-            return ("You're already known here. Send \"/link\" here to get a code, then "
-                    "\"/link CODE\" from your other account.")
+            return self.lines.link_already_known
         code = await self.identities.issue_link_code(ctx.user.id, at=ctx.tool_ctx.clock.now())
-        return (f"Your link code is {code}. Within 10 minutes, send \"/link {code}\" to me from "
-                "your other account (Telegram or SMS) and I'll know it's you there too.")
+        return fill(self.lines.link_code, code=code)
 
     async def _whoami(self, ctx: TurnContext, args: list[str]) -> str:
         user = ctx.user
         ids = await self.identities.of_user(user.id)
         linked = ", ".join(f"{i.channel} {i.address}" for i in ids) or "none"
-        return (f"You are {user.display_name or user.id} ({user.id}); timezone "
-                f"{user.timezone}; linked: {linked}.")
+        return fill(self.lines.whoami, name=await self.identities.name_of(user),
+                    timezone=user.timezone, linked=linked)
 
     async def _pair(self, ctx: TurnContext, args: list[str]) -> str:
         now = ctx.tool_ctx.clock.now()
         if not args or args[0].lower() == "list":
             pending = await self.access.list_pairings(now)
             if not pending:
-                return "Nobody is waiting to be let in."
-            lines = [f"{p.code}: {quoted(p.display_name) if p.display_name else '(no name)'}"
-                     f" on {p.channel} {one_line(p.address)}" for p in pending]
-            return "Waiting to be let in:\n" + "\n".join(lines)
+                return self.lines.pairing_none
+            waiting = [f"{p.code}: {quoted(p.display_name) if p.display_name else '(no name)'}"
+                       f" on {p.channel} {one_line(p.address)}" for p in pending]
+            return fill(self.lines.pairing_waiting, requests="\n".join(waiting))
         if len(args) != 2 or args[0].lower() not in ("approve", "deny"):
-            return "Use /pair list, /pair approve CODE or /pair deny CODE."
+            return self.lines.pairing_usage
         code = args[1].upper()
         if args[0].lower() == "deny":
             denied = await self.access.deny(code, now)
-            return f"Denied {code}." if denied else f"No pending request {code}."
+            return fill(self.lines.pairing_denied if denied else self.lines.pairing_no_request,
+                        code=code)
         approved = await self.access.approve(code, now)
         if approved is None:
-            return f"No pending request {code} (it may have expired)."
-        await self.notify_user(approved, "You're in! I'm your assistant now: ask me anything.",
-                               dedupe_key=f"paired:{code}")
-        return f"Approved {code}: {approved.display_name or approved.id} can talk to me now."
+            return fill(self.lines.pairing_no_request_expired, code=code)
+        await self.notify_user(approved, self.lines.pairing_welcome, dedupe_key=f"paired:{code}")
+        return fill(self.lines.pairing_approved, code=code,
+                    name=await self.identities.name_of(approved))

@@ -10,6 +10,7 @@ from typing import Any
 from bot.envelopes import TurnStop
 from bot.llm import TokenUsage
 from bot.tools import ToolOutcome
+from persona.lines import ConversationLines
 
 Message = dict[str, Any]
 
@@ -47,16 +48,9 @@ class ReactLoopConfig:
         "from what you have gathered, and say plainly what you could not finish.")
 
 
-@dataclass(frozen=True)
-class FallbackLines:
-    """What the user reads when the LLM cannot give the answer (the persona overrides these)."""
-
-    too_long: str = ("This conversation got too long for me to follow. "
-                     "Could you start over with a short summary of what you need?")
-    deadline: str = ("That took longer than I can spend on one message, so I stopped. "
-                     "Ask me again and I'll pick it up from there.")
-    no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
-    cancelled: str = "Okay, I stopped."
+# What the person reads when the LLM cannot give the answer (too_long, deadline, no_answer,
+# cancelled): the persona's conversation lines, defaults in persona/lines.py.
+FallbackLines = ConversationLines
 
 
 @dataclass

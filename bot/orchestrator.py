@@ -70,7 +70,7 @@ class OrchestratorDeps:
     # The channels replies go out on, by name (filled as they start): what brief means there.
     channels: Mapping[str, Channel] = field(default_factory=dict)
     http: aiohttp.ClientSession | None = None  # shared by the tools
-    steps: list[Step] = field(default_factory=list)  # before the loop, in this order
+    steps: list[Step] = field(default_factory=list)  # before the loop (bot.turn_steps)
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
     tasks: Resumer | None = None  # stores the tasks that paused this turn
     journal: TurnJournal | None = None  # a redone turn continues from it (bot.journal)
@@ -89,9 +89,7 @@ class Orchestrator:
         self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
                                   gate=deps.approvals.gate if deps.approvals else None,
                                   journal=deps.journal, tool_choice=deps.exposure)
-        lines = deps.persona.lines
-        self.fallback = FallbackLines(too_long=lines.too_long, deadline=lines.deadline,
-                                      no_answer=lines.no_answer, cancelled=lines.cancelled)
+        self.fallback: FallbackLines = deps.persona.lines
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
                              cancel: asyncio.Event | None = None) -> Reply:

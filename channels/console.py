@@ -35,6 +35,7 @@ from bot.envelopes import (
     OutboundMessage,
 )
 from bot.sanitize import clean_text
+from persona.lines import DEFAULT, TerminalLines, fill
 
 QUIT_WORDS = {"/quit", "/exit"}
 ADDRESS = "local"
@@ -86,10 +87,11 @@ class ConsoleChannel:
     name = "console"
     features = ChannelFeatures(max_chars=1_000_000)
 
-    def __init__(self, screen: Screen, *, jsonl: bool = False,
+    def __init__(self, screen: Screen, *, lines: TerminalLines, jsonl: bool = False,
                  needs_approval: Callable[[str], bool] = lambda name: False,
                  strays_aside: bool = False) -> None:
         self.screen = screen
+        self.lines = lines  # how a prompt asks for its answer
         self.jsonl = jsonl
         # Pipe mode: a message nobody in this run asked for goes to the notes (stderr).
         self.strays_aside = strays_aside
@@ -112,7 +114,7 @@ class ConsoleChannel:
         waiter = self._waiters.pop(message.dedupe_key, None) if message.dedupe_key else None
         earlier = waiter is None and self.earlier_run
         if waiter is None and not earlier and self.strays_aside:
-            self.screen.note(f"(not a reply to this run's input) {render(message)}")
+            self.screen.note(f"(not a reply to this run's input) {render(message, self.lines)}")
         else:
             self.screen.reply(self._format(message, earlier=earlier))
         if earlier:
@@ -123,7 +125,7 @@ class ConsoleChannel:
 
     def _format(self, message: OutboundMessage, *, earlier: bool) -> str:
         if not self.jsonl:
-            return render(message)
+            return render(message, self.lines)
         record: dict[str, Any] = {"reply": message.text,
                                   "stop_reason": message.stop.value if message.stop else None}
         if message.prompts:
@@ -148,21 +150,21 @@ class ConsoleChannel:
         self.screen.event(event)
 
 
-def render(message: OutboundMessage) -> str:
+def render(message: OutboundMessage, lines: TerminalLines = DEFAULT) -> str:
     """Plain text, with numbered choices for anything waiting on the person."""
     parts = [message.text] if message.text else []
-    parts += [render_prompt(p) for p in message.prompts]
+    parts += [render_prompt(p, lines) for p in message.prompts]
     return "\n".join(parts)
 
 
-def render_prompt(prompt: ApprovalPrompt) -> str:
+def render_prompt(prompt: ApprovalPrompt, lines: TerminalLines = DEFAULT) -> str:
     """`1. <summary>` as in /pending; then the arguments the summary does not already show."""
     n = prompt.position
-    lines = [f"{n}. {prompt.summary} (code {prompt.code})"]
-    lines += [f"   {k}: {v}" for k, v in prompt.details if f"{k}: {v}" not in prompt.summary]
-    choices = "yes / no" + (" / or say what to change" if prompt.allow_modification else "")
-    lines.append(f"   Reply {n} yes or {n} no ({choices}).")
-    return "\n".join(lines)
+    shown = [f"{n}. {prompt.summary} (code {prompt.code})"]
+    shown += [f"   {k}: {v}" for k, v in prompt.details if f"{k}: {v}" not in prompt.summary]
+    ask = lines.terminal_prompt_changeable if prompt.allow_modification else lines.terminal_prompt
+    shown.append("   " + fill(ask, n=n))
+    return "\n".join(shown)
 
 
 class ConsoleChat:
@@ -231,9 +233,10 @@ class ConsoleChat:
                 await self.say(text)
 
 
-def pipe_channel(jsonl: bool, needs_approval: Callable[[str], bool]) -> ConsoleChannel:
+def pipe_channel(jsonl: bool, needs_approval: Callable[[str], bool], lines: TerminalLines
+                 ) -> ConsoleChannel:
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character: "?"
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
-    return ConsoleChannel(StreamScreen(sys.stdout, sys.stderr), jsonl=jsonl,
+    return ConsoleChannel(StreamScreen(sys.stdout, sys.stderr), lines=lines, jsonl=jsonl,
                           needs_approval=needs_approval, strays_aside=True)

@@ -33,6 +33,7 @@ from prompt_toolkit.styles import Style
 from bot.envelopes import EventType, LoopEvent
 from bot.sanitize import clean_text
 from channels.console import QUIT_WORDS, ConsoleChannel, ConsoleChat
+from persona.lines import TerminalLines
 
 DIM, RESET = "\033[2m", "\033[0m"
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -234,8 +235,9 @@ class InteractiveChat:
             await asyncio.wait(set(self._replies), timeout=10)
 
 
-def tty_channel(needs_approval: Callable[[str], bool]) -> tuple[ConsoleChannel, TtyScreen]:
+def tty_channel(needs_approval: Callable[[str], bool], lines: TerminalLines
+                ) -> tuple[ConsoleChannel, TtyScreen]:
     if hasattr(sys.stdout, "reconfigure"):  # a terminal that cannot show a character: "?"
         sys.stdout.reconfigure(errors="replace")
     screen = TtyScreen()
-    return ConsoleChannel(screen, needs_approval=needs_approval), screen
+    return ConsoleChannel(screen, lines=lines, needs_approval=needs_approval), screen

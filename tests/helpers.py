@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.channel import ChannelFeatures
 from bot.clock import FakeClock
 from bot.context import ContextManager
 from bot.llm import LLM
@@ -91,6 +92,8 @@ def assert_closed(messages: list[dict[str, Any]]) -> None:
 
 class RecordingSender:
     """A channel sender that records what it was asked to send; `fail` scripts failures."""
+
+    features = ChannelFeatures()  # the port's defaults: no edits, no buttons, no brevity
 
     def __init__(self, name: str = "test", fail: list[Exception] | None = None) -> None:
         self.name = name

@@ -14,23 +14,24 @@ from datetime import datetime
 from bot.approvals.model import ApprovalStatus
 from bot.approvals.triggered import TriggerApprovals
 from bot.envelopes import Notification, Urgency
+from persona.lines import ScheduleLines, fill
 from triggers.executors import TriggerGateway
 from triggers.model import RunOutcome, TaskStatus
 from triggers.store import TaskStore
 
 log = logging.getLogger(__name__)
 
-EXPIRED_NOTICE = "Your task “{name}” did not go ahead: the approval it needed expired."
 # A task in one of these is not paused for its approvals (it already is, or is off).
 _NOT_TO_PAUSE = (TaskStatus.PENDING_APPROVAL, TaskStatus.PAUSED, TaskStatus.DISABLED)
 
 
 class ApprovalWatch:
     def __init__(self, approvals: TriggerApprovals, store: TaskStore,
-                 gateway: TriggerGateway) -> None:
+                 gateway: TriggerGateway, lines: ScheduleLines) -> None:
         self.approvals = approvals
         self.store = store
         self.gateway = gateway
+        self.lines = lines
 
     async def settle(self, now: datetime) -> None:
         await self._pause_waiting(now)
@@ -69,6 +70,6 @@ class ApprovalWatch:
             if expired:
                 run_key = latest["run_key"] if latest else "none"
                 await self.gateway.notify(Notification(
-                    task.user_id, EXPIRED_NOTICE.format(name=task.name),
+                    task.user_id, fill(self.lines.schedule_approval_expired, name=task.name),
                     dedupe_key=f"task-expired:{task.id}:{run_key}", channel=task.channel,
                     urgency=Urgency.URGENT))

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 
 from bot.gateway.users import UserStore
+from persona.lines import fill
 from triggers.model import Task, TaskStatus, TriggerKind
 from triggers.store import TaskStore
 
@@ -64,7 +65,7 @@ class BudgetCheck:
             return
         if self.tell_owner is not None and user is not None and not user.is_owner:
             name = user.display_name or "Someone"
-            await self.tell_owner(self.notice.format(name=name, reason=reason),
+            await self.tell_owner(fill(self.notice, name=name, reason=reason),
                                   f"budget:{user.id}:{reason.split(':')[0]}:{now:%Y-%m-%d}")
         raise OverBudget(reason)
 

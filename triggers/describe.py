@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from persona.lines import ScheduleLines, fill
 from triggers.cron import describe_cron, parse_cron
 from triggers.model import Task, TaskStatus, TriggerKind
 
@@ -52,7 +53,7 @@ def task_line(task: Task, now: datetime) -> str:
     return f"{task.id}: {task.name} — {what}{state}"
 
 
-def tasks_text(tasks: list[Task], now: datetime) -> str:
+def tasks_text(tasks: list[Task], now: datetime, lines: ScheduleLines) -> str:
     if not tasks:
-        return "You have no scheduled tasks."
-    return "Your tasks:\n" + "\n".join(task_line(t, now) for t in tasks)
+        return lines.schedule_none
+    return fill(lines.schedule_listing, tasks="\n".join(task_line(t, now) for t in tasks))

@@ -33,6 +33,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.approvals.triggered import TriggerApprovals
 from bot.clock import Clock
 from bot.db import Database
+from persona.lines import ScheduleLines
 from triggers.approval_watch import ApprovalWatch
 from triggers.changes import TaskChanges
 from triggers.conditions import Checker, ConditionError, holds
@@ -60,7 +61,8 @@ class TriggerEngine:
     def __init__(self, db: Database, clock: Clock, gateway: TriggerGateway,
                  executors: ExecutorRegistry, *, bus: EventBus | None = None,
                  checker: Checker | None = None, settings: EngineSettings | None = None,
-                 holder: str | None = None, changes: TaskChanges | None = None) -> None:
+                 holder: str | None = None, changes: TaskChanges | None = None,
+                 lines: ScheduleLines) -> None:
         self.db = db
         self.clock = clock
         self.gateway = gateway
@@ -72,7 +74,7 @@ class TriggerEngine:
         self.holder = holder or default_holder()
         self.lease = DatabaseLease(db, self.holder,
                                    ttl=timedelta(seconds=self.settings.lease_seconds))
-        self.approvals = ApprovalWatch(TriggerApprovals(db), self.store, gateway)
+        self.approvals = ApprovalWatch(TriggerApprovals(db), self.store, gateway, lines)
         self.leading = False
         self._lock = asyncio.Lock()
         self._scheduler: AsyncIOScheduler | None = None

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from bot.envelopes import Delivery, Notification, TriggerMessage, Urgency
 from bot.untrusted import quote_untrusted
+from persona.lines import ScheduleLines, fill
 from triggers.model import RunKey, RunOutcome, Task, TriggerKind
 from triggers.templates import instruction_for
 
@@ -91,13 +92,14 @@ class OrchestratorExecutor:
 class ReminderExecutor:
     """A plain reminder: its text, sent as a notification. No LLM call."""
 
-    def __init__(self, gateway: TriggerGateway) -> None:
+    def __init__(self, gateway: TriggerGateway, lines: ScheduleLines) -> None:
         self.gateway = gateway
+        self.lines = lines
 
     async def execute(self, run: RunContext) -> RunOutcome:
         text = str(run.task.action.get("text") or run.task.name)
         delivery = await self.gateway.notify(Notification(
-            run.task.user_id, f"⏰ Reminder: {text}", dedupe_key=run.message_key,
+            run.task.user_id, fill(self.lines.reminder, text=text), dedupe_key=run.message_key,
             channel=run.task.channel, fallback_channel=run.task.origin_channel,
             urgency=urgency_of(run.task)))
         # ALREADY_QUEUED is a redone run whose message went before: sent, once.
@@ -123,6 +125,7 @@ class ExecutorRegistry:
 EXECUTORS = ("orchestrator", "reminder")  # what default_executors registers, by name
 
 
-def default_executors(gateway: TriggerGateway, tools: Collection[str] = ()) -> ExecutorRegistry:
+def default_executors(gateway: TriggerGateway, tools: Collection[str] = (), *,
+                      lines: ScheduleLines) -> ExecutorRegistry:
     return ExecutorRegistry({"orchestrator": OrchestratorExecutor(gateway, tools),
-                             "reminder": ReminderExecutor(gateway)})
+                             "reminder": ReminderExecutor(gateway, lines)})

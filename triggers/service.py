@@ -11,6 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
+from persona.lines import ScheduleLines
 from triggers.budget import BudgetCheck, OverBudget
 from triggers.changes import TaskChanges
 from triggers.describe import tasks_text
@@ -48,12 +49,13 @@ class Owner:
 
 
 class TaskService:
-    def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges,
-                 executors: Collection[str] = EXECUTORS, *,
+    def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges, *,
+                 lines: ScheduleLines, executors: Collection[str] = EXECUTORS,
                  budget: BudgetCheck | None = None) -> None:
         self.store = store
         self.clock = clock
         self.changes = changes
+        self.lines = lines  # the listing's words (/tasks, and the tool that lists them)
         self.executors = sorted(executors)
         self.budget = budget  # None: no limits (tests of the engine alone)
 
@@ -143,7 +145,7 @@ class TaskService:
         return stored
 
     async def listing(self, user_id: str) -> str:
-        return tasks_text(await self.store.of_user(user_id), self._now())
+        return tasks_text(await self.store.of_user(user_id), self._now(), self.lines)
 
     async def own(self, user_id: str, task_id: str) -> Task:
         task = await self.store.get(task_id.strip())

@@ -15,6 +15,7 @@ from bot.clock import Clock
 from bot.db import Database
 from bot.gateway.users import UserStore
 from bot.tools import ToolRegistry
+from persona.lines import ScheduleLines
 from triggers.budget import BudgetCheck, Budgets, TellOwner
 from triggers.changes import TaskChanges
 from triggers.conditions import registry_checker
@@ -48,9 +49,10 @@ class Triggers:
         return events_app(self.bus, token)
 
 
-def build_task_service(db: Database, clock: Clock, *, budget: BudgetCheck | None = None
-                       ) -> TaskService:
-    return TaskService(TaskStore(db), clock, TaskChanges(), budget=budget)
+def build_task_service(db: Database, clock: Clock, *, lines: ScheduleLines,
+                       budget: BudgetCheck | None = None) -> TaskService:
+    """`lines`: the persona's (a task listing, a reminder, a task whose approval expired)."""
+    return TaskService(TaskStore(db), clock, TaskChanges(), lines=lines, budget=budget)
 
 
 def budget_check(db: Database, users: UserStore, budgets: Budgets,
@@ -62,10 +64,12 @@ def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry
                    settings: EngineSettings, *, service: TaskService,
                    http: aiohttp.ClientSession | None = None, services: object = None
                    ) -> Triggers:
-    """`services`: what a condition's check (a read-only tool) may use, as in a turn."""
+    """`services`: what a condition's check (a read-only tool) may use, as in a turn. The
+    engine says what the task service's lines say."""
     bus = InProcessEventBus()
-    engine = TriggerEngine(db, clock, gateway, default_executors(gateway, registry.names()),
+    engine = TriggerEngine(db, clock, gateway,
+                           default_executors(gateway, registry.names(), lines=service.lines),
                            bus=bus, checker=registry_checker(registry, clock, http=http,
                                                              services=services),
-                           settings=settings, changes=service.changes)
+                           settings=settings, changes=service.changes, lines=service.lines)
     return Triggers(engine, service, bus)

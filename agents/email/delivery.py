@@ -30,6 +30,7 @@ from bot.backoff import backoff_delay
 from bot.clock import Clock
 from bot.credentials import CredentialsLocked, CredentialStore
 from bot.envelopes import Notification, Urgency
+from persona.lines import MailLines, fill
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +60,15 @@ class DeliveryPolicy:
 
 class MailDelivery:
     def __init__(self, outbox: MailOutbox, clock: Clock, accounts: AccountLookup, *,
-                 policy: DeliveryPolicy | None = None, notify: Notify | None = None,
-                 tls_context: ssl.SSLContext | None = None) -> None:
+                 lines: MailLines, policy: DeliveryPolicy | None = None,
+                 notify: Notify | None = None, tls_context: ssl.SSLContext | None = None
+                 ) -> None:
         self.outbox = outbox
         self.clock = clock
         self.accounts = accounts
         self.policy = policy or DeliveryPolicy()
         self.notify = notify
+        self.lines = lines  # what the person is told of each outcome (with `notify`)
         self.tls_context = tls_context
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -166,7 +169,7 @@ class MailDelivery:
         for mail in await self.outbox.owed():
             # About the person's own request (like an approval's expiry): told now, not held
             # for quiet hours.
-            await self.notify(Notification(mail.user_id, outcome_line(mail),
+            await self.notify(Notification(mail.user_id, outcome_line(mail, self.lines),
                                            f"mail:{mail.approval_id}:{mail.status.value}",
                                            urgency=Urgency.URGENT))
             await self.outbox.told(mail.approval_id)
@@ -213,16 +216,15 @@ def recipients_text(mail: OutgoingMail) -> str:
     return ", ".join(mail.recipients)
 
 
-def outcome_line(mail: OutgoingMail) -> str:
+def outcome_line(mail: OutgoingMail, lines: MailLines) -> str:
     """What the person is told of a mail they were not told about at once."""
-    what = f"your email “{mail.subject}” to {recipients_text(mail)}"
+    what = {"subject": mail.subject, "recipients": recipients_text(mail)}
     if mail.status is MailStatus.SENT:
-        return f"Sent {what}."
+        return fill(lines.mail_sent, **what)
     if mail.status is MailStatus.FAILED:
-        return f"I could not send {what}: {mail.last_error or 'the mail server refused it'}."
-    return (f"I may or may not have sent {what}: the connection to the mail server broke "
-            "while it was taking it. Check your Sent folder, and say 'send it again' if it's "
-            "not there.")
+        return fill(lines.mail_failed, **what,
+                    error=mail.last_error or lines.mail_refused)
+    return fill(lines.mail_unknown, **what)
 
 
 def stored_accounts(credentials: CredentialStore) -> AccountLookup:

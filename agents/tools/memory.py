@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from agents.services import services_of
 from bot.memory.facts import Kind
-from bot.memory.service import MemoryService, forgotten_line
+from bot.memory.service import MemoryService
 from bot.tools import ToolExecutionContext, tool
 
 
@@ -58,7 +58,8 @@ async def forget(ctx: ToolExecutionContext, about: str = "",
     """
     if not about.strip() and not fact_ids:
         raise ValueError("say what to forget: words in the fact, or its number")
-    return forgotten_line(await _memory(ctx).forget(ctx.user_id, about, fact_ids or ()))
+    memory = _memory(ctx)
+    return memory.forgotten_line(await memory.forget(ctx.user_id, about, fact_ids or ()))
 
 
 @tool(progress="forgetting everything")

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
@@ -23,7 +23,7 @@ from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.app.owner import record_owner
 from bot.approvals.decide import ApprovalStep
-from bot.approvals.flow import ApprovalFlow, ApprovalLines
+from bot.approvals.flow import ApprovalFlow
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.capabilities import build_exposure
@@ -35,7 +35,7 @@ from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.envelopes import Delivery, Notification, OutboundMessage, TriggerMessage
+from bot.envelopes import Delivery, Notification, OutboundMessage, PromptKind, TriggerMessage
 from bot.gateway.access import AccessControl
 from bot.gateway.claims import OwnerClaims
 from bot.gateway.console_login import ConsoleLogins
@@ -63,12 +63,14 @@ from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
 from bot.steps import AskTimezoneOnce, ContextStep
 from bot.tasks.pool import AgentPool
-from bot.tasks.resume import Resumer, TaskLines
+from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.turn import TurnContext
+from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
 from persona import Persona, load_persona
+from persona.lines import MailLines
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
@@ -118,6 +120,7 @@ class App:
     sweeper: ApprovalSweeper
     services: Services  # what tools and agents may use
     orchestrator: Orchestrator
+    commands: Commands  # the command table: the turn's first step, channels' menus
     outbound: Outbound  # the outbox, its deliverer, notifications
     gateway: Gateway  # the inbound path: inbox, access, one turn at a time per person
     triggers: Triggers
@@ -166,7 +169,7 @@ class App:
         users = UserStore(db)
         identities = IdentityStore(db, users)
         access = AccessControl(db, identities, settings.access, settings.timezone,
-                               claims=OwnerClaims(
+                               lines=persona.lines, claims=OwnerClaims(
                                    db, identities, settings.access.guess_limiter(db), OWNER_ID,
                                    welcome=persona.lines.owner_claimed,
                                    record=record_owner(settings)))
@@ -175,7 +178,7 @@ class App:
                          max_per_user=settings.agents.pool_max_per_user)
         journal = TurnJournal(db, clock)
         resume = Resumer(pool, agents.handler(), llm,
-                         lines=TaskLines.from_persona(persona.lines),
+                         lines=persona.lines,
                          answer_check=settings.agents.answer_check, journal=journal)
         stores = AgentStores(db)
         approval_store = ApprovalStore(
@@ -183,17 +186,17 @@ class App:
             lease=timedelta(seconds=settings.approvals.lease_seconds))
         approvals = ApprovalFlow(
             approval_store, registry, clock, llm,
-            lines=ApprovalLines(expired=persona.lines.approval_expired,
-                                untrusted_reason=persona.lines.approval_untrusted_reason),
+            lines=persona.lines,
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
-        decisions = ApprovalStep(approvals, users)
-        outbound = _build_outbound(settings, db, clock, users, identities,
-                                   approval_store.outcomes)
-        tasks = build_task_service(db, clock, budget=budget_check(
+        decisions = ApprovalStep(approvals, users, lines=persona.lines)
+        outbound = _build_outbound(settings, db, clock, users, identities, {
+            PromptKind.APPROVAL: approval_store.outcomes,
+            PromptKind.PAIRING: _pairing_outcomes(access, clock)})
+        tasks = build_task_service(db, clock, lines=persona.lines, budget=budget_check(
             db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded))
-        memory = build_memory(settings, db, clock, llm)
+        memory = build_memory(settings, db, clock, llm, lines=persona.lines)
         credentials = CredentialStore.tolerant(db, os.environ)
         services = Services(
             users=users, pool=pool, credentials=credentials, stores=stores, tasks=tasks,
@@ -201,13 +204,12 @@ class App:
                 db, outbound.outbox, identities, clock, outbound.senders, outbound.wake,
                 max_per_day=settings.contacts.max_messages_per_day,
                 assistant_name=persona.name),
-            mail=_build_mail(db, clock, credentials, outbound),
+            mail=_build_mail(db, clock, credentials, outbound, persona.lines),
             memory=memory.service if memory else None)
         commands = Commands(access=access, identities=identities, approvals=approvals,
                             tasks=resume, notify_user=outbound.notify_user,
-                            assistant_name=persona.name)
-        commands.register(Command("/tasks", "your reminders and scheduled tasks",
-                                  _task_listing(tasks)))
+                            lines=persona.lines, assistant_name=persona.name)
+        commands.register(Command("/tasks", persona.lines.about_tasks, _task_listing(tasks)))
         commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
             commands.register(command)
@@ -217,15 +219,13 @@ class App:
             limiter=SlidingWindowLimiter(clock, settings.rate_limit_per_minute),
             transcripts=TranscriptWriter(settings.transcripts_dir), http=http,
             tool_services=services, channels=outbound.senders, approvals=approvals,
-            tasks=resume, steps=[
-                commands,  # slash commands answer at once, without the LLM;
-                decisions,  # pending approvals get the message first,
-                resume,  # then tasks waiting for an answer;
-                *([memory.recall] if memory else []),  # what Valet remembers of the person
-                ContextStep("pending approvals", approvals.context_note),  # what still waits
-                ContextStep("waiting tasks", resume.context_note),
-                ContextStep("plan", stores.plans.context_note),
-                AskTimezoneOnce(users)],
+            tasks=resume, steps=TurnSteps(
+                commands=commands, approvals=decisions, tasks=resume,  # the order: turn_steps
+                recall=memory.recall if memory else None,
+                context=(ContextStep("pending approvals", approvals.context_note),
+                         ContextStep("waiting tasks", resume.context_note),
+                         ContextStep("plan", stores.plans.context_note),
+                         AskTimezoneOnce(users))).in_order(),
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
             after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
@@ -249,9 +249,9 @@ class App:
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,
                   history=history, pool=pool, approvals=approvals,
-                  sweeper=ApprovalSweeper(approval_store, clock,
-                                          expired_template=persona.lines.approval_expired),
-                  services=services, orchestrator=orchestrator, outbound=outbound,
+                  sweeper=ApprovalSweeper(approval_store, clock, lines=persona.lines),
+                  services=services, orchestrator=orchestrator, commands=commands,
+                  outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
                   closers=closers, metrics=metrics)
         triggers.engine.on_fired = metrics.scheduler_fired
@@ -261,7 +261,7 @@ class App:
     def channel_host(self) -> ChannelHost:
         """What a channel may use of Valet (never the App itself)."""
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db)
+                           db=self.db, lines=self.persona.lines, commands=self.commands)
 
     def add_channel(self, sender: ChannelSender) -> None:
         """Register a channel's sender: the outbox delivers its messages through it."""
@@ -356,8 +356,16 @@ class TriggerDoor:
         return await self.outbound.notify(note)
 
 
+def _pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
+    async def outcomes(codes: list[str]) -> dict[str, str]:
+        return await access.pairing_outcomes(codes, clock.now())
+
+    return outcomes
+
+
 def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserStore,
-                    identities: IdentityStore, outcomes: Outcomes) -> Outbound:
+                    identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes]
+                    ) -> Outbound:
     """The outbox and its deliverer, notifications, prompt edits. Channels register their
     senders later (App.add_channel) in the map it delivers through."""
     senders: dict[str, ChannelSender] = {}
@@ -372,12 +380,12 @@ def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserS
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,
-                outbound: Outbound) -> MailDelivery:
+                outbound: Outbound, lines: MailLines) -> MailDelivery:
     """Approved mail is stored (keyed by its approval id) and sent once; the deliverer
     retries what the server did not take and tells the person the outcome."""
     policy = DeliveryPolicy()
     return MailDelivery(MailOutbox(db, lease=policy.lease), clock, stored_accounts(credentials),
-                        policy=policy, notify=outbound.notify)
+                        lines=lines, policy=policy, notify=outbound.notify)
 
 
 def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:

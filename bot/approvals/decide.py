@@ -25,6 +25,7 @@ from bot.gateway.users import User, UserStore
 from bot.llm import LLMError
 from bot.tools import Tool, ToolExecutionContext
 from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
+from persona.lines import Lines, fill
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,11 @@ class ApprovalStep:
 
     name = "approvals"
 
-    def __init__(self, flow: ApprovalFlow, users: UserStore) -> None:
+    def __init__(self, flow: ApprovalFlow, users: UserStore, *, lines: Lines) -> None:
         self.flow = flow
         self.store = flow.store
         self.users = users
+        self.lines = lines  # the approval lines, and the pairing buttons' answers
 
     async def before(self, ctx: TurnContext) -> StepResult:
         settled = await self._flow_back_settled(ctx)
@@ -59,7 +61,8 @@ class ApprovalStep:
         asked = await self.store.take_change_asked(ctx.user.id, now) if pending else None
         if not pending:
             return Continue()
-        parsed = await parse_reply(ctx.msg.text, pending, interpret=self._interpret)
+        parsed = await parse_reply(ctx.msg.text, pending, interpret=self._interpret,
+                                   lines=self.lines)
         if asked is not None and (parsed.unrelated or parsed.clarify):
             # Valet asked what to change (Edit was tapped): this message is the change.
             return ParsedReply([Decision(asked.id, Verdict.EDIT, ctx.msg.text.strip())])
@@ -68,26 +71,26 @@ class ApprovalStep:
         if parsed.clarify:
             return Answered(text=parsed.clarify, stop=WAITING)
         if parsed.refused and not parsed.decisions:
-            return Answered(text=f"I have nothing waiting under {', '.join(parsed.refused)}. "
-                            + self.flow.listing(pending), stop=WAITING)
+            return Answered(text=fill(self.lines.approval_unknown_codes,
+                                      codes=", ".join(parsed.refused),
+                                      listing=self.flow.listing(pending)), stop=WAITING)
         return parsed
 
     async def _from_button(self, ctx: TurnContext, button: ButtonPress
                            ) -> ParsedReply | StepResult:
         approval = await self.store.get(button.approval_id)
-        refusal = _not_for(approval, ctx.user)
+        refusal = self._not_for(approval, ctx.user)
         if refusal is not None or approval is None:
             return Answered(text=refusal or "", stop=WAITING)
         if self._settled(approval):
-            return Answered(text=f"“{approval.summary}” was already {self._state(approval)}.",
-                            stop=WAITING)
+            return Answered(text=self._already(approval), stop=WAITING)
         option = button.choice
         # Edit (or a word no button offers): ask for the change in words; nothing is decided.
         if option is None or option is Option.EDIT:
             await self.store.ask_change(approval.id, self.flow.clock.now())
             field = next(iter(approval.arguments), "subject").replace("_", " ")
-            return Answered(text=f"What should I change in “{approval.summary}”? (Reply with "
-                            f"the change, e.g. \"make the {field} …\".)", stop=WAITING)
+            return Answered(text=fill(self.lines.approval_what_to_change,
+                                      summary=approval.summary, field=field), stop=WAITING)
         return ParsedReply([Decision(approval.id, Verdict.of(option))])
 
     async def answer_button(self, user: User, button: ButtonPress) -> str:
@@ -95,20 +98,36 @@ class ApprovalStep:
         turn, with a compare-and-set): what will happen, or why nothing will."""
         if button.kind is PromptKind.PAIRING:  # a pairing notice's buttons
             if not user.is_owner:
-                return "Only the owner can approve new people."
-            return "Letting them in…" if button.choice is Option.APPROVE else "Refusing…"
+                return self.lines.pairing_owner_only
+            return self.lines.pairing_letting_in if button.choice is Option.APPROVE \
+                else self.lines.pairing_refusing
         approval = await self.store.get(button.approval_id)
-        refusal = _not_for(approval, user)
+        refusal = self._not_for(approval, user)
         if refusal is not None or approval is None:
             return refusal or ""
         if self._settled(approval):
-            return f"Already {self._state(approval)}."
+            return fill(self.lines.approval_already_short,
+                        state=self._state(approval))
         if button.choice is Option.APPROVE:
-            return "Approving…"
-        return "Tell me what to change." if button.choice is Option.EDIT else "Cancelling…"
+            return self.lines.approval_approving
+        return self.lines.approval_tell_change if button.choice is Option.EDIT \
+            else self.lines.approval_cancelling
+
+    def _not_for(self, approval: ApprovalRequest | None, user: User) -> str | None:
+        """Why this person cannot decide this request (fail closed), or None."""
+        if approval is None:
+            return self.lines.approval_unknown
+        if approval.user_id != user.id and not user.is_owner:
+            return self.lines.approval_not_yours
+        return None
+
+    def _already(self, approval: ApprovalRequest, summary: str | None = None) -> str:
+        """“<summary>” was already <what became of it>."""
+        return fill(self.lines.approval_already, summary=summary or approval.summary,
+                    state=self._state(approval))
 
     def _state(self, approval: ApprovalRequest) -> str:
-        return state_word(approval, self.flow.clock.now())
+        return state_word(approval, self.lines, self.flow.clock.now())
 
     def _settled(self, approval: ApprovalRequest) -> bool:
         """No longer open to a decision: decided already, or past its time."""
@@ -124,7 +143,7 @@ class ApprovalStep:
         for decision in decisions:
             approval = await self.store.get(decision.approval_id)
             if approval is None or (approval.user_id != ctx.user.id and not ctx.user.is_owner):
-                said.append("That request isn't yours to decide.")
+                said.append(self.lines.approval_not_yours)
                 continue
             if approval.user_id != ctx.user.id:
                 said.append(await self._decide_for_someone_else(ctx, approval, decision, by))
@@ -144,8 +163,7 @@ class ApprovalStep:
                 else ApprovalStatus.REJECTED
             if not await self.store.decide(approval.id, status, by=by, at=self.flow.clock.now()):
                 current = await self.store.get(approval.id)
-                said.append(f"“{approval.summary}” was already "
-                            f"{self._state(current or approval)}.")
+                said.append(self._already(current or approval, approval.summary))
                 continue
             content = (await self.flow.execute(ctx, approval)).content if status is \
                 ApprovalStatus.APPROVED else CANCELLED
@@ -154,7 +172,7 @@ class ApprovalStep:
         if joined:  # the loop answers in the persona's voice
             return Continue(joined=tuple(joined), notices=tuple(said),
                             prompts=tuple(to_confirm), settled=tuple(settled))
-        text = "\n".join(said) or ("" if to_confirm else "Nothing was waiting for that.")
+        text = "\n".join(said) or ("" if to_confirm else self.lines.approval_nothing_waiting)
         return Answered(text=text, stop=WAITING, prompts=tuple(to_confirm))
 
     async def _decide_for_someone_else(self, ctx: TurnContext, approval: ApprovalRequest,
@@ -162,7 +180,7 @@ class ApprovalStep:
         """The owner decides another user's request: it runs as that user (their timezone,
         their channel), and its outcome reaches their conversation with their next turn."""
         if decision.verdict is Verdict.EDIT:
-            return "Only the person who asked can change their request; approve or cancel it."
+            return self.lines.approval_edit_not_yours
 
         def theirs(requester: User) -> ToolExecutionContext:
             return replace(ctx.tool_ctx, user_id=requester.id, timezone=requester.timezone,
@@ -172,12 +190,14 @@ class ApprovalStep:
                                       approve=decision.verdict is Verdict.APPROVE, by=by,
                                       context_for=theirs)
         if done.result is Behalf.ALREADY:
-            return f"“{approval.summary}” was already {done.said}."
+            return fill(self.lines.approval_already, summary=approval.summary, state=done.said)
         if done.result is Behalf.CANCELLED:
-            return f"Cancelled “{approval.summary}” for {approval.user_id}."
+            return fill(self.lines.approval_cancelled_for, summary=approval.summary,
+                        user=approval.user_id)
         if done.result is Behalf.GONE:
-            return f"Not run: {approval.user_id} no longer exists."
-        return f"Approved “{approval.summary}” for {approval.user_id}: {done.said}"
+            return fill(self.lines.approval_requester_gone, user=approval.user_id)
+        return fill(self.lines.approval_approved_for, summary=approval.summary,
+                    user=approval.user_id, outcome=done.said)
 
     async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
                     ) -> ApprovalRequest | tuple[ApprovalRequest, Joined] | str:
@@ -187,7 +207,7 @@ class ApprovalStep:
         flow = self.flow
         tool = flow.registry.get(approval.tool_name)
         if tool is None or not approval.allow_modification:
-            return f"“{approval.summary}” can't be changed, only approved or cancelled."
+            return fill(self.lines.approval_cannot_change, summary=approval.summary)
         try:
             arguments = tool.validated(await self._rewrite(tool, approval, changes),
                                        ctx.tool_ctx)
@@ -195,10 +215,11 @@ class ApprovalStep:
                 arguments = await tool.prepare(arguments, ctx.tool_ctx.for_call(
                     approval.call_id, tool.settings))
         except (ValueError, LLMError) as err:
-            return f"I couldn't make that change to “{approval.summary}”: {err}"
+            return fill(self.lines.approval_change_failed, summary=approval.summary,
+                        error=err)
         now = flow.clock.now()
         if not await self.store.decide(approval.id, ApprovalStatus.SUPERSEDED, by=by, at=now):
-            return f"“{approval.summary}” was already {self._state(approval)}."
+            return self._already(approval)
         summary, details = describe(tool, arguments)  # the card reads as the first one did
         summary = await named_summary(tool, arguments, ctx.tool_ctx) or summary
         edited = await self.store.create(
@@ -293,7 +314,7 @@ async def decide_on_behalf(flow: ApprovalFlow, users: UserStore, approval: Appro
     status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
     if not await flow.store.decide(approval.id, status, by=by, at=now):
         current = await flow.store.get(approval.id) or approval
-        return BehalfOutcome(Behalf.ALREADY, current, state_word(current, now))
+        return BehalfOutcome(Behalf.ALREADY, current, state_word(current, flow.lines, now))
     if not approve:
         await flow.store.finish_rejected(approval.id, CANCELLED)
         return BehalfOutcome(Behalf.CANCELLED, approval)
@@ -304,15 +325,6 @@ async def decide_on_behalf(flow: ApprovalFlow, users: UserStore, approval: Appro
         return BehalfOutcome(Behalf.GONE, approval)
     ran = await flow.execute(None, approval, context_for(requester))
     return BehalfOutcome(Behalf.RAN, approval, ran.content, ran)
-
-
-def _not_for(approval: ApprovalRequest | None, user: User) -> str | None:
-    """Why this person cannot decide this request (fail closed), or None."""
-    if approval is None:
-        return "I don't know that request."
-    if approval.user_id != user.id and not user.is_owner:
-        return "That request isn't yours to decide."
-    return None
 
 
 def _joined(approval: ApprovalRequest, arguments: dict[str, Any], content: str) -> Joined:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from bot.tools import (
     ToolStatus,
     render_result,
 )
+from persona.lines import ApprovalLines, fill
 
 if TYPE_CHECKING:
     from bot.turn import TurnContext
@@ -50,14 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED = "User cancelled this action."
-
-
-@dataclass(frozen=True)
-class ApprovalLines:
-    expired: str  # {summary}, {minutes}
-    # Why a guarded tool asks this time (its card's last detail): third-party text is in the
-    # conversation (registry `approval: untrusted`).
-    untrusted_reason: str = ""
 
 
 def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -117,9 +110,10 @@ class ApprovalFlow:
             except ValueError as err:  # refused before anyone is asked
                 return ToolOutcome(call.id, tool.name, ToolStatus.FAILED, f"Error: {err}")
         summary, details = describe(tool, arguments)
-        if not tool.requires_approval and self.lines.untrusted_reason:
+        if not tool.requires_approval and self.lines.approval_untrusted_reason:
             # asked only because of what a third party wrote: the card says so
-            details = {**details, "why I ask": self.lines.untrusted_reason}
+            details = {**details, self.lines.approval_untrusted_label:
+                       self.lines.approval_untrusted_reason}
         summary = await named_summary(tool, arguments, ctx) or summary
         draft = ApprovalDraft(tool.name, call.id, arguments, summary, details)
         return ToolOutcome(call.id, tool.name, ToolStatus.WAITING, waiting_result(draft),
@@ -197,7 +191,7 @@ class ApprovalFlow:
         await self.store.mark_reported(approval_ids)
 
     def expired_line(self, approval: ApprovalRequest) -> str:
-        return expired_line(approval, self.lines.expired)
+        return expired_line(approval, self.lines)
 
     # --- listing -------------------------------------------------------------------------------
 
@@ -207,8 +201,9 @@ class ApprovalFlow:
 
     def listing(self, pending: list[ApprovalRequest]) -> str:
         if not pending:
-            return "Nothing is waiting for your approval."
-        return "Waiting for your OK:\n" + "\n".join(pending_lines(pending, until=True))
+            return self.lines.approval_none_pending
+        return fill(self.lines.approval_listing,
+                    approvals="\n".join(pending_lines(pending, until=True)))
 
     async def context_note(self, user_id: str) -> str | None:
         pending = await self.store.pending(user_id, self.clock.now())
@@ -220,14 +215,18 @@ class ApprovalFlow:
                 "if they ask, remind them what is waiting.")
 
 
-def state_word(approval: ApprovalRequest, now: datetime | None = None) -> str:
-    """What became of it, in a word or two; a request past its time is "expired" even before
-    the sweeper has marked it so (given `now`)."""
+def state_word(approval: ApprovalRequest, lines: ApprovalLines,
+               now: datetime | None = None) -> str:
+    """What became of a request, in the words of "… was already {state}"; a request past its
+    time is expired even before the sweeper has marked it so (given `now`)."""
     if approval.status is ApprovalStatus.PENDING and now is not None \
             and approval.expires_at <= now:
-        return "expired"
-    return {ApprovalStatus.APPROVED: "approved", ApprovalStatus.EXECUTING: "approved",
-            ApprovalStatus.EXECUTED: "done", ApprovalStatus.FAILED: "tried, and it failed",
-            ApprovalStatus.REJECTED: "cancelled", ApprovalStatus.EXPIRED: "expired",
-            ApprovalStatus.SUPERSEDED: "replaced by an edited request",
-            ApprovalStatus.PENDING: "waiting"}[approval.status]
+        return lines.approval_state_expired
+    return {ApprovalStatus.APPROVED: lines.approval_state_approved,
+            ApprovalStatus.EXECUTING: lines.approval_state_approved,
+            ApprovalStatus.EXECUTED: lines.approval_state_done,
+            ApprovalStatus.FAILED: lines.approval_state_failed,
+            ApprovalStatus.REJECTED: lines.approval_state_cancelled,
+            ApprovalStatus.EXPIRED: lines.approval_state_expired,
+            ApprovalStatus.SUPERSEDED: lines.approval_state_replaced,
+            ApprovalStatus.PENDING: lines.approval_state_waiting}[approval.status]

@@ -20,6 +20,7 @@ from enum import Enum
 from bot.approvals.listing import pending_lines
 from bot.approvals.model import ApprovalRequest
 from bot.approvals.options import APPROVE_WORDS, CANCEL_WORDS, Option
+from persona.lines import DEFAULT, ApprovalLines, fill
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +93,15 @@ def _which(pending: list[ApprovalRequest], ref: str) -> ApprovalRequest | None:
     return pending[index] if 0 <= index < len(pending) else None
 
 
-def _ask_which(pending: list[ApprovalRequest]) -> str:
-    listing = "; ".join(pending_lines(pending, code=False))
-    return (f"Which one do you mean? {listing}. Reply for example \"1 yes 2 no\", or "
-            "\"yes to all\".")
+def _ask_which(pending: list[ApprovalRequest], lines: ApprovalLines) -> str:
+    return fill(lines.approval_which, listing="; ".join(pending_lines(pending, code=False)))
 
 
 async def parse_reply(text: str, pending: list[ApprovalRequest], *,
-                      interpret: Interpreter | None = None) -> ParsedReply:
+                      interpret: Interpreter | None = None,
+                      lines: ApprovalLines = DEFAULT) -> ParsedReply:
+    """The decisions a reply makes; or a question back (`clarify`, in `lines`); or
+    `unrelated`: the reply is about something else."""
     if not pending:
         return ParsedReply(unrelated=True)
     stripped = text.strip()
@@ -109,7 +111,7 @@ async def parse_reply(text: str, pending: list[ApprovalRequest], *,
         verdict = _verdict(alone.group(1))
         if len(pending) == 1:
             return ParsedReply([Decision(pending[0].id, verdict)])
-        return ParsedReply(clarify=_ask_which(pending))
+        return ParsedReply(clarify=_ask_which(pending, lines))
     # 2. "yes to all" / "cancel all".
     words = {w.lower() for w in re.findall(_VERDICT, stripped, re.IGNORECASE)}
     if _ALL.search(stripped) and words and not _PAIR.search(stripped):
@@ -120,12 +122,12 @@ async def parse_reply(text: str, pending: list[ApprovalRequest], *,
     # 3. "1 yes 2 no", "YES 4821".
     pairs = _PAIR.findall(stripped)
     if pairs and not _EDIT.search(stripped):
-        return _from_pairs(pairs, pending)
+        return _from_pairs(pairs, pending, lines)
     # 4. One approval, with changes: "send it but make the subject 'Q3'".
     if len(pending) == 1 and ((words and _EDIT.search(stripped)) or _EDIT_FIRST.match(stripped)):
         if not pending[0].allow_modification:
-            return ParsedReply(clarify=f"“{pending[0].summary}” can't be changed, only "
-                                       "approved or cancelled. Yes or no?")
+            return ParsedReply(clarify=fill(lines.approval_cannot_change_yes_no,
+                                            summary=pending[0].summary))
         return ParsedReply([Decision(pending[0].id, Verdict.EDIT, stripped)])
     # 5. Free text naming the actions: "approve the email, cancel the flight".
     if not words and not _ACTION_YES.search(stripped):
@@ -134,7 +136,7 @@ async def parse_reply(text: str, pending: list[ApprovalRequest], *,
     if named is not None:
         return named
     if interpret is not None:
-        interpreted = await _interpreted(stripped, pending, interpret)
+        interpreted = await _interpreted(stripped, pending, interpret, lines)
         if interpreted is not None:
             return interpreted
     leading = re.match(rf"^\W*({_VERDICT})", stripped, re.IGNORECASE)
@@ -144,11 +146,11 @@ async def parse_reply(text: str, pending: list[ApprovalRequest], *,
         return ParsedReply(unrelated=True)
     if len(pending) == 1:
         return ParsedReply([Decision(pending[0].id, _verdict(leading.group(1)))])
-    return ParsedReply(clarify=_ask_which(pending))
+    return ParsedReply(clarify=_ask_which(pending, lines))
 
 
-def _from_pairs(pairs: list[tuple[str, str, str, str]], pending: list[ApprovalRequest]
-                ) -> ParsedReply:
+def _from_pairs(pairs: list[tuple[str, str, str, str]], pending: list[ApprovalRequest],
+                lines: ApprovalLines) -> ParsedReply:
     reply = ParsedReply()
     seen: dict[str, Verdict] = {}
     for ref_a, word_a, word_b, ref_b in pairs:
@@ -159,7 +161,7 @@ def _from_pairs(pairs: list[tuple[str, str, str, str]], pending: list[ApprovalRe
             continue
         verdict = _verdict(word)
         if seen.get(approval.id, verdict) is not verdict:
-            return ParsedReply(clarify=f"You said both yes and no to {ref}. Which is it?")
+            return ParsedReply(clarify=fill(lines.approval_yes_and_no, ref=ref))
         seen[approval.id] = verdict
     reply.decisions = [Decision(aid, v) for aid, v in seen.items()]
     return reply
@@ -192,8 +194,8 @@ def _by_name(text: str, pending: list[ApprovalRequest]) -> ParsedReply | None:
     return ParsedReply([Decision(aid, v) for aid, v in decisions.items()])
 
 
-async def _interpreted(text: str, pending: list[ApprovalRequest], interpret: Interpreter
-                       ) -> ParsedReply | None:
+async def _interpreted(text: str, pending: list[ApprovalRequest], interpret: Interpreter,
+                       lines: ApprovalLines) -> ParsedReply | None:
     """Ask the interpreter (an LLM) for JSON decisions; accept only what validates. None when
     it found no decision in the text."""
     try:
@@ -204,20 +206,20 @@ async def _interpreted(text: str, pending: list[ApprovalRequest], interpret: Int
             approval = _which(pending, str(int(item["number"])))
             verdict = Verdict(item["decision"])
             if approval is None:
-                return ParsedReply(clarify=_ask_which(pending))
+                return ParsedReply(clarify=_ask_which(pending, lines))
             if verdict is Verdict.EDIT and not approval.allow_modification:
-                return ParsedReply(clarify=f"{approval.summary} cannot be changed, only "
-                                           "approved or cancelled. Which?")
+                return ParsedReply(clarify=fill(lines.approval_cannot_change_which,
+                                                summary=approval.summary))
             decisions.append(Decision(approval.id, verdict, str(item.get("changes") or "")))
     except Exception:  # anything unexpected from the interpreter: ask, never guess
         log.warning("could not read the interpreter's decisions (LLM down, or an answer "
                     "that is not the JSON asked for); asking the user which they meant",
                     exc_info=True)
-        return ParsedReply(clarify=_ask_which(pending))
+        return ParsedReply(clarify=_ask_which(pending, lines))
     if not decisions:
         return None
     if len({d.approval_id for d in decisions}) != len(decisions):
-        return ParsedReply(clarify=_ask_which(pending))
+        return ParsedReply(clarify=_ask_which(pending, lines))
     return ParsedReply(decisions)
 
 

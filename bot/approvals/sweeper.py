@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from bot.approvals.model import ApprovalRequest
 from bot.approvals.store import INTERRUPTED, ApprovalStore
 from bot.clock import Clock
-from bot.lines import fill
+from persona.lines import ApprovalLines, fill
 
 
 @dataclass(frozen=True)
@@ -26,25 +26,23 @@ class Notice:
     dedupe_key: str  # one message per request and outcome, however many sweepers saw it
 
 
-def interrupted_line(approval: ApprovalRequest) -> str:
-    if approval.result == INTERRUPTED:
-        return (f"“{approval.summary}” was interrupted: it may or may not have happened. "
-                "Check before trying again.")
-    return (f"“{approval.summary}” was interrupted before it started: nothing was done. "
-            "Ask again if you still want it.")
+def interrupted_line(approval: ApprovalRequest, lines: ApprovalLines) -> str:
+    template = lines.approval_interrupted if approval.result == INTERRUPTED \
+        else lines.approval_interrupted_before_start
+    return fill(template, summary=approval.summary)
 
 
-def expired_line(approval: ApprovalRequest, template: str) -> str:
-    """`template` is the persona's line, with {summary} and {minutes}."""
+def expired_line(approval: ApprovalRequest, lines: ApprovalLines) -> str:
+    """The persona's line, with {summary} and {minutes}."""
     minutes = int((approval.expires_at - approval.created_at).total_seconds() // 60)
-    return fill(template, summary=approval.summary, minutes=minutes)
+    return fill(lines.approval_expired, summary=approval.summary, minutes=minutes)
 
 
 class ApprovalSweeper:
-    def __init__(self, store: ApprovalStore, clock: Clock, *, expired_template: str) -> None:
+    def __init__(self, store: ApprovalStore, clock: Clock, *, lines: ApprovalLines) -> None:
         self.store = store
         self.clock = clock
-        self.expired_template = expired_template
+        self.lines = lines
 
     async def sweep(self) -> list[Notice]:
         """One pass while the service runs: expire what is due, settle lapsed leases."""
@@ -64,10 +62,9 @@ class ApprovalSweeper:
         return self._interrupted(interrupted) + self._expired(await self.store.expire_due(now))
 
     def _expired(self, approvals: list[ApprovalRequest]) -> list[Notice]:
-        return [Notice(a.user_id, expired_line(a, self.expired_template),
+        return [Notice(a.user_id, expired_line(a, self.lines),
                        f"approval-expired:{a.id}") for a in approvals]
 
-    @staticmethod
-    def _interrupted(approvals: list[ApprovalRequest]) -> list[Notice]:
-        return [Notice(a.user_id, interrupted_line(a), f"approval-interrupted:{a.id}")
+    def _interrupted(self, approvals: list[ApprovalRequest]) -> list[Notice]:
+        return [Notice(a.user_id, interrupted_line(a, self.lines), f"approval-interrupted:{a.id}")
                 for a in approvals]

@@ -143,8 +143,10 @@ async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) 
     if user is None:
         say(f"no pending request {code} (it may have expired)")
         return 1
-    await app.outbound.notify_user(user, "You're in! I'm your assistant now: ask me anything.",
+    await app.outbound.notify_user(user, app.persona.lines.pairing_welcome,
                                   dedupe_key=f"paired:{code}")
+    for owner in [u for u in await app.users.list() if u.is_owner]:
+        await app.outbound.settle_prompts(owner.id)  # the pairing card says what happened
     say(f"approved {code}: user {user.id}")
     return 0
 

@@ -32,7 +32,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
     needs_approval = approval_gated(app.registry)
 
     if pipe:
-        channel = pipe_channel(jsonl, needs_approval)
+        channel = pipe_channel(jsonl, needs_approval, app.persona.lines)
         notes = _chat_notes(channel.screen.note)
         app.add_channel(channel)
         try:
@@ -44,7 +44,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
 
     from channels.console_tty import InteractiveChat, tty_channel
 
-    channel, screen = tty_channel(needs_approval)
+    channel, screen = tty_channel(needs_approval, app.persona.lines)
     notes = _chat_notes(screen.note)
     app.add_channel(channel)
     try:
@@ -65,14 +65,16 @@ async def _beside_the_server(settings: Settings, endpoint: Endpoint, *, pipe: bo
                              jsonl: bool) -> int | None:
     """The chat on the running server's terminal endpoint; None when no server answers."""
     from channels.console_remote import RemoteChat, RemoteTerminal, ServerGone
+    from persona import load_persona
 
-    if pipe:
-        channel = pipe_channel(jsonl, lambda name: False)  # the server leaves gated tools out
+    lines = load_persona(settings.persona).lines
+    if pipe:  # the server leaves approval-gated tools out of the progress it sends
+        channel = pipe_channel(jsonl, lambda name: False, lines)
         screen: Any = channel.screen
     else:
         from channels.console_tty import tty_channel
 
-        channel, screen = tty_channel(lambda name: False)
+        channel, screen = tty_channel(lambda name: False, lines)
     terminal = await RemoteTerminal.attach(endpoint, channel)
     if terminal is None:
         return None

@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.app.database import MIGRATIONS, open_database
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
+from bot.channel import MenuCommand
 from bot.cli.doctor_setup import (
     Report,
     check_data_directory,
@@ -81,13 +82,26 @@ async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
             await _check_llm(settings, llm, ok, bad)
         finally:
             await llm.close()
-    await check_telegram(settings, report)
+    await check_telegram(settings, report, lambda: _telegram_menu(settings))
     await check_sms(settings, env, report)
     check_public_url(settings, env, report)
     check_events_token(env, report)
     problems = report.problems
     say("all good" if not problems else f"{problems} problem(s) found")
     return 0 if not problems else 1
+
+
+async def _telegram_menu(settings: Settings) -> list[MenuCommand]:
+    """The command table's Telegram menu, as `valet serve` sets it (the app built without an
+    LLM, as the admin commands build it)."""
+    from bot.app import App
+    from bot.cli.admin import _NoLLM
+
+    app = await App.build(settings, llm=_NoLLM())
+    try:
+        return app.commands.menu("telegram")
+    finally:
+        await app.close()
 
 
 async def _check_database(settings: Settings, report: Report

@@ -8,13 +8,14 @@ command menu set."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from telegram import Bot
 
+from bot.channel import MenuCommand
 from bot.config import Settings
 from bot.credentials import KEY_ENV, parse_keys
 from bot.db import Database
@@ -24,11 +25,11 @@ from channels.telegram.checks import (
     TelegramUnusable,
     WebhookState,
     bot_username,
-    commands_set,
     make_bot,
+    menu_set,
     register_webhook,
     remove_webhook,
-    set_commands,
+    set_menu,
     webhook_state,
     webhook_url,
 )
@@ -165,7 +166,11 @@ async def check_owner(settings: Settings, db: Database | None, report: Report) -
                     "owner.phone_numbers")
 
 
-async def check_telegram(settings: Settings, report: Report) -> None:
+# The command table's menu for Telegram (built only when --fix needs it).
+MenuSource = Callable[[], Awaitable[Sequence[MenuCommand]]]
+
+
+async def check_telegram(settings: Settings, report: Report, menu: MenuSource) -> None:
     tg = settings.telegram
     if not tg.token:
         report.off("Telegram: set VALET_TELEGRAM_TOKEN to turn it on (valet onboard)")
@@ -190,13 +195,13 @@ async def check_telegram(settings: Settings, report: Report) -> None:
                 report.bad(f"Telegram has a webhook set ({state.url}) but telegram.mode is "
                            "polling: polling receives nothing while it is; valet doctor --fix "
                            "removes it (or set telegram.mode: webhook)")
-        if not await commands_set(bot):
+        if not await menu_set(bot):
             if report.fix:
-                await set_commands(bot)
+                await set_menu(bot, await menu(), settings.owner.telegram_ids)
                 report.did(f"set @{name}'s command menu")
             else:
-                report.note(f"@{name}'s command menu is not Valet's yet (valet serve sets it "
-                            "at start; --fix sets it now)")
+                report.note(f"@{name} has no command menu yet (valet serve sets it at start; "
+                            "--fix sets it now)")
     except TelegramUnusable as err:
         report.bad(str(err))
     finally:

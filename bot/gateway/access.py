@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -23,14 +24,11 @@ from bot.gateway.claims import ClaimOutcome, OwnerClaims, claim_candidate
 from bot.gateway.guesses import GuessLimiter, GuessVerdict
 from bot.gateway.identity import IdentityStore, new_code
 from bot.gateway.users import User
+from persona.lines import DEFAULT, AccessLines, fill
 
 log = logging.getLogger(__name__)
 
 NAME_LIMIT = 40  # characters of a sender-chosen name shown to the owner
-LINKED = "Linked. I'll know you here too from now on."
-UNKNOWN_LINK_CODE = "That link code is unknown or has expired."
-NO_MORE_GUESSES = ("That link code is unknown or has expired, and that was one wrong code too "
-                   "many: I'll ignore link codes from you for a while.")
 
 
 def one_line(text: str, limit: int = NAME_LIMIT) -> str:
@@ -102,11 +100,13 @@ def _pairing(row: Row) -> PairingRequest:
 
 class AccessControl:
     def __init__(self, db: Database, identities: IdentityStore, settings: AccessSettings,
-                 default_timezone: str, *, claims: OwnerClaims | None = None) -> None:
+                 default_timezone: str, *, lines: AccessLines,
+                 claims: OwnerClaims | None = None) -> None:
         self.db = db
         self.identities = identities
         self.settings = settings
         self.default_timezone = default_timezone
+        self.lines = lines  # what a stranger and the owner are told
         self.guesses = settings.guess_limiter(db)
         self.claims = claims  # the owner's claim code, while no owner address is known
 
@@ -158,11 +158,11 @@ class AccessControl:
         if linked:
             await self.guesses.forget("link", channel, address)
             return Admission(await self.identities.users.get(linked), handled=True,
-                             reply=LINKED)
+                             reply=self.lines.link_done)
         if verdict is GuessVerdict.LAST_TRY:
             log.warning("%s %s reached the limit of wrong /link codes", channel, address)
-            return Admission(None, reply=NO_MORE_GUESSES)
-        return Admission(None, reply=UNKNOWN_LINK_CODE)
+            return Admission(None, reply=self.lines.link_no_more_guesses)
+        return Admission(None, reply=self.lines.link_unknown_code)
 
     async def _pairing(self, channel: str, address: str, display_name: str,
                        at: datetime) -> Admission:
@@ -183,14 +183,12 @@ class AccessControl:
         if not inserted:
             return Admission(None)
         where = f"{channel} {one_line(address)}"
-        who = (f"Someone calling themselves {quoted(display_name)} ({where})" if display_name
-               else f"Someone on {where}")
+        who = (fill(self.lines.pairing_who_named, name=quoted(display_name), where=where)
+               if display_name else fill(self.lines.pairing_who, where=where))
         return Admission(
-            None,
-            reply=(f"Hi! This is a private assistant and I don't know you yet. If you know its "
-                   f"owner, ask them to approve code {code}."),
-            notify_owner=f"{who} wants to talk to me. Reply /pair approve {code} to let them "
-                         f"in, or /pair deny {code}.", pairing_code=code)
+            None, reply=fill(self.lines.pairing_stranger, code=code),
+            notify_owner=fill(self.lines.pairing_owner_notice, who=who, code=code),
+            pairing_code=code)
 
     async def _make_room(self, channel: str, at: datetime) -> None:
         """At most `max_pending_pairings` wait per channel: the oldest ones expire so that a
@@ -239,6 +237,19 @@ class AccessControl:
                               user.id, row["code"])
         return user
 
+    async def pairing_outcomes(self, codes: Sequence[str], at: datetime) -> dict[str, str]:
+        """What became of each pairing request, in a word for its card ("waiting" while it
+        waits)."""
+        await self.expire(at)
+        words = {"approved": "Let in", "denied": "Refused", "expired": "Expired"}
+        found = {}
+        for code in codes:
+            status = await self.db.fetchval(
+                "SELECT status FROM pairing_requests WHERE code = $1", code)
+            if status is not None:
+                found[code] = words.get(status, "waiting")
+        return found
+
     async def deny(self, code: str, at: datetime) -> bool:
         changed = await self.db.execute(
             "UPDATE pairing_requests SET status = 'denied', decided_at = $2"
@@ -246,11 +257,11 @@ class AccessControl:
         return changed > 0
 
 
-def pairing_prompt(code: str) -> ApprovalPrompt:
+def pairing_prompt(code: str, lines: AccessLines = DEFAULT) -> ApprovalPrompt:
     """A pairing request as a choice the owner can tap (Telegram buttons), a prompt of its
     own kind whose id is the code; typing /pair approve CODE works everywhere."""
     return ApprovalPrompt(id=code, code=code, position=1,
-                          summary=f"Let the sender of code {code} in",
+                          summary=fill(lines.pairing_prompt, code=code),
                           options=(Option.APPROVE, Option.CANCEL), allow_modification=False,
                           kind=PromptKind.PAIRING)
 

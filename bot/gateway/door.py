@@ -1,16 +1,19 @@
 """The port a channel gets (never the App): the gateway's door to hand messages in, people's
-identities (who is known, who said STOP), the time, and the database for the channel's own
-store. The composition root builds one `ChannelHost` and each configured channel from it."""
+identities (who is known, who said STOP), the time, the database for the channel's own
+store, the persona's lines (what a channel says itself) and the command table's menu. The
+composition root builds one `ChannelHost` and each configured channel from it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.channel import CommandMenu
 from bot.clock import Clock
 from bot.db import Database
 from bot.envelopes import IncomingMessage
 from bot.gateway.identity import IdentityStore
+from persona.lines import Lines
 
 
 class Door(Protocol):
@@ -38,3 +41,5 @@ class ChannelHost:
     identities: IdentityStore
     clock: Clock
     db: Database  # for the channel's own store (its own tables and migrations)
+    lines: Lines  # the persona's: a channel says its own group (SmsLines, TelegramLines...)
+    commands: CommandMenu  # the slash commands a channel's menu lists (Telegram's `/`)

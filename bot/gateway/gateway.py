@@ -220,8 +220,8 @@ class Gateway:
                           reply=Reply(admission.reply or ""), user_id=user_id,
                           channel=msg.channel, address=msg.address)
         if admission.notify_owner:
-            prompts = (pairing_prompt(admission.pairing_code),) if admission.pairing_code \
-                else ()
+            prompts = (pairing_prompt(admission.pairing_code, self.deps.access.lines),) \
+                if admission.pairing_code else ()
             await self.outbound.notify_owner(admission.notify_owner,
                                              dedupe_key=f"pairing:{row_id}", prompts=prompts)
 

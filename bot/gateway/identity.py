@@ -126,6 +126,14 @@ class IdentityStore:
             "UPDATE identities SET unreachable_at = $3 WHERE channel = $1 AND address = $2",
             channel, address, at if unreachable else None) > 0
 
+    async def name_of(self, user: User) -> str:
+        """How a person is named to others: their name, else the number or chat they write
+        from; never the internal id."""
+        if user.display_name.strip():
+            return user.display_name
+        identities = await self.of_user(user.id)
+        return identities[0].address if identities else "someone"
+
     async def wrote_again(self, channel: str, address: str) -> None:
         """The person wrote from this identity: it is reachable again (an opt-out stays
         until they say START: only their channel's own keyword lifts it)."""

@@ -9,26 +9,27 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from bot.clock import Clock
 from bot.db import Database
-from bot.envelopes import prompts_of
+from bot.envelopes import ApprovalPrompt, PromptKind, prompts_of
 from bot.gateway.outbox import OutboxStore
 
 log = logging.getLogger(__name__)
 
-# approval ids -> what became of each ("waiting" while it still waits)
+# prompt ids -> what became of each ("waiting" while it still waits), one lookup per kind
 Outcomes = Callable[[list[str]], Awaitable[dict[str, str]]]
 
 
 class PromptEdits:
-    def __init__(self, db: Database, outbox: OutboxStore, clock: Clock, outcomes: Outcomes,
+    def __init__(self, db: Database, outbox: OutboxStore, clock: Clock,
+                 outcomes: Mapping[PromptKind, Outcomes],
                  can_edit: Callable[[str], bool]) -> None:
         self.db = db
         self.outbox = outbox
         self.clock = clock
-        self.outcomes = outcomes
+        self.outcomes = outcomes  # approvals' outcomes, pairing requests' outcomes
         self.can_edit = can_edit
 
     async def settle(self, user_id: str) -> int:
@@ -44,7 +45,7 @@ class PromptEdits:
             if not self.can_edit(row["channel"]) or not prompts:
                 await self._mark(row["id"])
                 continue
-            states = await self.outcomes([p.id for p in prompts])
+            states = await self._states(prompts)
             if any(states.get(p.id, "waiting") == "waiting" for p in prompts):
                 continue  # one still waits: its buttons stay
             said = "\n".join(f"{states[p.id]}: {p.summary}" for p in prompts)
@@ -59,6 +60,14 @@ class PromptEdits:
                                  row["id"])
             queued += 1
         return queued
+
+    async def _states(self, prompts: Sequence[ApprovalPrompt]) -> dict[str, str]:
+        states: dict[str, str] = {}
+        for kind, lookup in self.outcomes.items():
+            ids = [p.id for p in prompts if p.kind is kind]
+            if ids:
+                states.update(await lookup(ids))
+        return states
 
     async def _mark(self, row_id: int) -> None:
         await self.db.execute("UPDATE outbox SET prompts_settled = 1 WHERE id = $1", row_id)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from bot.memory.facts import Closed, Fact, FactStore, Kind, search_terms
 from bot.memory.recall import Recaller
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, to_bytes
+from persona.lines import MemoryLines, fill
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +22,7 @@ LISTED = 50  # facts shown by /memory and the listing tool; the count says if th
 class MemoryService:
     store: FactStore
     recaller: Recaller
+    lines: MemoryLines  # what /memory, /forget and the memory tools say
     embedder: Embedder | None = None
 
     async def learn(self, user_id: str, text: str, kind: Kind = Kind.FACT, *,
@@ -44,12 +46,16 @@ class MemoryService:
         facts = await self.recaller.relevant(user_id, about, with_recent=False) if about \
             else await self.store.open_facts(user_id, LISTED + 1)
         if not facts:
-            return ("I don't remember anything about that." if about else
-                    "I don't remember anything about you yet.")
+            return self.lines.memory_nothing_about if about else self.lines.memory_nothing
         shown = facts[:LISTED]
-        lines = [f"#{f.id} {f.text} ({f.kind.value})" for f in shown]
-        more = " (the newest first; there is more)" if len(facts) > LISTED else ""
-        return "What I remember about you" + more + ":\n" + "\n".join(lines)
+        listed = "\n".join(f"#{f.id} {f.text} ({f.kind.value})" for f in shown)
+        return fill(self.lines.memory_listing_more if len(facts) > LISTED
+                    else self.lines.memory_listing, facts=listed)
+
+    def forgotten_line(self, facts: list[Fact]) -> str:
+        if not facts:
+            return self.lines.memory_forget_nothing
+        return fill(self.lines.memory_forgotten, facts="\n".join(f"- {f.text}" for f in facts))
 
     async def forget(self, user_id: str, about: str = "", ids: Iterable[int] = ()
                      ) -> list[Fact]:
@@ -76,8 +82,3 @@ class MemoryService:
                                            self.embedder.model)
         return len(facts)
 
-
-def forgotten_line(facts: list[Fact]) -> str:
-    if not facts:
-        return "I found nothing like that to forget."
-    return "Forgotten:\n" + "\n".join(f"- {f.text}" for f in facts)

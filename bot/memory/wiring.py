@@ -18,10 +18,11 @@ from bot.memory.extract import MemoryExtractor
 from bot.memory.facts import FactStore
 from bot.memory.queue import ExtractionQueue
 from bot.memory.recall import MemoryRecall, Recaller
-from bot.memory.service import MemoryService, forgotten_line
+from bot.memory.service import MemoryService
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
 from bot.openai_llm import OpenAILLM
 from bot.turn import TurnContext
+from persona.lines import MemoryLines
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +38,19 @@ class Memory:
     _pass: asyncio.Task[None] | None = None
 
     def commands(self) -> list[Command]:
-        return [Command("/memory", "what I remember about you", self._list),
-                Command("/forget", "forget a fact: /forget NUMBER, or words it contains",
-                        self._forget)]
+        lines = self.service.lines
+        return [Command("/memory", lines.about_memory, self._list),
+                Command("/forget", lines.about_forget, self._forget)]
 
     async def _list(self, ctx: TurnContext, args: list[str]) -> str:
         return await self.service.listing(ctx.user.id, " ".join(args))
 
     async def _forget(self, ctx: TurnContext, args: list[str]) -> str:
         if not args:
-            return ("Say what to forget: /forget 12 (a number from /memory) or /forget "
-                    "words the fact contains. To forget everything, just ask me.")
+            return self.service.lines.memory_forget_usage
         ids = [int(a.lstrip("#")) for a in args if a.lstrip("#").isdigit()]
         words = " ".join(a for a in args if not a.lstrip("#").isdigit())
-        return forgotten_line(await self.service.forget(ctx.user.id, words, ids))
+        return self.service.forgotten_line(await self.service.forget(ctx.user.id, words, ids))
 
     async def one_pass(self) -> None:
         """Retry queued extractions that are due; embed facts stored without a vector."""
@@ -79,8 +79,9 @@ class Memory:
             await closer.close()
 
 
-def build_memory(settings: Settings, db: Database, clock: Clock, llm: LLM) -> Memory | None:
-    """None when memory is turned off (memory.enabled: false)."""
+def build_memory(settings: Settings, db: Database, clock: Clock, llm: LLM, *,
+                 lines: MemoryLines) -> Memory | None:
+    """None when memory is turned off (memory.enabled: false). `lines`: the persona's."""
     cfg = settings.memory
     if not cfg.enabled:
         return None
@@ -102,7 +103,7 @@ def build_memory(settings: Settings, db: Database, clock: Clock, llm: LLM) -> Me
                                    extra_body=settings.llm.extra_body)
         closers.append(extraction_llm)
     recaller = Recaller(store, embedder, index)
-    service = MemoryService(store, recaller, embedder)
+    service = MemoryService(store, recaller, lines, embedder)
     return Memory(service, MemoryRecall(recaller, cfg.recall_budget_tokens),
                   MemoryExtractor(service, ExtractionQueue(db), extraction_llm, clock),
                   closers)

@@ -20,19 +20,18 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 from bot.approvals.model import ApprovalDraft
 from bot.envelopes import TurnStop
 from bot.journal import TurnJournal
-from bot.lines import fill
 from bot.llm import LLM, LLMError
 from bot.tasks.model import Fit, PausedTask, PoolNotice, TaskHandler, Verdict
 from bot.tasks.pool import AgentPool
 from bot.tools import ToolExecutionContext, ToolStatus
 from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
+from persona.lines import TaskLines, fill
 
 log = logging.getLogger(__name__)
 
@@ -40,26 +39,12 @@ CANCEL_WORDS = frozenset({"cancel", "/cancel", "never mind", "nevermind", "nvm",
                           "cancel that", "cancel it"})
 
 
-@dataclass(frozen=True)
-class TaskLines:
-    """What the user reads about tasks: the persona's task_* lines ({task}, {question},
-    {limit} are filled in)."""
-
-    cancelled: str
-    expired: str
-    dropped: str
-    evicted: str
-
-    @classmethod
-    def from_persona(cls, lines: Any) -> TaskLines:
-        return cls(lines.task_cancelled, lines.task_expired, lines.task_dropped,
-                   lines.task_evicted)
-
-    def notice(self, notice: PoolNotice) -> str:
-        template = {"expired": self.expired, "dropped": self.dropped,
-                    "evicted": self.evicted}[notice.reason]
-        return fill(template, task=notice.task.label, question=notice.task.question,
-                    limit=notice.detail)
+def notice_line(lines: TaskLines, notice: PoolNotice) -> str:
+    """What the person reads of a task the pool let go ({task}, {question}, {limit})."""
+    template = {"expired": lines.task_expired, "dropped": lines.task_dropped,
+                "evicted": lines.task_evicted}[notice.reason]
+    return fill(template, task=notice.task.label, question=notice.task.question,
+                limit=notice.detail)
 
 
 def is_cancel(text: str) -> bool:
@@ -119,7 +104,7 @@ class Resumer:
             waiting = live[0]
             if await self.pool.take(waiting):
                 log.info("user %s cancelled %s %s", waiting.user_id, waiting.name, waiting.id)
-                return merge(said, Answered(text=fill(self.lines.cancelled, task=waiting.label,
+                return merge(said, Answered(text=fill(self.lines.task_cancelled, task=waiting.label,
                                                       question=waiting.question),
                                             stop=TurnStop.CANCELLED))
             return said
@@ -139,7 +124,7 @@ class Resumer:
         for task in await self.pool.waiting(user_id):
             if await self.pool.take(task):
                 log.info("user %s cancelled %s %s", user_id, task.name, task.id)
-                return fill(self.lines.cancelled, task=task.label, question=task.question)
+                return fill(self.lines.task_cancelled, task=task.label, question=task.question)
         return None
 
     async def _from_journal(self, ctx: TurnContext) -> StepResult | None:
@@ -203,7 +188,7 @@ class Resumer:
                 live.append(task)
             elif (notice := await self.pool.discard(task, why)) is not None:
                 notices.append(notice)
-        return live, [self.lines.notice(n) for n in notices]
+        return live, [notice_line(self.lines, n) for n in notices]
 
     async def _match(self, live: list[PausedTask], text: str, ctx: ToolExecutionContext
                      ) -> tuple[PausedTask | None, Verdict | None]:
@@ -258,7 +243,7 @@ class Resumer:
             return []
         notices = await self.pool.pause(ctx.user.id, tasks, turn_id=ctx.turn_id,
                                         limit_for=self.handler.limit_for)
-        return [self.lines.notice(n) for n in notices]
+        return [notice_line(self.lines, n) for n in notices]
 
     # --- the LLM's view -----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from aiohttp import web
 from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
 from channels.sms.adapter import SmsSender, TwilioAccount
-from channels.sms.inbound import SmsInbound, SmsLines
+from channels.sms.inbound import SmsInbound
 from channels.sms.store import SmsStore
 from channels.sms.webhook import STATUS_PATH, SmsWebhook
 
@@ -76,15 +76,17 @@ class SmsChannel:
 
 
 def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, str] | None = None,
-                      *, emoji: bool = False, lines: SmsLines | None = None) -> SmsChannel:
-    """The SMS channel on the host's door and its own store. The caller registers its sender
-    with the outbox (App.add_channel). `emoji`: the persona lets emoji through on SMS."""
+                      *, emoji: bool = False) -> SmsChannel:
+    """The SMS channel on the host's door and its own store, saying the host's lines. The
+    caller registers its sender with the outbox (App.add_channel). `emoji`: the persona lets
+    emoji through on SMS."""
     env = os.environ if env is None else env
     account = twilio_account(settings, env)
     store = SmsStore(host.db)
     sender = SmsSender(account, store=store, identities=host.identities, clock=host.clock,
-                       emoji=emoji, summary_max_segments=settings.sms.summary_max_segments)
-    inbound = SmsInbound(host, default_region=settings.sms.default_region, lines=lines)
+                       emoji=emoji, lines=host.lines,
+                       summary_max_segments=settings.sms.summary_max_segments)
+    inbound = SmsInbound(host, default_region=settings.sms.default_region)
     assert settings.public_url is not None
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,
                          inbound=inbound, store=store, identities=host.identities,

@@ -26,6 +26,7 @@ from bot.gateway.identity import IdentityStore
 from channels.sms.gsm import MULTI_GSM
 from channels.sms.render import MAX_CHARS, SmsBody, render, segments_of
 from channels.sms.store import SmsStore
+from persona.lines import SmsLines
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,8 @@ class SmsSender:
     name = "sms"
 
     def __init__(self, account: TwilioAccount, *, store: SmsStore, identities: IdentityStore,
-                 clock: Clock, emoji: bool = False, summary_max_segments: int = 2) -> None:
+                 clock: Clock, lines: SmsLines, emoji: bool = False,
+                 summary_max_segments: int = 2) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
@@ -111,6 +113,7 @@ class SmsSender:
                         about_chars=summary_max_segments * MULTI_GSM)
         self.features = ChannelFeatures(edit=False, buttons=False, typing=False,
                                         max_chars=MAX_CHARS, brevity=brief)
+        self.lines = lines  # how a prompt asks for its answer
 
     async def close(self) -> None:
         await self.http.close()
@@ -119,7 +122,7 @@ class SmsSender:
         if await self.identities.opted_out("sms", message.address):
             raise PermanentSendError(f"{message.address} opted out (STOP): not sent",
                                      opted_out=True)
-        bodies = render(message, emoji=self.emoji)
+        bodies = render(message, emoji=self.emoji, lines=self.lines)
         if not bodies:
             return None
         already = await self.store.accepted(message.id)

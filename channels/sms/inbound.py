@@ -15,13 +15,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from bot.approvals.options import Option
 from bot.envelopes import IncomingMessage
 from bot.gateway.door import ChannelHost
 from bot.gateway.identity import Identity
 from bot.phones import normalize_or_keep
+from persona.lines import SmsLines
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +35,6 @@ _LINK = re.compile(r"^\s*link(?:\s+([A-Za-z0-9]{4,12}))?\s*$", re.IGNORECASE)
 _CHOICE = re.compile(r"^\s*([12])\s*[.!]?\s*$")
 
 
-@dataclass(frozen=True)
-class SmsLines:
-    help: str = ("This is Valet, a personal assistant. Text me what you need. Reply STOP to "
-                 "stop messages, START to get them again.")
-    picture_only: str = ("I can't open pictures or attachments by text message yet. Could "
-                         "you tell me in words?")
-    picture_too: str = ("I can't open pictures or attachments by text message yet, so I only "
-                        "read your text.")
-
-
 def keyword(text: str) -> str | None:
     """The carrier keyword the whole message is ("stop", " Stop. "), if it is one."""
     word = text.strip().strip(".!").strip().upper()
@@ -51,13 +42,12 @@ def keyword(text: str) -> str | None:
 
 
 class SmsInbound:
-    def __init__(self, host: ChannelHost, *, default_region: str | None = None,
-                 lines: SmsLines | None = None) -> None:
+    def __init__(self, host: ChannelHost, *, default_region: str | None = None) -> None:
         self.door = host.door
         self.identities = host.identities
         self.clock = host.clock
         self.default_region = default_region
-        self.lines = lines or SmsLines()
+        self.lines: SmsLines = host.lines
 
     async def handle(self, form: Mapping[str, str]) -> None:
         """Everything to do before Twilio is answered: when this returns, the message is
@@ -82,12 +72,12 @@ class SmsInbound:
         elif identity.opted_out_at is not None:
             await self._at_the_door(msg, identity, None, status="rejected")
         elif word in HELP_WORDS:
-            await self._at_the_door(msg, identity, self.lines.help)
+            await self._at_the_door(msg, identity, self.lines.sms_help)
         elif media and not body.strip():
-            await self._at_the_door(msg, identity, self.lines.picture_only)
+            await self._at_the_door(msg, identity, self.lines.sms_picture_only)
         else:  # the gateway marks the identity reachable again: they wrote
             if media:
-                await self.door.answer_directly(CHANNEL, address, self.lines.picture_too,
+                await self.door.answer_directly(CHANNEL, address, self.lines.sms_picture_too,
                                                 dedupe_key=f"sms-media:{sid}",
                                                 user_id=identity.user_id)
             await self.door.receive(_translated(msg))

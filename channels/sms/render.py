@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bot.envelopes import ApprovalPrompt, OutboundMessage
 from channels.sms.gsm import Encoding, cost, fold
+from persona.lines import DEFAULT, SmsLines, fill
 
 MAX_CHARS = 1600  # Twilio refuses a longer Body
 # Words a carrier or Twilio answers itself when they are the whole message.
@@ -91,25 +92,25 @@ def _sentence(summary: str, limit: int = 300) -> str:
     return summary[:1].upper() + summary[1:]
 
 
-def _verb(prompt: ApprovalPrompt) -> str:
+def _verb(prompt: ApprovalPrompt, lines: SmsLines) -> str:
     """What "1" does, in the request's own verb ("send", "delete") when it starts with one."""
     first = prompt.summary.split(maxsplit=1)[0].lower() if prompt.summary.strip() else ""
-    return first if first.isalpha() and first.upper() not in RESERVED_WORDS else "go ahead"
+    return first if first.isalpha() and first.upper() not in RESERVED_WORDS \
+        else lines.sms_prompt_verb
 
 
-def render_prompts(prompts: tuple[ApprovalPrompt, ...]) -> str:
+def render_prompts(prompts: tuple[ApprovalPrompt, ...], lines: SmsLines = DEFAULT) -> str:
     if not prompts:
         return ""
     if len(prompts) == 1:
         [prompt] = prompts
-        change = ", or tell me what to change" if prompt.allow_modification else ""
-        return (f"{_sentence(prompt.summary)}? Reply 1 to {_verb(prompt)}, 2 to cancel"
-                f"{change}.")
+        template = lines.sms_prompt_changeable if prompt.allow_modification \
+            else lines.sms_prompt
+        return fill(template, summary=_sentence(prompt.summary), verb=_verb(prompt, lines))
     ordered = sorted(prompts, key=lambda p: p.position)
-    lines = [f"{p.position}) {_sentence(p.summary)} - code {p.code}" for p in ordered]
-    first, second = ordered[0].code, ordered[1].code
-    lines.append(f'Reply with a code and YES or NO for each, e.g. "{first} YES {second} NO".')
-    return "\n".join(lines)
+    said = [f"{p.position}) {_sentence(p.summary)} - code {p.code}" for p in ordered]
+    said.append(fill(lines.sms_prompts, first=ordered[0].code, second=ordered[1].code))
+    return "\n".join(said)
 
 
 # --- splitting and cost ---------------------------------------------------------------------
@@ -171,11 +172,11 @@ def _bodies(text: str, limit: int) -> list[SmsBody]:
     return bodies
 
 
-def render(message: OutboundMessage, *, emoji: bool = False,
-           limit: int = MAX_CHARS) -> list[SmsBody]:
-    """The SMS messages one outbox row becomes, in order."""
+def render(message: OutboundMessage, *, emoji: bool = False, limit: int = MAX_CHARS,
+           lines: SmsLines = DEFAULT) -> list[SmsBody]:
+    """The SMS messages one outbox row becomes, in order (its prompts asked in `lines`)."""
     text = plain_text(message.text)
-    prompts = render_prompts(message.prompts)
+    prompts = render_prompts(message.prompts, lines)
     text = f"{text}\n{prompts}".strip() if prompts else text
     return _rendered_bodies(text, emoji, limit)
 

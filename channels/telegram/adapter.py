@@ -29,14 +29,13 @@ from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, callback_data
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
 from channels.telegram.render import escape, message_parts, split_plain
+from persona.lines import TelegramLines
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 INLINE_RENDER_CHARS = 8_000  # about 30 ms to render at worst; longer goes to a worker
 RENDER_SECONDS = 10.0
-BUTTON_LABELS = {Option.APPROVE: "✅ Approve", Option.EDIT: "✏️ Edit",
-                 Option.CANCEL: "✖️ Cancel"}
 UNREACHABLE = ("bot was blocked by the user", "chat not found", "user is deactivated",
                "bot was kicked", "bot can't initiate conversation")
 
@@ -46,8 +45,9 @@ class TelegramChannel:
     features = ChannelFeatures(edit=True, buttons=True, typing=True, max_chars=4096)
 
     def __init__(self, bot: Bot, limiter: OutboundLimiter | None = None, *,
-                 status_delay: float = 1.0) -> None:
+                 lines: TelegramLines, status_delay: float = 1.0) -> None:
         self.bot = bot
+        self.lines = lines  # the buttons' labels
         self.limiter = limiter or OutboundLimiter()
         self.progress_board = ProgressBoard(post=self._post_status, edit=self._edit_status,
                                             typing=self.typing, delay=status_delay)
@@ -64,7 +64,7 @@ class TelegramChannel:
         if message.kind == "reply":
             await self.progress_board.finish(message.address)  # the answer ends the status
         chat = int(message.address)
-        markup = keyboard(message.prompts)
+        markup = keyboard(message.prompts, self.lines)
         try:
             parts = await rendered(message.text, message.prompts)
             ids = await self._send_parts(message.id, chat, parts, markup, ParseMode.HTML)
@@ -190,15 +190,19 @@ def retry_after_seconds(err: RetryAfter) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
-def keyboard(prompts: tuple[ApprovalPrompt, ...]) -> InlineKeyboardMarkup | None:
+def keyboard(prompts: tuple[ApprovalPrompt, ...], lines: TelegramLines
+             ) -> InlineKeyboardMarkup | None:
     """One row per prompt; each button carries the prompt's kind and id and the option."""
     if not prompts:
         return None
+    labels = {Option.APPROVE: lines.telegram_button_approve,
+              Option.EDIT: lines.telegram_button_edit,
+              Option.CANCEL: lines.telegram_button_cancel}
     rows = []
     for prompt in prompts:
         options = [o for o in prompt.options if o is not Option.EDIT or prompt.allow_modification]
         numbered = f"{prompt.position} " if len(prompts) > 1 else ""
-        rows.append([InlineKeyboardButton(numbered + BUTTON_LABELS.get(o, o.capitalize()),
+        rows.append([InlineKeyboardButton(numbered + labels.get(o, o.capitalize()),
                                           callback_data=callback_data(prompt.id, o,
                                                                       prompt.kind))
                      for o in options])

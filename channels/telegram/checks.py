@@ -1,27 +1,32 @@
 """Is the Telegram bot usable, as `valet onboard` and `valet doctor` ask it: the token
 (getMe), the webhook as Telegram has it (getWebhookInfo: its URL, the last delivery error),
-the command menu; and the few safe repairs (register or remove the webhook, set the menu),
-which `valet serve` also does at start. Every failure is TelegramUnusable with one line that
-never contains the token."""
+the command menu; and the few safe repairs (register or remove the webhook, set the menu from
+the command table), which `valet serve` does at start with the same functions. Every failure
+is TelegramUnusable with one line that never contains the token."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from telegram import Bot, BotCommand
+from telegram import Bot, BotCommand, BotCommandScopeChat
 from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
 from telegram.request import HTTPXRequest
 
+from bot.channel import MenuCommand
 from bot.config import TelegramSettings
-from channels.telegram.inbound import COMMANDS
+
+log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://api.telegram.org"
 WEBHOOK_PATH = "/telegram/webhook"
 ALLOWED_UPDATES = ["message", "callback_query"]
+_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 
 
 class TelegramUnusable(Exception):
@@ -87,14 +92,39 @@ async def remove_webhook(bot: Bot) -> None:
     await bot.delete_webhook(drop_pending_updates=False)
 
 
-async def commands_set(bot: Bot) -> bool:
-    """The bot's command menu is Valet's."""
-    current = await bot.get_my_commands()
-    return {c.command for c in current} == set(COMMANDS)
+async def menu_set(bot: Bot) -> bool:
+    """The bot has a command menu (`valet serve` sets Valet's at start)."""
+    return bool(await bot.get_my_commands())
 
 
-async def set_commands(bot: Bot) -> None:
-    await bot.set_my_commands([BotCommand(c, d) for c, d in COMMANDS.items()])
+def bot_commands(menu: Iterable[MenuCommand]) -> list[BotCommand]:
+    """Telegram's form of the commands: a name of 1-32 of a-z, 0-9 and _ without its slash,
+    a description of 1-256 characters; a command Telegram cannot show is left out."""
+    shown = []
+    for command in menu:
+        name = command.name.removeprefix("/")
+        if not _COMMAND_NAME.fullmatch(name):
+            log.warning("telegram: %s cannot be in the command menu (a-z, 0-9, _ only)",
+                        command.name)
+            continue
+        shown.append(BotCommand(name, command.description.strip()[:256] or command.name))
+    return shown
+
+
+async def set_menu(bot: Bot, menu: Sequence[MenuCommand], owner_chats: Sequence[str]) -> None:
+    """The `/` menu from the command table: everyone's lists the commands anyone may use;
+    the owner's chats list the owner's commands too."""
+    everyone = bot_commands(c for c in menu if not c.owner_only)
+    await bot.set_my_commands(everyone)
+    owners = bot_commands(menu)
+    if len(owners) == len(everyone):
+        return
+    for chat in owner_chats:
+        try:
+            await bot.set_my_commands(owners, scope=BotCommandScopeChat(int(chat)))
+        except (ValueError, TelegramError) as err:  # the owner never wrote to the bot
+            log.warning("telegram: the owner's command menu for chat %s is not set: %s",
+                        chat, err)
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,11 @@ from telegram import Bot, Message, PhotoSize, Update
 from bot.envelopes import ButtonPress, IncomingMessage, MediaRef, PromptKind
 from bot.gateway.door import Door
 from bot.transcribe import Transcriber, TranscriptionError
+from persona.lines import TelegramLines, fill
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "telegram"
-COMMANDS = {"start": "Start talking to Valet", "help": "What Valet can do",
-            "pending": "What waits for your approval", "cancel": "Cancel what is waiting",
-            "stop": "Stop what Valet is doing now", "link": "Link another account",
-            "whoami": "Who Valet thinks you are"}
 # A button's data starts with what kind of prompt it answers: an approval, or the owner
 # letting a stranger in.
 CALLBACK_PREFIXES = {PromptKind.APPROVAL: "a", PromptKind.PAIRING: "p"}
@@ -41,11 +38,6 @@ MAX_PHOTO_BYTES = 5 * 1024 * 1024
 PHOTO_MIME = "image/jpeg"  # Telegram re-encodes every photo (not a file) as JPEG
 VOICE_MIME = "audio/ogg"  # Telegram voice notes are OGG/Opus
 
-CANNOT_HEAR = "Sorry, I can't listen to voice notes yet: could you type it for me?"
-CANNOT_SEE = ("Sorry, I can't look at photos yet: could you tell me in words what it shows?")
-CANNOT_SEE_CAPTION = "I can't look at photos yet, so I've only read your caption."
-UNCLEAR_VOICE = "Sorry, I couldn't make out that voice note: could you type it?"
-INVALID_BUTTON = "This button is no longer valid."
 
 
 def callback_data(prompt_id: str, option: str, kind: PromptKind = PromptKind.APPROVAL) -> str:
@@ -216,8 +208,9 @@ class InboundHandler:
     def __init__(self, bot: Bot, door: Door, replier: Replier, *,
                  is_known: Callable[[str], Awaitable[bool]],
                  transcriber: Transcriber | None, settings: InboundSettings,
-                 now: Callable[[], datetime]) -> None:
+                 lines: TelegramLines, now: Callable[[], datetime]) -> None:
         self.bot = bot
+        self.lines = lines  # what the channel says itself (media it cannot read...)
         self.door = door
         self.replier = replier
         self.is_known = is_known
@@ -233,7 +226,8 @@ class InboundHandler:
             return
         if isinstance(item, Press):
             if item.parsed is None:
-                await self.replier.answer_button(item.callback_id, INVALID_BUTTON)
+                await self.replier.answer_button(item.callback_id,
+                                                 self.lines.telegram_invalid_button)
                 return
             kind, prompt_id, option = item.parsed
             await self._receive(item.origin, option, ButtonPress(
@@ -247,7 +241,7 @@ class InboundHandler:
         elif isinstance(item, Photo):
             await self._photo(item)
         else:
-            await self._say(item.origin, f"I can't read {item.what} yet: please write to me.")
+            await self._say(item.origin, fill(self.lines.telegram_unreadable, what=item.what))
 
     async def _receive(self, origin: Origin, text: str, button: ButtonPress | None = None,
                        media: tuple[MediaRef, ...] = ()) -> None:
@@ -265,10 +259,10 @@ class InboundHandler:
     async def _voice(self, item: Voice) -> None:
         chat = item.origin.chat_id
         if self.transcriber is None:
-            await self._say(item.origin, CANNOT_HEAR)
+            await self._say(item.origin, self.lines.telegram_cannot_hear)
             return
         if item.size > MAX_VOICE_BYTES:
-            await self._say(item.origin, UNCLEAR_VOICE)
+            await self._say(item.origin, self.lines.telegram_unclear_voice)
             return
         try:
             file = await self.bot.get_file(item.file_id)
@@ -276,7 +270,7 @@ class InboundHandler:
             transcript = await self.transcriber.transcribe(audio, "voice.ogg")
         except TranscriptionError as err:
             log.warning("voice note from chat %s not transcribed: %s", chat, err)
-            await self._say(item.origin, UNCLEAR_VOICE)
+            await self._say(item.origin, self.lines.telegram_unclear_voice)
             return
         # Marked as a voice note: the reply's first line shows the transcript, so the person
         # sees what Valet understood (bot.media.heard_line).
@@ -290,11 +284,11 @@ class InboundHandler:
             await self._receive(item.origin, item.caption, media=(
                 MediaRef("photo", item.file_id, PHOTO_MIME, item.size),))
         elif item.caption.strip():
-            await self._say(item.origin, CANNOT_SEE_CAPTION)
+            await self._say(item.origin, self.lines.telegram_cannot_see_caption)
             await self._receive(item.origin, item.caption + "\n(A photo came with this "
                                 "message; I could not see it.)")
         else:
-            await self._say(item.origin, CANNOT_SEE)
+            await self._say(item.origin, self.lines.telegram_cannot_see)
 
 
 def _kind(item: Classified) -> str:

@@ -19,7 +19,7 @@ import contextlib
 import hmac
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,17 +28,20 @@ from telegram import Bot, Update
 from telegram.error import Conflict, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
+from bot.channel import MenuCommand
 from bot.config import ConfigError, Settings, TelegramSettings
 from bot.gateway.door import ChannelHost, Door
 from bot.transcribe import Transcriber
 from channels.telegram.adapter import TelegramChannel, retry_after_seconds
 from channels.telegram.checks import ALLOWED_UPDATES as ALLOWED_UPDATES
-from channels.telegram.checks import DEFAULT_API_URL, register_webhook, set_commands
+from channels.telegram.checks import DEFAULT_API_URL, register_webhook, set_menu
 from channels.telegram.checks import WEBHOOK_PATH as WEBHOOK_PATH
+from channels.telegram.checks import bot_commands as bot_commands
 from channels.telegram.checks import webhook_url as webhook_url
-from channels.telegram.inbound import BotIdentity, InboundHandler, InboundSettings
+from channels.telegram.inbound import CHANNEL, BotIdentity, InboundHandler, InboundSettings
 from channels.telegram.lease import FileLease, PollerLease, RedisLease, bot_id, lease_file
 from channels.telegram.limiter import OutboundLimiter
+from persona.lines import TelegramLines
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,8 @@ def check_settings(settings: TelegramSettings) -> None:
 class TelegramService:
     name = "telegram"
 
-    def __init__(self, settings: TelegramSettings, *, door: Door,
+    def __init__(self, settings: TelegramSettings, *, door: Door, lines: TelegramLines,
+                 menu: Sequence[MenuCommand], owner_chats: Sequence[str] = (),
                  is_known: Callable[[str], Awaitable[bool]], lease: PollerLease,
                  transcriber: Transcriber | None = None, vision: bool = False,
                  limiter: OutboundLimiter | None = None, status_delay: float = 1.0,
@@ -76,10 +80,13 @@ class TelegramService:
                        request=HTTPXRequest(connection_pool_size=64, read_timeout=15.0),
                        get_updates_request=HTTPXRequest(connection_pool_size=2,
                                                         read_timeout=poll_timeout + 10.0))
-        self.channel = TelegramChannel(self.bot, limiter, status_delay=status_delay)
+        self.channel = TelegramChannel(self.bot, limiter, lines=lines, status_delay=status_delay)
         self.inbound = InboundHandler(
             self.bot, door, self.channel, is_known=is_known, transcriber=transcriber,
-            settings=InboundSettings(groups=settings.groups, vision=vision), now=now)
+            settings=InboundSettings(groups=settings.groups, vision=vision), lines=lines,
+            now=now)
+        self.menu = list(menu)  # the command table's commands for Telegram (bot.commands)
+        self.owner_chats = list(owner_chats)  # their menu lists the owner's commands too
         self.lease = lease
         self.transcriber = transcriber
         self.poll_timeout = poll_timeout
@@ -111,7 +118,9 @@ class TelegramService:
         async def is_known(address: str) -> bool:
             return await host.identities.resolve("telegram", address) is not None
 
-        return cls(settings.telegram, door=host.door, is_known=is_known, lease=lease,
+        return cls(settings.telegram, door=host.door, lines=host.lines,
+                   menu=host.commands.menu(CHANNEL), owner_chats=settings.owner.telegram_ids,
+                   is_known=is_known, lease=lease,
                    transcriber=transcriber, vision=llm.vision, now=host.clock.now, **kwargs)
 
     @property
@@ -130,7 +139,7 @@ class TelegramService:
         await self.bot.initialize()
         me = self.bot.bot
         self.inbound.me = BotIdentity(me.id, me.username or "")
-        await set_commands(self.bot)
+        await self._set_menu()
         self._accepting = True
         if self.settings.mode == "webhook":
             url = await register_webhook(self.bot, self.settings)
@@ -139,6 +148,10 @@ class TelegramService:
             self._poller = asyncio.create_task(self._poll_while_leased())
             log.info("telegram: @%s receives updates by long polling", me.username)
         self.ready = True
+
+    async def _set_menu(self) -> None:
+        """The `/` menu from the command table (channels.telegram.checks.set_menu)."""
+        await set_menu(self.bot, self.menu, self.owner_chats)
 
     async def stop(self) -> None:
         """Take no new updates (the ones not yet confirmed come again at the next start)."""
@@ -233,4 +246,3 @@ class TelegramService:
                               update.update_id)
                 return False
         return True
-

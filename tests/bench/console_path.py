@@ -38,7 +38,7 @@ async def _app(fake: FakeOpenAI, url: str) -> tuple[App, ConsoleChat]:
         "VALET_LLM_BASE_URL": fake.base_url, "VALET_LLM_MODEL": "m", "VALET_LLM_API_KEY": "k"})
     app = await App.build(settings)
     out = io.StringIO()
-    channel = ConsoleChannel(StreamScreen(out, out))
+    channel = ConsoleChannel(StreamScreen(out, out), lines=app.persona.lines)
     app.add_channel(channel)
     await app.start()
     return app, ConsoleChat(app.gateway, channel, now=app.clock.now)

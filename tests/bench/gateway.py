@@ -16,6 +16,7 @@ import time
 from datetime import UTC, datetime
 
 from bot.app import App
+from bot.channel import ChannelFeatures
 from bot.config import load_settings
 from bot.envelopes import IncomingMessage
 from bot.gateway.access import AccessSettings, ChannelAccess
@@ -46,6 +47,7 @@ class SleepyLLM:
 
 class TimingSender:
     name = "bench"
+    features = ChannelFeatures()
 
     def __init__(self) -> None:
         self.delivered: dict[str, float] = {}

@@ -42,7 +42,8 @@ async def _start(tmp: str, tg: FakeTelegram, llm_seconds: float, chats: int
         return await app.identities.resolve("telegram", address) is not None
 
     service = TelegramService(TelegramSettings(token=TOKEN, api_url=tg.api_url),
-                              door=app.gateway, is_known=is_known,
+                              door=app.gateway, lines=app.persona.lines,
+                              menu=app.commands.menu("telegram"), is_known=is_known,
                               lease=FileLease(Path(tmp) / "poller.lock"), poll_timeout=1)
     app.add_channel(service.channel)
     await app.start()

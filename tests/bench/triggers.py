@@ -19,6 +19,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from bot.app import App
+from bot.channel import ChannelFeatures
 from bot.config import TriggerSettings, load_settings
 from bot.gateway.access import AccessSettings
 from bot.llm import LLMResponse, TokenUsage
@@ -55,6 +56,7 @@ class BoundedSleepyLLM:
 
 class CountingSender:
     name = "bench"
+    features = ChannelFeatures()
 
     def __init__(self, expected: int) -> None:
         self.times: list[float] = []
@@ -107,7 +109,9 @@ async def _summaries(url: str, label: str) -> list[str]:
         await app.start()
         rss0 = _rss_mb()
         # A second process's engine on the same database ticks at the same moment.
-        rival = TriggerEngine(app.db, app.clock, app.gateway, default_executors(app.gateway))
+        lines = app.persona.lines
+        rival = TriggerEngine(app.db, app.clock, app.gateway,
+                              default_executors(app.gateway, lines=lines), lines=lines)
         t0 = time.perf_counter()
         await asyncio.gather(app.triggers.engine.tick(), rival.tick())
         dispatched = time.perf_counter() - t0

@@ -62,7 +62,8 @@ async def start_telegram(app_factory, fake_tg, fake_llm, tmp_path):
             return await app.identities.resolve("telegram", address) is not None
 
         service = TelegramService(
-            settings, door=app.gateway, is_known=is_known,
+            settings, door=app.gateway, lines=app.persona.lines,
+            menu=app.commands.menu("telegram"), owner_chats=owner_ids, is_known=is_known,
             lease=FileLease(tmp_path / "poller.lock"), transcriber=transcriber, vision=vision,
             limiter=OutboundLimiter(limits or Limits(per_chat_rate=50, per_chat_burst=5,
                                                      per_bot_rate=200, per_bot_burst=50)),

@@ -208,3 +208,20 @@ async def test_edit_asks_for_the_change_in_the_chat_and_the_edited_action_runs_o
     await h.app.gateway.wait_idle()
     assert [t["text"] for t in risky_tools.TODOS] == ["buy oat milk"]
     assert "Done" in second.text
+
+
+async def test_a_pairing_card_settles_once_the_owner_decides(start_telegram, fake_llm):
+    h = await start_telegram()
+    h.tg.user_says(OWNER_CHAT, "/whoami")  # a bot may only write to a chat that wrote first
+    await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
+    stranger = 777
+    h.tg.user_says(stranger, "hello, who are you?")
+    await h.tg.wait_for(lambda: any(m.buttons for m in h.tg.sent(OWNER_CHAT)))
+    [card] = [m for m in h.tg.sent(OWNER_CHAT) if m.buttons]
+    data = {b["text"].split()[-1]: b["callback_data"] for b in card.buttons}
+    h.tg.user_presses(OWNER_CHAT, card.message_id, data["Approve"])
+    await h.tg.wait_for(lambda: not card.buttons, timeout=30)  # edited: no more buttons
+    await h.app.gateway.wait_idle()
+    assert card.text.splitlines()[-1].startswith("Let in: ")
+    assert "u_" not in "\n".join(bot_messages(h.tg, OWNER_CHAT))  # people, never ids
+    assert fake_llm.calls == 0

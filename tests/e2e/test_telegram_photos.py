@@ -9,7 +9,8 @@ import base64
 import json
 import sys
 
-from channels.telegram.inbound import CANNOT_SEE, MAX_PHOTO_BYTES
+from channels.telegram.inbound import MAX_PHOTO_BYTES
+from persona.lines import DEFAULT
 from tests.e2e.telegram_harness import OWNER_CHAT, bot_messages
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
@@ -82,7 +83,7 @@ async def test_with_vision_off_a_photo_gets_the_polite_sentence_and_is_never_dow
     h.tg.user_sends_photo(OWNER_CHAT, sizes=[THUMB, PHOTO])
     await h.tg.wait_for(lambda: bot_messages(h.tg, OWNER_CHAT))
     await h.app.gateway.wait_idle()
-    assert bot_messages(h.tg, OWNER_CHAT) == [CANNOT_SEE]
+    assert bot_messages(h.tg, OWNER_CHAT) == [DEFAULT.telegram_cannot_see]
     assert fake_llm.calls == 0
     assert h.tg.called("getFile") == []
 

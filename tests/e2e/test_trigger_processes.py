@@ -20,6 +20,7 @@ from typing import Any
 from bot.app.database import open_database
 from bot.clock import SystemClock
 from bot.db import Database
+from persona.lines import DEFAULT
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_twilio import FakeTwilio
@@ -46,7 +47,7 @@ async def reminders(dsn: str) -> AsyncIterator[tuple[Database, TaskService]]:
     """The task service over the shared database, with no engine running in this process."""
     db = await open_database(dsn)
     try:
-        yield db, build_task_service(db, SystemClock())
+        yield db, build_task_service(db, SystemClock(), lines=DEFAULT)
     finally:
         await db.close()
 

@@ -62,7 +62,8 @@ class FakeTelegram:
         self.messages: dict[int, SentMessage] = {}  # message id -> message
         self.blocked: set[int] = set()  # chats whose person blocked the bot
         self.files: dict[str, bytes] = {}
-        self.commands: list[dict[str, Any]] = []
+        self.commands: list[dict[str, Any]] = []  # the default menu (setMyCommands)
+        self.chat_commands: dict[int, list[dict[str, Any]]] = {}  # a chat's own menu
         self.webhook: dict[str, Any] = {}
         # What getWebhookInfo reports as the last failed delivery to the webhook.
         self.webhook_error: str | None = None
@@ -363,7 +364,18 @@ class FakeTelegram:
         return True
 
     async def _m_setMyCommands(self, params: dict[str, Any]) -> Any:
-        self.commands = list(params.get("commands") or [])
+        commands = list(params.get("commands") or [])
+        for command in commands:
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", str(command.get("command"))) or \
+                    not 1 <= len(str(command.get("description") or "")) <= 256:
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+        scope = params.get("scope") or {"type": "default"}
+        if scope.get("type") == "chat":
+            self.chat_commands[int(scope["chat_id"])] = commands
+        elif scope.get("type") == "default":
+            self.commands = commands
+        else:
+            raise ApiError(400, f"Bad Request: the fake knows no scope {scope.get('type')!r}")
         return True
 
     async def _m_setWebhook(self, params: dict[str, Any]) -> Any:

@@ -13,7 +13,7 @@ from tests.fakes.fake_openai import Reply, ToolCall
 async def test_no_progress_line_claims_a_delete_that_waits_for_approval(app_factory, fake_llm):
     app = await app_factory()
     shown: list[str] = []
-    channel = ConsoleChannel(TtyScreen(write=shown.append),
+    channel = ConsoleChannel(TtyScreen(write=shown.append), lines=app.persona.lines,
                              needs_approval=approval_gated(app.registry))
     app.add_channel(channel)
     await app.start()

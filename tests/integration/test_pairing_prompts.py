@@ -34,6 +34,9 @@ async def test_the_owner_lets_a_stranger_in_with_1(world, fake_llm):
     await world.text("1", sender=SAM)
     await world.idle()
     assert world.replies(SAM)[-1].startswith("Approved ")
+    # A stranger by SMS has no name: they are named by their number, never an internal id.
+    assert world.replies(SAM)[-1].endswith(f": {STRANGER} can talk to me now.")
+    assert "u_" not in world.replies(SAM)[-1]
     assert await world.app.identities.resolve("sms", STRANGER) is not None
     assert any("You're in" in reply for reply in world.replies(STRANGER))
     assert fake_llm.requests == []

@@ -9,9 +9,9 @@ from bot.commands import Command
 from bot.config import Settings
 from bot.gateway.console_login import LINK_TTL, ConsoleLogins
 from bot.gateway.users import User
-from bot.lines import fill
 from bot.turn import TurnContext
 from persona import Persona
+from persona.lines import fill
 
 
 async def login_url(logins: ConsoleLogins, settings: Settings, owner: User,
@@ -38,5 +38,5 @@ def console_command(settings: Settings, logins: ConsoleLogins, persona: Persona)
         return link_line(persona, await login_url(logins, settings, ctx.user,
                                                   ctx.tool_ctx.clock.now()))
 
-    return Command("/console", "a sign-in link for the web console", console,
+    return Command("/console", lines.about_console, console,
                    owner_only=True, refusal=lines.console_owner_only)

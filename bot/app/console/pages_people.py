@@ -41,7 +41,7 @@ def routes(console: Console) -> list[web.RouteDef]:
             await console.record(request, session, action, f"user {user.id}", said)
             raise back(PAGE, said, failed=True)
         await app.users.set_blocked(user.id, action == "block")
-        said = f"{user.display_name or user.id} is {action}ed."
+        said = f"{await app.identities.name_of(user)} is {action}ed."
         await console.record(request, session, action, f"user {user.id}", said)
         raise back(PAGE, said)
 
@@ -55,8 +55,10 @@ def routes(console: Console) -> list[web.RouteDef]:
             user = await app.access.approve(code, now)
             if user is not None:
                 await app.outbound.notify_user(user, WELCOME, dedupe_key=f"paired:{code}")
-            said = f"Approved {code}: {user.display_name or user.id} can talk to Valet now." \
-                if user else f"No pending request {code} (it may have expired)."
+            said = f"Approved {code}: {await app.identities.name_of(user)} can talk to Valet " \
+                "now." if user else f"No pending request {code} (it may have expired)."
+        for owner in [u for u in await app.users.list() if u.is_owner]:
+            await app.outbound.settle_prompts(owner.id)  # the pairing card says what happened
         await console.record(request, session, f"pairing {action}", f"code {code}", said)
         raise back(PAGE, said, failed=said.startswith("No pending"))
 

@@ -1,0 +1,317 @@
+"""Every sentence a person can receive from Valet that the LLM does not write, in one place.
+
+A persona file overrides any of them under `lines:` (persona/default.yaml, jeeves.yaml); the
+key is the field's name. The lines are grouped by concern, one model per group, and `Lines`
+is all of them: a part that needs only its group takes that type (`SmsLines`,
+`ApprovalLines`...) and the composition root hands it the persona's `Lines`, so a line's
+default lives here and nowhere else.
+
+A line may be a template: `{name}` placeholders are filled in where it is said (`fill`). The
+placeholders of a line are those of its default, exactly: a persona line that drops one or
+adds an unknown one is refused when the persona is loaded (`file:line: lines.key: ...`), not
+found out when the line is first said.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pydantic
+
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def placeholders(template: str) -> set[str]:
+    return set(PLACEHOLDER.findall(template))
+
+
+def fill(template: str, **values: Any) -> str:
+    """str.format that leaves unknown {placeholders} alone, and never reads braces in the
+    values (a person's words go in as they are)."""
+    return PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), template)
+
+
+class LineGroup(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    @pydantic.field_validator("*")
+    @classmethod
+    def _same_placeholders(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
+        """A persona's line takes the placeholders its default takes, no more, no fewer."""
+        if not isinstance(value, str) or info.field_name is None:
+            return value
+        default = cls.model_fields[info.field_name].default
+        expected, given = placeholders(default), placeholders(value)
+        if given == expected:
+            return value
+        problems = [f"{{{name}}} is missing" for name in sorted(expected - given)]
+        problems += [f"{{{name}}} is not known here" for name in sorted(given - expected)]
+        takes = ", ".join(f"{{{name}}}" for name in sorted(expected)) or "no placeholders"
+        raise ValueError(f"{'; '.join(problems)} (this line takes {takes})")
+
+
+class ConversationLines(LineGroup):
+    """When the LLM itself cannot answer."""
+
+    llm_unavailable: str = "Sorry, I can't think straight right now. Try me again in a minute?"
+    # The LLM service answered with something unreadable, several times: say so, and that
+    # what was already done stays done (the turn is not re-run, so nothing is done twice).
+    llm_malformed: str = ("The AI service I use sent back an answer I couldn't read, several "
+                          "times in a row, so I stopped there. Anything I had already done "
+                          "for you is done; ask me again in a minute for the rest.")
+    # The LLM refused the key or does not know the model: waiting will not fix it.
+    misconfigured: str = ("I'm not set up correctly right now, so I can't answer. "
+                          "My owner has been told.")
+    too_long: str = ("This conversation got too long for me to follow. "
+                     "Could you start over with a short summary of what you need?")
+    deadline: str = ("That took longer than I can spend on one message, so I stopped. "
+                     "Ask me again and I'll pick it up from there.")
+    no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
+    rate_limited: str = "You're going faster than I can keep up. Give me a minute."
+    cancelled: str = "Okay, I stopped."
+
+
+class ApprovalLines(LineGroup):
+    """Asking for an OK, and what became of the answer (bot/approvals)."""
+
+    approval_intro: str = "Before I go ahead, I need your OK:"
+    # The same for a run the person did not just ask for (a schedule, an event, a condition).
+    trigger_approval_intro: str = ("Something you scheduled is ready to go and is waiting "
+                                   "for your OK:")
+    approval_expired: str = ("“{summary}” waited {minutes} minutes for your OK, so I didn't "
+                             "do it. Ask again if you still want it.")
+    # On the card of a change to how Valet reaches the person (quiet hours, channel, tasks,
+    # memory, contacts) asked only because text someone else wrote is in the conversation
+    # (registry `approval: untrusted`): the card's last detail, under the label.
+    approval_untrusted_reason: str = ("this conversation holds text someone else wrote (a web "
+                                      "page, a mail or an event), so I check with you first")
+    approval_untrusted_label: str = "why I ask"
+    approval_interrupted: str = ("“{summary}” was interrupted: it may or may not have "
+                                 "happened. Check before trying again.")
+    approval_interrupted_before_start: str = ("“{summary}” was interrupted before it started: "
+                                              "nothing was done. Ask again if you still want "
+                                              "it.")
+    # /pending and "nothing under that code": {approvals} is one numbered line each.
+    approval_none_pending: str = "Nothing is waiting for your approval."
+    approval_listing: str = "Waiting for your OK:\n{approvals}"
+    approval_unknown_codes: str = "I have nothing waiting under {codes}. {listing}"
+    approval_already: str = "“{summary}” was already {state}."
+    approval_what_to_change: str = ("What should I change in “{summary}”? (Reply with the "
+                                    "change, e.g. \"make the {field} …\".)")
+    approval_unknown: str = "I don't know that request."
+    approval_not_yours: str = "That request isn't yours to decide."
+    approval_nothing_waiting: str = "Nothing was waiting for that."
+    approval_edit_not_yours: str = ("Only the person who asked can change their request; "
+                                    "approve or cancel it.")
+    approval_cancelled_for: str = "Cancelled “{summary}” for {user}."
+    approval_requester_gone: str = "Not run: {user} no longer exists."
+    approval_approved_for: str = "Approved “{summary}” for {user}: {outcome}"
+    approval_cannot_change: str = "“{summary}” can't be changed, only approved or cancelled."
+    approval_change_failed: str = "I couldn't make that change to “{summary}”: {error}"
+    # Replies Valet could not read for sure ({listing}: "1. Send ...; 2. Delete ...").
+    approval_which: str = ("Which one do you mean? {listing}. Reply for example \"1 yes 2 no\", "
+                           "or \"yes to all\".")
+    approval_cannot_change_yes_no: str = ("“{summary}” can't be changed, only approved or "
+                                          "cancelled. Yes or no?")
+    approval_cannot_change_which: str = ("{summary} cannot be changed, only approved or "
+                                         "cancelled. Which?")
+    approval_yes_and_no: str = "You said both yes and no to {ref}. Which is it?"
+    # A button's answer, shown at once while the turn decides.
+    approval_approving: str = "Approving…"
+    approval_cancelling: str = "Cancelling…"
+    approval_tell_change: str = "Tell me what to change."
+    approval_already_short: str = "Already {state}."
+    # {state} above: what became of the request.
+    approval_state_waiting: str = "waiting"
+    approval_state_approved: str = "approved"
+    approval_state_done: str = "done"
+    approval_state_failed: str = "tried, and it failed"
+    approval_state_cancelled: str = "cancelled"
+    approval_state_expired: str = "expired"
+    approval_state_replaced: str = "replaced by an edited request"
+
+
+class TaskLines(LineGroup):
+    """Tasks waiting for the person's answer (bot/tasks): {task} is "note", "reminder"...,
+    {question} what was asked, {limit} how many may wait at once."""
+
+    task_cancelled: str = "Okay, I've cancelled the {task}."
+    task_expired: str = ("I stopped waiting for your answer about the {task} (“{question}”): "
+                         "it was open too long. Just ask again when you want it.")
+    task_dropped: str = ("I had to drop the {task} we were working on (“{question}”) because "
+                         "that feature changed in an update. Could you ask me again?")
+    task_evicted: str = ("I've dropped the older unfinished {task} (“{question}”): I keep at "
+                         "most {limit} open at a time.")
+
+
+class ScheduleLines(LineGroup):
+    """Scheduled tasks and reminders (triggers)."""
+
+    reminder: str = "⏰ Reminder: {text}"
+    schedule_approval_expired: str = ("Your task “{name}” did not go ahead: the approval it "
+                                      "needed expired.")
+    # To the owner, once a day per person and limit, when someone asks for more lasting work
+    # (tasks, schedules) than their budget allows ({name}: who, {reason}: which limit).
+    budget_exceeded: str = "{name} asked for more than their budget allows: {reason}."
+    # A triggered run (a scheduled task, an event) held back by the person's rate limit; said
+    # once for a burst.
+    trigger_rate_limited: str = ("I held back some of your scheduled work: too much ran in the "
+                                 "last minute. It runs again at its next time.")
+    schedule_none: str = "You have no scheduled tasks."
+    schedule_listing: str = "Your tasks:\n{tasks}"
+    about_tasks: str = "your reminders and scheduled tasks"
+
+
+class CommandLines(LineGroup):
+    """Slash commands (bot/commands.py): what each says, and its line in /help and in
+    Telegram's command menu (`about_<command>`; /tasks, /memory and /forget have theirs in
+    their own groups)."""
+
+    command_unknown: str = "I don't know {command}. /help lists what I understand."
+    command_owner_only: str = "Only the owner can do that."
+    help_text: str = "Commands:\n{commands}\nAnything else, just say it."
+    start_text: str = ("Hi! I'm {name}, your assistant. Ask me anything, or send /help to see "
+                       "what else I understand.")
+    pending_none: str = "Nothing is waiting for your approval or your answer."
+    pending_tasks: str = "Waiting for your answer:\n{tasks}"
+    cancel_nothing: str = "Nothing is waiting for your answer, so there's nothing to cancel."
+    stop_nothing_running: str = "Nothing is running right now."
+    link_already_known: str = ("You're already known here. Send \"/link\" here to get a code, "
+                               "then \"/link CODE\" from your other account.")
+    link_code: str = ("Your link code is {code}. Within 10 minutes, send \"/link {code}\" to me "
+                      "from your other account (Telegram or SMS) and I'll know it's you there "
+                      "too.")
+    whoami: str = "You are {name}; timezone {timezone}; linked: {linked}."
+    about_help: str = "what I understand"
+    about_pending: str = "what waits for your OK or your answer"
+    about_cancel: str = "drop the task waiting for your answer"
+    about_stop: str = "stop what I'm doing right now"
+    about_link: str = "join another channel (Telegram, SMS) to you"
+    about_whoami: str = "who I think you are, and what is linked"
+    about_pair: str = "let a new person in: /pair list | approve CODE | deny CODE"
+    about_start: str = "say hello"
+
+
+class AccessLines(LineGroup):
+    """Who may talk to Valet: linking channels, strangers asking in, the owner letting them
+    in (bot/gateway/access.py, /link, /pair)."""
+
+    link_done: str = "Linked. I'll know you here too from now on."
+    link_unknown_code: str = "That link code is unknown or has expired."
+    link_no_more_guesses: str = ("That link code is unknown or has expired, and that was one "
+                                 "wrong code too many: I'll ignore link codes from you for a "
+                                 "while.")
+    pairing_stranger: str = ("Hi! This is a private assistant and I don't know you yet. If you "
+                             "know its owner, ask them to approve code {code}.")
+    # To the owner: {who} is one of the two below ({name} quoted, {where} "telegram 123").
+    pairing_owner_notice: str = ("{who} wants to talk to me. Reply /pair approve {code} to let "
+                                 "them in, or /pair deny {code}.")
+    pairing_who_named: str = "Someone calling themselves {name} ({where})"
+    pairing_who: str = "Someone on {where}"
+    pairing_prompt: str = "Let the sender of code {code} in"
+    pairing_owner_only: str = "Only the owner can approve new people."
+    pairing_none: str = "Nobody is waiting to be let in."
+    pairing_waiting: str = "Waiting to be let in:\n{requests}"
+    pairing_usage: str = "Use /pair list, /pair approve CODE or /pair deny CODE."
+    pairing_denied: str = "Denied {code}."
+    pairing_no_request: str = "No pending request {code}."
+    pairing_no_request_expired: str = "No pending request {code} (it may have expired)."
+    pairing_approved: str = "Approved {code}: {name} can talk to me now."
+    pairing_welcome: str = "You're in! I'm your assistant now: ask me anything."
+    pairing_letting_in: str = "Letting them in…"
+    pairing_refusing: str = "Refusing…"
+    # The first person who sent the claim code `valet serve` printed is the owner now.
+    owner_claimed: str = ("Done: you're my owner now. I'll answer you here from now on; "
+                          "ask me anything.")
+
+
+class MemoryLines(LineGroup):
+    """/memory and /forget (bot/memory); the memory tools read the same lines."""
+
+    memory_nothing: str = "I don't remember anything about you yet."
+    memory_nothing_about: str = "I don't remember anything about that."
+    memory_listing: str = "What I remember about you:\n{facts}"
+    memory_listing_more: str = ("What I remember about you (the newest first; there is "
+                                "more):\n{facts}")
+    memory_forgotten: str = "Forgotten:\n{facts}"
+    memory_forget_nothing: str = "I found nothing like that to forget."
+    memory_forget_usage: str = ("Say what to forget: /forget 12 (a number from /memory) or "
+                                "/forget words the fact contains. To forget everything, just "
+                                "ask me.")
+    about_memory: str = "what I remember about you"
+    about_forget: str = "forget a fact: /forget NUMBER, or words it contains"
+
+
+class MailLines(LineGroup):
+    """What became of an approved email the person was not told about at once."""
+
+    mail_sent: str = "Sent your email “{subject}” to {recipients}."
+    mail_failed: str = "I could not send your email “{subject}” to {recipients}: {error}."
+    mail_refused: str = "the mail server refused it"  # {error} when the server said nothing
+    mail_unknown: str = ("I may or may not have sent your email “{subject}” to {recipients}: "
+                         "the connection to the mail server broke while it was taking it. "
+                         "Check your Sent folder, and say 'send it again' if it's not there.")
+
+
+class SmsLines(LineGroup):
+    """Said by the SMS channel itself (channels/sms)."""
+
+    sms_help: str = ("This is Valet, a personal assistant. Text me what you need. Reply STOP "
+                     "to stop messages, START to get them again.")
+    sms_picture_only: str = ("I can't open pictures or attachments by text message yet. Could "
+                             "you tell me in words?")
+    sms_picture_too: str = ("I can't open pictures or attachments by text message yet, so I "
+                            "only read your text.")
+    # One prompt: "Send the email? Reply 1 to send, 2 to cancel." ({verb} from its summary).
+    sms_prompt: str = "{summary}? Reply 1 to {verb}, 2 to cancel."
+    sms_prompt_changeable: str = ("{summary}? Reply 1 to {verb}, 2 to cancel, or tell me what to "
+                                  "change.")
+    sms_prompt_verb: str = "go ahead"  # when the summary starts with no verb of its own
+    sms_prompts: str = "Reply with a code and YES or NO for each, e.g. \"{first} YES {second} NO\"."
+
+
+class TelegramLines(LineGroup):
+    """Said by the Telegram channel itself (channels/telegram)."""
+
+    telegram_cannot_hear: str = ("Sorry, I can't listen to voice notes yet: could you type it "
+                                 "for me?")
+    telegram_cannot_see: str = ("Sorry, I can't look at photos yet: could you tell me in words "
+                                "what it shows?")
+    telegram_cannot_see_caption: str = "I can't look at photos yet, so I've only read your caption."
+    telegram_unclear_voice: str = "Sorry, I couldn't make out that voice note: could you type it?"
+    telegram_unreadable: str = "I can't read {what} yet: please write to me."
+    telegram_invalid_button: str = "This button is no longer valid."
+    telegram_button_approve: str = "✅ Approve"
+    telegram_button_edit: str = "✏️ Edit"
+    telegram_button_cancel: str = "✖️ Cancel"
+
+
+class TerminalLines(LineGroup):
+    """The terminal's way of asking (`valet chat`, channels/console.py)."""
+
+    terminal_prompt: str = "Reply {n} yes or {n} no (yes / no)."
+    terminal_prompt_changeable: str = ("Reply {n} yes or {n} no (yes / no / or say what to "
+                                       "change).")
+
+
+class WebConsoleLines(LineGroup):
+    """The owner's /console (bot/app/console): {url} the one-time link, {minutes} how long it
+    works."""
+
+    console_link: str = ("Here is your console link. It works once, for {minutes} minutes: "
+                         "{url}")
+    console_off: str = ("The web console is off. Turn it on with console.enabled: true in "
+                        "valet.yaml, then send /console again.")
+    console_owner_only: str = "Only the owner can open the console."
+    console_private_only: str = "Ask me for the console link in our private chat, not here."
+    about_console: str = "a sign-in link for the web console"
+
+
+class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
+            AccessLines, MemoryLines, MailLines, SmsLines, TelegramLines, TerminalLines,
+            WebConsoleLines):
+    """Every line; a persona's `lines:` overrides any of them by name."""
+
+
+DEFAULT = Lines()  # the defaults, for parts used without a persona (tests, tools)

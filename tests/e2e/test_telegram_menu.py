@@ -1,0 +1,39 @@
+"""Telegram's `/` menu is the command table's: every command Valet answers on Telegram is in
+it (those other parts register too: /tasks, /memory, /forget), each with its /help line, and
+the owner's own chat lists the owner's commands as well. Built as `valet serve` builds it."""
+
+from __future__ import annotations
+
+from bot.app.channels import configured_channels
+from bot.config import MemorySettings, OwnerSettings, TelegramSettings
+from tests.e2e.telegram_harness import OWNER_CHAT
+from tests.fakes.fake_telegram import TOKEN
+
+
+async def test_every_command_in_the_table_is_in_the_menu_telegram_is_sent(app_factory, fake_tg,
+                                                                           tmp_path):
+    persona = tmp_path / "menu.yaml"
+    persona.write_text("name: M\nsystem_prompt: hi\nlines:\n"
+                       "  about_tasks: what is on your schedule\n", encoding="utf-8")
+    app = await app_factory(
+        persona=str(persona), memory=MemorySettings(),
+        telegram=TelegramSettings(token=TOKEN, api_url=fake_tg.api_url),
+        owner=OwnerSettings(telegram_ids=[str(OWNER_CHAT)]))
+    [telegram] = await configured_channels(app.settings, app, env={})
+    await telegram.start()
+    try:
+        table = app.commands.menu("telegram")
+        names = {c.name for c in table}
+        assert {"/help", "/pending", "/cancel", "/stop", "/link", "/whoami", "/pair",
+                "/start", "/tasks", "/memory", "/forget"} <= names
+        owners = {c["command"]: c["description"] for c in fake_tg.chat_commands[OWNER_CHAT]}
+        assert owners == {c.name[1:]: c.description for c in table}
+        assert owners["tasks"] == "what is on your schedule"  # the persona's line
+        assert owners["pending"] == "what waits for your OK or your answer"  # its /help line
+        everyone = [c["command"] for c in fake_tg.commands]
+        assert everyone == [c.name[1:] for c in table if not c.owner_only]
+        assert "pair" not in everyone and "pair" in owners  # the owner's alone
+        assert "tasks" in everyone and "memory" in everyone and "forget" in everyone
+    finally:
+        await telegram.stop()
+        await telegram.close()
