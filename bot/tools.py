@@ -111,6 +111,19 @@ class ToolExecutionContext:
 ToolFunction = Callable[..., Awaitable[Any]]
 
 
+def decode_arguments(raw: str) -> dict[str, Any]:
+    """A call's arguments as the JSON object the model wrote (empty: none), or ValueError
+    with a message the LLM can act on."""
+    try:
+        data = json.loads(raw) if raw and raw.strip() else {}
+    except json.JSONDecodeError as err:
+        raise ValueError(f"arguments are not valid JSON ({err.msg} at char {err.pos}). "
+                         "Call the tool again with a JSON object.") from err
+    if not isinstance(data, dict):
+        raise ValueError("arguments must be a JSON object")
+    return data
+
+
 class _Args(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
 
@@ -160,13 +173,7 @@ class Tool:
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Validated keyword arguments, or ValueError with a message the LLM can act on."""
-        try:
-            data = json.loads(raw) if raw and raw.strip() else {}
-        except json.JSONDecodeError as err:
-            raise ValueError(f"arguments are not valid JSON ({err.msg} at char {err.pos}). "
-                             "Call the tool again with a JSON object.") from err
-        if not isinstance(data, dict):
-            raise ValueError("arguments must be a JSON object")
+        data = decode_arguments(raw)
         try:
             model = self.args_model.model_validate(data)
         except pydantic.ValidationError as err:

@@ -25,7 +25,7 @@ from agents.mcp.connection import CallInterrupted, McpConnection, McpUnavailable
 from agents.mcp.results import error_text, result_text
 from agents.mcp.secrets import SecretReader
 from bot.capabilities import CapabilityStatus
-from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolStatus
+from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolStatus, decode_arguments
 
 if TYPE_CHECKING:
     import mcp_types
@@ -53,13 +53,8 @@ class McpTool(Tool):
     call_timeout: float = DEFAULT_TIMEOUT
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
-        try:
-            data = json.loads(raw) if raw and raw.strip() else {}
-        except json.JSONDecodeError as err:
-            raise ValueError(f"arguments are not valid JSON ({err.msg} at char {err.pos}). "
-                             "Call the tool again with a JSON object.") from err
-        if not isinstance(data, dict):
-            raise ValueError("arguments must be a JSON object")
+        """The server's own schema checks them (it may be richer than Valet's models)."""
+        data = decode_arguments(raw)
         problem = _schema_problem(self.parameters, data)
         if problem:
             raise ValueError(f"invalid arguments: {problem}")

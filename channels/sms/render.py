@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from bot.envelopes import ApprovalPrompt, OutboundMessage
+from bot.textsplit import split_text
 from channels.sms.gsm import Encoding, cost, fold
 from persona.lines import DEFAULT, SmsLines, fill
 
@@ -149,15 +150,7 @@ def _cut(text: str, limit: int) -> int:
 
 def split_messages(text: str, limit: int = MAX_CHARS) -> list[str]:
     """Messages of at most `limit` characters, cut where a reader expects a pause."""
-    messages: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        cut = _cut(rest, limit)
-        messages.append(rest[:cut].strip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        messages.append(rest)
-    return messages
+    return split_text(text, limit, _cut)
 
 
 def _bodies(text: str, limit: int) -> list[SmsBody]:

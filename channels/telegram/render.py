@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from bot.envelopes import ApprovalPrompt
+from bot.textsplit import split_text
 
 MAX_MESSAGE_CHARS = 4096
 SAFE_LINK_SCHEMES = ("http://", "https://", "tg://", "mailto:")
@@ -272,15 +273,7 @@ def _pieces(rendered: str, limit: int) -> list[str]:
 
 def split_plain(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
     """The plain-text fallback, split at whitespace where it can be."""
-    parts: list[str] = []
-    rest = text.strip()
-    while visible_length(rest) > limit:
-        cut = _plain_cut(rest, limit)
-        parts.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        parts.append(rest)
-    return parts
+    return split_text(text, limit, _plain_cut, visible_length)
 
 
 def _plain_cut(text: str, limit: int) -> int:
