@@ -35,6 +35,8 @@ class Command:
     owner_only: bool = False
     channels: frozenset[str] | None = None  # None: every channel
     refusal: str | None = None  # said to anyone else, for owner_only (None: the usual line)
+    # Owner-only and unlisted: anyone else gets the answer to a command that does not exist.
+    hidden: bool = False
 
 
 def command_word(text: str) -> tuple[str, list[str]] | None:
@@ -78,7 +80,8 @@ class Commands:
         self._table[command.name] = command
 
     def listed(self, user: User, channel: str) -> list[Command]:
-        return [c for c in self._table.values() if (user.is_owner or not c.owner_only)
+        return [c for c in self._table.values()
+                if (user.is_owner or not (c.owner_only or c.hidden))
                 and (c.channels is None or channel in c.channels)]
 
     def menu(self, channel: str) -> list[MenuCommand]:
@@ -97,6 +100,8 @@ class Commands:
             return Continue()
         word, args = found
         command = self._table.get(word)
+        if command is not None and command.hidden and not ctx.user.is_owner:
+            command = None
         if command is None:
             return Answered(text=fill(self.lines.command_unknown, command=word),
                             stop=TurnStop.COMMAND)

@@ -27,6 +27,7 @@ class LLMFailure:
 
     line: str  # what the person reads (the persona's words for what went wrong)
     error: str  # for the log and the transcript
+    said_mid_turn: tuple[str, ...] = ()  # messages the person added while the turn ran
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ def compose_turn(ctx: TurnContext, before: StepResult, run: ReactLoopResult | LL
     text, stop, last_word = _outcome(before, run, waits)
     if isinstance(run, ReactLoopResult):
         stored.extend(run.new_messages)
+    elif isinstance(run, LLMFailure):  # their words stay for the next turn, like the first
+        stored.extend({"role": "user", "content": said} for said in run.said_mid_turn)
     if waits.prompts:
         last_word = "\n\n".join(t for t in (last_word, listed(approval_intro,
                                                                 waits.prompts)) if t)

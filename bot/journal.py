@@ -7,6 +7,11 @@ a call that started without a recorded result runs again only if its tool is saf
 otherwise it gets an "interrupted, outcome unknown" result, so the LLM can check or ask.
 The journal, not the LLM, decides what already happened.
 
+Besides `llm:<step>` (with the model that gave it), `start:`/`result:` and `step:<key>`, a
+turn records `steer:<step>`: the messages the person added mid-turn before that LLM call
+(bot.steering). A sub-task's steps are a journal of their own, `<turn id>/<call id>`
+(bot.subtasks), finished and closed with its turn's.
+
 Entries are written once (the first write wins), so a redone turn cannot rewrite its past.
 `finish` deletes a turn's entries once the turn is stored in the history; `close` marks a
 stopped turn (/stop) so that it is never replayed.
@@ -32,6 +37,9 @@ log = logging.getLogger(__name__)
 INTERRUPTED = ("Interrupted: this call started before a restart and its outcome is unknown; "
                "check before trying again.")
 _CLOSED = "closed"
+# A turn's entries and its sub-tasks' (bot.subtasks: `<turn id>/<call id>`).
+_DELETE_TURN = ("DELETE FROM turn_journal WHERE turn_id = $1"
+                " OR substr(turn_id, 1, $2) = $3")
 
 
 # --- JSON forms -----------------------------------------------------------------------------
@@ -41,19 +49,23 @@ def response_to_json(response: LLMResponse) -> dict[str, Any]:
     return {"content": response.content,
             "tool_calls": [[c.id, c.name, c.arguments] for c in response.tool_calls],
             "usage": [response.usage.input_tokens, response.usage.output_tokens],
-            "finish_reason": response.finish_reason}
+            "finish_reason": response.finish_reason, "reasoning": response.reasoning}
 
 
 def response_from_json(data: dict[str, Any]) -> LLMResponse:
     calls = [ToolCall(str(i), str(n), str(a)) for i, n, a in data.get("tool_calls") or []]
     usage = TokenUsage(*(int(x) for x in data.get("usage") or (0, 0)))
-    return LLMResponse(data.get("content"), calls, usage, data.get("finish_reason"))
+    return LLMResponse(data.get("content"), calls, usage, data.get("finish_reason"),
+                       data.get("reasoning"))
 
 
 def pause_to_json(pause: Any) -> dict[str, Any] | None:
-    """A paused call's `pause` (a waiting task or an approval draft) as JSON data."""
+    """A paused call's `pause` (a waiting task or an approval draft, or several of them: a
+    sub-task's) as JSON data."""
     if pause is None:
         return None
+    if isinstance(pause, tuple):
+        return {"kind": "several", "data": [pause_to_json(p) for p in pause]}
     if isinstance(pause, PausedTask):
         data = asdict(pause)
         for name in ("created_at", "asked_at", "expires_at"):
@@ -64,9 +76,11 @@ def pause_to_json(pause: Any) -> dict[str, Any] | None:
     raise TypeError(f"cannot journal a pause of type {type(pause).__name__}")
 
 
-def pause_from_json(data: dict[str, Any] | None) -> PausedTask | ApprovalDraft | None:
+def pause_from_json(data: dict[str, Any] | None) -> Any:
     if data is None:
         return None
+    if data["kind"] == "several":
+        return tuple(pause_from_json(p) for p in data["data"])
     body = dict(data["data"])
     if data["kind"] == "paused_task":
         for name in ("created_at", "asked_at", "expires_at"):
@@ -88,7 +102,9 @@ def outcome_to_json(outcome: ToolOutcome) -> dict[str, Any]:
     return {"call_id": outcome.call_id, "name": outcome.name, "status": outcome.status.value,
             "content": outcome.content, "duration_ms": outcome.duration_ms,
             "synthetic": outcome.synthetic, "truncated_from": outcome.truncated_from,
-            "pause": pause_to_json(outcome.pause), "result_status": outcome.result_status}
+            "pause": pause_to_json(outcome.pause), "result_status": outcome.result_status,
+            "usage": [outcome.usage.input_tokens, outcome.usage.output_tokens]
+            if outcome.usage else None, "trace": outcome.trace}
 
 
 def outcome_from_json(data: dict[str, Any]) -> ToolOutcome:
@@ -96,7 +112,9 @@ def outcome_from_json(data: dict[str, Any]) -> ToolOutcome:
         call_id=data["call_id"], name=data["name"], status=ToolStatus(data["status"]),
         content=data["content"], duration_ms=int(data.get("duration_ms") or 0),
         synthetic=bool(data.get("synthetic")), truncated_from=data.get("truncated_from"),
-        pause=pause_from_json(data.get("pause")), result_status=data.get("result_status"))
+        pause=pause_from_json(data.get("pause")), result_status=data.get("result_status"),
+        usage=TokenUsage(*(int(x) for x in data["usage"])) if data.get("usage") else None,
+        trace=data.get("trace"))
 
 
 # --- what a journal holds -------------------------------------------------------------------
@@ -109,14 +127,17 @@ class JournalReplay:
     closed: bool = False
     close_reason: str = ""
     responses: dict[int, tuple[LLMResponse, int]] = field(default_factory=dict)
+    models: dict[int, int] = field(default_factory=dict)  # step -> which model answered
     started: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
     results: dict[tuple[int, str], ToolOutcome] = field(default_factory=dict)
     records: dict[str, Any] = field(default_factory=dict)
+    # step -> the messages the person added mid-turn before that LLM call (bot.steering)
+    steered: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return not (self.closed or self.responses or self.started or self.results
-                    or self.records)
+                    or self.records or self.steered)
 
     def response(self, step: int) -> tuple[LLMResponse, int] | None:
         """The step-th LLM response (1-based) and the recovery level it was made at."""
@@ -148,9 +169,9 @@ class TurnJournal:
         return replay
 
     async def llm_response(self, turn_id: str, step: int, response: LLMResponse,
-                           level: int = 0) -> None:
-        await self._write(turn_id, f"llm:{step}",
-                          {"response": response_to_json(response), "level": level})
+                           level: int = 0, model: int = 0) -> None:
+        await self._write(turn_id, f"llm:{step}", {"response": response_to_json(response),
+                                                   "level": level, "model": model})
 
     async def tool_started(self, turn_id: str, step: int, call: ToolCall) -> None:
         await self._write(turn_id, f"start:{step}:{call.id}",
@@ -159,6 +180,9 @@ class TurnJournal:
     async def tool_result(self, turn_id: str, step: int, outcome: ToolOutcome) -> None:
         await self._write(turn_id, f"result:{step}:{outcome.call_id}",
                           outcome_to_json(outcome))
+
+    async def steer(self, turn_id: str, step: int, items: list[dict[str, Any]]) -> None:
+        await self._write(turn_id, f"steer:{step}", items)
 
     async def record(self, turn_id: str, key: str, value: Any) -> bool:
         """An orchestrator step's own entry (JSON data); False if `key` was recorded before
@@ -172,18 +196,27 @@ class TurnJournal:
             turn_id, f"step:{key}")
         return json.loads(body) if body is not None else None
 
+    async def open_turns(self) -> list[tuple[str, datetime]]:
+        """Turns with a journal (running, or cut short by a crash), oldest first: (turn id,
+        when its first entry was written)."""
+        rows = await self.db.fetch(
+            "SELECT turn_id, MIN(created_at) AS started FROM turn_journal"
+            " GROUP BY turn_id ORDER BY MIN(created_at)")
+        return [(r["turn_id"], r["started"]) for r in rows]
+
     async def close(self, turn_id: str, reason: str) -> None:
-        """The turn was stopped: forget what it did and never replay it."""
+        """The turn was stopped: forget what it did (and its sub-tasks) and never replay it."""
         async with self.db.transaction() as tx:
-            await tx.execute("DELETE FROM turn_journal WHERE turn_id = $1", turn_id)
+            await tx.execute(_DELETE_TURN, turn_id, len(turn_id) + 1, f"{turn_id}/")
             await tx.execute(
                 "INSERT INTO turn_journal (turn_id, entry_key, body, created_at)"
                 " VALUES ($1, $2, $3, $4)", turn_id, _CLOSED,
                 json.dumps({"reason": reason}), self.clock.now())
 
     async def finish(self, turn_id: str) -> None:
-        """The turn is stored in the history: its journal is no longer needed."""
-        await self.db.execute("DELETE FROM turn_journal WHERE turn_id = $1", turn_id)
+        """The turn is stored in the history: its journal (and its sub-tasks', keyed
+        `<turn id>/<call id>`) is no longer needed."""
+        await self.db.execute(_DELETE_TURN, turn_id, len(turn_id) + 1, f"{turn_id}/")
 
     async def _write(self, turn_id: str, key: str, value: Any) -> bool:
         body = json.dumps(value, ensure_ascii=False, default=str)
@@ -201,6 +234,7 @@ def _read_entry(replay: JournalReplay, key: str, body: Any) -> None:
     elif kind == "llm":
         replay.responses[int(rest)] = (response_from_json(body["response"]),
                                        int(body.get("level") or 0))
+        replay.models[int(rest)] = int(body.get("model") or 0)
     elif kind in ("start", "result"):
         step, _, call_id = rest.partition(":")
         if kind == "start":
@@ -209,6 +243,8 @@ def _read_entry(replay: JournalReplay, key: str, body: Any) -> None:
             replay.results[(int(step), call_id)] = outcome_from_json(body)
     elif kind == "step":
         replay.records[rest] = body
+    elif kind == "steer":
+        replay.steered[int(rest)] = list(body)
     else:
         log.warning("ignoring unknown journal entry %r", key)
 
@@ -243,9 +279,14 @@ class TurnRecorder:
     def response(self, step: int) -> tuple[LLMResponse, int] | None:
         return self.replay.response(step)
 
-    async def responded(self, step: int, response: LLMResponse, level: int) -> None:
+    def model(self, step: int) -> int:
+        """Which model gave the step-th response (0: the first)."""
+        return self.replay.models.get(step, 0)
+
+    async def responded(self, step: int, response: LLMResponse, level: int,
+                        model: int = 0) -> None:
         if self.journal is not None:
-            await self.journal.llm_response(self.turn_id, step, response, level)
+            await self.journal.llm_response(self.turn_id, step, response, level, model)
 
     def known_outcome(self, step: int, call: ToolCall, tool: Tool | None) -> ToolOutcome | None:
         """What this call already came to in an earlier run of the turn, or None when it is
@@ -257,6 +298,15 @@ class TurnRecorder:
             return ToolOutcome(call.id, call.name, ToolStatus.INTERRUPTED, INTERRUPTED,
                                synthetic=True)
         return None
+
+    def steered(self, step: int) -> list[dict[str, Any]] | None:
+        """What the person added before the step-th LLM call in an earlier run; None: none
+        was recorded there."""
+        return self.replay.steered.get(step)
+
+    async def steer(self, step: int, items: list[dict[str, Any]]) -> None:
+        if self.journal is not None:
+            await self.journal.steer(self.turn_id, step, items)
 
     def is_recorded(self, step: int, call_id: str) -> bool:
         return self.replay.result(step, call_id) is not None

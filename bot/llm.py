@@ -55,6 +55,9 @@ class LLMResponse:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
+    # What a reasoning model said it thought (`reasoning_content`), when the endpoint returns
+    # it: shown in the turn's trace (/debug), never sent back to the model.
+    reasoning: str | None = None
 
     def assistant_message(self) -> Message:
         msg: Message = {"role": "assistant", "content": self.content or ""}
@@ -85,6 +88,10 @@ class LLM(Protocol):
 
 class LLMError(Exception):
     """Any failure of an LLM call, already classified."""
+
+    # Set by the loop on an error that ends a turn: what the person added while it ran
+    # (bot.steering), so the turn's record keeps their words.
+    said_mid_turn: tuple[str, ...] = ()
 
 
 class LLMRateLimitError(LLMError):

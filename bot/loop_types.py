@@ -5,7 +5,7 @@ re-exports them; it holds how the loop runs.)"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from bot.envelopes import TurnStop
 from bot.llm import TokenUsage
@@ -13,12 +13,16 @@ from bot.tools import ToolOutcome
 from persona.lines import ConversationLines
 
 Message = dict[str, Any]
+SIMPLE, REACT = "simple", "react"  # how a turn runs (bot.modes): without tools, or with them
 
 
 @dataclass
 class ReactLoopConfig:
     """Every knob of the loop, in one place."""
 
+    # auto: a greeting or a thanks is answered from a request without tool schemas, anything
+    # else with tools; react: always tools; simple: never (bot.modes).
+    mode: Literal["auto", "react", "simple"] = "auto"
     max_turns: int = 10
     turn_deadline_seconds: float = 300.0
     repeat_guard_limit: int = 2  # identical calls allowed per turn before the guard stops it
@@ -35,9 +39,19 @@ class ReactLoopConfig:
     max_history_messages: int = 40
     force_trim_messages: int = 5
     chars_per_token: float = 4.0
+    # The running summary of messages older than the view (bot.memory.compaction) is carried
+    # ahead of the recent messages within this many tokens.
+    summary_tokens: int = 600
     # What one image in a request is counted as (endpoints bill a picture by its tiles, not
     # by its base64 length): a fixed estimate that keeps trimming honest about photos.
     image_tokens: int = 1_000
+
+    # The `delegate` tool (bot.subtasks): a sub-task in a fresh context with the tools named,
+    # its own step limit, tokens and time; its cost counts in the turn's.
+    subtasks: bool = True
+    subtask_max_turns: int = 6
+    subtask_token_budget: int = 40_000
+    subtask_timeout_seconds: float = 120.0
 
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0
@@ -77,4 +91,6 @@ class ReactLoopResult:
     pauses: list[ToolOutcome] = field(default_factory=list)
     new_messages: list[Message] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)  # bot.traces entries, in order
+    mode: str = "react"  # how the turn ran (bot.modes): "react", or "simple" (no tools)
     llm_requests: int = 0  # LLM calls the run made (a replayed answer counts: it was paid for)

@@ -66,6 +66,12 @@ class Metrics:
                                   ["model", "error"], registry=r)
         self.tool_calls = Counter("valet_tool_calls", "Tool calls, by tool and outcome",
                                   ["tool", "outcome"], registry=r)
+        self.turn_modes = Counter("valet_turn_modes", "Turns that ran the loop, by mode "
+                                  "(simple: without tool schemas; react: with them)",
+                                  ["mode"], registry=r)
+        self.model_switches = Counter("valet_llm_model_switches", "Turns that went on with a "
+                                      "fallback model, by the model left and the one taken",
+                                      ["from_model", "to_model"], registry=r)
         self.webhooks = Counter("valet_webhook_requests",
                                 "Webhook requests: acknowledged (2xx), rejected (4xx: bad "
                                 "signature or secret, too large) or unavailable (5xx)",
@@ -100,6 +106,12 @@ class Metrics:
     def tools_ran(self, calls: Iterable[_ToolCall]) -> None:
         for call in calls:
             self.tool_calls.labels(tool=call.name, outcome=call.outcome or "unknown").inc()
+
+    def loop_ran(self, mode: str, switches: Iterable[tuple[str, str]] = ()) -> None:
+        """A turn's loop: its mode, and each switch to a fallback model (from, to)."""
+        self.turn_modes.labels(mode=mode).inc()
+        for left, taken in switches:
+            self.model_switches.labels(from_model=left, to_model=taken).inc()
 
     def llm_request(self, model: str, seconds: float, *, input_tokens: int = 0,
                     output_tokens: int = 0, error: str | None = None) -> None:

@@ -116,7 +116,21 @@ def _from_completion(completion: Any) -> LLMResponse:
                            getattr(raw_usage, "completion_tokens", 0) or 0)
     content = getattr(message, "content", None)
     return LLMResponse(None if content is None else clean_text(content), calls, usage,
-                       getattr(choice, "finish_reason", None))
+                       getattr(choice, "finish_reason", None), _reasoning(message))
+
+
+# Where OpenAI-compatible servers put a reasoning model's thinking (DeepSeek, vLLM and
+# llama.cpp: reasoning_content; Ollama and OpenRouter: reasoning).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _reasoning(part: Any) -> str | None:
+    """A message's (or a stream delta's) reasoning text, when the server sent one."""
+    for name in REASONING_FIELDS:
+        value = getattr(part, name, None)
+        if isinstance(value, str) and value:
+            return clean_text(value)
+    return None
 
 
 def _check_depth(calls: list[ToolCall]) -> None:
@@ -153,6 +167,7 @@ def json_depth(text: str) -> int:
 async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
                           on_text: TextSink) -> LLMResponse:
     text: list[str] = []
+    thought: list[str] = []
     calls: dict[int, dict[str, str]] = {}
     usage = TokenUsage()
     finish: str | None = None
@@ -164,6 +179,8 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
             if delta.content:
                 text.append(delta.content)
                 await on_text(clean_text(delta.content))
+            if (reasoning := _reasoning(delta)) is not None:
+                thought.append(reasoning)
             for tc in delta.tool_calls or []:
                 slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                 if tc.id:
@@ -179,6 +196,7 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
                   for i, s in sorted(calls.items())]
     _check_depth(tool_calls)
     # Cleaned whole, not per chunk: an emoji's two surrogate halves may come in two chunks.
-    return LLMResponse(clean_text("".join(text)) or None, tool_calls, usage, finish)
+    return LLMResponse(clean_text("".join(text)) or None, tool_calls, usage, finish,
+                       "".join(thought) or None)
 
 

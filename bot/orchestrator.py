@@ -30,6 +30,7 @@ from bot.clock import Clock
 from bot.compose import LLMFailure, Waits, compose_turn
 from bot.context import ContextManager
 from bot.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
+from bot.fallback import ModelSlot
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import UserStore
 from bot.journal import TurnJournal
@@ -42,11 +43,15 @@ from bot.llm import (
 )
 from bot.loop import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
+from bot.memory.summaries import SummaryStore
 from bot.metrics import Metrics
+from bot.modes import choose_mode
+from bot.steering import Steering
 from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
 from bot.tools import ToolExecutionContext, ToolRegistry
+from bot.trace_store import TraceStore, turn_trace
 from bot.turn import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
 from bot.usage import UsageStore
 from persona import Persona
@@ -79,6 +84,12 @@ class OrchestratorDeps:
     # (memory extraction runs in the background), so none may delay the reply.
     after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
+    traces: TraceStore | None = None  # what each turn did, for /debug and `valet turns`
+    # The running summary of older messages (bot.memory.compaction): a turn loads the latest
+    # and only the messages after it.
+    summaries: SummaryStore | None = None
+    provider: str = ""  # whose tool-message format `llm` reads and writes (bot.fallback)
+    fallbacks: tuple[ModelSlot, ...] = ()  # the turn goes on with these when `llm` fails
     usage: UsageStore | None = None  # tokens and requests per turn (the owner's console)
 
 
@@ -88,16 +99,18 @@ class Orchestrator:
         self.context = ContextManager(deps.loop_config)
         self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
                                   gate=deps.approvals.gate if deps.approvals else None,
-                                  journal=deps.journal, tool_choice=deps.exposure)
+                                  journal=deps.journal, tool_choice=deps.exposure,
+                                  provider=deps.provider, fallbacks=deps.fallbacks)
         self.fallback: FallbackLines = deps.persona.lines
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
-                             cancel: asyncio.Event | None = None) -> Reply:
+                             cancel: asyncio.Event | None = None,
+                             steering: Steering | None = None) -> Reply:
         started = time.perf_counter()
         # Log lines of this turn carry its id, not the id of the request that woke its queue.
         ids = (logs.turn_id.set(msg.turn_id), logs.request_id.set(None))
         try:
-            reply = await self._handle(msg, emit, cancel)
+            reply = await self._handle(msg, emit, cancel, steering)
         except Exception:
             self.deps.metrics.turn_finished("error", time.perf_counter() - started)
             raise
@@ -108,8 +121,8 @@ class Orchestrator:
         return reply
 
     async def _handle(self, msg: Inbound, emit: EventSink | None,
-                      cancel: asyncio.Event | None) -> Reply:
-        ctx = await self.prepare_context(msg, cancel)
+                      cancel: asyncio.Event | None, steering: Steering | None) -> Reply:
+        ctx = await self.prepare_context(msg, cancel, steering)
         rejection = self.should_process(ctx)
         if rejection is not None:
             return rejection
@@ -121,6 +134,8 @@ class Orchestrator:
         turn = compose_turn(ctx, before, run, waits, approval_intro=(
             lines.trigger_approval_intro if ctx.msg.from_trigger else lines.approval_intro))
         await self.post_process(ctx, turn, run)
+        if run is not None:
+            await self._keep_trace(ctx, before, run, waits, turn)
         for hook in self.deps.after_turn:
             hook(ctx, turn)
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
@@ -145,25 +160,28 @@ class Orchestrator:
                 and m.get("content") == run.response else m for m in run.new_messages]
         return replace(run, response=text, new_messages=said)
 
-    async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None
-                              ) -> TurnContext:
+    async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None,
+                              steering: Steering | None = None) -> TurnContext:
         deps = self.deps
         user = await deps.users.get(msg.user_id)
         if user is None:
             raise LookupError(f"unknown user {msg.user_id!r}: the gateway admits users first")
+        turn_id = msg.turn_id or uuid.uuid4().hex
         tool_ctx = ToolExecutionContext(
             user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
             channel=msg.channel, services=deps.tool_services,
-            triggered_by=msg.external_id if msg.from_trigger else None)
+            triggered_by=msg.external_id if msg.from_trigger else None, turn_id=turn_id)
         system = deps.persona.system_prompt(
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
             capabilities=self.capabilities(),
             opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
-        turn_id = msg.turn_id or uuid.uuid4().hex
         logs.turn_id.set(turn_id)
-        return TurnContext(msg, user, turn_id, system,
-                           await deps.history.load(user.id), tool_ctx,
-                           cancel or asyncio.Event())
+        summary = await deps.summaries.latest(user.id) if deps.summaries else None
+        history = await deps.history.load(user.id,
+                                          after_seq=summary.through_seq if summary else 0)
+        return TurnContext(msg, user, turn_id, system, history, tool_ctx,
+                           cancel or asyncio.Event(), steering=steering,
+                           summary=summary.text if summary else "")
 
     def should_process(self, ctx: TurnContext) -> Reply | None:
         if ctx.user.blocked:
@@ -198,11 +216,15 @@ class Orchestrator:
             return await react_loop(self.loop_deps, [{"role": "system", "content": system}],
                                     conversation, ctx.tool_ctx, self.deps.loop_config,
                                     emit=emit, fallback=self.fallback, cancel=ctx.cancel,
-                                    turn_id=ctx.turn_id)
+                                    turn_id=ctx.turn_id, mode=choose_mode(
+                                        self.deps.loop_config.mode, ctx, before,
+                                        self.deps.persona.name),
+                                    summary=ctx.summary, steering=ctx.steering)
         except LLMError as err:
             log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
                       type(err).__name__, err)
-            return LLMFailure(self.line_for(err), f"{type(err).__name__}: {err}")
+            return LLMFailure(self.line_for(err), f"{type(err).__name__}: {err}",
+                              err.said_mid_turn)
 
     def line_for(self, err: LLMError) -> str:
         """What the person reads when the LLM could not be used: what actually happened."""
@@ -217,7 +239,8 @@ class Orchestrator:
     async def open_waits(self, ctx: TurnContext, before: StepResult,
                          run: ReactLoopResult | LLMFailure | None) -> Waits:
         """What this turn leaves waiting, made durable before the reply goes out."""
-        pauses = [o.pause for o in run.pauses] if isinstance(run, ReactLoopResult) else []
+        pauses = [p for o in run.pauses for p in _each(o.pause)] \
+            if isinstance(run, ReactLoopResult) else []
         tasks = [p for p in pauses if isinstance(p, PausedTask)]
         drafts = [*before.drafts, *(p for p in pauses if isinstance(p, ApprovalDraft))]
         notices = await self.deps.tasks.pause(ctx, tasks) if self.deps.tasks else []
@@ -242,6 +265,8 @@ class Orchestrator:
             await self.deps.approvals.mark_reported(list(turn.settled))
         if isinstance(run, ReactLoopResult):
             self.deps.metrics.tools_ran(run.tool_calls)
+            self.deps.metrics.loop_ran(run.mode, [(e["from"], e["to"]) for e in run.trace
+                                                  if e.get("kind") == "switch"])
             self.deps.transcripts.write(turn_record(
                 ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
             await self._record_usage(ctx, run)
@@ -256,6 +281,17 @@ class Orchestrator:
                                          run.llm_requests)
         except Exception:
             log.warning("usage of turn %s not recorded", ctx.turn_id, exc_info=True)
+
+    async def _keep_trace(self, ctx: TurnContext, before: StepResult,
+                          run: ReactLoopResult | LLMFailure, waits: Waits,
+                          turn: ComposedTurn) -> None:
+        if self.deps.traces is None:
+            return
+        now = self.deps.clock.now()
+        try:  # a trace explains a turn; failing to keep one never fails the turn
+            await self.deps.traces.write(turn_trace(ctx, before, run, waits, turn, now), now)
+        except Exception:
+            log.exception("the trace of turn %s could not be kept", ctx.turn_id)
 
     async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
         """The same run as `handle_message`, as events, ending with the Reply."""
@@ -287,6 +323,11 @@ class Orchestrator:
         if self.deps.exposure is not None:  # the capabilities that are on, one line each
             return self.deps.exposure.prompt_lines()
         return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]
+
+
+def _each(pause: Any) -> tuple[Any, ...]:
+    """A call's pause, or a sub-task's several (bot.subtasks)."""
+    return pause if isinstance(pause, tuple) else (pause,)
 
 
 def _said_before(before: StepResult) -> list[dict[str, Any]]:

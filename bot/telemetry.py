@@ -18,12 +18,13 @@ def turn_record(turn_id: str, user_id: str, channel: str, at: datetime,
                 result: ReactLoopResult) -> dict[str, Any]:
     return {
         "turn_id": turn_id, "user_id": user_id, "channel": channel, "at": at.isoformat(),
-        "stop_reason": result.stop_reason.value, "turns": result.turns,
+        "stop_reason": result.stop_reason.value, "mode": result.mode, "turns": result.turns,
         "duration_ms": result.duration_ms,
         "usage": {"input": result.token_usage.input_tokens,
                   "output": result.token_usage.output_tokens},
         "tool_calls": [asdict(r) for r in result.tool_calls],
         "diagnostics": result.diagnostics,
+        "trace": result.trace,
     }
 
 

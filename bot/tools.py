@@ -24,7 +24,7 @@ import aiohttp
 import pydantic
 
 from bot.clock import Clock, SystemClock
-from bot.llm import ToolCall
+from bot.llm import TokenUsage, ToolCall
 from bot.sanitize import clean_text
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,10 @@ class ToolOutcome:
     pause: Any = None
     # Agent-Tools report their agent's status here ("COMPLETED", "WAITING_FOR_INPUT", ...).
     result_status: str | None = None
+    # A call that made LLM calls of its own (a sub-task, bot.subtasks): their tokens, counted
+    # in the turn's, and what it did, step by step, for the turn's trace.
+    usage: TokenUsage | None = None
+    trace: dict[str, Any] | None = None
 
     @property
     def is_error(self) -> bool:
@@ -77,6 +81,7 @@ class ToolExecutionContext:
     call_id: str = ""
     # The message key of the triggered run this turn answers (None: a person wrote).
     triggered_by: str | None = None
+    turn_id: str = ""  # the turn this call belongs to (a sub-task's journal hangs off it)
     # Text a third party wrote (a page, a mail, an event) is in this request's context: tools
     # that change how Valet reaches the person or set up lasting work ask first (the loop sets
     # it each round; bot.untrusted).

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.model import ApprovalDraft, ApprovalRequest
 from bot.envelopes import Inbound, TurnStop
@@ -25,6 +25,9 @@ from bot.gateway.users import User
 from bot.media import request_content, stored_text
 from bot.tasks.model import PausedTask
 from bot.tools import ToolExecutionContext
+
+if TYPE_CHECKING:
+    from bot.steering import Steering
 
 __all__ = ["Answered", "ComposedTurn", "Continue", "Joined", "Pause", "Step", "StepResult",
            "TurnContext", "TurnStop", "merge"]
@@ -45,6 +48,9 @@ class TurnContext:
     tool_ctx: ToolExecutionContext
     # Set by /stop (or Ctrl-C on the console): running calls are cancelled, the turn ends.
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    # Messages the person sends while this turn runs (bot.steering); None: none can join.
+    steering: Steering | None = None
+    summary: str = ""  # the running summary of older messages (bot.memory.compaction)
 
     @property
     def user_message(self) -> Message:

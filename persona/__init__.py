@@ -56,20 +56,22 @@ class Persona:
 
     def system_prompt(self, *, channel: str, now: datetime, timezone: str,
                       capabilities: list[str], opened_with: str | None = None) -> str:
-        """The persona's prompt plus what the framework knows: time, zone, capabilities
-        (with `opened_with`, the tool that puts a capability's tools in front of the model)."""
+        """The persona's prompt plus what the framework knows: capabilities (with
+        `opened_with`, the tool that puts a capability's tools in front of the model), then
+        time and zone. What never changes comes first and what changes every minute last, so
+        the start of every request is the same and an endpoint's prompt cache can reuse it."""
         parts = [self.prompt.strip()]
         if self.style.get(channel):
             parts.append(f"Style for this channel ({channel}): {self.style[channel].strip()}")
-        parts.append(
-            f"Current time for the user: {now.strftime('%A %d %B %Y, %H:%M')} "
-            f"({timezone}, UTC{now.strftime('%z')[:3]}:{now.strftime('%z')[3:]}).")
         if capabilities and opened_with:
             parts.append(f"Capabilities (call {opened_with} to use one): "
                          + "; ".join(capabilities) + ".")
         elif capabilities:
             parts.append("You can: " + "; ".join(capabilities) + ".")
         parts.append(FRAMEWORK_NOTES)
+        parts.append(
+            f"Current time for the user: {now.strftime('%A %d %B %Y, %H:%M')} "
+            f"({timezone}, UTC{now.strftime('%z')[:3]}:{now.strftime('%z')[3:]}).")
         return "\n\n".join(parts)
 
 

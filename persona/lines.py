@@ -87,6 +87,8 @@ class ApprovalLines(LineGroup):
     approval_untrusted_reason: str = ("this conversation holds text someone else wrote (a web "
                                       "page, a mail or an event), so I check with you first")
     approval_untrusted_label: str = "why I ask"
+    # On the card of an action a sub-task proposed (the delegate tool), after its summary.
+    approval_from_subtask: str = "(for a sub-task of your request: {task})"
     approval_interrupted: str = ("“{summary}” was interrupted: it may or may not have "
                                  "happened. Check before trying again.")
     approval_interrupted_before_start: str = ("“{summary}” was interrupted before it started: "
@@ -191,6 +193,10 @@ class CommandLines(LineGroup):
     about_whoami: str = "who I think you are, and what is linked"
     about_pair: str = "let a new person in: /pair list | approve CODE | deny CODE"
     about_start: str = "say hello"
+    # /debug (the owner's; an unknown command to anyone else), and /debug USER.
+    debug_nothing_traced: str = "None of your turns has been traced yet."
+    debug_nothing_traced_for: str = "No turn of {who} has been traced yet."
+    about_debug: str = "what your last turn did, step by step (or /debug USER)"
 
 
 class AccessLines(LineGroup):

@@ -21,6 +21,7 @@ from agents.services import Services
 from agents.stores import AgentStores
 from bot.app.console.command import console_command
 from bot.app.database import open_database
+from bot.app.models import build_models
 from bot.app.owner import record_owner
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow
@@ -30,7 +31,7 @@ from bot.capabilities import build_exposure
 from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Command, Commands
-from bot.config import ConfigError, Settings
+from bot.config import Settings
 from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
 from bot.db import Database
@@ -53,19 +54,21 @@ from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM
+from bot.memory.compaction import Compactor
 from bot.memory.history import HistoryStore
+from bot.memory.summaries import SummaryStore
 from bot.memory.wiring import Memory, build_memory
-from bot.metered_llm import MeteredLLM
 from bot.metrics import Metrics
 from bot.offload import shutdown as stop_offload_workers
-from bot.openai_llm import OpenAILLM
 from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
 from bot.steps import AskTimezoneOnce, ContextStep
+from bot.subtasks import Subtasks
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
+from bot.trace_store import TraceStore, debug_command
 from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
@@ -80,20 +83,6 @@ log = logging.getLogger(__name__)
 
 OWNER_ID = "owner"
 CONSOLE_ADDRESS = "local"
-
-
-def build_llm(settings: Settings) -> LLM:
-    llm = settings.llm
-    if not llm.configured:
-        raise ConfigError(NO_LLM_MESSAGE)
-    return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
-                     model=llm.model or "", timeout=llm.timeout_seconds,
-                     extra_body=llm.extra_body)
-
-
-NO_LLM_MESSAGE = (
-    "No LLM configured: set VALET_LLM_MODEL and VALET_LLM_BASE_URL (any OpenAI-compatible "
-    "endpoint, e.g. http://localhost:11434/v1 for Ollama) or OPENAI_API_KEY; see README.")
 
 
 def build_agents(settings: Settings) -> Registry:
@@ -126,6 +115,7 @@ class App:
     triggers: Triggers
     http: aiohttp.ClientSession
     memory: Memory | None = None  # long-term memory; None when turned off
+    compactor: Compactor | None = None  # old messages folded into a running summary
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     stall_monitor: StallMonitor | None = None
     _sweeper: asyncio.Task[None] | None = None
@@ -154,8 +144,10 @@ class App:
         registry = agents.tools
         loop_config = settings.loop_config()
         metrics = Metrics()  # what /metrics shows (bot/metrics.py)
-        llm = MeteredLLM(llm or build_llm(settings), metrics)
+        models = build_models(settings, metrics, llm)  # the main model and its fallbacks
+        llm = models.llm
         locks, closers = await _user_locks(settings)  # Redis checked before anything opens
+        closers.append(models.close)
         try:
             db = await open_database(settings.database_url, migrate=migrate)
         except BaseException:
@@ -213,6 +205,13 @@ class App:
         commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
             commands.register(command)
+        traces = TraceStore(db)  # what each turn did: /debug, `valet turns`
+        # Old messages folded into a running summary (after a memory flush) before the
+        # request view would have to drop them.
+        summaries = SummaryStore(db)
+        compactor = Compactor(history, summaries, llm, clock, loop_config,
+                              flush=memory.extractor if memory else None)
+        commands.register(debug_command(traces, persona.lines))
         orchestrator = Orchestrator(OrchestratorDeps(
             llm=llm, registry=registry, history=history, users=users, persona=persona,
             clock=clock, loop_config=loop_config,
@@ -228,8 +227,15 @@ class App:
                          AskTimezoneOnce(users))).in_order(),
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
-            after_turn=[memory.extractor.after_turn] if memory else [], metrics=metrics,
-            usage=UsageStore(db)))
+            after_turn=[*([memory.extractor.after_turn] if memory else []),
+                        compactor.after_turn], metrics=metrics,
+            traces=traces, summaries=summaries, provider=models.provider,
+            fallbacks=models.fallbacks, usage=UsageStore(db)))
+        if loop_config.subtasks:  # `delegate`: a sub-task with the same loop parts
+            registry.add(Subtasks(
+                orchestrator.loop_deps, loop_config, assistant=persona.name,
+                from_subtask=persona.lines.approval_from_subtask, capabilities=exposure.on,
+                available=exposure.available()).tool())
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,
@@ -237,7 +243,8 @@ class App:
             failure_line=persona.lines.llm_unavailable,
             max_attempts=settings.gateway.turn_attempts,
             retry_seconds=settings.gateway.turn_retry_seconds,
-            answer_button=decisions.answer_button, silenced=tasks.silenced))
+            answer_button=decisions.answer_button, silenced=tasks.silenced,
+            mid_turn=settings.gateway.mid_turn, answers_approval=decisions.answers_pending))
         # Triggered runs ask only for what is on: a capability that is off has no tools there.
         on = exposure.available()
         triggers = build_triggers(
@@ -253,7 +260,7 @@ class App:
                   services=services, orchestrator=orchestrator, commands=commands,
                   outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
-                  closers=closers, metrics=metrics)
+                  compactor=compactor, closers=closers, metrics=metrics)
         triggers.engine.on_fired = metrics.scheduler_fired
         await app.ensure_owner()
         return app
@@ -327,6 +334,8 @@ class App:
                 await self._sweeper
         await self.gateway.stop()
         await self.agents.close()  # MCP servers' sessions (their processes end)
+        if self.compactor is not None:
+            await self.compactor.close()
         if self.memory is not None:
             await self.memory.close()
         if self.stall_monitor is not None:

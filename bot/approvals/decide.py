@@ -129,6 +129,18 @@ class ApprovalStep:
     def _state(self, approval: ApprovalRequest) -> str:
         return state_word(approval, self.lines, self.flow.clock.now())
 
+    async def answers_pending(self, user_id: str, text: str) -> bool:
+        """Whether a message answers what waits for this person's OK (read without an LLM
+        call): such a message is decided by this step in a turn of its own, never added to a
+        turn that is already running."""
+        now = self.flow.clock.now()
+        pending = await self.store.pending(user_id, now)
+        if not pending:
+            return False
+        if await self.store.change_asked(user_id, now):
+            return True
+        return not (await parse_reply(text, pending)).unrelated
+
     def _settled(self, approval: ApprovalRequest) -> bool:
         """No longer open to a decision: decided already, or past its time."""
         return approval.status is not ApprovalStatus.PENDING or \

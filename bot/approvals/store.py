@@ -121,6 +121,14 @@ class ApprovalStore:
             " AND expires_at > $2", approval_id, at)
         return changed == 1
 
+    async def change_asked(self, user_id: str, at: datetime) -> bool:
+        """Whether this user's next message is read as a change (see `take_change_asked`);
+        nothing is used up."""
+        found = await self.db.fetchval(
+            "SELECT COUNT(*) FROM approvals WHERE user_id = $1 AND change_asked_at IS NOT NULL"
+            " AND status = 'pending' AND expires_at > $2", user_id, at)
+        return bool(found)
+
     async def take_change_asked(self, user_id: str, at: datetime) -> ApprovalRequest | None:
         """The request whose change this user was last asked for, still pending; the ask is
         used up (only the message right after the question is read as the change)."""

@@ -82,6 +82,7 @@ async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
             await _check_llm(settings, llm, ok, bad)
         finally:
             await llm.close()
+        await _check_fallbacks(settings, ok, bad)
     await check_telegram(settings, report, lambda: _telegram_menu(settings))
     await check_sms(settings, env, report)
     check_public_url(settings, env, report)
@@ -232,6 +233,25 @@ async def _check_llm(settings: Settings, llm: LLM, ok: Say, bad: Say) -> None:
     except LLMError as err:
         bad(f"LLM {model} at {where} did not answer: {type(err).__name__}: "
             f"{str(err)[:200]}")
+
+
+async def _check_fallbacks(settings: Settings, ok: Say, bad: Say) -> None:
+    """Each of `llm.fallback_models` answers one short request."""
+    from bot.app.models import build_fallbacks
+    from bot.metrics import Metrics
+
+    for slot, fallback in zip(build_fallbacks(settings, Metrics()),
+                              settings.llm.fallback_models, strict=True):
+        where = redact_url(fallback.base_url or settings.llm.base_url or "OpenAI")
+        try:
+            await slot.llm.complete(
+                [{"role": "user", "content": "Reply with the single word: ready"}], None)
+            ok(f"fallback LLM {fallback.model} at {where} answered (provider {slot.provider})")
+        except LLMError as err:
+            bad(f"fallback LLM {fallback.model} at {where} did not answer: "
+                f"{type(err).__name__}: {str(err)[:200]}")
+        finally:
+            await slot.llm.close()
 
 
 def _some(names: list[str]) -> str:

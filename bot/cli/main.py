@@ -86,6 +86,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.onboard import add_onboard_command
 
     add_onboard_command(sub)
+    from bot.cli.turns import add_turn_commands
+
+    add_turn_commands(sub)
     from bot.cli.console_link import add_console_link_command
 
     add_console_link_command(sub)
@@ -128,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
-        "console-link": _console_link, "migrate": _ops, "backup": _ops, "logs": _ops,
-        "onboard": _onboard, "outbox": _outbox}
+        "turns": _turns, "console-link": _console_link, "migrate": _ops, "backup": _ops,
+        "logs": _ops, "onboard": _onboard, "outbox": _outbox}
     _configure_logging(settings, args.command)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
@@ -208,6 +211,12 @@ async def _memory(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.memory import run_memory
 
     return await run_memory(settings, args)
+
+
+async def _turns(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.turns import run_turns
+
+    return await run_turns(settings, args)
 
 
 async def _mcp(settings: Settings, args: argparse.Namespace) -> int:

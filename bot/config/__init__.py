@@ -37,6 +37,9 @@ from bot.config.sections import (
     DeliverySettings as DeliverySettings,
 )
 from bot.config.sections import (
+    FallbackModelSettings as FallbackModelSettings,
+)
+from bot.config.sections import (
     GatewaySettings as GatewaySettings,
 )
 from bot.config.sections import (
@@ -325,6 +328,7 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
     problems += _unknown_tool_modules(raw, path if path.exists() else None, where)
     if settings is not None:
         problems += _phone_numbers_in_e164(settings, where)
+        problems += _fallback_keys(settings, env, where)
     if problems:
         raise ConfigError(in_file_order(problems))
     assert settings is not None
@@ -370,6 +374,22 @@ def known_tool_modules(raw: dict[str, Any], path: Path | None) -> set[str] | Non
     except (OSError, yaml.YAMLError, AttributeError, TypeError):
         return None
     return names
+
+
+def _fallback_keys(settings: Settings, env: dict[str, str], where: Any) -> list[Problem]:
+    """Each fallback model's key, from the environment variable it names."""
+    problems = []
+    for i, fallback in enumerate(settings.llm.fallback_models):
+        if fallback.api_key_env is None:
+            continue
+        key = env.get(fallback.api_key_env)
+        if key:
+            fallback.api_key = pydantic.SecretStr(key)
+            continue
+        at = ("llm", "fallback_models", str(i), "api_key_env")
+        problems.append(Problem(where(at), ".".join(at), f"{fallback.api_key_env} is not set "
+                                "in the environment (it should hold this model's API key)"))
+    return problems
 
 
 def _phone_numbers_in_e164(settings: Settings, where: Any) -> list[Problem]:

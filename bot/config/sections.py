@@ -44,9 +44,43 @@ class _Section(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
 
 
+class FallbackModelSettings(_Section):
+    """A model the turn goes on with when the one before it keeps failing (bot.fallback)."""
+
+    model: str = pydantic.Field(min_length=1)
+    base_url: str | None = None  # None: the main model's endpoint
+    # The environment variable that holds its API key (never the key itself: the file is not
+    # the place for secrets); None: the main model's key on the main endpoint, none elsewhere.
+    api_key_env: str | None = pydantic.Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # Whose tool-message format it reads and writes; None: its endpoint's host. Where it
+    # differs from the model before it, earlier tool rounds are flattened for it.
+    provider: str | None = pydantic.Field(None, min_length=1)
+    timeout_seconds: float | None = pydantic.Field(None, gt=0)  # None: the main model's
+    # Filled in from the environment (api_key_env) at load; never from the file.
+    api_key: pydantic.SecretStr | None = pydantic.Field(default=None, exclude=True)
+
+    @pydantic.field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        return _http_base_url(value)
+
+
+def _http_base_url(value: str | None) -> str | None:
+    if value is not None and not re.match(r"https?://[^/\s]", value):
+        raise ValueError("must be an http:// or https:// URL such as "
+                         "http://localhost:11434/v1")
+    return value
+
+
 class LLMSettings(_Section):
     base_url: str | None = None  # None: the client's default (api.openai.com)
     model: str | None = None
+    # Whose tool-message format the model reads and writes (bot.fallback); None: the host of
+    # base_url.
+    provider: str | None = pydantic.Field(None, min_length=1)
+    # Tried in order when the model keeps failing (5xx or overload, a timeout, an unknown
+    # model): the turn goes on with the next one.
+    fallback_models: list[FallbackModelSettings] = []
     timeout_seconds: float = pydantic.Field(60.0, gt=0)
     extra_body: dict[str, Any] = {}
     # Only from the environment (VALET_LLM_API_KEY, else OPENAI_API_KEY); never from the file.
@@ -67,10 +101,7 @@ class LLMSettings(_Section):
     @pydantic.field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"https?://[^/\s]", value):
-            raise ValueError("must be an http:// or https:// URL such as "
-                             "http://localhost:11434/v1")
-        return value
+        return _http_base_url(value)
 
     @pydantic.field_validator("extra_body")
     @classmethod
@@ -173,6 +204,10 @@ class GatewaySettings(_Section):
     history_messages: int = pydantic.Field(200, ge=1)  # loaded per turn (the view trims)
     user_lock_ttl_seconds: float = pydantic.Field(30.0, gt=0)  # Redis per-user lease
     http_timeout_seconds: float = pydantic.Field(30.0, gt=0)  # the tools' shared session
+    # A message the person sends while their turn runs: "steer" adds it to that turn before
+    # its next LLM call ("actually, make it Tuesday"); "queue" answers it in a turn of its own
+    # once the running one has ended.
+    mid_turn: Literal["steer", "queue"] = "steer"
 
 
 class SmsSettings(_Section):

@@ -33,11 +33,13 @@ from bot.gateway.access import AccessControl, Admission, pairing_prompt
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
+from bot.gateway.midturn import MidTurnQueue
 from bot.gateway.outbound import Outbound
 from bot.gateway.users import User, UserStore
 from bot.media import MediaSource, fetch_images, heard_line
 from bot.memory.history import HistoryStore
 from bot.sanitize import clean_incoming
+from bot.steering import Steered
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,7 @@ ButtonAnswer = Callable[[User, ButtonPress], Awaitable[str]]
 
 class ReceiveResult(Enum):
     ACCEPTED = "accepted"  # queued for its user's next turn
+    JOINED = "joined"  # joined the user's running turn: that turn's reply answers it
     DUPLICATE = "duplicate"  # seen before: nothing happens
     REJECTED = "rejected"  # unknown or blocked sender: at most one short reply
     HANDLED = "handled"  # dealt with at the door (a /link code)
@@ -73,12 +76,19 @@ class GatewayDeps:
     # Whether a trigger run's reply stays unsent (it said it had nothing to report and its
     # task asks for silence then), by the run's key. A structured flag, never the text.
     silenced: Callable[[str], Awaitable[bool]] | None = None
+    # A message sent while the person's turn runs: "steer" adds it to that turn (before its
+    # next LLM call), "queue" gives it a turn of its own afterwards (gateway.mid_turn).
+    mid_turn: str = "steer"
+    # Whether a message (user id, text) answers an approval waiting for that person: it then
+    # waits for its own turn, where the approvals step decides it.
+    answers_approval: Callable[[str, str], Awaitable[bool]] | None = None
 
 
 class Gateway:
     def __init__(self, deps: GatewayDeps) -> None:
         self.deps = deps
         self._running: dict[str, asyncio.Event] = {}  # user -> their running turn's /stop
+        self._mid_turn = MidTurnQueue(deps.inbox, deps.clock)  # messages joining that turn
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self.outbound = deps.outbound
@@ -157,6 +167,8 @@ class Gateway:
         if self._stop_running_turn(admission.user.id, msg.text):
             await self._close(row_id, "done")  # the stopped turn's reply says it
             return ReceiveResult.HANDLED
+        if await self._steer(admission.user.id, msg, row_id):
+            return ReceiveResult.JOINED  # the running turn reads it before its next step
         self.kick(admission.user.id)
         if msg.button is not None and msg.button.answer_ref:
             await self._answer_button(msg.channel, admission.user, msg.button)
@@ -171,6 +183,20 @@ class Gateway:
             return False
         running.set()
         return True
+
+    async def _steer(self, user_id: str, msg: IncomingMessage, row_id: int) -> bool:
+        """Hand a message to the person's running turn when it can join it: text (no button,
+        choice or photo), not a command, not an answer to a waiting approval."""
+        deps = self.deps
+        if deps.mid_turn != "steer" or not self._mid_turn.running(user_id):
+            return False
+        if msg.button is not None or msg.choice is not None or msg.media \
+                or not msg.text.strip() or command_word(msg.text) is not None:
+            return False
+        if deps.answers_approval is not None and \
+                await deps.answers_approval(user_id, msg.text):
+            return False
+        return self._mid_turn.offer(user_id, Steered(row_id, msg.text))
 
     async def submit(self, msg: TriggerMessage) -> bool:
         """The entry by user: a turn no channel message started, queued in the user's order
@@ -290,10 +316,14 @@ class Gateway:
         channel, address = target
         await self._typing(channel, address)
         stop = self._running[user.id] = asyncio.Event()
+        # A person's own message opens a mailbox for what they add while it runs (a
+        # trigger's run does not: its reply is a notification, not an answer to them).
+        mailbox = self._mid_turn.open(user.id, turn_id) if row.trigger_task_id is None \
+            else None
         try:
             reply = await deps.handle_message(
                 await self._inbound(row, turn_id, channel, address),
-                emit=self._progress(channel, address), cancel=stop)
+                emit=self._progress(channel, address), cancel=stop, steering=mailbox)
         except asyncio.CancelledError:
             raise
         except Exception as err:
@@ -306,6 +336,9 @@ class Gateway:
             return
         finally:
             self._running.pop(user.id, None)
+            if mailbox is not None:
+                # What it never took is still `received`: this drain claims it next.
+                self._mid_turn.close(user.id, mailbox)
         await self._finish(row, reply)
         await self.outbound.settle_prompts(user.id)
 

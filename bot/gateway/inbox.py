@@ -102,6 +102,16 @@ class InboxStore:
         await q.execute("UPDATE inbox SET status = $1, processed_at = $2, error = $3"
                         " WHERE id = $4", status, at, error, row_id)
 
+    async def mark_steered(self, row_ids: list[int], turn_id: str, at: datetime) -> None:
+        """These messages joined a running turn (bot.steering): closed as part of it. A row
+        closed already (a redone turn adds them again) stays as it is."""
+        async with self.db.transaction() as tx:
+            for row_id in row_ids:
+                await tx.execute(
+                    "UPDATE inbox SET status = 'steered', processed_at = $2, steered_into = $3"
+                    " WHERE id = $1 AND status IN ('received', 'processing')",
+                    row_id, at, turn_id)
+
     async def claim_next(self, user_id: str) -> InboxRow | None:
         """The user's oldest unfinished message, marked processing (caller holds the user's
         lock, so a row still `processing` is one a crashed turn left behind)."""

@@ -90,13 +90,18 @@ def worth_learning(ctx: TurnContext, turn: ComposedTurn) -> bool:
         return False
     if turn.stop in NO_STOP_LEARNING or msg.text.lstrip().startswith("/"):
         return False
-    words = re.findall(r"\w+", msg.text.lower().replace("'", "").replace("’", ""))
-    if not words or all(w in _NOTHING_TO_LEARN for w in words):
-        return False
-    if FIRST_PERSON.isdisjoint(words):
+    if not speaks_of_themselves(msg.text):
         return False
     return not any(call.get("function", {}).get("name") in MEMORY_TOOLS
                    for m in turn.stored for call in m.get("tool_calls") or ())
+
+
+def speaks_of_themselves(text: str) -> bool:
+    """False for greetings and thanks, and for words without any "I", "my", "we"..."""
+    words = re.findall(r"\w+", text.lower().replace("'", "").replace("’", ""))
+    if not words or all(w in _NOTHING_TO_LEARN for w in words):
+        return False
+    return not FIRST_PERSON.isdisjoint(words)
 
 
 def parse_answer(text: str | None) -> list[NewFact]:
@@ -156,6 +161,11 @@ class MemoryExtractor:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def learn_now(self, job: Job) -> None:
+        """Extract from `job` now (queued first: a failure is retried later), unless it was
+        queued before."""
+        await self._first_run(job)
 
     async def _first_run(self, job: Job) -> None:
         try:

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.db import Database, Row
+from bot.masking import WRITTEN_BY
 
 Message = dict[str, Any]
 
@@ -20,13 +21,29 @@ class HistoryStore:
         self.db = db
         self.load_limit = load_limit
 
-    async def load(self, user_id: str, limit: int | None = None) -> list[Message]:
-        """The most recent messages of this user's conversation, oldest first."""
+    async def load(self, user_id: str, limit: int | None = None, *, after_seq: int = 0
+                   ) -> list[Message]:
+        """The most recent messages of this user's conversation (those after `after_seq`:
+        the ones a summary does not cover), oldest first."""
+        return [m for _, m in await self.load_numbered(user_id, limit, after_seq=after_seq)]
+
+    async def load_numbered(self, user_id: str, limit: int | None = None, *,
+                            after_seq: int = 0) -> list[tuple[int, Message]]:
+        """`load`, each message with its place in the conversation (its seq)."""
         rows = await self.db.fetch(
-            "SELECT role, content, tool_calls, tool_call_id FROM messages"
-            " WHERE user_id = $1 ORDER BY seq DESC LIMIT $2",
-            user_id, limit or self.load_limit)
-        return [_to_message(r) for r in reversed(rows)]
+            "SELECT seq, role, content, tool_calls, tool_call_id, written_by FROM messages"
+            " WHERE user_id = $1 AND seq > $2 ORDER BY seq DESC LIMIT $3",
+            user_id, after_seq, limit or self.load_limit)
+        return [(int(r["seq"]), _to_message(r)) for r in reversed(rows)]
+
+    async def load_oldest(self, user_id: str, after_seq: int, limit: int
+                          ) -> list[tuple[int, Message]]:
+        """The oldest messages after `after_seq`, oldest first, with their seq."""
+        rows = await self.db.fetch(
+            "SELECT seq, role, content, tool_calls, tool_call_id, written_by FROM messages"
+            " WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            user_id, after_seq, limit)
+        return [(int(r["seq"]), _to_message(r)) for r in rows]
 
     async def append(self, user_id: str, turn_id: str, messages: list[Message], *,
                      channel: str, at: datetime) -> None:
@@ -38,10 +55,11 @@ class HistoryStore:
                 calls = msg.get("tool_calls")
                 await tx.execute(
                     "INSERT INTO messages (user_id, turn_id, role, content, tool_calls,"
-                    " tool_call_id, channel, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+                    " tool_call_id, channel, created_at, written_by)"
+                    " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
                     user_id, turn_id, msg["role"], msg.get("content"),
                     json.dumps(calls) if calls else None, msg.get("tool_call_id"),
-                    channel, at)
+                    channel, at, msg.get(WRITTEN_BY) or None)
 
     async def turn_reply(self, turn_id: str) -> str | None:
         """The final answer of a stored turn; None if the turn was never written."""
@@ -52,9 +70,10 @@ class HistoryStore:
             return None
         return rows[0]["content"] if rows[0]["role"] == "assistant" else ""
 
-    async def count(self, user_id: str) -> int:
+    async def count(self, user_id: str, after_seq: int = 0) -> int:
         return int(await self.db.fetchval(
-            "SELECT COUNT(*) FROM messages WHERE user_id = $1", user_id) or 0)
+            "SELECT COUNT(*) FROM messages WHERE user_id = $1 AND seq > $2", user_id,
+            after_seq) or 0)
 
 
 def _to_message(row: Row) -> Message:
@@ -63,4 +82,6 @@ def _to_message(row: Row) -> Message:
         msg["tool_calls"] = json.loads(row["tool_calls"])
     if row["tool_call_id"]:
         msg["tool_call_id"] = row["tool_call_id"]
+    if row["written_by"]:
+        msg[WRITTEN_BY] = row["written_by"]
     return msg

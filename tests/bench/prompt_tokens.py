@@ -1,9 +1,12 @@
 """Prompt tokens per turn with every built-in capability configured (weather on Open-Meteo, a
 calendar connected): a "hi", a weather question, and "what's on tomorrow?", each with lean
-tool exposure (capabilities) and, for comparison, every tool on every request ("all").
+tool exposure (capabilities) and, for comparison, every tool on every request ("all"); the
+default loop mode (auto: a greeting is answered without tool schemas) and, for comparison,
+react (every request carries tools).
 
 Tokens are estimated as the ContextManager does (characters / chars_per_token, plus its
-per-message overhead), with the tools' JSON counted the same way. Goal: "hi" <= 1,500.
+per-message overhead), with the tools' JSON counted the same way. Goal: "hi" <= 600 with
+every capability on; the floor is the system prompt alone (what no mode can save).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from bot.envelopes import Inbound
 from tests.fakes.fake_open_meteo import FakeOpenMeteo
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 
-GOAL_HI = 1500
+GOAL_HI = 600
 NOW = datetime(2026, 3, 30, 5, 0, tzinfo=UTC)
 FEED = """BEGIN:VCALENDAR
 VERSION:2.0
@@ -80,13 +83,13 @@ async def _feed_server(stack: AsyncExitStack) -> str:
 
 
 async def measure(exposure: str, folder: Path, llm: FakeOpenAI, meteo: FakeOpenMeteo,
-                  feed: str) -> dict[str, list[tuple[int, int]]]:
+                  feed: str, mode: str = "auto") -> dict[str, list[tuple[int, int]]]:
     from bot.app import App
 
-    config = folder / f"{exposure}.yaml"
-    config.write_text(f"tool_exposure: {exposure}\ntools:\n  weather:\n"
-                      f"    api_url: {meteo.base_url}\n")
-    env = {"VALET_DATABASE_URL": f"sqlite:///{folder}/{exposure}.db",
+    config = folder / f"{exposure}-{mode}.yaml"
+    config.write_text(f"tool_exposure: {exposure}\nloop:\n  mode: {mode}\ntools:\n"
+                      f"  weather:\n    api_url: {meteo.base_url}\n")
+    env = {"VALET_DATABASE_URL": f"sqlite:///{folder}/{exposure}-{mode}.db",
            "VALET_LLM_BASE_URL": llm.base_url, "VALET_LLM_MODEL": "m",
            "VALET_LLM_API_KEY": "k"}
     settings = load_settings(str(config), env=env)
@@ -110,6 +113,9 @@ async def measure(exposure: str, folder: Path, llm: FakeOpenAI, meteo: FakeOpenM
                 user_id=f"bench-{name}", channel="telegram", text=text,
                 received_at=NOW))
             found[name] = [request_tokens(r, context) for r in llm.requests]
+            if name == "hi":  # the floor: the system prompt alone
+                system = llm.requests[0]["messages"][:1]
+                found["floor"] = [(context.estimate_tokens(system), 0)]
     finally:
         await app.close()
     return found
@@ -124,15 +130,19 @@ async def run() -> list[str]:
         meteo = await stack.enter_async_context(FakeOpenMeteo())
         feed = await _feed_server(stack)
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        for exposure in ("capabilities", "all"):
-            found = await measure(exposure, folder, llm, meteo, feed)
+        for exposure, mode in (("capabilities", "auto"), ("capabilities", "react"),
+                               ("all", "auto")):
+            found = await measure(exposure, folder, llm, meteo, feed, mode)
+            floor = found.pop("floor")[0][0]
+            label = f"{exposure}/{mode}"
             for name, requests in found.items():
                 steps = " + ".join(f"{m + t} ({m} messages, {t} tools)" for m, t in requests)
                 total = sum(m + t for m, t in requests)
-                lines.append(f"  {exposure:12s} {name:8s} {len(requests)} request(s): {steps}"
+                lines.append(f"  {label:18s} {name:8s} {len(requests)} request(s): {steps}"
                              f" = {total}")
-            if exposure == "capabilities":
+            if (exposure, mode) == ("capabilities", "auto"):
                 hi = sum(m + t for m, t in found["hi"])
                 lines.append(f"  goal: \"hi\" <= {GOAL_HI}: {hi} "
-                             f"({'met' if hi <= GOAL_HI else 'NOT MET'})")
+                             f"({'met' if hi <= GOAL_HI else 'NOT MET'}); floor (the system "
+                             f"prompt alone): {floor}")
     return lines

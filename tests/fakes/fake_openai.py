@@ -55,6 +55,7 @@ class Reply:
     usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens)
     delay: float = 0.0
     finish_reason: str | None = None  # auto: "tool_calls" if tool_calls else "stop"
+    reasoning: str | None = None  # sent as `reasoning_content` (a reasoning model's thinking)
 
 
 @dataclass
@@ -249,12 +250,15 @@ class FakeOpenAI:
                                   "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        self.calls += 1
-        n = self.calls
         try:
             body = await request.json()
         except ValueError:
             body = {"_invalid_json": await request.text()}
+        # Counted once the whole request is in, and its scripted answer taken below with no
+        # await in between: a test that kills the client when `calls` reaches n knows the
+        # n-th answer was taken (a large request's body may arrive after its headers).
+        self.calls += 1
+        n = self.calls
         self.requests.append(body)
         try:
             self.images.append(images_in(body))
@@ -318,6 +322,8 @@ class FakeOpenAI:
 
     def _completion(self, body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = self._tool_calls(reply)
         return {
@@ -343,6 +349,8 @@ class FakeOpenAI:
             return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
         chunks = [chunk({"role": "assistant", "content": ""})]
+        if reply.reasoning:
+            chunks.append(chunk({"reasoning_content": reply.reasoning}))
         if reply.content:
             chunks += [chunk({"content": w}) for w in re.split(r"(?<=\s)(?=\S)", reply.content)]
         for i, tc in enumerate(self._tool_calls(reply)):

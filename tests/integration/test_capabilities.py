@@ -11,7 +11,8 @@ from bot.envelopes import Inbound
 from tests.fakes.fake_open_meteo import FakeOpenMeteo
 from tests.fakes.fake_openai import Reply, ToolCall
 
-CORE = {"ask_user", "update_plan", "cancel_task", "nothing_to_report", "open_capability"}
+CORE = {"ask_user", "update_plan", "cancel_task", "nothing_to_report", "open_capability",
+        "delegate"}
 
 
 @pytest.fixture
@@ -25,9 +26,9 @@ def _no_secret_key(monkeypatch):
     monkeypatch.delenv("VALET_SECRET_KEY", raising=False)  # the calendar stays off
 
 
-async def lean_app(app_factory, meteo):
+async def lean_app(app_factory, meteo, **overrides):
     app = await app_factory(tool_exposure="capabilities",
-                            tools={"weather": {"api_url": meteo.base_url}})
+                            tools={"weather": {"api_url": meteo.base_url}}, **overrides)
     owner = await app.ensure_owner()
     return app, owner.id
 
@@ -48,7 +49,9 @@ def tool_results(request) -> list[str]:
 
 async def test_a_hello_carries_only_the_core_tools_and_lists_the_capabilities_on(
         app_factory, fake_llm, meteo):
-    app, me = await lean_app(app_factory, meteo)
+    # loop.mode react: every request carries tools (the default, auto, answers a greeting
+    # without any: see the next test).
+    app, me = await lean_app(app_factory, meteo, loop={"mode": "react"})
     fake_llm.script(Reply(content="Hello! How can I help?"))
     reply = await say(app, me, "hi")
     assert reply.text == "Hello! How can I help?"
@@ -59,6 +62,26 @@ async def test_a_hello_carries_only_the_core_tools_and_lists_the_capabilities_on
     assert "calendar" not in system  # off: no VALET_SECRET_KEY, nothing connected
     opener = next(t for t in request["tools"] if t["function"]["name"] == "open_capability")
     assert "calendar" not in opener["function"]["parameters"]["properties"]["name"]["enum"]
+
+
+async def test_in_auto_mode_a_hello_carries_no_tools_but_still_lists_the_capabilities(
+        app_factory, fake_llm, meteo):
+    app, me = await lean_app(app_factory, meteo)
+    fake_llm.script(Reply(content="Hello! How can I help?"),
+                    Reply(tool_calls=[ToolCall("open_capability", {"name": "weather"})]),
+                    Reply(tool_calls=[ToolCall("weather", {"place": "Lyon"})]),
+                    Reply(content="Overcast in Lyon."))
+    assert (await say(app, me, "hi Valet!")).text == "Hello! How can I help?"
+    [request] = fake_llm.requests
+    assert "tools" not in request
+    system = request["messages"][0]["content"]
+    assert "weather (" in system and "open_capability" in system
+    trace = await app.orchestrator.deps.traces.last(me)
+    assert trace.mode == "simple"
+    # The next message needs a tool: it gets the core, and the capability one step away.
+    assert (await say(app, me, "and the weather in Lyon?")).text == "Overcast in Lyon."
+    assert tools_of(fake_llm.requests[1]) == CORE
+    assert (await app.orchestrator.deps.traces.last(me)).mode == "react"
 
 
 async def test_a_weather_question_reaches_the_weather_tool_in_one_extra_step(
@@ -97,7 +120,9 @@ async def test_an_open_capability_stays_for_the_next_turns_then_closes(
     fake_llm.script(Reply(tool_calls=[ToolCall("open_capability", {"name": "weather"})]),
                     Reply(content="Which town?"))
     await say(app, me, "will it rain?")
-    for text in ("Lyon", "and tomorrow?", "thanks"):
+    # (Not "thanks": in auto mode a thanks is answered without any tools; the group still
+    # counts that turn.)
+    for text in ("Lyon", "and tomorrow?", "and on Sunday?"):
         fake_llm.reset()
         fake_llm.script(Reply(content="ok"))
         await say(app, me, text)

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from bot.channel import PermanentSendError, TransientSendError
+from bot.config import GatewaySettings
 from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
 from tests.fakes.fake_openai import Reply as LLMReply
@@ -53,7 +54,9 @@ async def test_the_same_message_delivered_three_times_at_once_is_processed_once(
 
 
 async def test_users_run_in_parallel_and_each_user_one_turn_at_a_time(gateway_app, fake_llm):
-    app, sender = await gateway_app()
+    # mid_turn queue: each message its own turn (with steer, a message that arrives before
+    # the running turn's next LLM call joins it: tests/integration/test_steering.py).
+    app, sender = await gateway_app(gateway=GatewaySettings(mid_turn="queue"))
     in_flight: dict[str, int] = {"alice": 0, "bob": 0}
     overlap = asyncio.Event()
     order: list[str] = []

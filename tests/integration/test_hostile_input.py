@@ -13,6 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from agents.tools import web_fetch
+from bot.config import GatewaySettings
 from bot.envelopes import Inbound
 from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
@@ -129,7 +130,9 @@ async def test_a_page_nested_past_the_parser_limit_says_what_is_missing(pages):
 
 
 async def test_a_message_with_broken_bytes_is_stored_and_answered(gateway_app, fake_llm):
-    app, sender = await gateway_app()
+    # mid_turn queue: one turn, one reply per message (with steer, messages sent in a burst
+    # may join the turn already running: tests/integration/test_steering.py).
+    app, sender = await gateway_app(gateway=GatewaySettings(mid_turn="queue"))
     fake_llm.responder = lambda req: LLMReply(content="Got it.")
     texts = ["lone \ud800 surrogate", "nul\x00inside", "bell\x07 and \x9b csi", "emoji 👍🏽 ok",
              "עברית and e\u0301", "raw \udcff escape"]

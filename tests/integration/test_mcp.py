@@ -25,7 +25,8 @@ from tests.helpers import assert_closed, requests_of
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-bearer-token"
-CORE = {"ask_user", "update_plan", "cancel_task", "nothing_to_report", "open_capability"}
+CORE = {"ask_user", "update_plan", "cancel_task", "nothing_to_report", "open_capability",
+        "delegate"}
 
 
 @pytest.fixture
@@ -54,9 +55,10 @@ def registry(tmp_path: Path, *, url: str | None = None, slow_timeout: float = 1,
     return AgentsSettings(registries=[str(path)], answer_check="heuristic")
 
 
-async def start(app_factory, tmp_path, url=None, **kwargs):
+async def start(app_factory, tmp_path, url=None, loop=None, **kwargs):
     app = await app_factory(tool_exposure="capabilities", agents=registry(tmp_path, url=url,
-                                                                            **kwargs))
+                                                                            **kwargs),
+                            **({"loop": loop} if loop else {}))
     owner = await app.ensure_owner()
     return app, owner.id
 
@@ -205,7 +207,8 @@ async def test_a_server_killed_mid_call_is_restarted_and_the_call_is_reported_in
 
 async def test_a_hi_starts_no_server_and_costs_no_tokens_for_its_tools(
         app_factory, fake_llm: FakeOpenAI, tmp_path, server_log):
-    app, me = await start(app_factory, tmp_path)
+    # loop.mode react: a hi carries the core tools (in auto it would carry none at all).
+    app, me = await start(app_factory, tmp_path, loop={"mode": "react"})
     fake_llm.script(LLMReply(content="Hello!"))
     await say(app, me, "hi")
     [before] = fake_llm.requests

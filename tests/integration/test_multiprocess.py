@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.config import GatewaySettings
 from bot.gateway.access import AccessSettings, ChannelAccess
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
@@ -16,7 +17,10 @@ async def test_two_processes_serialise_a_user_through_redis(postgres_dsn, app_fa
     access = AccessSettings(channels={"test": ChannelAccess(allow=["alice", "bob"])})
     apps, senders = [], []
     for _ in range(2):
-        app = await app_factory(database_url=postgres_dsn, redis_url=redis_url, access=access)
+        # mid_turn queue: one turn per message (with steer, a message that reaches the
+        # process running the person's turn may join it: tests/integration/test_steering.py)
+        app = await app_factory(database_url=postgres_dsn, redis_url=redis_url, access=access,
+                                gateway=GatewaySettings(mid_turn="queue"))
         sender = RecordingSender("test")
         app.add_channel(sender)
         await app.start()

@@ -217,3 +217,58 @@ def test_a_trigger_lease_renewed_too_rarely_to_hold_is_refused(tmp_path):
     path = write(tmp_path, "ok.yaml", "triggers:\n  heartbeat_seconds: 0.5\n  lease_seconds: 2\n")
     settings = load_settings(path, env={})
     assert (settings.triggers.heartbeat_seconds, settings.triggers.lease_seconds) == (0.5, 2)
+
+
+def test_fallback_models_take_their_keys_from_the_variables_they_name(tmp_path):
+    path = write(tmp_path, "valet.yaml", """llm:
+  model: main
+  fallback_models:
+    - model: backup
+      base_url: https://backup.example/v1
+      api_key_env: BACKUP_KEY
+    - model: local
+      base_url: http://localhost:11434/v1
+      provider: ollama
+""")
+    settings = load_settings(path, env={"BACKUP_KEY": "sk-backup", "VALET_LLM_API_KEY": "k"})
+    first, second = settings.llm.fallback_models
+    assert first.api_key is not None and first.api_key.get_secret_value() == "sk-backup"
+    assert second.api_key is None and second.provider == "ollama"
+    assert "sk-backup" not in settings.model_dump_json()  # never printed with the settings
+    with pytest.raises(ConfigError, match=r"valet.yaml:6: llm.fallback_models.0.api_key_env: "
+                                          r"BACKUP_KEY is not set in the environment"):
+        load_settings(path, env={})
+    bad = write(tmp_path, "bad.yaml", "llm:\n  fallback_models:\n    - base_url: ftp://x\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(bad, env={})
+    assert "bad.yaml:3: llm.fallback_models.0.model" in str(err.value)
+    assert "llm.fallback_models.0.base_url: " in str(err.value)
+
+
+def test_the_loop_mode_and_summary_budget_are_checked(tmp_path):
+    path = write(tmp_path, "valet.yaml", "loop:\n  mode: clever\n  summary_tokens: 0\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path, env={})
+    assert "valet.yaml:2: loop.mode:" in str(err.value)
+    assert "valet.yaml:3: loop.summary_tokens:" in str(err.value)
+    ok = write(tmp_path, "ok.yaml", "loop:\n  mode: simple\n")
+    assert load_settings(ok, env={}).loop_config().mode == "simple"
+
+
+def test_the_main_key_is_never_sent_to_another_endpoint(tmp_path):
+    from bot.app.models import build_fallbacks
+    from bot.metrics import Metrics
+
+    path = write(tmp_path, "valet.yaml", """llm:
+  base_url: https://api.main.example/v1
+  model: main
+  fallback_models:
+    - model: same-endpoint
+    - model: elsewhere
+      base_url: https://other.example/v1
+""")
+    settings = load_settings(path, env={"VALET_LLM_API_KEY": "sk-main"})
+    same, other = build_fallbacks(settings, Metrics())
+    assert same.llm.inner._client.api_key == "sk-main"  # type: ignore[attr-defined]
+    assert other.llm.inner._client.api_key == "not-needed"  # type: ignore[attr-defined]
+    assert (same.provider, other.provider) == ("api.main.example", "other.example")

@@ -268,3 +268,27 @@ async def test_huge_tool_results_are_capped_with_the_original_size_recorded(fake
     stored = result.new_messages[1]["content"]
     assert len(stored) < 10_100 and "truncated" in stored
     assert ToolStatus.SUCCESS.value == result.tool_calls[0].result_status
+
+
+async def test_a_simple_turn_offers_no_tools_and_becomes_react_when_the_model_asks(fake_llm,
+                                                                                    llm):
+    tools = CountingTools()
+    fake_llm.script(Reply(tool_calls=[ToolCall("lookup", {"topic": "tides"})]),
+                    Reply(content="High tide at 6."))
+    result = await run_loop(llm, tools.registry(), mode="simple")
+    assert "tools" not in fake_llm.requests[0]  # auto guessed "no tool needed"...
+    assert "tools" in fake_llm.requests[1]  # ...and the turn got its tools once it did
+    assert tools.calls == ["lookup:tides"] and result.response == "High tide at 6."
+    assert result.mode == "react"
+
+
+async def test_loop_mode_simple_never_runs_a_tool(fake_llm, llm):
+    tools = CountingTools()
+    fake_llm.script(Reply(content="Let me look.",
+                          tool_calls=[ToolCall("lookup", {"topic": "tides"})]))
+    result = await run_loop(llm, tools.registry(), cfg=loop_config(mode="simple"),
+                            mode="simple")
+    assert tools.calls == [] and fake_llm.calls == 1
+    assert result.response == "Let me look." and result.mode == "simple"
+    assert result.stop_reason is TurnStop.FINAL_ANSWER
+    assert_closed(result.new_messages)

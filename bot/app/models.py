@@ -1,0 +1,66 @@
+"""The models a deployment talks to: the main LLM (`llm:`) and its fallbacks
+(`llm.fallback_models`), each counted in /metrics under its own name, each with the provider
+name that says whose tool-message format it reads (bot.fallback, bot.masking)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.config import ConfigError, Settings
+from bot.fallback import ModelSlot, provider_of
+from bot.llm import LLM
+from bot.metered_llm import MeteredLLM
+from bot.metrics import Metrics
+from bot.openai_llm import OpenAILLM
+
+
+@dataclass(frozen=True)
+class Models:
+    llm: LLM  # the main model, metered
+    provider: str
+    fallbacks: tuple[ModelSlot, ...] = ()
+
+    async def close(self) -> None:
+        for slot in self.fallbacks:
+            await slot.llm.close()
+
+
+def build_models(settings: Settings, metrics: Metrics, llm: LLM | None = None) -> Models:
+    """The main model (`llm`, given by a test, or from the settings) and the fallbacks."""
+    return Models(MeteredLLM(llm or build_llm(settings), metrics),
+                  settings.llm.provider or provider_of(settings.llm.base_url),
+                  build_fallbacks(settings, metrics))
+
+
+def build_llm(settings: Settings) -> LLM:
+    llm = settings.llm
+    if not llm.configured:
+        raise ConfigError(NO_LLM_MESSAGE)
+    return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
+                     model=llm.model or "", timeout=llm.timeout_seconds,
+                     extra_body=llm.extra_body)
+
+
+def build_fallbacks(settings: Settings, metrics: Metrics) -> tuple[ModelSlot, ...]:
+    """`llm.fallback_models`, in order, each counted in /metrics under its own name."""
+    llm = settings.llm
+    slots = []
+    for fallback in llm.fallback_models:
+        base_url = fallback.base_url or llm.base_url
+        # The main key only goes to the main endpoint: another one gets its own or none.
+        same_endpoint = fallback.base_url in (None, llm.base_url)
+        key = fallback.api_key.get_secret_value() if fallback.api_key else \
+            llm.api_key_value() if same_endpoint else None
+        client = OpenAILLM(base_url=base_url, api_key=key or "not-needed",
+                           model=fallback.model,
+                           timeout=fallback.timeout_seconds or llm.timeout_seconds)
+        slots.append(ModelSlot(MeteredLLM(client, metrics),
+                               fallback.provider or provider_of(base_url)))
+    return tuple(slots)
+
+
+NO_LLM_MESSAGE = (
+    "No LLM configured: set VALET_LLM_MODEL and VALET_LLM_BASE_URL (any OpenAI-compatible "
+    "endpoint, e.g. http://localhost:11434/v1 for Ollama) or OPENAI_API_KEY; see README.")
+
+
