@@ -9,7 +9,7 @@ def backoff_delay(attempt: int, *, base: float, cap: float,
     each time, at most `cap`. A server's `retry_after` is a floor (never retry earlier than it
     asked), itself bounded by `cap`: the LLM port would rather give up than wait as long as
     any server likes. (The outbox waits a channel's retry_after exactly: see
-    bot.gateway.outbox.)"""
+    bot.gateway.delivery.)"""
     delay = min(cap, base * 2 ** max(0, attempt - 1))
     if retry_after is not None:
         delay = max(delay, min(retry_after, cap))

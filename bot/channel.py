@@ -9,7 +9,7 @@ message or show typing) it does as a no-op, and says so in `features`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.brief import Brevity
 from bot.envelopes import LoopEvent, OutboundMessage
@@ -33,6 +33,16 @@ class PermanentSendError(Exception):
         super().__init__(message)
         self.unreachable = unreachable
         self.opted_out = opted_out
+
+
+class PartlySent(Exception):
+    """The first `parts_sent` parts of a long message went out and the channel hands the rest
+    back: it goes on later (from part `parts_sent`), after any urgent message to the same
+    address. Not a failure: nothing counts towards giving up."""
+
+    def __init__(self, parts_sent: int) -> None:
+        super().__init__(f"{parts_sent} parts sent; the rest goes later")
+        self.parts_sent = parts_sent
 
 
 @dataclass(frozen=True)
@@ -85,4 +95,15 @@ class Channel(Protocol):
 
     async def progress(self, address: str, event: LoopEvent) -> None:
         """What the turn is doing now (tool calls, streamed text), as the channel shows it."""
+        ...
+
+
+@runtime_checkable
+class Paced(Protocol):
+    """A channel that keeps its platform's pace per address (Telegram: about one message a
+    second per chat). The deliverer asks before it takes a message for an address, so an
+    address that must wait does not hold a delivery slot other addresses could use."""
+
+    def ready_in(self, address: str) -> float:
+        """Seconds until a message to `address` may go (0: now)."""
         ...

@@ -230,6 +230,9 @@ class OutboundMessage:
     # The outbox row's key: "reply:<inbox row id>" for the reply to that inbound message, so a
     # channel can tell which message a reply answers.
     dedupe_key: str = ""
+    # How many parts of a long message the channel delivered before (bot.channel.PartlySent):
+    # it goes on from the next one.
+    parts_sent: int = 0
 
 
 def payload_of(prompts: tuple[ApprovalPrompt, ...], stop: TurnStop | None,

@@ -2,22 +2,30 @@
 LLM request and the reply.
 
     inbox row: MediaRef (the channel's durable file id; the bytes are not stored)
-    -> the gateway, when the turn runs: `fetch_images` asks the channel for the bytes
+    -> the gateway, when the turn runs (`MediaReader.read`): photos' bytes from the channel;
+       a voice note's bytes from the channel, then its words from the transcriber (the
+       transcript is written to the inbox row, so a turn redone after a crash reuses it)
     -> this turn's requests: the user message as content parts, text + data-URL images
-    -> the stored history: a placeholder ("[photo] the caption"), so later requests never
-       carry megabytes of base64 again
+    -> the stored history: a placeholder ("[photo] the caption", "[voice] the words"), so
+       later requests never carry megabytes of base64 again
 
-Why references and not bytes in the inbox: a Telegram file_id is durable, a few dozen bytes,
-and fetching again after a crash costs one getFile; the bytes would make every inbox row of a
-photo megabytes and the channel's acknowledgement wait for a download.
+Why references and not bytes in the inbox, and why at turn time: a Telegram file_id is
+durable, a few dozen bytes, and fetching again after a crash costs one getFile; the channel
+acknowledges its platform as soon as the row is stored, so a download that hangs or fails
+never holds the poller (a failing voice note is answered once, "I couldn't make out that
+voice note", and everyone else's messages go on).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from bot.backoff import backoff_delay
 from bot.envelopes import Image, Inbound, MediaRef
 
 log = logging.getLogger(__name__)
@@ -60,6 +68,55 @@ async def fetch_images(source: MediaSource | None, media: tuple[MediaRef, ...]
     return tuple(images)
 
 
+# Speech to text (bot.transcribe.Transcriber.transcribe): audio bytes and a file name -> words.
+Transcribe = Callable[[bytes, str], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class ReadMedia:
+    """What a message's media come to for its turn."""
+
+    images: tuple[Image, ...] = ()
+    transcript: str | None = None  # a voice note's words
+    unreadable: str | None = None  # why a voice note could not be heard: no turn runs
+
+
+class MediaReader:
+    """Reads a message's media when its turn runs: photos as images (one that cannot be
+    fetched is left out), a voice note as words, tried `tries` times before it is given up."""
+
+    def __init__(self, transcribe: Transcribe | None, *, tries: int = 3,
+                 retry_seconds: float = 0.5) -> None:
+        self.transcribe = transcribe
+        self.tries = tries
+        self.retry_seconds = retry_seconds
+
+    async def read(self, source: MediaSource | None, media: tuple[MediaRef, ...],
+                   text: str) -> ReadMedia:
+        """`text` is the inbox row's: for a voice note, its transcript once it was heard."""
+        images = await fetch_images(source, media)
+        voice = next((ref for ref in media if ref.kind == "voice"), None)
+        if voice is None:
+            return ReadMedia(images)
+        if text.strip():
+            return ReadMedia(images, transcript=text)  # heard before (a turn redone)
+        if self.transcribe is None or source is None:
+            return ReadMedia(images, unreadable="no transcription model is configured")
+        problem = ""
+        for attempt in range(1, self.tries + 1):
+            try:
+                words = await self.transcribe(await source.fetch_media(voice), "voice.ogg")
+                return ReadMedia(images, transcript=words)
+            except Exception as err:  # the channel's or the transcriber's trouble, alike
+                problem = f"{type(err).__name__}: {err}"
+                log.warning("voice note %s not heard (try %d of %d): %s", voice.ref, attempt,
+                            self.tries, problem)
+            if attempt < self.tries:
+                await asyncio.sleep(backoff_delay(attempt, base=self.retry_seconds,
+                                                  cap=10 * self.retry_seconds))
+        return ReadMedia(images, unreadable=problem)
+
+
 def stored_text(msg: Inbound) -> str:
     """The person's message as the history keeps it: "[photo] caption" for a photo."""
     if not msg.media:
@@ -86,8 +143,8 @@ def image_part(image: Image) -> dict[str, Any]:
 
 
 def heard_line(media: tuple[MediaRef, ...], text: str) -> str | None:
-    """For a voice note (the channel transcribed it; `text` is the transcript): the reply's
-    first line, so the person sees what Valet understood. None for anything else."""
+    """For a voice note (`text` is its transcript): the reply's first line, so the person
+    sees what Valet understood. None for anything else."""
     if not any(ref.kind == "voice" for ref in media) or not text.strip():
         return None
     return f"🎤 “{text.strip()}”"

@@ -70,6 +70,12 @@ class ConversationLines(LineGroup):
     no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
     cancelled: str = "Okay, I stopped."
+    # A voice note that could not be fetched or transcribed (a few tries when its turn ran),
+    # and a message a channel could not store or handle at all (a few tries, then given up):
+    # said once; the person's next message is answered as usual.
+    voice_unreadable: str = "Sorry, I couldn't make out that voice note: could you type it?"
+    message_unreadable: str = ("Sorry, something went wrong reading that message: could you "
+                               "send it again, in words?")
 
 
 class ApprovalLines(LineGroup):
@@ -285,7 +291,6 @@ class TelegramLines(LineGroup):
     telegram_cannot_see: str = ("Sorry, I can't look at photos yet: could you tell me in words "
                                 "what it shows?")
     telegram_cannot_see_caption: str = "I can't look at photos yet, so I've only read your caption."
-    telegram_unclear_voice: str = "Sorry, I couldn't make out that voice note: could you type it?"
     telegram_unreadable: str = "I can't read {what} yet: please write to me."
     telegram_invalid_button: str = "This button is no longer valid."
     telegram_button_approve: str = "✅ Approve"

@@ -1,16 +1,14 @@
 """Events: publish/subscribe with pattern matching behind a small EventBus protocol.
 
-The in-process bus is the embedded default: at-least-once (a handler that raises gets the event
-again, up to `max_attempts`) and acknowledged only after every matching handler succeeded.
-A Redis Streams bus (several processes, consumer groups, XACK after the effect) fits the same
-protocol. Handlers must tolerate a second delivery: the engine's run key (the event id) makes
-one a no-op.
+The bus Valet runs is the stored one (triggers.event_store): publishing is an INSERT, so an
+event is durable before `POST /events` acknowledges it; dispatch is at-least-once (a handler
+that raises gets the event again, up to a limit). A Redis Streams bus (consumer groups, XACK
+after the effect) would fit the same protocol with the table still the truth. Handlers must
+tolerate a second delivery: the engine's run key (the event id) makes one a no-op.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import fnmatch
 import logging
 import uuid
@@ -72,8 +70,8 @@ Handler = Callable[[Event], Awaitable[None]]
 
 
 class EventBus(Protocol):
-    async def publish(self, event: Event) -> None:
-        """Durable for this bus once it returns."""
+    async def publish(self, event: Event) -> bool:
+        """Durable once it returns; False when this event's id was published before."""
         ...
 
     def subscribe(self, pattern: EventPattern, handler: Handler) -> None: ...
@@ -81,60 +79,3 @@ class EventBus(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
-
-
-class InProcessEventBus:
-    def __init__(self, *, max_attempts: int = 3, retry_delay: float = 0.05) -> None:
-        self._subscribers: list[tuple[EventPattern, Handler]] = []
-        self._queue: asyncio.Queue[tuple[Event, int]] = asyncio.Queue()
-        self._worker: asyncio.Task[None] | None = None
-        self.max_attempts = max_attempts
-        self.retry_delay = retry_delay
-        self.dead: list[Event] = []  # given up on after max_attempts (logged)
-
-    def subscribe(self, pattern: EventPattern, handler: Handler) -> None:
-        self._subscribers.append((pattern, handler))
-
-    async def publish(self, event: Event) -> None:
-        await self._queue.put((event, 1))
-
-    async def start(self) -> None:
-        if self._worker is None:
-            self._worker = asyncio.create_task(self._deliver())
-
-    async def stop(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-            self._worker = None
-
-    async def drain(self) -> None:
-        """Until every published event was acknowledged (or given up on)."""
-        await self._queue.join()
-
-    async def _deliver(self) -> None:
-        while True:
-            event, attempt = await self._queue.get()
-            try:
-                await self._handle(event, attempt)
-            finally:
-                self._queue.task_done()
-
-    async def _handle(self, event: Event, attempt: int) -> None:
-        try:
-            for pattern, handler in list(self._subscribers):
-                if pattern.matches(event):
-                    await handler(event)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            if attempt >= self.max_attempts:
-                log.exception("event %s/%s (%s) failed %d times; dropped", event.source,
-                              event.type, event.id, attempt)
-                self.dead.append(event)
-                return
-            log.warning("event %s failed (attempt %d); delivering again", event.id, attempt,
-                        exc_info=True)
-            await asyncio.sleep(self.retry_delay * attempt)
-            await self._queue.put((event, attempt + 1))  # acknowledged only after the effect

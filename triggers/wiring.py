@@ -20,7 +20,7 @@ from triggers.budget import BudgetCheck, Budgets, TellOwner
 from triggers.changes import TaskChanges
 from triggers.conditions import registry_checker
 from triggers.engine import EngineSettings, TriggerEngine
-from triggers.events import InProcessEventBus
+from triggers.event_store import StoredEventBus
 from triggers.executors import TriggerGateway, default_executors
 from triggers.http import events_app
 from triggers.service import TaskService
@@ -33,7 +33,7 @@ EVENTS_TOKEN_ENV = "VALET_EVENTS_TOKEN"
 class Triggers:
     engine: TriggerEngine
     service: TaskService
-    bus: InProcessEventBus
+    bus: StoredEventBus  # events stored before they are acknowledged
 
     async def start(self, *, wake_up: bool = True) -> None:
         await self.bus.start()
@@ -66,7 +66,7 @@ def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry
                    ) -> Triggers:
     """`services`: what a condition's check (a read-only tool) may use, as in a turn. The
     engine says what the task service's lines say."""
-    bus = InProcessEventBus()
+    bus = StoredEventBus(db, clock)
     engine = TriggerEngine(db, clock, gateway,
                            default_executors(gateway, registry.names(), lines=service.lines),
                            bus=bus, checker=registry_checker(registry, clock, http=http,

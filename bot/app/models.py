@@ -1,6 +1,7 @@
 """The models a deployment talks to: the main LLM (`llm:`) and its fallbacks
 (`llm.fallback_models`), each counted in /metrics under its own name, each with the provider
-name that says whose tool-message format it reads (bot.fallback, bot.masking)."""
+name that says whose tool-message format it reads (bot.fallback, bot.masking); and speech to
+text for voice notes (`llm.transcription_model`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from bot.llm import LLM
 from bot.metered_llm import MeteredLLM
 from bot.metrics import Metrics
 from bot.openai_llm import OpenAILLM
+from bot.transcribe import Transcriber
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,15 @@ def build_fallbacks(settings: Settings, metrics: Metrics) -> tuple[ModelSlot, ..
         slots.append(ModelSlot(MeteredLLM(client, metrics),
                                fallback.provider or provider_of(base_url)))
     return tuple(slots)
+
+
+def build_transcriber(settings: Settings) -> Transcriber | None:
+    """Speech to text on the LLM's endpoint, when `llm.transcription_model` names a model."""
+    llm = settings.llm
+    if not llm.transcription_model:
+        return None
+    return Transcriber(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
+                       model=llm.transcription_model)
 
 
 NO_LLM_MESSAGE = (

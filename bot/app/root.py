@@ -21,7 +21,7 @@ from agents.services import Services
 from agents.stores import AgentStores
 from bot.app.console.command import console_command
 from bot.app.database import open_database
-from bot.app.models import build_models
+from bot.app.models import build_models, build_transcriber
 from bot.app.owner import record_owner
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow
@@ -40,6 +40,7 @@ from bot.envelopes import Delivery, Notification, OutboundMessage, PromptKind, T
 from bot.gateway.access import AccessControl
 from bot.gateway.claims import OwnerClaims
 from bot.gateway.console_login import ConsoleLogins
+from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.identity import IdentityStore
@@ -48,12 +49,13 @@ from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.gateway.notify import Notifier, RoutableSenders
 from bot.gateway.others import OutboxMessenger
 from bot.gateway.outbound import Outbound
-from bot.gateway.outbox import ChannelSender, OnPermanent, OutboxDeliverer, OutboxStore
+from bot.gateway.outbox import OutboxStore
 from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM
+from bot.media import MediaReader
 from bot.memory.compaction import Compactor
 from bot.memory.history import HistoryStore
 from bot.memory.summaries import SummaryStore
@@ -69,6 +71,7 @@ from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.trace_store import TraceStore, debug_command
+from bot.transcribe import Transcriber
 from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
@@ -116,6 +119,7 @@ class App:
     http: aiohttp.ClientSession
     memory: Memory | None = None  # long-term memory; None when turned off
     compactor: Compactor | None = None  # old messages folded into a running summary
+    transcriber: Transcriber | None = None  # llm.transcription_model; None: voice not heard
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     stall_monitor: StallMonitor | None = None
     _sweeper: asyncio.Task[None] | None = None
@@ -183,6 +187,7 @@ class App:
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout)
         decisions = ApprovalStep(approvals, users, lines=persona.lines)
+        transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         outbound = _build_outbound(settings, db, clock, users, identities, {
             PromptKind.APPROVAL: approval_store.outcomes,
             PromptKind.PAIRING: _pairing_outcomes(access, clock)})
@@ -241,6 +246,9 @@ class App:
             inbox=InboxStore(db), outbound=outbound, history=history,
             handle_message=orchestrator.handle_message, locks=locks,
             failure_line=persona.lines.llm_unavailable,
+            voice_line=persona.lines.voice_unreadable,
+            unreadable_line=persona.lines.message_unreadable,
+            media=MediaReader(transcriber.transcribe if transcriber else None),
             max_attempts=settings.gateway.turn_attempts,
             retry_seconds=settings.gateway.turn_retry_seconds,
             answer_button=decisions.answer_button, silenced=tasks.silenced,
@@ -260,7 +268,8 @@ class App:
                   services=services, orchestrator=orchestrator, commands=commands,
                   outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
-                  compactor=compactor, closers=closers, metrics=metrics)
+                  compactor=compactor, closers=closers, metrics=metrics,
+                  transcriber=transcriber)
         triggers.engine.on_fired = metrics.scheduler_fired
         await app.ensure_owner()
         return app
@@ -344,6 +353,8 @@ class App:
         for closer in self.closers:
             await closer()
         await self.http.close()
+        if self.transcriber is not None:
+            await self.transcriber.close()
         await self.llm.close()
         await self.db.close()
         if self._owner is not None:

@@ -29,9 +29,12 @@ def extra_routes(app: App, env: Mapping[str, str] | None = None) -> list[web.Rou
     """Routes that are not a channel's: `POST /events` for the trigger engine (bearer token
     VALET_EVENTS_TOKEN; without one every request gets 401)."""
     env = os.environ if env is None else env
-    from triggers.http import events_routes
+    from bot.request_body import BodyLimits
+    from triggers.http import MAX_BODY, events_routes
 
-    return events_routes(app.triggers.bus, env.get("VALET_EVENTS_TOKEN") or None)
+    limits = BodyLimits(max_bytes=MAX_BODY,
+                        timeout_seconds=app.settings.http.body_timeout_seconds)
+    return events_routes(app.triggers.bus, env.get("VALET_EVENTS_TOKEN") or None, limits)
 
 
 def build_web_app(app: App, channels: list[ServedChannel],

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pydantic
 
-from bot.gateway.outbox import DeliveryPolicy
+from bot.gateway.delivery import DeliveryPolicy
 from bot.loop import ReactLoopConfig
 
 # Keys of llm.extra_body that would put a credential into the file (and every request log).
@@ -280,6 +280,9 @@ class HTTPSettings(_Section):
     port: int = pydantic.Field(8080, ge=0, le=65535)
     # On SIGTERM, how long running turns get to finish (the rest is redone at the next start).
     shutdown_grace_seconds: float = pydantic.Field(20.0, ge=0)
+    # A request body (a webhook, an event) that has not fully arrived by then is refused
+    # (408): a client that sends half a body does not hold a connection open.
+    body_timeout_seconds: float = pydantic.Field(10.0, gt=0)
 
 
 class ConsoleSettings(_Section):

@@ -34,6 +34,16 @@ class Door(Protocol):
         """A fixed short answer to a known address, once per key (no inbox row)."""
         ...
 
+    async def count_failure(self, channel: str, external_id: str, error: str) -> int:
+        """The channel could not store or handle this message once more: how many times so
+        far, counted durably (a restart goes on counting)."""
+        ...
+
+    async def give_up(self, msg: IncomingMessage, reason: str) -> None:
+        """A message that kept failing: recorded as failed with its reason; its sender, when
+        Valet knows them, is told once. The channel moves on."""
+        ...
+
 
 @dataclass(frozen=True)
 class ChannelHost:

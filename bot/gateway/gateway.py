@@ -36,7 +36,7 @@ from bot.gateway.locks import UserLocks
 from bot.gateway.midturn import MidTurnQueue
 from bot.gateway.outbound import Outbound
 from bot.gateway.users import User, UserStore
-from bot.media import MediaSource, fetch_images, heard_line
+from bot.media import MediaReader, MediaSource, ReadMedia, heard_line
 from bot.memory.history import HistoryStore
 from bot.sanitize import clean_incoming
 from bot.steering import Steered
@@ -68,6 +68,11 @@ class GatewayDeps:
     handle_message: HandleMessage
     locks: UserLocks
     failure_line: str  # what the user reads when their message could not be handled
+    # ...when a voice note could not be heard, and when a message could not even be read
+    # (stored or handled) after a few tries: said once, and everyone else's messages go on.
+    voice_line: str
+    unreadable_line: str
+    media: MediaReader  # photos and voice notes, read when their turn runs
     max_attempts: int = 3  # a turn that crashes is tried this often (gateway.turn_attempts)
     retry_seconds: float = 0.2  # x attempt, before the next try
     # The short answer to a button press, given at once (before the turn runs): "Approving...",
@@ -239,6 +244,29 @@ class Gateway:
         await self.outbound.answer_directly(channel, address, text, dedupe_key=dedupe_key,
                                             user_id=user_id)
 
+    async def count_failure(self, channel: str, external_id: str, error: str) -> int:
+        """A channel could not store or handle this message once more: how many times so far
+        (counted in the database, so a restart goes on counting)."""
+        return await self.deps.inbox.count_failure(channel, external_id, error,
+                                                   self.deps.clock.now())
+
+    async def give_up(self, msg: IncomingMessage, reason: str) -> None:
+        """A message that kept failing: recorded as failed with its reason, and its sender,
+        when Valet knows them, told once (a redelivery is a duplicate and says nothing)."""
+        msg = clean_incoming(msg)
+        row_id = await self.deps.inbox.record(msg)
+        if row_id is None:  # stored before; failed only if it never reached anyone's queue
+            row_id = await self.deps.inbox.unadmitted(msg.channel, msg.external_id)
+            if row_id is None:
+                return
+        user = await self.deps.identities.resolve(msg.channel, msg.address) \
+            if msg.address else None
+        tell = user is not None and not user.blocked
+        log.error("%s message %s given up: %s", msg.channel, msg.external_id, reason)
+        await self._close(row_id, "failed", reply=Reply(self.deps.unreadable_line)
+                          if tell else None, user_id=user.id if user else None,
+                          channel=msg.channel, address=msg.address, error=reason[:1000])
+
     async def _close_at_the_door(self, msg: IncomingMessage, row_id: int,
                                  admission: Admission) -> None:
         user_id = admission.user.id if admission.user else None
@@ -266,7 +294,7 @@ class Gateway:
                     payload=payload_of(reply.prompts, reply.stop))
             await deps.inbox.close(tx, row_id, status, deps.clock.now(), error)
         if speaks:
-            self.outbound.wake()
+            self.outbound.wake(channel, address)
 
     def kick(self, user_id: str) -> None:
         """There is work for this user: make sure one drain runs for them."""
@@ -315,6 +343,14 @@ class Gateway:
             return
         channel, address = target
         await self._typing(channel, address)
+        media = await self._read_media(row)
+        if media.unreadable is not None:  # a voice note that cannot be heard: said once
+            await self._close(row.id, "failed", reply=Reply(deps.voice_line), user_id=user.id,
+                              channel=row.channel, address=row.address, error=media.unreadable)
+            return
+        if media.transcript is not None and media.transcript != row.text:
+            await deps.inbox.set_text(row.id, media.transcript)
+            row = replace(row, text=media.transcript)
         stop = self._running[user.id] = asyncio.Event()
         # A person's own message opens a mailbox for what they add while it runs (a
         # trigger's run does not: its reply is a notification, not an answer to them).
@@ -322,7 +358,7 @@ class Gateway:
             else None
         try:
             reply = await deps.handle_message(
-                await self._inbound(row, turn_id, channel, address),
+                self._inbound(row, turn_id, channel, address, media),
                 emit=self._progress(channel, address), cancel=stop, steering=mailbox)
         except asyncio.CancelledError:
             raise
@@ -351,17 +387,22 @@ class Gateway:
         found = await self.outbound.route(row.user_id, row.reply_channel, row.origin_channel)
         return (found.channel, found.address) if found else None
 
-    async def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str
-                       ) -> Inbound:
-        assert row.user_id is not None
-        # A photo's bytes are fetched now, for this turn only (the row keeps the reference).
+    async def _read_media(self, row: InboxRow) -> ReadMedia:
+        """A photo's bytes and a voice note's words are fetched now, for this turn only (the
+        row keeps the reference), never before the message was stored."""
+        if not row.media:
+            return ReadMedia()
         source = self.outbound.sender(row.channel)
-        images = await fetch_images(source if isinstance(source, MediaSource) else None,
-                                    row.media) if row.media else ()
+        return await self.deps.media.read(
+            source if isinstance(source, MediaSource) else None, row.media, row.text)
+
+    def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str,
+                 media: ReadMedia) -> Inbound:
+        assert row.user_id is not None
         return Inbound(user_id=row.user_id, channel=channel, text=row.text,
                        received_at=row.received_at, external_id=row.external_id,
                        address=address, button=row.button, turn_id=turn_id,
-                       from_trigger=row.trigger_task_id, media=row.media, images=images)
+                       from_trigger=row.trigger_task_id, media=row.media, images=media.images)
 
     async def _finish(self, row: InboxRow, reply: Reply, *, status: str = "done",
                       error: str | None = None) -> None:

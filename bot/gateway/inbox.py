@@ -88,6 +88,27 @@ class InboxStore:
             msg.key, msg.user_id, msg.text, at, msg.task_id, msg.channel, msg.urgency.value,
             msg.origin_channel)
 
+    async def set_text(self, row_id: int, text: str) -> None:
+        """A voice note's transcript, once heard: a turn redone after a crash reuses it."""
+        await self.db.execute("UPDATE inbox SET text = $1 WHERE id = $2", text, row_id)
+
+    async def count_failure(self, channel: str, external_id: str, error: str,
+                            at: datetime) -> int:
+        """One more failed try to store or handle this message; how many there were so far
+        (also before a restart)."""
+        return int(await self.db.fetchval(
+            "INSERT INTO inbox_tries (channel, external_id, tries, last_error, updated_at)"
+            " VALUES ($1, $2, 1, $3, $4) ON CONFLICT (channel, external_id) DO UPDATE"
+            " SET tries = inbox_tries.tries + 1, last_error = $3, updated_at = $4"
+            " RETURNING tries", channel, external_id, error[:1000], at))
+
+    async def unadmitted(self, channel: str, external_id: str) -> int | None:
+        """The row of a message that was stored but never reached anyone's queue (its
+        handling failed right after the insert), if there is one."""
+        return await self.db.fetchval(
+            "SELECT id FROM inbox WHERE channel = $1 AND external_id = $2"
+            " AND status = 'received' AND user_id IS NULL", channel, external_id)
+
     async def people_since(self, at: datetime) -> int:
         """How many people wrote (not triggers) since then."""
         return int(await self.db.fetchval(

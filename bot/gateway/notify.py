@@ -4,7 +4,8 @@
            that has a sender; never an identity that opted out or cannot be reached
     when:  URGENT at once; anything else waits out the person's quiet hours (in their
            timezone) and goes once when they end
-    how:   through the outbox like every reply (ordered, retried, exactly once per key)
+    how:   through the outbox like every reply (ordered, retried, exactly once per key); URGENT
+           ones and prompts in the address's urgent lane, the rest as bulk
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from bot.clock import Clock
 from bot.db import Database, Queries
 from bot.envelopes import Delivery, Notification, Urgency, payload_of
 from bot.gateway.identity import IdentityStore
-from bot.gateway.outbox import OutboxStore
+from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.users import User, UserStore
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,12 @@ def quiet_until(user: User, now: datetime) -> datetime | None:
     ends = datetime.combine(day, end, tzinfo=tz)
     # Round-tripping through UTC moves a wall time skipped by a DST jump past the gap.
     return ends.astimezone(ZoneInfo("UTC"))
+
+
+def lane_of(note: Notification) -> Lane:
+    """Urgent notices and prompts (someone waits for the answer) go before an address's bulk:
+    reminders, summaries, what a triggered run found."""
+    return Lane.URGENT if note.urgency is Urgency.URGENT or note.prompts else Lane.BULK
 
 
 def _hhmm(text: str) -> time:
@@ -129,6 +136,6 @@ class Notifier:
         queued = await self.outbox.enqueue(
             q or self.db, dedupe_key=note.dedupe_key, user_id=note.user_id,
             channel=target.channel, address=target.address, text=note.text,
-            at=self.clock.now(), not_before=not_before,
+            at=self.clock.now(), not_before=not_before, lane=lane_of(note),
             payload=payload_of(note.prompts, None, {"kind": "notification"}))
         return Delivery.QUEUED if queued is not None else Delivery.ALREADY_QUEUED

@@ -26,7 +26,7 @@ from bot.clock import Clock
 from bot.db import Database
 from bot.gateway.identity import IdentityStore
 from bot.gateway.notify import quiet_until
-from bot.gateway.outbox import OutboxStore
+from bot.gateway.outbox import Lane, OutboxStore
 
 KEY_PREFIX = "others:"
 KIND = "on_behalf"  # the outbox payload's kind: neither a reply nor a notification
@@ -109,7 +109,8 @@ class OutboxMessenger:
         held = await self._quiet_until(channel, address, now)
         queued = await self.outbox.enqueue(
             self.db, dedupe_key=dedupe_key, user_id=sender_id, channel=channel,
-            address=address, text=text, at=now, payload={"kind": KIND}, not_before=held)
+            address=address, text=text, at=now, payload={"kind": KIND}, not_before=held,
+            lane=Lane.URGENT)  # a person's own words to someone, just approved
         if queued is None:  # a concurrent run of the same key won
             return Sent(SendOutcome.ALREADY_QUEUED, count, self.max_per_day)
         self.wake()

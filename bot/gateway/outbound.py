@@ -20,8 +20,9 @@ from typing import Any
 from bot.clock import Clock
 from bot.db import Database, Queries
 from bot.envelopes import ApprovalPrompt, Delivery, Notification, Urgency
+from bot.gateway.delivery import ChannelSender, OutboxDeliverer
 from bot.gateway.notify import Notifier, Reachable
-from bot.gateway.outbox import ChannelSender, OutboxDeliverer, OutboxStore
+from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.users import User, UserStore
 
@@ -61,9 +62,13 @@ class Outbound:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._delivery
 
-    def wake(self) -> None:
-        """Something was queued: deliver now rather than at the next poll."""
-        self.deliverer.wake()
+    def wake(self, channel: str | None = None, address: str | None = None) -> None:
+        """Something was queued (for this address, when the caller knows it): deliver now
+        rather than at the next poll."""
+        if channel is not None and address is not None:
+            self.deliverer.wake_address(channel, address)
+        else:
+            self.deliverer.wake()
 
     async def in_flight(self) -> bool:
         """Something is due now or being sent right now."""
@@ -75,10 +80,12 @@ class Outbound:
                           channel: str, address: str, text: str,
                           payload: dict[str, Any] | None = None) -> int | None:
         """A reply to an address, in the caller's transaction (wake the deliverer after it
-        commits). None when a message with this key was queued before."""
+        commits). None when a message with this key was queued before. Urgent: the person
+        is waiting for it (it goes before their bulk, never behind anyone else's)."""
         return await self.outbox.enqueue(q, dedupe_key=dedupe_key, user_id=user_id,
                                          channel=channel, address=address, text=text,
-                                         at=self.clock.now(), payload=payload)
+                                         at=self.clock.now(), lane=Lane.URGENT,
+                                         payload=payload)
 
     async def answer_directly(self, channel: str, address: str, text: str, *,
                               dedupe_key: str, user_id: str | None = None) -> None:

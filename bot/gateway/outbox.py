@@ -1,34 +1,37 @@
 """The outbox: every reply and proactive message is persisted before it is sent, then sent
-by one delivery path, with retries for transient failures, and marked sent or dead.
+by one delivery path (bot.gateway.delivery), with retries for transient failures, and marked
+sent or dead.
 
-A message is claimed (pending -> sending) with a compare-and-set before the channel is asked,
-so two workers never send it twice. A row found `sending` after a crash may or may not have
-reached the person; it is dead-lettered as "outcome unknown" rather than sent again.
+Each address's messages form lanes (`Lane`): urgent ones (a reply to what the person just
+sent, approval prompts, pairing, prompt edits), then the rest of a long message whose first
+parts went out, then bulk (reminders, summaries, event results). The next message for an
+address is the first one "on its way" in (lane, id) order; within a lane, order is arrival.
+
+A message is claimed (pending -> sending) with a compare-and-set that holds only while
+nothing is being sent to the same address and nothing ahead of it is on its way: two
+deliverers (processes) never send a message twice, and an address's order holds across them.
+A row found `sending` after a crash may or may not have reached the person; it is
+dead-lettered as "outcome unknown" rather than sent again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+from enum import IntEnum
 from typing import Any
 
-from bot.backoff import backoff_delay
-from bot.channel import Channel, PermanentSendError, TransientSendError
-from bot.clock import Clock
 from bot.db import Database, Queries, Row
 from bot.envelopes import OutboundMessage, prompts_of, stop_of
 
-log = logging.getLogger(__name__)
 
+class Lane(IntEnum):
+    """Which of an address's queues a message waits in; lower goes first."""
 
-# A sender is a channel as the outbox sees it: only `send` is needed to deliver.
-ChannelSender = Channel
-# Told when a send failed for good because the address cannot be written to any more.
-OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
+    URGENT = 0  # someone is waiting for it: a reply, a prompt, pairing, a button's outcome
+    REST = 1  # the later parts of a long message whose first parts went out
+    BULK = 2  # nobody just asked: reminders, summaries, event results
 
 
 def _message(r: Row) -> OutboundMessage:
@@ -36,7 +39,8 @@ def _message(r: Row) -> OutboundMessage:
     return OutboundMessage(r["id"], r["user_id"], r["channel"], r["address"], r["text"],
                            # the tries that count towards giving up (not the waits)
                            prompts_of(payload), stop_of(payload), r["attempts"] - r["waits"],
-                           kind=payload.get("kind", "reply"), dedupe_key=r["dedupe_key"] or "")
+                           kind=payload.get("kind", "reply"), dedupe_key=r["dedupe_key"] or "",
+                           parts_sent=r["parts_sent"] or 0)
 
 
 @dataclass(frozen=True)
@@ -45,27 +49,56 @@ class Waiting:
     oldest: datetime | str | None  # SQLite gives an aggregate's time back as text
 
 
+@dataclass(frozen=True)
+class Head:
+    """The first message of an address's queue: what goes next, once it may."""
+
+    message: OutboundMessage
+    sending: bool  # being sent now (by this process or another)
+    next_attempt_at: datetime
+
+
+# A row "on its way": being sent, or pending and either tried before (it waits for a retry:
+# what comes after it waits too) or due. A row held for later and never tried (quiet hours)
+# is not on its way: it holds nothing back.
+_ON_ITS_WAY = ("(status = 'sending' OR (status = 'pending'"
+               " AND (attempts > 0 OR next_attempt_at <= $3)))")
+
+
 class OutboxStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
     async def enqueue(self, q: Queries, *, dedupe_key: str, user_id: str | None, channel: str,
-                      address: str, text: str, at: datetime,
+                      address: str, text: str, at: datetime, lane: Lane,
                       payload: dict[str, Any] | None = None,
                       not_before: datetime | None = None) -> int | None:
         """The new row's id; None if a message with this dedupe key exists already."""
         return await q.fetchval(
             "INSERT INTO outbox (dedupe_key, user_id, channel, address, text, payload, status,"
-            " next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8)"
+            " next_attempt_at, created_at, priority)"
+            " VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9)"
             " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id",
             dedupe_key, user_id, channel, address, text,
-            json.dumps(payload) if payload else None, not_before or at, at)
+            json.dumps(payload) if payload else None, not_before or at, at, int(lane))
 
-    async def due(self, at: datetime, limit: int = 100) -> list[OutboundMessage]:
+    async def due_addresses(self, at: datetime, limit: int) -> list[tuple[str, str]]:
+        """Addresses with a message due now, those with urgent ones first."""
         rows = await self.db.fetch(
-            "SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= $1"
-            " ORDER BY id LIMIT $2", at, limit)
-        return [_message(r) for r in rows]
+            "SELECT channel, address, MIN(priority) AS lane, MIN(id) AS first FROM outbox"
+            " WHERE status = 'pending' AND next_attempt_at <= $1 GROUP BY channel, address"
+            " ORDER BY lane, first LIMIT $2", at, limit)
+        return [(r["channel"], r["address"]) for r in rows]
+
+    async def head(self, channel: str, address: str, at: datetime) -> Head | None:
+        """The address's first message on its way (see `_ON_ITS_WAY`); None: nothing to do."""
+        row = await self.db.fetchrow(
+            "SELECT * FROM outbox WHERE channel = $1 AND address = $2 AND " + _ON_ITS_WAY
+            + " ORDER BY CASE WHEN status = 'sending' THEN 0 ELSE 1 END, priority, id LIMIT 1",
+            channel, address, at)
+        if row is None:
+            return None
+        return Head(_message(row), row["status"] == "sending", row["next_attempt_at"])
 
     async def in_flight(self, at: datetime) -> bool:
         """Something is due now or being sent right now."""
@@ -80,18 +113,20 @@ class OutboxStore:
             dedupe_key) is not None
 
     async def claim(self, message_id: int, at: datetime) -> bool:
-        """pending -> sending, only while no earlier message to the same address is still
-        on its way: order holds even with several processes delivering. A message held for
-        later that was never tried (quiet hours) is not on its way: it does not hold back
-        an urgent one."""
+        """pending -> sending, only while nothing is being sent to the same address and no
+        message ahead of it (a lower lane, or its own lane and earlier) is on its way: order
+        holds even with several processes delivering, since only an address's first message
+        on its way can ever be claimed."""
         return await self.db.execute(
             "UPDATE outbox SET status = 'sending', claimed_at = $2, attempts = attempts + 1"
             " WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2"
-            " AND NOT EXISTS (SELECT 1 FROM outbox AS earlier"
-            " WHERE earlier.channel = outbox.channel AND earlier.address = outbox.address"
-            " AND earlier.id < outbox.id AND (earlier.status = 'sending'"
-            " OR (earlier.status = 'pending'"
-            " AND (earlier.attempts > 0 OR earlier.next_attempt_at <= $2))))",
+            " AND NOT EXISTS (SELECT 1 FROM outbox AS other"
+            " WHERE other.channel = outbox.channel AND other.address = outbox.address"
+            " AND other.id <> outbox.id AND (other.status = 'sending'"
+            " OR (other.status = 'pending'"
+            " AND (other.attempts > 0 OR other.next_attempt_at <= $2)"
+            " AND (other.priority < outbox.priority"
+            " OR (other.priority = outbox.priority AND other.id < outbox.id)))))",
             message_id, at) == 1
 
     async def mark_sent(self, message_id: int, channel_message_id: str | None,
@@ -108,6 +143,14 @@ class OutboxStore:
         await self.db.execute(
             "UPDATE outbox SET status = 'pending', next_attempt_at = $2, last_error = $3,"
             " waits = waits + $4 WHERE id = $1", message_id, when, error, 0 if counts else 1)
+
+    async def rest_later(self, message_id: int, parts_sent: int, at: datetime) -> None:
+        """The first `parts_sent` parts of a long message went out: the rest waits in the REST
+        lane (after the address's urgent messages, before its bulk). Not a failed try."""
+        await self.db.execute(
+            "UPDATE outbox SET status = 'pending', next_attempt_at = $2, parts_sent = $3,"
+            " priority = $4, waits = waits + 1 WHERE id = $1",
+            message_id, at, parts_sent, int(Lane.REST))
 
     async def dead(self, message_id: int, reason: str) -> None:
         await self.db.execute(
@@ -162,125 +205,3 @@ class OutboxStore:
             " ORDER BY id DESC LIMIT $2", status or "", limit, user_id or "")
 
 
-@dataclass
-class DeliveryPolicy:
-    max_attempts: int = 6
-    base_delay: float = 2.0
-    max_delay: float = 600.0
-    poll_seconds: float = 1.0
-    stale_sending_seconds: float = 120.0
-    concurrency: int = 32
-    batch: int = 200
-
-
-class OutboxDeliverer:
-    """Sends what is due. Messages to one address go in order: a message waiting for a retry
-    holds back the later ones to that address."""
-
-    def __init__(self, store: OutboxStore, senders: Mapping[str, ChannelSender], clock: Clock,
-                 policy: DeliveryPolicy | None = None, *,
-                 on_permanent: OnPermanent | None = None) -> None:
-        self.store = store
-        self.on_permanent = on_permanent
-        self.senders = senders
-        self.clock = clock
-        self.policy = policy or DeliveryPolicy()
-        self._wake = asyncio.Event()
-        self._slots = asyncio.Semaphore(self.policy.concurrency)
-        self._running = False
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    async def run(self) -> None:
-        self._running = True
-        if self.store.db.dialect == "sqlite":
-            # The embedded database has one delivering process: whatever is `sending` at
-            # start-up was left by a crash. (Several processes share Postgres instead, where a
-            # claim is stale only after stale_sending_seconds.)
-            await self.store.abandon_stale(self.clock.now() + timedelta(seconds=1))
-        while self._running:
-            try:
-                await self.store.abandon_stale(
-                    self.clock.now() - timedelta(seconds=self.policy.stale_sending_seconds))
-                await self.deliver_due()
-            except Exception:
-                log.exception("outbox delivery round failed; trying again")
-            try:
-                await asyncio.wait_for(self._wake.wait(), self.policy.poll_seconds)
-            except TimeoutError:
-                pass
-            self._wake.clear()
-
-    def stop(self) -> None:
-        self._running = False
-        self._wake.set()
-
-    async def deliver_due(self) -> int:
-        """Everything due now, a batch at a time. Returns how many were sent or dead-lettered."""
-        total = 0
-        while True:
-            due = await self.store.due(self.clock.now(), self.policy.batch)
-            by_address: dict[tuple[str, str], list[OutboundMessage]] = {}
-            for message in due:
-                by_address.setdefault((message.channel, message.address), []).append(message)
-            done = sum(await asyncio.gather(*[self._deliver_in_order(msgs)
-                                              for msgs in by_address.values()]))
-            total += done
-            # A short batch: nothing more is due. A full one may hide more, unless nothing in
-            # it moved (all held back behind earlier messages, or waiting for a retry).
-            if len(due) < self.policy.batch or not done:
-                return total
-
-    async def _deliver_in_order(self, messages: list[OutboundMessage]) -> int:
-        """How many of them are done with (sent or dead-lettered)."""
-        done = 0
-        async with self._slots:
-            for message in messages:
-                if not await self._deliver(message):
-                    break  # later messages to this address wait their turn
-                done += 1
-        return done
-
-    async def _deliver(self, message: OutboundMessage) -> bool:
-        """True when it is done with (sent or dead); False when it waits for a retry."""
-        if not await self.store.claim(message.id, self.clock.now()):
-            return False  # another worker has it, or an earlier message is still going
-        sender = self.senders.get(message.channel)
-        if sender is None:
-            await self.store.dead(message.id, f"no sender for channel {message.channel!r}")
-            return True
-        attempt = message.attempts + 1
-        try:
-            channel_id = await sender.send(message)
-        except PermanentSendError as err:
-            # Marked before the row settles: whoever waits for the outbox to go quiet then
-            # also sees the address as unwritable.
-            if self.on_permanent is not None and (err.unreachable or err.opted_out):
-                await self.on_permanent(message, err)
-            await self.store.dead(message.id, str(err))
-            log.error("outbox %s dead: %s", message.id, err)
-            return True
-        except Exception as err:
-            if not isinstance(err, TransientSendError):  # an adapter bug: retry, bounded
-                log.exception("outbox %s: sender %s crashed", message.id, message.channel)
-            return await self._later(message, attempt, err)
-        await self.store.mark_sent(message.id, channel_id, self.clock.now())
-        return True
-
-    async def _later(self, message: OutboundMessage, attempt: int, err: Exception) -> bool:
-        # "Wait N seconds" (Telegram's flood control) is not a failure: a burst of them must
-        # not use up the attempts and drop the message.
-        retry_after = getattr(err, "retry_after", None)
-        if retry_after is None and attempt >= self.policy.max_attempts:
-            await self.store.dead(message.id, f"gave up after {attempt} attempts: {err}")
-            log.error("outbox %s dead after %s attempts: %s", message.id, attempt, err)
-            return True
-        # The channel said when (Telegram's retry_after): exactly then, neither earlier (it
-        # would refuse again) nor later (the backoff, past max_delay too); else the backoff.
-        delay = float(retry_after) if retry_after is not None else backoff_delay(
-            attempt, base=self.policy.base_delay, cap=self.policy.max_delay)
-        await self.store.retry_at(message.id, self.clock.now() + timedelta(seconds=delay),
-                                  f"{type(err).__name__}: {err}", counts=retry_after is None)
-        log.warning("outbox %s: send failed (%s); retry in %.1fs", message.id, err, delay)
-        return False

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from bot.clock import Clock
 from bot.db import Database
 from bot.envelopes import ApprovalPrompt, PromptKind, prompts_of
-from bot.gateway.outbox import OutboxStore
+from bot.gateway.outbox import Lane, OutboxStore
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class PromptEdits:
                     tx, dedupe_key=f"prompt-outcome:{row['id']}", user_id=user_id,
                     channel=row["channel"], address=row["address"],
                     text="\n\n".join(t for t in (row["text"], said) if t),
-                    at=self.clock.now(),
+                    at=self.clock.now(), lane=Lane.URGENT,
                     payload={"kind": f"edit:{row['channel_message_id']}"})
                 await tx.execute("UPDATE outbox SET prompts_settled = 1 WHERE id = $1",
                                  row["id"])

@@ -59,7 +59,7 @@ class SmsChannel:
 
     def web_app(self) -> web.Application:
         """The webhooks alone, as an aiohttp application (tests, or a server of its own)."""
-        app = web.Application(client_max_size=self.webhook.max_bytes)
+        app = web.Application(client_max_size=self.webhook.limits.max_bytes)
         app.add_routes(self.routes())
         return app
 
@@ -90,5 +90,6 @@ def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, s
     assert settings.public_url is not None
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,
                          inbound=inbound, store=store, identities=host.identities,
-                         clock=host.clock, max_bytes=settings.sms.max_request_bytes)
+                         clock=host.clock, max_bytes=settings.sms.max_request_bytes,
+                         body_timeout_seconds=settings.http.body_timeout_seconds)
     return SmsChannel(sender, webhook)

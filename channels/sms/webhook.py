@@ -3,8 +3,9 @@
 Both are signed: X-Twilio-Signature is checked with twilio's RequestValidator against the
 PUBLIC URL (VALET_PUBLIC_URL + path + query), because behind a proxy the URL this server sees
 is not the one Twilio signed. A missing or wrong signature gets 403 and touches nothing; a
-body over the limit gets 413 before it is read. Twilio is answered with an empty TwiML
-document as soon as the message is durable; the reply goes later, through the outbox.
+body over the limit gets 413 (before it is read when its length says so), one that does not
+arrive in time 408 (bot.request_body). Twilio is answered with an empty TwiML document as
+soon as the message is durable; the reply goes later, through the outbox.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from twilio.request_validator import RequestValidator
 
 from bot.clock import Clock
 from bot.gateway.identity import IdentityStore
+from bot.request_body import BodyError, BodyLimits, read_body, refused
 from channels.sms.inbound import CHANNEL, SmsInbound
 from channels.sms.store import SmsStore
 
@@ -38,25 +40,24 @@ def _twiml() -> web.Response:
 class SmsWebhook:
     def __init__(self, *, auth_token: str, public_url: str, inbound: SmsInbound,
                  store: SmsStore, identities: IdentityStore,
-                 clock: Clock, max_bytes: int = 64 * 1024) -> None:
+                 clock: Clock, max_bytes: int = 64 * 1024,
+                 body_timeout_seconds: float = 10.0) -> None:
         self._validator = RequestValidator(auth_token)
         self.public_url = public_url.rstrip("/")
         self.inbound = inbound
         self.store = store
         self.identities = identities
         self.clock = clock
-        self.max_bytes = max_bytes
+        self.limits = BodyLimits(max_bytes=max_bytes, timeout_seconds=body_timeout_seconds)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(INBOUND_PATH, self.handle_inbound),
                 web.post(STATUS_PATH, self.handle_status)]
 
     async def _verified_form(self, request: web.Request) -> MultiDict[str]:
-        """The signed form, or an HTTP error raised (403 unsigned/forged, 413 too big)."""
-        if request.content_length is not None and request.content_length > self.max_bytes:
-            raise web.HTTPRequestEntityTooLarge(max_size=self.max_bytes,
-                                                actual_size=request.content_length)
-        raw = await self._body(request)
+        """The signed form, or an error raised: 403 unsigned or forged (an HTTP error), a
+        BodyError (413 too big, 408 too slow)."""
+        raw = await read_body(request, self.limits)
         signature = request.headers.get("X-Twilio-Signature", "")
         try:
             form = MultiDict(parse_qsl(raw.decode("utf-8"), keep_blank_values=True,
@@ -71,24 +72,19 @@ class SmsWebhook:
             raise web.HTTPForbidden(text="invalid signature")
         return form
 
-    async def _body(self, request: web.Request) -> bytes:
-        """The whole body, never more than the limit (chunked bodies have no length)."""
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := await request.content.read(self.max_bytes + 1 - size):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise web.HTTPRequestEntityTooLarge(max_size=self.max_bytes, actual_size=size)
-        return b"".join(chunks)
-
     async def handle_inbound(self, request: web.Request) -> web.Response:
-        form = await self._verified_form(request)
+        try:
+            form = await self._verified_form(request)
+        except BodyError as err:
+            return refused(request, err)
         await self.inbound.handle({k: form[k] for k in form})  # durable before the answer
         return _twiml()
 
     async def handle_status(self, request: web.Request) -> web.Response:
-        form = await self._verified_form(request)
+        try:
+            form = await self._verified_form(request)
+        except BodyError as err:
+            return refused(request, err)
         status = form.get("MessageStatus") or form.get("SmsStatus") or ""
         error = form.get("ErrorCode") or None
         try:

@@ -5,12 +5,18 @@ port's: RetryAfter -> TransientSendError with the exact wait (and the limiter pa
 for it), network trouble and 5xx -> TransientSendError, a blocked bot, an unknown chat or a
 deactivated user -> PermanentSendError(unreachable=True). A message whose HTML Telegram still
 rejects goes again as plain text.
+
+Pace (`bot.channel.Paced`): the deliverer asks `ready_in(chat)` before it takes a message, so
+a chat that must wait holds no delivery slot. A long message goes as many parts as the chat's
+pace allows at once; the rest is handed back (`PartlySent`) and goes on later, after any
+urgent message to that chat.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from functools import partial
@@ -21,11 +27,11 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 
 from bot.approvals.options import Option
-from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
+from bot.channel import ChannelFeatures, PartlySent, PermanentSendError, TransientSendError
 from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
 from bot.media import MediaUnavailable
 from bot.offload import WorkFailed, WorkTimeout, run_bounded
-from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, callback_data
+from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, MAX_VOICE_BYTES, callback_data
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
 from channels.telegram.render import escape, message_parts, split_plain
@@ -36,6 +42,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 INLINE_RENDER_CHARS = 8_000  # about 30 ms to render at worst; longer goes to a worker
 RENDER_SECONDS = 10.0
+RENDERED_KEPT = 64  # long messages whose rest waits, rendered once
 UNREACHABLE = ("bot was blocked by the user", "chat not found", "user is deactivated",
                "bot was kicked", "bot can't initiate conversation")
 
@@ -51,30 +58,48 @@ class TelegramChannel:
         self.limiter = limiter or OutboundLimiter()
         self.progress_board = ProgressBoard(post=self._post_status, edit=self._edit_status,
                                             typing=self.typing, delay=status_delay)
-        # Parts of a long message already delivered, by outbox id: a retry after a failure
-        # in the middle sends only the rest. Keyed by message, never shared between chats.
-        self._delivered_parts: dict[int, list[int]] = {}
+        # Parts of a long message delivered by this call so far, by outbox id (how many, and
+        # the last one's id): a retry after a failure in the middle sends only the rest. What
+        # an earlier call handed back (PartlySent) is the outbox row's own `parts_sent`.
+        self._progress: dict[int, tuple[int, int | None]] = {}
+        # A long message's rendered parts while the rest of it waits its turn: rendering costs
+        # (an offload worker, seconds for a very long answer), handing parts back does not.
+        self._rendered: OrderedDict[int, list[str]] = OrderedDict()
 
     # --- the port ------------------------------------------------------------------------
+
+    def ready_in(self, address: str) -> float:
+        return self.limiter.ready_in(address)
 
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind.startswith("edit:"):
             await self.edit(message.address, message.kind[5:], message.text)
             return message.kind[5:]
-        if message.kind == "reply":
+        if message.kind == "reply" and message.parts_sent == 0:
             await self.progress_board.finish(message.address)  # the answer ends the status
         chat = int(message.address)
         markup = keyboard(message.prompts, self.lines)
         try:
-            parts = await rendered(message.text, message.prompts)
-            ids = await self._send_parts(message.id, chat, parts, markup, ParseMode.HTML)
+            parts = await self._html_parts(message)
+            sent = await self._send_parts(message, chat, parts, markup, ParseMode.HTML)
+            self._rendered.pop(message.id, None)
+            return sent
         except (_EntitiesRejected, WorkFailed, WorkTimeout):
+            self._rendered.pop(message.id, None)
             log.warning("outbox %s could not go as HTML (rejected, or too slow to render); "
                         "sending plain text", message.id)
             plain = plain_text(message.text, message.prompts)
-            self._delivered_parts.pop(message.id, None)
-            ids = await self._send_parts(message.id, chat, split_plain(plain), markup, None)
-        return str(ids[-1])
+            self._progress.pop(message.id, None)
+            return await self._send_parts(message, chat, split_plain(plain), markup, None)
+
+    async def _html_parts(self, message: OutboundMessage) -> list[str]:
+        parts = self._rendered.get(message.id)
+        if parts is None:
+            parts = await rendered(message.text, message.prompts)
+            self._rendered[message.id] = parts
+            while len(self._rendered) > RENDERED_KEPT:  # finished by another process
+                self._rendered.popitem(last=False)
+        return parts
 
     async def edit(self, address: str, message_id: str, text: str) -> None:
         """The approval's outcome replaces the message, and its buttons go."""
@@ -107,16 +132,20 @@ class TelegramChannel:
     # --- media (bot.media.MediaSource) ------------------------------------------------------
 
     async def fetch_media(self, ref: MediaRef) -> bytes:
-        """A photo's bytes, by its file id (getFile, then the file's address)."""
+        """A photo's or a voice note's bytes, by its file id (getFile, then the file's
+        address)."""
+        limit = MAX_VOICE_BYTES if ref.kind == "voice" else MAX_PHOTO_BYTES
+        if ref.size > limit:
+            raise MediaUnavailable(f"{ref.size} bytes is over {limit}")
         try:
             file = await self.bot.get_file(ref.ref)
-            if (file.file_size or 0) > MAX_PHOTO_BYTES:
-                raise MediaUnavailable(f"{file.file_size} bytes is over {MAX_PHOTO_BYTES}")
+            if (file.file_size or 0) > limit:
+                raise MediaUnavailable(f"{file.file_size} bytes is over {limit}")
             data = bytes(await file.download_as_bytearray())
         except TelegramError as err:  # an expired or unknown file id, network trouble
             raise MediaUnavailable(f"{type(err).__name__}: {err.message}") from err
-        if len(data) > MAX_PHOTO_BYTES:
-            raise MediaUnavailable(f"{len(data)} bytes is over {MAX_PHOTO_BYTES}")
+        if len(data) > limit:
+            raise MediaUnavailable(f"{len(data)} bytes is over {limit}")
         return data
 
     # --- helpers the inbound side and the progress board use ------------------------------
@@ -141,17 +170,24 @@ class TelegramChannel:
 
     # --- sending --------------------------------------------------------------------------
 
-    async def _send_parts(self, outbox_id: int, chat: int, parts: list[str],
+    async def _send_parts(self, message: OutboundMessage, chat: int, parts: list[str],
                           markup: InlineKeyboardMarkup | None,
-                          parse_mode: str | None) -> list[int]:
-        done = self._delivered_parts.setdefault(outbox_id, [])
-        for index in range(len(done), len(parts)):
-            last = index == len(parts) - 1
+                          parse_mode: str | None) -> str | None:
+        """As many parts as the chat may get now (at least one); the buttons ride on the
+        last. Raises PartlySent when parts are left for later."""
+        done, last_id = self._progress.get(message.id, (0, None))
+        start = max(done, message.parts_sent)
+        end = min(len(parts), start + max(1, self.limiter.available(str(chat))))
+        for index in range(start, end):
             sent = await self._call(str(chat), partial(
                 self.bot.send_message, chat, parts[index], parse_mode=parse_mode,
-                reply_markup=markup if last else None))
-            done.append(int(sent.message_id))
-        return self._delivered_parts.pop(outbox_id)
+                reply_markup=markup if index == len(parts) - 1 else None))
+            last_id = int(sent.message_id)
+            self._progress[message.id] = (index + 1, last_id)
+        self._progress.pop(message.id, None)
+        if end < len(parts):
+            raise PartlySent(end)
+        return str(last_id) if last_id is not None else None
 
     async def _call(self, chat: str | None, request: Callable[[], Awaitable[T]], *,
                     counted: bool = True) -> T:

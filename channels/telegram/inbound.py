@@ -1,12 +1,14 @@
 """Telegram updates as the gateway's `IncomingMessage`s.
 
 `classify` is pure: it says what an update is (text, a button press, a voice note, a photo,
-something Valet cannot read, or nothing for Valet). `InboundHandler` does what that needs:
-voice notes are transcribed, media Valet cannot read get one short sentence (queued through the
-gateway's outbox once per update, like every reply), and everything
-else goes through the door (the gateway), which stores it (duplicates stop on the update id)
-and applies the access policy. Media from an unknown sender go to the door as a placeholder,
-so a stranger gets the pairing reply and costs no transcription.
+something Valet cannot read, or nothing for Valet). `InboundHandler` does what that needs,
+and nothing slow: media Valet cannot read get one short sentence (queued through the
+gateway's outbox once per update, like every reply), and everything else goes through the
+door (the gateway), which stores it (duplicates stop on the update id) and applies the access
+policy. A voice note or a photo is stored as the file's id; its bytes are fetched (and a
+voice note transcribed) when its turn runs (bot.media), never before the update is stored.
+Media from an unknown sender go to the door as a placeholder, so a stranger gets the pairing
+reply and costs no download.
 """
 
 from __future__ import annotations
@@ -18,11 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from telegram import Bot, Message, PhotoSize, Update
+from telegram import Message, PhotoSize, Update
 
 from bot.envelopes import ButtonPress, IncomingMessage, MediaRef, PromptKind
 from bot.gateway.door import Door
-from bot.transcribe import Transcriber, TranscriptionError
 from persona.lines import TelegramLines, fill
 
 log = logging.getLogger(__name__)
@@ -202,19 +203,17 @@ class Replier(Protocol):
 class InboundSettings:
     groups: bool = False
     vision: bool = False
+    hears_voice: bool = False  # a transcription model is configured (the gateway hears)
 
 
 class InboundHandler:
-    def __init__(self, bot: Bot, door: Door, replier: Replier, *,
-                 is_known: Callable[[str], Awaitable[bool]],
-                 transcriber: Transcriber | None, settings: InboundSettings,
+    def __init__(self, door: Door, replier: Replier, *,
+                 is_known: Callable[[str], Awaitable[bool]], settings: InboundSettings,
                  lines: TelegramLines, now: Callable[[], datetime]) -> None:
-        self.bot = bot
         self.lines = lines  # what the channel says itself (media it cannot read...)
         self.door = door
         self.replier = replier
         self.is_known = is_known
-        self.transcriber = transcriber
         self.settings = settings
         self.now = now
         self.me: BotIdentity | None = None  # set once the bot knows who it is
@@ -257,25 +256,21 @@ class InboundHandler:
                                         dedupe_key=f"telegram-notice:{origin.update_id}")
 
     async def _voice(self, item: Voice) -> None:
-        chat = item.origin.chat_id
-        if self.transcriber is None:
+        if not self.settings.hears_voice:
             await self._say(item.origin, self.lines.telegram_cannot_hear)
             return
-        if item.size > MAX_VOICE_BYTES:
-            await self._say(item.origin, self.lines.telegram_unclear_voice)
-            return
-        try:
-            file = await self.bot.get_file(item.file_id)
-            audio = bytes(await file.download_as_bytearray())
-            transcript = await self.transcriber.transcribe(audio, "voice.ogg")
-        except TranscriptionError as err:
-            log.warning("voice note from chat %s not transcribed: %s", chat, err)
-            await self._say(item.origin, self.lines.telegram_unclear_voice)
-            return
-        # Marked as a voice note: the reply's first line shows the transcript, so the person
-        # sees what Valet understood (bot.media.heard_line).
-        await self._receive(item.origin, transcript, media=(
+        # Stored as the file's id with no text: the gateway fetches and transcribes it when
+        # its turn runs, writes the transcript into the row, and the reply's first line shows
+        # it, so the person sees what Valet understood (bot.media).
+        await self._receive(item.origin, "", media=(
             MediaRef("voice", item.file_id, VOICE_MIME, item.size),))
+
+    async def give_up(self, update_id: int, chat_id: int | None, reason: str) -> None:
+        """An update that kept failing (or could not even be read): recorded as failed, its
+        sender told once when Valet knows them (the gateway decides)."""
+        await self.door.give_up(IncomingMessage(
+            channel=CHANNEL, address=str(chat_id) if chat_id is not None else "",
+            external_id=str(update_id), text="", received_at=self.now()), reason)
 
     async def _photo(self, item: Photo) -> None:
         if self.settings.vision:

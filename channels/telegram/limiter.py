@@ -74,6 +74,23 @@ class OutboundLimiter:
                         return
             await self._sleep(wait)
 
+    def ready_in(self, chat: str) -> float:
+        """Seconds until one more message to `chat` is within the chat's pace and no 429
+        pause holds the bot (the bot-wide pace is a short wait shared by every chat: not
+        counted here). Takes nothing."""
+        now = self._now()
+        bucket = self._chats.get(chat)
+        chat_wait = bucket.wait_time(now) if bucket is not None else 0.0
+        return max(self._paused_until - now, chat_wait, 0.0)
+
+    def available(self, chat: str) -> int:
+        """How many messages `chat` may get right now, before its pace says wait."""
+        bucket = self._chats.get(chat)
+        if bucket is None:
+            return self.limits.per_chat_burst
+        bucket.wait_time(self._now())  # tops the bucket up to now
+        return int(bucket.tokens + 1e-9)
+
     def pause(self, seconds: float) -> None:
         """Telegram said 429: nothing goes out for exactly this long."""
         self._paused_until = max(self._paused_until, self._now() + seconds)

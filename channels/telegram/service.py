@@ -1,15 +1,26 @@
 """The Telegram channel as `valet serve` runs it: python-telegram-bot inside Valet's own event
 loop (never `run_polling`, which owns the loop), long polling or a webhook on Valet's server.
 
-Polling is our own small loop over `Bot.get_updates`: an update is confirmed to Telegram (the
-next call's offset) only after the gateway has stored it, so a crash never loses one (PTB's
+Polling is our own small loop over getUpdates: an update is confirmed to Telegram (the next
+call's offset) only after the gateway has stored it, so a crash never loses one (PTB's
 `Updater` confirms a batch as soon as it is queued, before anything has handled it). Within a
 batch, chats are handled concurrently and one chat's updates in order; the handling itself is
-quick (the gateway stores the message and runs the turn in the background), so one person's
-slow turn never delays another's button press. Only the holder of the bot's lease polls.
+quick (the gateway stores the message; turns, downloads and transcription come later, in the
+person's queue), so one person's slow turn never delays another's button press. Only the
+holder of the bot's lease polls.
+
+Nothing one update does can stop the others. Each update is parsed on its own (one Telegram
+sends in a shape python-telegram-bot cannot read is given up at once, not the whole batch);
+one whose handling fails is tried again a few times (`UpdateTries`), each failure counted in
+the database under its update id (a restart goes on counting), then recorded as failed with
+its reason, its sender told once, and the offset moves on. Only when even that record cannot
+be written (the database is away) does the batch wait and come again.
 
 Webhook mode: Telegram posts to /telegram/webhook with the secret token header; a missing or
-wrong secret gets 403 before anything is parsed or stored (compared in constant time).
+wrong secret gets 403 before anything is parsed or stored (compared in constant time). The
+body is read with a limit, a depth and a time bound (bot.request_body): what is not an update
+gets 400. An update is tried the same way; it is answered 200 once it is stored or given up,
+500 (Telegram sends it again) only when the database is away.
 """
 
 from __future__ import annotations
@@ -19,7 +30,9 @@ import contextlib
 import hmac
 import logging
 import re
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,11 +40,13 @@ from aiohttp import web
 from telegram import Bot, Update
 from telegram.error import Conflict, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
+from telegram.warnings import PTBUserWarning
 
+from bot.backoff import backoff_delay
 from bot.channel import MenuCommand
 from bot.config import ConfigError, Settings, TelegramSettings
 from bot.gateway.door import ChannelHost, Door
-from bot.transcribe import Transcriber
+from bot.request_body import BodyError, BodyLimits, read_json_object, refused
 from channels.telegram.adapter import TelegramChannel, retry_after_seconds
 from channels.telegram.checks import ALLOWED_UPDATES as ALLOWED_UPDATES
 from channels.telegram.checks import DEFAULT_API_URL, register_webhook, set_menu
@@ -46,7 +61,24 @@ from persona.lines import TelegramLines
 log = logging.getLogger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+MAX_UPDATE_BYTES = 1024 * 1024  # a webhook body (a real update is a few kilobytes)
 _SECRET_FORMAT = re.compile(r"[A-Za-z0-9_-]{1,256}")
+# Updates arrive as JSON and are parsed one by one (see `_fetch`): PTB's own get_updates parses
+# the whole batch at once, and asking for the raw call by its name makes PTB suggest it.
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'",
+                        category=PTBUserWarning)
+
+
+@dataclass(frozen=True)
+class UpdateTries:
+    """How hard one update is tried before it is given up."""
+
+    tries: int = 3  # counted across restarts
+    # Doubled after each failed try. Short: the batch (everyone's next updates) waits for
+    # these tries, and what makes a store fail for a moment (a dropped connection) is gone
+    # by the next try; what does not go away is given up, not waited out.
+    retry_seconds: float = 0.01
+    timeout_seconds: float = 10.0  # one try that takes longer has failed
 
 
 def check_settings(settings: TelegramSettings) -> None:
@@ -68,9 +100,10 @@ class TelegramService:
     def __init__(self, settings: TelegramSettings, *, door: Door, lines: TelegramLines,
                  menu: Sequence[MenuCommand], owner_chats: Sequence[str] = (),
                  is_known: Callable[[str], Awaitable[bool]], lease: PollerLease,
-                 transcriber: Transcriber | None = None, vision: bool = False,
+                 hears_voice: bool = False, vision: bool = False,
                  limiter: OutboundLimiter | None = None, status_delay: float = 1.0,
-                 poll_timeout: int = 25,
+                 poll_timeout: int = 25, tries: UpdateTries | None = None,
+                 body_limits: BodyLimits | None = None,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         check_settings(settings)
         assert settings.token is not None
@@ -82,14 +115,16 @@ class TelegramService:
                                                         read_timeout=poll_timeout + 10.0))
         self.channel = TelegramChannel(self.bot, limiter, lines=lines, status_delay=status_delay)
         self.inbound = InboundHandler(
-            self.bot, door, self.channel, is_known=is_known, transcriber=transcriber,
-            settings=InboundSettings(groups=settings.groups, vision=vision), lines=lines,
-            now=now)
+            door, self.channel, is_known=is_known,
+            settings=InboundSettings(groups=settings.groups, vision=vision,
+                                     hears_voice=hears_voice), lines=lines, now=now)
+        self.door = door
         self.menu = list(menu)  # the command table's commands for Telegram (bot.commands)
         self.owner_chats = list(owner_chats)  # their menu lists the owner's commands too
         self.lease = lease
-        self.transcriber = transcriber
         self.poll_timeout = poll_timeout
+        self.tries = tries or UpdateTries()
+        self.body_limits = body_limits or BodyLimits()
         self.ready = False
         self._accepting = False
         self._poller: asyncio.Task[None] | None = None
@@ -109,11 +144,6 @@ class TelegramService:
         else:
             lease = FileLease(lease_file(settings.database_url, token))
         llm = settings.llm
-        transcriber = None
-        if llm.transcription_model:
-            transcriber = Transcriber(base_url=llm.base_url,
-                                      api_key=llm.api_key_value() or "not-needed",
-                                      model=llm.transcription_model)
 
         async def is_known(address: str) -> bool:
             return await host.identities.resolve("telegram", address) is not None
@@ -121,7 +151,10 @@ class TelegramService:
         return cls(settings.telegram, door=host.door, lines=host.lines,
                    menu=host.commands.menu(CHANNEL), owner_chats=settings.owner.telegram_ids,
                    is_known=is_known, lease=lease,
-                   transcriber=transcriber, vision=llm.vision, now=host.clock.now, **kwargs)
+                   hears_voice=bool(llm.transcription_model), vision=llm.vision,
+                   body_limits=BodyLimits(timeout_seconds=settings.http.body_timeout_seconds,
+                                          max_bytes=MAX_UPDATE_BYTES),
+                   now=host.clock.now, **kwargs)
 
     @property
     def username(self) -> str:
@@ -168,8 +201,6 @@ class TelegramService:
         self.ready = False
         with contextlib.suppress(TelegramError):
             await self.bot.shutdown()
-        if self.transcriber is not None:
-            await self.transcriber.close()
         await self.lease.close()
 
     # --- webhook ---------------------------------------------------------------------------
@@ -182,15 +213,18 @@ class TelegramService:
         if not self._accepting:
             return web.Response(status=503, text="shutting down")  # Telegram sends it again
         try:
-            update = Update.de_json(await request.json(), self.bot)
-        except (ValueError, TypeError, KeyError):
-            return web.Response(status=400, text="not an update")
-        try:
-            await self.inbound.handle(update)
-        except Exception:
-            log.exception("telegram update %s not stored; Telegram will resend it",
-                          update.update_id)
+            raw = await read_json_object(request, self.body_limits)
+            if not isinstance(raw.get("update_id"), int):
+                raise BodyError(400, "not an update: no update_id")
+        except BodyError as err:
+            return refused(request, err)
+        update = parse_update(raw, self.bot)
+        if update is None:
+            if await self._unreadable(raw):
+                return web.Response(text="ok")  # recorded; sending it again changes nothing
             return web.Response(status=500)
+        if not await self._handle_with_tries(update):
+            return web.Response(status=500)  # not even its failure could be recorded
         return web.Response(text="ok")
 
     # --- polling ---------------------------------------------------------------------------
@@ -212,10 +246,18 @@ class TelegramService:
             waiting_logged = False
             await self._poll_once()
 
+    async def _fetch(self) -> list[dict[str, Any]]:
+        """getUpdates, each update left as JSON (PTB's get_updates parses the batch as one:
+        one update it cannot read would stop every one behind it)."""
+        result = await self.bot.do_api_request(
+            "getUpdates", api_kwargs={"offset": self._offset, "timeout": self.poll_timeout,
+                                      "allowed_updates": ALLOWED_UPDATES},
+            read_timeout=self.poll_timeout + 10.0)
+        return [u for u in result if isinstance(u, dict)] if isinstance(result, list) else []
+
     async def _poll_once(self) -> None:
         try:
-            updates = await self.bot.get_updates(
-                offset=self._offset, timeout=self.poll_timeout, allowed_updates=ALLOWED_UPDATES)
+            raw_updates = await self._fetch()
         except RetryAfter as err:
             await asyncio.sleep(retry_after_seconds(err))
             return
@@ -228,21 +270,93 @@ class TelegramService:
             await asyncio.sleep(2.0)
             return
         by_chat: dict[int, list[Update]] = {}
-        for update in updates:
+        dealt_with = True
+        for raw in raw_updates:
+            update = parse_update(raw, self.bot)
+            if update is None:
+                dealt_with = await self._unreadable(raw) and dealt_with
+                continue
             chat = update.effective_chat.id if update.effective_chat else 0
             by_chat.setdefault(chat, []).append(update)
         results = await asyncio.gather(*(self._handle_in_order(u) for u in by_chat.values()))
-        if all(results) and updates:
-            self._offset = updates[-1].update_id + 1  # confirmed only once stored
-        elif updates:
-            await asyncio.sleep(1.0)  # a store failed: the batch comes again (dedupe holds)
+        last = max((u["update_id"] for u in raw_updates if isinstance(u.get("update_id"), int)),
+                   default=None)
+        if dealt_with and all(results) and last is not None:
+            self._offset = last + 1  # confirmed only once stored (or given up, recorded)
+        elif raw_updates:
+            # Not even a failure could be recorded (the database is away): the batch comes
+            # again (what was stored is a duplicate then).
+            await asyncio.sleep(1.0)
 
     async def _handle_in_order(self, updates: list[Update]) -> bool:
         for update in updates:
-            try:
-                await self.inbound.handle(update)
-            except Exception:
-                log.exception("telegram update %s not stored; polling it again",
-                              update.update_id)
+            if not await self._handle_with_tries(update):
                 return False
         return True
+
+    async def _handle_with_tries(self, update: Update) -> bool:
+        """True once the update is dealt with: handled, or given up after `tries.tries`
+        failures (recorded as failed, its sender told once). False only when its failure
+        could not even be recorded: the caller must not confirm it."""
+        tries, attempt = self.tries, 0
+        while True:  # ends: every failure is counted, and `tries.tries` of them give up
+            attempt += 1
+            try:
+                async with asyncio.timeout(tries.timeout_seconds):
+                    await self.inbound.handle(update)
+                return True
+            except Exception as err:
+                reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+                log.warning("telegram update %s not handled (try %d): %s", update.update_id,
+                            attempt, reason, exc_info=attempt == 1)
+            try:
+                failed = await self.door.count_failure(CHANNEL, str(update.update_id), reason)
+                if failed >= tries.tries:
+                    chat = update.effective_chat.id if update.effective_chat else None
+                    await self.inbound.give_up(update.update_id, chat, reason)
+                    return True
+            except Exception:
+                log.exception("telegram update %s: its failure could not be recorded",
+                              update.update_id)
+                return False
+            await asyncio.sleep(backoff_delay(attempt, base=tries.retry_seconds,
+                                              cap=10 * tries.retry_seconds))
+
+    async def _unreadable(self, raw: dict[str, Any]) -> bool:
+        """An update PTB cannot parse: given up at once (parsing it again changes nothing).
+        False when even that could not be recorded."""
+        update_id = raw.get("update_id")
+        if not isinstance(update_id, int):
+            log.warning("telegram sent an update without an id; ignored")
+            return True
+        try:
+            await self.inbound.give_up(update_id, chat_of(raw), "unreadable update")
+        except Exception:
+            log.exception("telegram update %s: unreadable, and not recorded", update_id)
+            return False
+        return True
+
+
+def parse_update(raw: dict[str, Any], bot: Bot) -> Update | None:
+    """The update, or None (logged) when it has a shape PTB cannot read."""
+    try:
+        update = Update.de_json(raw, bot)
+    except Exception as err:
+        log.warning("telegram update %s unreadable: %s: %s", raw.get("update_id"),
+                    type(err).__name__, err)
+        return None
+    if update is None or not isinstance(update.update_id, int):
+        return None
+    return update
+
+
+def chat_of(raw: dict[str, Any]) -> int | None:
+    """The chat an unreadable update came from, if its JSON says (to tell the person)."""
+    for key in ("message", "edited_message", "callback_query"):
+        part = raw.get(key)
+        if isinstance(part, dict) and key == "callback_query":
+            part = part.get("message")
+        chat = part.get("chat") if isinstance(part, dict) else None
+        if isinstance(chat, dict) and isinstance(chat.get("id"), int):
+            return int(chat["id"])
+    return None

@@ -8,7 +8,7 @@ import logging
 import sys
 
 BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "gateway", "hostile_input",
-              "sms_webhook", "triggers", "telegram", "prompt_tokens", "memory"]
+              "sms_webhook", "triggers", "telegram", "many_at_once", "prompt_tokens", "memory"]
 
 
 async def main(names: list[str]) -> None:

@@ -11,10 +11,10 @@ import pytest
 from aiohttp import web
 
 from bot.config import OwnerSettings, TelegramSettings
-from bot.transcribe import Transcriber
+from bot.request_body import BodyLimits
 from channels.telegram.lease import FileLease
 from channels.telegram.limiter import Limits, OutboundLimiter
-from channels.telegram.service import TelegramService
+from channels.telegram.service import TelegramService, UpdateTries
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 
@@ -40,14 +40,19 @@ async def fake_tg() -> AsyncIterator[FakeTelegram]:
 
 
 @pytest.fixture
-async def start_telegram(app_factory, fake_tg, fake_llm, tmp_path):
+async def start_telegram(app_factory, app_settings, fake_tg, fake_llm, tmp_path):
     started: list[tuple[TelegramService, web.AppRunner | None]] = []
 
     async def start(*, mode: str = "polling", clock: Any = None, limits: Limits | None = None,
                     status_delay: float = 30.0, transcription: bool = False,
-                    vision: bool = False,
+                    vision: bool = False, tries: UpdateTries | None = None,
+                    body_limits: BodyLimits | None = None,
                     owner_ids: tuple[str, ...] = (str(OWNER_CHAT),)) -> Harness:
-        app = await app_factory(clock=clock, owner=OwnerSettings(telegram_ids=list(owner_ids)))
+        # Voice notes are heard by the app (when their turn runs), with this model.
+        llm = app_settings().llm.model_copy(update={
+            "transcription_model": "whisper-test" if transcription else None})
+        app = await app_factory(clock=clock, owner=OwnerSettings(telegram_ids=list(owner_ids)),
+                                llm=llm)
         runner = None
         webhook_base = ""
         if mode == "webhook":
@@ -55,16 +60,14 @@ async def start_telegram(app_factory, fake_tg, fake_llm, tmp_path):
             # The service's routes are added below, before the runner is set up.
         settings = TelegramSettings(mode=mode, token=TOKEN, api_url=fake_tg.api_url,
                                     webhook_secret=SECRET, webhook_url="https://pending")
-        transcriber = Transcriber(base_url=fake_llm.base_url, api_key="k",
-                                  model="whisper-test") if transcription else None
-
         async def is_known(address: str) -> bool:
             return await app.identities.resolve("telegram", address) is not None
 
         service = TelegramService(
             settings, door=app.gateway, lines=app.persona.lines,
             menu=app.commands.menu("telegram"), owner_chats=owner_ids, is_known=is_known,
-            lease=FileLease(tmp_path / "poller.lock"), transcriber=transcriber, vision=vision,
+            lease=FileLease(tmp_path / "poller.lock"), hears_voice=transcription, vision=vision,
+            tries=tries, body_limits=body_limits,
             limiter=OutboundLimiter(limits or Limits(per_chat_rate=50, per_chat_burst=5,
                                                      per_bot_rate=200, per_bot_burst=50)),
             status_delay=status_delay, poll_timeout=1)

@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import sys
 
+from bot.gateway.outbox import Lane
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.fakes.fake_openai import Hang, Reply
 from tests.fakes.fake_openai import Reply as LLMReply
@@ -84,7 +85,8 @@ async def test_a_send_cut_short_by_a_crash_does_not_block_later_replies(app_fact
     app.add_channel(console)
     outbox = app.outbound.outbox
     stuck = await outbox.enqueue(app.db, dedupe_key="old", user_id="owner", channel="console",
-                                 address="local", text="cut short", at=app.clock.now())
+                                 address="local", text="cut short", at=app.clock.now(),
+                                 lane=Lane.URGENT)
     assert await outbox.claim(stuck, app.clock.now())  # ...and then the process died
     await app.start()
     fake_llm.script(LLMReply(content="still here"))

@@ -62,6 +62,21 @@ def _tool(name: str) -> str:
 # --- Valet installed as the image installs it ---------------------------------------------
 
 
+def _source(base: Path) -> Path:
+    """The checkout as the image's COPY sees it: the files git knows (committed or not) and
+    none it ignores. Building in the checkout itself would use setuptools' `build/` there,
+    which keeps copies of files since renamed."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=ROOT, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    source = base / "source"
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    return source
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """A fresh virtual environment with Valet's wheel in it; returns its bin directory."""
@@ -72,7 +87,7 @@ def installed(tmp_path_factory) -> Path:
     assert "/opt/valet/bin/pip install --no-cache-dir --no-index --find-links=/wheels" \
         in re.sub(r"\\\n\s*", "", dockerfile)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--no-cache-dir", "-q", "--wheel-dir", str(wheels), str(ROOT)],
+                    "--no-cache-dir", "-q", "--wheel-dir", str(wheels), str(_source(base))],
                    check=True, cwd=base)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = Path(sysconfig.get_path("purelib", vars={"base": str(venv)}))

@@ -12,6 +12,7 @@ import pytest
 from bot.approvals.model import ApprovalStatus
 from bot.config import ConsoleSettings, MemorySettings
 from bot.gateway.console_login import ConsoleLogins
+from bot.gateway.outbox import Lane
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.helpers import requests_of
@@ -113,7 +114,8 @@ async def test_a_dead_letter_is_shown_with_its_reason_and_sent_again(world):
     outbox = app.outbound.outbox
     now = app.clock.now()
     message = await outbox.enqueue(app.db, dedupe_key="x1", user_id="owner", channel="sms",
-                                   address="+12125550123", text="Your table is booked.", at=now)
+                                   address="+12125550123", text="Your table is booked.", at=now,
+                                   lane=Lane.URGENT)
     await outbox.dead(message, "gave up after 6 attempts: Twilio answered HTTP 503")
     page = await text_of(client, "/console/outbox")
     assert "Your table is booked." in page and "Twilio answered HTTP 503" in page
@@ -132,7 +134,7 @@ async def test_a_dead_letter_to_an_address_that_said_stop_is_not_sent_again(worl
     await app.identities.set_opted_out("sms", "+12125550123", True, at=now)
     outbox = app.outbound.outbox
     message = await outbox.enqueue(app.db, dedupe_key="x2", user_id="owner", channel="sms",
-                                   address="+12125550123", text="Hello", at=now)
+                                   address="+12125550123", text="Hello", at=now, lane=Lane.URGENT)
     await outbox.dead(message, "opted out")
     response = await client.post(f"/console/outbox/{message}/retry", data={"csrf": csrf})
     assert "replied STOP" in said(response.url)
@@ -183,7 +185,7 @@ async def test_usage_by_person_and_day_with_the_sms_estimate(world, fake_llm):
     now = app.clock.now()
     outbox_id = await app.outbound.outbox.enqueue(
         app.db, dedupe_key="s1", user_id=owner.id, channel="sms", address="+12125550123",
-        text="x", at=now)
+        text="x", at=now, lane=Lane.URGENT)
     await SmsStore(app.db).record(outbox_id, 1, "SM1", 3, "GSM-7", now)
     page = await text_of(client, f"/console/usage?month={now:%Y-%m}")
     assert "1,200" in page and "34" in page  # prompt and completion tokens

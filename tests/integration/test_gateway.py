@@ -10,6 +10,7 @@ from bot.channel import PermanentSendError, TransientSendError
 from bot.config import GatewaySettings
 from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
+from bot.gateway.outbox import Lane
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 
@@ -206,12 +207,13 @@ async def test_transient_send_failures_are_retried_and_permanent_ones_dead_lette
     now = app.clock.now()
     async with app.db.transaction() as tx:
         await app.outbound.outbox.enqueue(tx, dedupe_key="a", user_id=None, channel="flaky",
-                                              address="x", text="one", at=now)
+                                              address="x", text="one", at=now, lane=Lane.URGENT)
         await app.outbound.outbox.enqueue(tx, dedupe_key="b", user_id=None,
-                                              channel="broken", address="y", text="two", at=now)
+                                              channel="broken", address="y", text="two", at=now,
+                                              lane=Lane.URGENT)
         again = await app.outbound.outbox.enqueue(tx, dedupe_key="a", user_id=None,
                                                       channel="flaky", address="x", text="one",
-                                                      at=now)
+                                                      at=now, lane=Lane.URGENT)
     assert again is None  # the same reply is never queued twice
     deliverer = app.outbound.deliverer
     await deliverer.deliver_due()
@@ -229,7 +231,7 @@ async def test_transient_send_failures_are_retried_and_permanent_ones_dead_lette
 
 
 async def test_two_deliverers_racing_send_each_message_once(gateway_app):
-    from bot.gateway.outbox import OutboxDeliverer
+    from bot.gateway.delivery import OutboxDeliverer
 
     app, _ = await gateway_app()
     slow = RecordingSender("slow")
@@ -238,7 +240,7 @@ async def test_two_deliverers_racing_send_each_message_once(gateway_app):
         for i in range(20):
             await app.outbound.outbox.enqueue(
                 tx, dedupe_key=f"m{i}", user_id=None, channel="slow", address=f"a{i % 3}",
-                text=f"m{i}", at=app.clock.now())
+                text=f"m{i}", at=app.clock.now(), lane=Lane.URGENT)
     other = OutboxDeliverer(app.outbound.outbox, app.outbound.senders, app.clock)
     await asyncio.gather(app.outbound.deliverer.deliver_due(), other.deliver_due(),
                          other.deliver_due())
@@ -252,7 +254,8 @@ async def test_retries_give_up_after_the_limit(gateway_app):
     down = RecordingSender("down", fail=[TransientSendError("503")] * 10)
     app.add_channel(down)
     await app.outbound.outbox.enqueue(app.db, dedupe_key="z", user_id=None, channel="down",
-                                          address="x", text="hello", at=app.clock.now())
+                                          address="x", text="hello", at=app.clock.now(),
+                                          lane=Lane.URGENT)
     for _ in range(10):
         await app.outbound.deliverer.deliver_due()
         app.clock.advance(seconds=700)
@@ -268,7 +271,8 @@ async def test_a_long_run_of_flood_control_waits_never_drops_the_message(gateway
     app.add_channel(flaky)
     deliverer = app.outbound.deliverer
     await app.outbound.outbox.enqueue(app.db, dedupe_key="f", user_id=None, channel="flaky",
-                                          address="x", text="hello", at=app.clock.now())
+                                          address="x", text="hello", at=app.clock.now(),
+                                          lane=Lane.URGENT)
     for _ in range(10):  # more refusals than max_attempts: each only says "wait 3 s"
         deliverer.wake()  # the app's own deliverer tries it; idle once it waits again
         await asyncio.wait_for(app.gateway.wait_idle(), 10)
@@ -287,7 +291,8 @@ async def test_a_channels_retry_after_is_the_wait_exactly_even_when_the_backoff_
     app.add_channel(flaky)
     deliverer = app.outbound.deliverer
     await app.outbound.outbox.enqueue(app.db, dedupe_key="r", user_id=None, channel="flaky",
-                                          address="x", text="hello", at=app.clock.now())
+                                          address="x", text="hello", at=app.clock.now(),
+                                          lane=Lane.URGENT)
     await deliverer.deliver_due()  # 503: the backoff's 2 s
     app.clock.advance(seconds=2)
     await deliverer.deliver_due()  # 503 again: 4 s

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.gateway.identity import IdentityStore
-from bot.gateway.outbox import OutboxStore
+from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.users import UserStore
 from channels.sms.store import SmsStore
 
@@ -36,9 +36,10 @@ async def test_delivery_reports_only_move_forward_and_cost_adds_up_per_month(db)
     users = UserStore(db)
     await users.ensure("u1", at=NOW)
     first = await outbox.enqueue(db, dedupe_key="a", user_id="u1", channel="sms",
-                                 address="+1", text="hi", at=NOW)
+                                 address="+1", text="hi", at=NOW, lane=Lane.URGENT)
     last_month = await outbox.enqueue(db, dedupe_key="b", user_id="u1", channel="sms",
-                                      address="+1", text="old", at=NOW - timedelta(days=40))
+                                      address="+1", text="old", at=NOW - timedelta(days=40),
+                                      lane=Lane.URGENT)
     assert first is not None and last_month is not None
     assert await sms.record_delivery(first, "sent", None, NOW)
     assert await sms.record_delivery(first, "failed", "30003", NOW)

@@ -4,6 +4,8 @@ that event starts the person's task."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from datetime import UTC, datetime
 
 from aiohttp import web
@@ -86,3 +88,48 @@ async def test_with_no_token_configured_every_post_is_refused(app_factory):
         resp = await client.post("/x/events", json={"source": "a", "type": "b"},
                                  headers={"Authorization": "Bearer "})
         assert resp.status == 401
+
+
+async def test_an_event_is_stored_before_the_202_and_a_resend_is_stored_once(app_factory,
+                                                                             fake_llm):
+    app, client, _ = await served(app_factory)
+    await app.triggers.stop()  # nothing dispatches: the 202 alone must mean "stored"
+    event = {"id": "ring-9", "source": "home", "type": "door.ring", "data": {"who": "Ana"}}
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        resp = await client.post("/hooks/events", json=event, headers=headers)
+        assert resp.status == 202 and await resp.json() == {"id": "ring-9"}
+        [row] = await app.db.fetch("SELECT id, status, data FROM events")
+        assert (row["id"], row["status"]) == ("ring-9", "received")
+        assert json.loads(row["data"]) == {"who": "Ana"}
+        again = await client.post("/hooks/events", json=event, headers=headers)
+        assert again.status == 202
+        assert await again.json() == {"id": "ring-9", "duplicate": True}
+        assert await app.db.fetchval("SELECT COUNT(*) FROM events") == 1
+    finally:
+        await client.close()
+
+
+async def test_bodies_that_are_too_big_too_deep_or_not_objects_get_a_4xx_with_the_reason(
+        app_factory, caplog):
+    app, client, _ = await served(app_factory)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    deep = '{"source": "a", "type": "b", "data": ' + '{"x": ' * 100 + "1" + "}" * 101
+    big = '{"source": "a", "type": "b", "data": {"pad": "' + "x" * 1_900_000 + '"}}'
+    cases = {"null": (400, "must be a JSON object, not null"),
+             "[1, 2]": (400, "must be a JSON object, not an array"),
+             deep: (400, "nested more than 32 deep"),
+             big: (413, "at most 65536 are accepted"),
+             '{"source": "a"}': (400, "'type' must be a short name")}
+    caplog.set_level(logging.WARNING)
+    try:
+        for body, (status, reason) in cases.items():
+            resp = await client.post("/hooks/events", data=body, headers=headers)
+            assert resp.status == status, body[:30]
+            assert reason in (await resp.json())["error"]
+        assert await app.db.fetchval("SELECT COUNT(*) FROM events") == 0
+    finally:
+        await client.close()
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == len(cases)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

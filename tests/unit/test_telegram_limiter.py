@@ -67,3 +67,16 @@ async def test_button_answers_and_typing_wait_only_for_a_429_not_for_messages():
     lim.pause(2)
     await lim.acquire(None, counted=False)
     assert time.now == before + 2
+
+
+async def test_the_deliverer_can_ask_when_a_chat_may_go_without_taking_anything():
+    lim, time = limiter(Limits(per_chat_rate=1, per_chat_burst=3, per_bot_rate=1000))
+    assert lim.ready_in("a") == 0 and lim.available("a") == 3  # a chat never seen
+    await sent_times(lim, time, ["a"] * 3)
+    assert round(lim.ready_in("a"), 2) == 1.0 and lim.available("a") == 0
+    assert lim.ready_in("b") == 0  # another chat is not held by a's pace
+    time.now += 2.5
+    assert lim.ready_in("a") == 0 and lim.available("a") == 2
+    assert lim.available("a") == 2  # asking takes nothing
+    lim.pause(7)  # a 429 holds every chat
+    assert round(lim.ready_in("a"), 6) == 7 and round(lim.ready_in("b"), 6) == 7

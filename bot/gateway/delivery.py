@@ -1,0 +1,269 @@
+"""The deliverer: sends what the outbox holds, fairly.
+
+    addresses  each (channel, address) is a queue of its own, in lanes (bot.gateway.outbox):
+               urgent, the rest of a long message, bulk; order kept within each lane
+    ready      addresses with something to send now, taken round-robin
+    workers    `delivery.concurrency` of them; each takes the next ready address, sends ONE
+               message (the head of its queue) and puts the address back at the end: a
+               person with 300 messages waiting has one slot at a time, never all of them,
+               and nobody waits for a batch to finish
+    pacing     a channel that keeps a pace per address (Telegram, `bot.channel.Paced`) says
+               when the address may go again; the address waits on a timer, holding no slot
+    wake-ups   a scan of the due addresses every `poll_seconds` and whenever something was
+               queued (`wake`); `wake_address` readies one address directly, which is what a
+               per-address wake-up from another process (a Redis stream) would call
+
+The database decides: a message is claimed with a compare-and-set (`OutboxStore.claim`), so
+several deliverers, in one process or many, never send a message twice and keep each
+address's order. What this class keeps in memory is only who to look at next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import Enum
+
+from bot.backoff import backoff_delay
+from bot.channel import Channel, Paced, PartlySent, PermanentSendError, TransientSendError
+from bot.clock import Clock
+from bot.envelopes import OutboundMessage
+from bot.gateway.outbox import OutboxStore
+
+log = logging.getLogger(__name__)
+
+# A sender is a channel as the outbox sees it: only `send` is needed to deliver.
+ChannelSender = Channel
+# Told when a send failed for good because the address cannot be written to any more.
+OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
+Address = tuple[str, str]  # (channel, address)
+
+
+@dataclass
+class DeliveryPolicy:
+    max_attempts: int = 6
+    base_delay: float = 2.0
+    max_delay: float = 600.0
+    poll_seconds: float = 1.0
+    stale_sending_seconds: float = 120.0
+    concurrency: int = 32  # messages being sent at once, to different addresses
+    batch: int = 200  # addresses one scan readies (the rest at the next)
+
+
+class Step(Enum):
+    DONE = "done"  # the head was sent or dead-lettered
+    MOVED = "moved"  # it went back to wait: a retry, or the rest of a long message
+    WAIT = "wait"  # the head may not go yet; `delay` says when
+    IDLE = "idle"  # nothing to send now (or another deliverer is sending to the address)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    step: Step
+    delay: float = 0.0
+    paced: bool = False  # a WAIT the channel's pace asked for (no scan makes it shorter)
+
+
+IDLE = Outcome(Step.IDLE)
+
+
+class OutboxDeliverer:
+    def __init__(self, store: OutboxStore, senders: Mapping[str, ChannelSender], clock: Clock,
+                 policy: DeliveryPolicy | None = None, *,
+                 on_permanent: OnPermanent | None = None) -> None:
+        self.store = store
+        self.on_permanent = on_permanent
+        self.senders = senders
+        self.clock = clock
+        self.policy = policy or DeliveryPolicy()
+        self._wake = asyncio.Event()
+        self._running = False
+        self._ready: asyncio.Queue[Address | None] = asyncio.Queue()  # None: a worker stops
+        self._queued: set[Address] = set()
+        self._busy: set[Address] = set()
+        self._again: set[Address] = set()  # readied while busy: look again after this step
+        self._timers: dict[Address, tuple[asyncio.TimerHandle, bool]] = {}  # (timer, paced)
+
+    # --- the service -----------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Something was queued: scan for due addresses now rather than at the next poll."""
+        self._wake.set()
+
+    def wake_address(self, channel: str, address: str) -> None:
+        """Something was queued for this address: look at it now (or when its pace lets it:
+        a new message cannot go sooner than the channel allows)."""
+        self._ready_up((channel, address))
+
+    async def run(self) -> None:
+        self._running = True
+        if self.store.db.dialect == "sqlite":
+            # The embedded database has one delivering process: whatever is `sending` at
+            # start-up was left by a crash. (Several processes share Postgres instead, where a
+            # claim is stale only after stale_sending_seconds.)
+            await self.store.abandon_stale(self.clock.now() + timedelta(seconds=1))
+        workers = [asyncio.create_task(self._work()) for _ in range(self.policy.concurrency)]
+        try:
+            while self._running:
+                await self._scan()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.policy.poll_seconds)
+                self._wake.clear()
+        finally:
+            # A worker in the middle of a send finishes it (a cancelled send would leave its
+            # row "outcome unknown"); idle ones stop at once.
+            for _ in workers:
+                self._ready.put_nowait(None)
+            await asyncio.gather(*workers, return_exceptions=True)
+            for timer, _paced in self._timers.values():
+                timer.cancel()
+            self._timers.clear()
+
+    def stop(self) -> None:
+        self._running = False
+        self._wake.set()
+
+    async def _scan(self) -> None:
+        try:
+            await self.store.abandon_stale(
+                self.clock.now() - timedelta(seconds=self.policy.stale_sending_seconds))
+            for address in await self.store.due_addresses(self.clock.now(), self.policy.batch):
+                self._ready_up(address)
+        except Exception:
+            log.exception("outbox scan failed; trying again")
+
+    def _ready_up(self, address: Address, *, forced: bool = False) -> None:
+        """Put the address in the ready queue (once). Only the end of a wait the channel's pace
+        asked for readies a paced address (`forced`); a retry's wait is cut short (the clock
+        may have moved, or something more urgent may have come)."""
+        if address in self._busy:
+            self._again.add(address)
+            return
+        if address in self._queued:
+            return
+        held = self._timers.get(address)
+        if held is not None:
+            timer, paced = held
+            if paced and not forced:
+                return
+            timer.cancel()
+            del self._timers[address]
+        self._queued.add(address)
+        self._ready.put_nowait(address)
+
+    async def _work(self) -> None:
+        while True:
+            address = await self._ready.get()
+            if address is None:
+                return
+            self._queued.discard(address)
+            self._busy.add(address)
+            try:
+                outcome = await self._step(address)
+            except Exception:
+                log.exception("outbox delivery to %s:%s failed; trying again", *address)
+                outcome = Outcome(Step.WAIT, self.policy.poll_seconds)
+            finally:
+                self._busy.discard(address)
+            self._settle(address, outcome)
+
+    def _settle(self, address: Address, outcome: Outcome) -> None:
+        again = address in self._again
+        self._again.discard(address)
+        if outcome.step in (Step.DONE, Step.MOVED) or again:
+            self._ready_up(address)  # at the end of the queue: the next address goes first
+        elif outcome.step is Step.WAIT:
+            timer = asyncio.get_running_loop().call_later(
+                max(outcome.delay, 0.0), self._wait_over, address)
+            self._timers[address] = (timer, outcome.paced)
+
+    def _wait_over(self, address: Address) -> None:
+        self._timers.pop(address, None)
+        self._ready_up(address, forced=True)
+
+    # --- one pass, for tests and one-off runs ------------------------------------------------
+
+    async def deliver_due(self) -> int:
+        """Everything due now: each address's queue in order, the addresses side by side (up to
+        `concurrency` at once). Returns how many were sent or dead-lettered."""
+        slots = asyncio.Semaphore(self.policy.concurrency)
+
+        async def drain(address: Address) -> int:
+            done = 0
+            while True:
+                async with slots:
+                    outcome = await self._step(address)
+                if outcome.step is Step.DONE:
+                    done += 1
+                elif outcome.step is not Step.MOVED:
+                    return done
+
+        addresses = await self.store.due_addresses(self.clock.now(), self.policy.batch)
+        return sum(await asyncio.gather(*(drain(a) for a in addresses)))
+
+    # --- one message -------------------------------------------------------------------------
+
+    async def _step(self, address: Address) -> Outcome:
+        """The head of the address's queue, sent if it may go now."""
+        channel, to = address
+        now = self.clock.now()
+        head = await self.store.head(channel, to, now)
+        if head is None or head.sending:
+            return IDLE  # nothing to do, or a send under way (here or in another process)
+        if head.next_attempt_at > now:
+            return Outcome(Step.WAIT, (head.next_attempt_at - now).total_seconds())
+        sender = self.senders.get(channel)
+        if isinstance(sender, Paced):
+            pace = sender.ready_in(to)
+            if pace > 0:
+                return Outcome(Step.WAIT, pace, paced=True)
+        return await self._deliver(head.message)
+
+    async def _deliver(self, message: OutboundMessage) -> Outcome:
+        if not await self.store.claim(message.id, self.clock.now()):
+            return IDLE  # another deliverer has it, or something ahead of it appeared
+        sender = self.senders.get(message.channel)
+        if sender is None:
+            await self.store.dead(message.id, f"no sender for channel {message.channel!r}")
+            return Outcome(Step.DONE)
+        attempt = message.attempts + 1
+        try:
+            channel_id = await sender.send(message)
+        except PartlySent as partly:
+            await self.store.rest_later(message.id, partly.parts_sent, self.clock.now())
+            return Outcome(Step.MOVED)
+        except PermanentSendError as err:
+            # Marked before the row settles: whoever waits for the outbox to go quiet then
+            # also sees the address as unwritable.
+            if self.on_permanent is not None and (err.unreachable or err.opted_out):
+                await self.on_permanent(message, err)
+            await self.store.dead(message.id, str(err))
+            log.error("outbox %s dead: %s", message.id, err)
+            return Outcome(Step.DONE)
+        except Exception as err:
+            if not isinstance(err, TransientSendError):  # an adapter bug: retry, bounded
+                log.exception("outbox %s: sender %s crashed", message.id, message.channel)
+            return await self._later(message, attempt, err)
+        await self.store.mark_sent(message.id, channel_id, self.clock.now())
+        return Outcome(Step.DONE)
+
+    async def _later(self, message: OutboundMessage, attempt: int, err: Exception) -> Outcome:
+        # "Wait N seconds" (Telegram's flood control) is not a failure: a burst of them must
+        # not use up the attempts and drop the message.
+        retry_after = getattr(err, "retry_after", None)
+        if retry_after is None and attempt >= self.policy.max_attempts:
+            await self.store.dead(message.id, f"gave up after {attempt} attempts: {err}")
+            log.error("outbox %s dead after %s attempts: %s", message.id, attempt, err)
+            return Outcome(Step.DONE)
+        # The channel said when (Telegram's retry_after): exactly then, neither earlier (it
+        # would refuse again) nor later (the backoff, past max_delay too); else the backoff.
+        delay = float(retry_after) if retry_after is not None else backoff_delay(
+            attempt, base=self.policy.base_delay, cap=self.policy.max_delay)
+        await self.store.retry_at(message.id, self.clock.now() + timedelta(seconds=delay),
+                                  f"{type(err).__name__}: {err}", counts=retry_after is None)
+        log.warning("outbox %s: send failed (%s); retry in %.1fs", message.id, err, delay)
+        return Outcome(Step.MOVED)
