@@ -259,7 +259,9 @@ class App:
             db, clock, TriggerDoor(gateway, outbound),
             ToolRegistry([t for t in registry if t.name in on]),
             EngineSettings(heartbeat_seconds=settings.triggers.heartbeat_seconds,
-                           lease_seconds=settings.triggers.lease_seconds),
+                           lease_seconds=settings.triggers.lease_seconds,
+                           event_window=timedelta(
+                               seconds=settings.triggers.event_window_seconds)),
             service=tasks, http=http, services=services)
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,

@@ -111,8 +111,15 @@ class AccessControl:
         self.claims = claims  # the owner's claim code, while no owner address is known
 
     async def admit(self, channel: str, address: str, display_name: str, text: str,
-                    at: datetime) -> Admission:
+                    at: datetime, account: str | None = None) -> Admission:
         user = await self.identities.resolve(channel, address)
+        if user is None and account and account != address:
+            # A group member whose own account Valet knows: the same person, now known by
+            # this member address too (never the group as a whole).
+            user = await self.identities.resolve(channel, account)
+            if user is not None:
+                await self.identities.link(channel, address, user.id,
+                                           display_name=one_line(display_name), at=at)
         if user is not None:
             return Admission(None if user.blocked else user)
         display_name = one_line(display_name)  # stored and shown to the owner: one line
@@ -137,6 +144,8 @@ class AccessControl:
         """`/start CODE` (or the code alone) while a claim code was issued: a guess at it. The
         winner is the owner now; anyone else goes on to the access policy as before."""
         code = claim_candidate(text)
+        if ":" in address:  # a member of a group chat: the owner claims in a private chat
+            return None
         if self.claims is None or code is None or not await self.claims.issued():
             return None
         outcome = await self.claims.attempt(code, channel, address, display_name=display_name,
