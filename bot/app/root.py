@@ -43,6 +43,7 @@ from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
+from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
@@ -76,7 +77,7 @@ from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
 from persona import Persona, load_persona
-from persona.lines import MailLines
+from persona.lines import ConversationLines, MailLines
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
@@ -190,7 +191,7 @@ class App:
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         outbound = _build_outbound(settings, db, clock, users, identities, {
             PromptKind.APPROVAL: approval_store.outcomes,
-            PromptKind.PAIRING: _pairing_outcomes(access, clock)})
+            PromptKind.PAIRING: _pairing_outcomes(access, clock)}, persona.lines)
         tasks = build_task_service(db, clock, lines=persona.lines, budget=budget_check(
             db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded))
         memory = build_memory(settings, db, clock, llm, lines=persona.lines)
@@ -386,19 +387,24 @@ def _pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
 
 
 def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserStore,
-                    identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes]
-                    ) -> Outbound:
+                    identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes],
+                    lines: ConversationLines) -> Outbound:
     """The outbox and its deliverer, notifications, prompt edits. Channels register their
     senders later (App.add_channel) in the map it delivers through."""
     senders: dict[str, ChannelSender] = {}
     outbox = OutboxStore(db)
+    policy = settings.delivery_policy()
+    health = ChannelHealth(policy.channel_probe_seconds)
     return Outbound(
         db=db, clock=clock, users=users, outbox=outbox,
-        deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
-                                  on_permanent=_mark_unwritable(identities, clock)),
-        notifier=Notifier(db, users, identities, outbox, clock, RoutableSenders(senders)),
+        deliverer=OutboxDeliverer(outbox, senders, clock, policy,
+                                  on_permanent=_mark_unwritable(identities, clock),
+                                  health=health),
+        notifier=Notifier(db, users, identities, outbox, clock, RoutableSenders(senders),
+                          health),
         senders=senders,
-        prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)))
+        prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)),
+        channel_down_line=lines.channel_down)
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,

@@ -57,10 +57,12 @@ def build_web_app(app: App, channels: list[ServedChannel],
 
     async def readyz(_: web.Request) -> web.Response:
         checks: dict[str, bool] = {"database": await database_reachable(app)}
+        outages = app.outbound.health.outages()
         for channel in channels:
-            checks[channel.name] = channel.ready
+            checks[channel.name] = channel.ready and channel.name not in outages
         ready = all(checks.values())
-        return web.json_response({"ready": ready, "checks": checks},
+        problems = {name: outage.reason for name, outage in outages.items()}
+        return web.json_response({"ready": ready, "checks": checks, "problems": problems},
                                  status=200 if ready else 503)
 
     web_app.router.add_get("/healthz", healthz)

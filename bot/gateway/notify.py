@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from bot.clock import Clock
 from bot.db import Database, Queries
 from bot.envelopes import Delivery, Notification, Urgency, payload_of
+from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.users import User, UserStore
@@ -83,7 +84,9 @@ class RoutableSenders:
 
 class Notifier:
     def __init__(self, db: Database, users: UserStore, identities: IdentityStore,
-                 outbox: OutboxStore, clock: Clock, senders: Container[str]) -> None:
+                 outbox: OutboxStore, clock: Clock, senders: Container[str],
+                 health: ChannelHealth | None = None) -> None:
+        self.health = health or ChannelHealth()  # a channel that is down is the last choice
         self.db = db
         self.users = users
         self.identities = identities
@@ -105,6 +108,9 @@ class Notifier:
         # reminder set at the terminal beside `valet serve` reaches the phone when it fires).
         if fallback and self.senders and fallback not in self.senders:
             fallback = None
+        # Channels that work first; one that is down only when nothing else reaches them (the
+        # message then waits there until it works again).
+        writable.sort(key=lambda r: self.health.is_down(r.channel))
         for choice in (wanted, user.preferred_channel, fallback):
             found = next((r for r in writable if choice and r.channel == choice), None)
             if found is not None:

@@ -27,7 +27,13 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 
 from bot.approvals.options import Option
-from bot.channel import ChannelFeatures, PartlySent, PermanentSendError, TransientSendError
+from bot.channel import (
+    ChannelDown,
+    ChannelFeatures,
+    PartlySent,
+    PermanentSendError,
+    TransientSendError,
+)
 from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
 from bot.media import MediaUnavailable
 from bot.offload import WorkFailed, WorkTimeout, run_bounded
@@ -211,8 +217,9 @@ class TelegramChannel:
             if "can't parse entities" in err.message.lower():
                 raise _EntitiesRejected(err.message) from err
             raise PermanentSendError(err.message, unreachable=_unreachable(err)) from err
-        except InvalidToken as err:
-            raise PermanentSendError(f"Telegram refused the bot token: {err.message}") from err
+        except InvalidToken as err:  # 401/404: nothing goes until the token is fixed
+            raise ChannelDown(f"Telegram rejected the bot token ({err.message}): check "
+                              "VALET_TELEGRAM_TOKEN") from err
         except TelegramError as err:  # NetworkError, TimedOut, Conflict, 5xx
             raise TransientSendError(f"{type(err).__name__}: {err.message}") from err
 
