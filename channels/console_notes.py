@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 
 class ChatNotes(logging.Handler):
-    """Log records worth telling the person (an LLM retry, an error) as one dim line in the
-    chat; the full record is in the log file."""
+    """The few log records worth telling the person while they wait (the LLM is being
+    retried) as one dim line in the chat, in plain words. No log line itself ever reaches
+    the chat (a warning, an event-loop stall): those are in the log file (`valet logs`)."""
 
     def __init__(self, note: Callable[[str], None]) -> None:
         super().__init__(logging.WARNING)
@@ -17,12 +18,15 @@ class ChatNotes(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._note(f"({note_for(record)})")
+            text = note_for(record)
+            if text is not None:
+                self._note(f"({text})")
         except Exception:  # a note is a courtesy: never break the caller
             self.handleError(record)
 
 
-def note_for(record: logging.LogRecord) -> str:
+def note_for(record: logging.LogRecord) -> str | None:
+    """The person's words for a record, or None: not for the chat."""
     if record.name == "bot.llm" and record.msg.startswith("llm call failed") \
             and len(record.args or ()) == 4:
         kind, attempt, _err, decision = record.args  # type: ignore[misc]
@@ -32,5 +36,4 @@ def note_for(record: logging.LogRecord) -> str:
         delay = getattr(decision, "delay", None)
         then = f"trying again in {delay:.0f} s" if delay is not None else "trying another way"
         return f"{what}; {then} (attempt {attempt})"
-    text = record.getMessage().splitlines()[0] if record.getMessage() else record.name
-    return f"{record.levelname.lower()}: {text[:120]}"
+    return None

@@ -3,6 +3,7 @@ event loop, never a reading thread.
 
 - Editing and history (kept in the data directory); a pasted text, however long and however
   many lines, arrives whole (bracketed paste, no terminal line limit).
+- Alt-Enter (or Esc, Enter) starts a new line in the message; Enter sends it.
 - Ctrl-C clears the line; on an empty line a second Ctrl-C (or Ctrl-D) leaves. While a turn
   runs, Ctrl-C stops it: `/stop` goes through the gateway like any message, so the turn ends
   as CANCELLED with its own short reply and nothing is replayed at the next start.
@@ -31,8 +32,6 @@ from prompt_toolkit.styles import Style
 from bot.envelopes import EventType, LoopEvent
 from bot.sanitize import clean_text
 from channels.console import QUIT_WORDS, ConsoleChannel, ConsoleChat
-from channels.console_notes import ChatNotes as ChatNotes  # re-exported: its old home
-from channels.console_notes import note_for as note_for
 from persona.lines import TerminalLines
 
 DIM, RESET = "\033[2m", "\033[0m"
@@ -52,6 +51,9 @@ class TtyScreen:
         self.stopping = False
         self._partial = ""  # streamed text of the current line, not yet moved up
         self._streamed: list[str] = []  # whole lines of this reply already printed
+        # Progress lines shown since the last reply: each says what it says once per turn
+        # (eight capabilities opened are one "… getting ready", not eight).
+        self._progress: set[str] = set()
 
     # --- above the prompt ---------------------------------------------------------------
 
@@ -63,6 +65,7 @@ class TtyScreen:
         else:
             out = f"{SPEAKER}{text}\n"
         self._partial, self._streamed = "", []
+        self._progress.clear()
         self._write(out + "\n")
 
     def note(self, text: str) -> None:
@@ -74,7 +77,10 @@ class TtyScreen:
         elif event.type is EventType.MESSAGE_END and event.data.get("tool_calls"):
             self._partial, self._streamed = "", []  # text before tool calls: shown, done
         elif event.type is EventType.TOOL_CALL_START:
-            self.note(f"  … {event.data.get('progress') or event.data['name']}")
+            line = f"  … {event.data.get('progress') or event.data['name']}"
+            if line not in self._progress:
+                self._progress.add(line)
+                self.note(line)
 
     def _stream(self, chunk: str) -> None:
         self._partial += chunk
@@ -118,6 +124,10 @@ class InteractiveChat:
 
     def _keys(self) -> KeyBindings:
         keys = KeyBindings()
+
+        @keys.add("escape", "enter")  # Alt-Enter (Esc, Enter): a new line, not a send
+        def _newline(event: KeyPressEvent) -> None:
+            event.app.current_buffer.insert_text("\n")
 
         @keys.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:

@@ -264,6 +264,9 @@ class AccessLines(LineGroup):
     pairing_welcome: str = "You're in! I'm your assistant now: ask me anything."
     pairing_letting_in: str = "Letting them in…"
     pairing_refusing: str = "Refusing…"
+    # The first person who sent the claim code `valet serve` printed is the owner now.
+    owner_claimed: str = ("Done: you're my owner now. I'll answer you here from now on; "
+                          "ask me anything.")
 
 
 class MemoryLines(LineGroup):

@@ -24,6 +24,7 @@ from agents.tools.planning import HOLDING as PLAN
 from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.app.models import build_models, build_transcriber
+from bot.app.owner import record_owner
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.effects import EffectRecords
 from bot.approvals.flow import ApprovalFlow
@@ -50,6 +51,7 @@ from bot.envelopes import (
     Urgency,
 )
 from bot.gateway.access import AccessControl
+from bot.gateway.claims import OwnerClaims
 from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.door import ChannelHost
@@ -58,7 +60,7 @@ from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
-from bot.gateway.notify import Notifier
+from bot.gateway.notify import Notifier, RoutableSenders
 from bot.gateway.others import MessageEffects, OutboxMessenger
 from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import OutboxStore
@@ -183,7 +185,10 @@ class App:
         users = UserStore(db, holdings=_holdings(settings))
         identities = IdentityStore(db, users)
         access = AccessControl(db, identities, settings.access, settings.timezone,
-                               lines=persona.lines)
+                               lines=persona.lines, claims=OwnerClaims(
+                                   db, identities, settings.access.guess_limiter(db), OWNER_ID,
+                                   welcome=persona.lines.owner_claimed,
+                                   record=record_owner(settings)))
         history = HistoryStore(db, load_limit=settings.gateway.history_messages)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
                          max_per_user=settings.agents.pool_max_per_user)
@@ -428,7 +433,8 @@ def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserS
         deliverer=OutboxDeliverer(outbox, senders, clock, policy,
                                   on_permanent=_mark_unwritable(identities, clock),
                                   health=health),
-        notifier=Notifier(db, users, identities, outbox, clock, senders, health),
+        notifier=Notifier(db, users, identities, outbox, clock, RoutableSenders(senders),
+                          health),
         senders=senders,
         prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)),
         channel_down_line=lines.channel_down)

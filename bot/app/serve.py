@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from aiohttp import web
 
 from bot.app.channels import ServedChannel, configured_channels
-from bot.app.root import App
+from bot.app.root import OWNER_ID, App
+from bot.app.terminal import TerminalEndpoint
 from bot.config import Settings
 
 log = logging.getLogger(__name__)
@@ -102,8 +103,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
                           else "check")
     channels: list[ServedChannel] = []
     runner: web.AppRunner | None = None
+    terminal: TerminalEndpoint | None = None
     try:
         channels = await configured_channels(settings, app)
+        terminal = TerminalEndpoint.build(app)  # the owner's `valet chat` beside the bot
         runner = web.AppRunner(build_web_app(app, channels), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, settings.http.host, settings.http.port).start()
@@ -118,9 +121,13 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
         if not channels:
             log.warning("valet serve: no channel configured (set VALET_TELEGRAM_TOKEN or "
                         "VALET_TWILIO_ACCOUNT_SID)")
+        await terminal.open()
+        await _claim_if_ownerless(app, channels)
         await stop.wait()
         await _drain(app, channels, settings.http.shutdown_grace_seconds)
     finally:
+        if terminal is not None:
+            await terminal.close()
         for channel in channels:
             try:
                 await channel.close()
@@ -133,6 +140,25 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
             loop.remove_signal_handler(sig)
     log.info("valet serve: stopped")
     return 0
+
+
+async def _claim_if_ownerless(app: App, channels: list[ServedChannel]) -> None:
+    """No owner address known: print the one-time claim code (bot.gateway.claims)."""
+    from bot.app.owner import open_claim_if_ownerless
+
+    reach = []
+    for channel in channels:
+        if channel.name == "telegram":
+            bot = getattr(channel, "username", "") or "your bot"
+            reach.append(f"send \"/start {{code}}\" to @{bot} on Telegram")
+        elif channel.name == "sms":
+            number = app.settings.sms.from_number or "Valet's Twilio number"
+            reach.append(f"text {{code}} to {number} from your phone")
+    assert app.access.claims is not None
+    notice = await open_claim_if_ownerless(app.access.claims, app.identities, OWNER_ID, reach,
+                                           app.clock.now())
+    if notice:
+        log.warning("valet serve: %s", notice)
 
 
 async def _drain(app: App, channels: list[ServedChannel], grace: float) -> None:

@@ -1,22 +1,28 @@
 """`valet chat`: the app with the console channel, in pipe mode or with a person at the
-terminal."""
+terminal. Beside a running `valet serve` it attaches to the server instead (its turns run
+there; the database is the server's alone), on SQLite or Postgres alike."""
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
 from typing import Any
 
+from bot.app.terminal import approval_gated as approval_gated
 from bot.config import Settings
 from bot.redact import install_redaction
-from bot.tools import ToolRegistry
 from channels.console import ConsoleChat, pipe_channel
+from channels.console_link import Endpoint, endpoint_file, read_endpoint
 
 
 async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
     from bot.app import NO_LLM_MESSAGE, App
 
+    endpoint = read_endpoint(endpoint_file(settings.data_dir()))
+    if endpoint is not None:
+        attached = await _beside_the_server(settings, endpoint, pipe=pipe, jsonl=jsonl)
+        if attached is not None:
+            return attached
     if not settings.llm.configured:
         print(f"valet: {NO_LLM_MESSAGE}", file=sys.stderr)
         return 2
@@ -55,13 +61,38 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
         await app.close()
 
 
-def approval_gated(registry: ToolRegistry) -> Callable[[str], bool]:
-    """Tools whose every call waits for an approval first (agents ask later, themselves)."""
-    def needs_approval(name: str) -> bool:
-        tool = registry.get(name)
-        return tool is not None and tool.requires_approval and not tool.is_agent
+async def _beside_the_server(settings: Settings, endpoint: Endpoint, *, pipe: bool,
+                             jsonl: bool) -> int | None:
+    """The chat on the running server's terminal endpoint; None when no server answers."""
+    from channels.console_remote import RemoteChat, RemoteTerminal, ServerGone
+    from persona import load_persona
 
-    return needs_approval
+    lines = load_persona(settings.persona).lines
+    if pipe:  # the server leaves approval-gated tools out of the progress it sends
+        channel = pipe_channel(jsonl, lambda name: False, lines)
+        screen: Any = channel.screen
+    else:
+        from channels.console_tty import tty_channel
+
+        channel, screen = tty_channel(lambda name: False, lines)
+    terminal = await RemoteTerminal.attach(endpoint, channel)
+    if terminal is None:
+        return None
+    chat = RemoteChat(terminal)
+    try:
+        if pipe:
+            return await chat.run_pipe(sys.stdin)
+        from channels.console_tty import InteractiveChat
+
+        return await InteractiveChat(chat, screen, settings.data_dir() / "chat_history").run(
+            f"Valet beside the running valet serve (pid {endpoint.pid}): the turns run there.\n"
+            f"Data: {settings.data_dir()} (the server's log: valet logs)\n"
+            "/help lists the commands; Ctrl-C stops a reply; Ctrl-D leaves.")
+    except ServerGone:
+        print("valet: valet serve stopped; the chat ends here", file=sys.stderr)
+        return 1
+    finally:
+        await terminal.close()
 
 
 def _streaming(settings: Settings) -> Settings:

@@ -5,8 +5,11 @@ tested before anything is stored; nothing printed carries a secret."""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import getpass
 import os
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -119,13 +122,19 @@ async def connect_calendar(args: argparse.Namespace, ask: Prompts,
                            http: aiohttp.ClientSession) -> dict[str, str] | None:
     from agents.calendar.sources import CalendarAccount, CalendarError, check_connection
 
-    url = ask.ask("Calendar URL (a CalDAV server, or an ICS subscription link): ").strip()
-    if url.startswith("webcal://") or url.split("?")[0].endswith(".ics"):
-        account = CalendarAccount("ics", url)
-    else:
-        username = ask.ask("Username: ").strip()
-        account = CalendarAccount("caldav", url, username, ask.secret("Password: "),
-                                  args.calendar)
+    try:
+        url = _field(ask.ask, "Calendar URL (a CalDAV server, or an ICS subscription link): ",
+                     _calendar_url_problem)
+        if url.startswith("webcal://") or url.split("?")[0].endswith(".ics"):
+            account = CalendarAccount("ics", url)
+        else:
+            username = _field(ask.ask, "Username: ", _needed("a user name"))
+            account = CalendarAccount("caldav", url, username,
+                                      _field(ask.secret, "Password: ", _needed("a password")),
+                                      args.calendar)
+    except FieldRefused as err:
+        print(f"valet: {err}")
+        return None
     try:
         found = await check_connection(account, http)
     except CalendarError as err:
@@ -137,25 +146,29 @@ async def connect_calendar(args: argparse.Namespace, ask: Prompts,
 
 async def connect_email(args: argparse.Namespace, ask: Prompts,
                         http: aiohttp.ClientSession) -> dict[str, str] | None:
-    """The IMAP login is tested here (the same check the email tools and `valet doctor`
+    """Each field is checked as it is entered (the IMAP server must answer on its port);
+    the IMAP login is tested at the end (the same check the email tools and `valet doctor`
     use); the email capability reads these fields (agents/email/account.py)."""
     from agents.email.account import MailAccount, MailError
     from agents.email.imap import check_login
 
-    secret = {"imap_host": ask.ask("IMAP server (host): ").strip(),
-              "imap_port": ask.ask("IMAP port [993]: ").strip() or "993",
-              "smtp_host": ask.ask("SMTP server (host): ").strip(),
-              "smtp_port": ask.ask("SMTP port [465]: ").strip() or "465",
-              "username": ask.ask("Username: ").strip()}
-    default = secret["username"] if "@" in secret["username"] else ""
-    secret["address"] = ask.ask(
-        f"Send mail as (address) [{default}]: " if default else "Send mail as (address): "
-    ).strip() or default
-    secret["password"] = ask.secret("Password: ")
+    try:
+        imap_host, imap_port = await _server(ask, "IMAP", "993", reachable=True)
+        smtp_host, smtp_port = await _server(ask, "SMTP", "465", reachable=False)
+        secret = {"imap_host": imap_host, "imap_port": imap_port, "smtp_host": smtp_host,
+                  "smtp_port": smtp_port,
+                  "username": _field(ask.ask, "Username: ",
+                                     _needed("a user name (often your email address)"))}
+        default = secret["username"] if "@" in secret["username"] else ""
+        secret["address"] = _field(
+            ask.ask, f"Send mail as (address) [{default}]: " if default
+            else "Send mail as (address): ", _address_problem, default)
+        secret["password"] = _field(ask.secret, "Password: ", _needed("a password"))
+    except FieldRefused as err:
+        print(f"valet: {err}")
+        return None
     try:
         account = MailAccount.from_secret(secret)
-        if "@" not in account.address:
-            raise MailError(f"{account.address!r} is not an email address")
         await check_login(account)
     except MailError as err:
         print(f"valet: could not connect the email account: {redact_text(str(err))}; "
@@ -164,6 +177,90 @@ async def connect_email(args: argparse.Namespace, ask: Prompts,
     print(f"connected: logged in to {secret['imap_host']}; mail will be sent as "
           f"{secret['address']}")
     return secret
+
+
+# --- each field checked as it is entered ----------------------------------------------------
+
+TRIES = 3
+REACH_SECONDS = 5.0
+_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^\[?[0-9A-Fa-f:.]+\]?$")
+_ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+$")
+
+
+class FieldRefused(Exception):
+    """A field got no usable answer after a few tries; nothing is stored."""
+
+
+def _field(read: Callable[[str], str], prompt: str, check: Callable[[str], str | None],
+           default: str = "") -> str:
+    """Asked until the answer passes its check (a few times at most), each refusal said."""
+    for _ in range(TRIES):
+        value = read(prompt).strip() or default
+        problem = check(value)
+        if problem is None:
+            return value
+        print(f"  {problem}")
+    raise FieldRefused(f"{prompt.split('(')[0].split('[')[0].strip(': ')}: no usable answer "
+                       f"after {TRIES} tries; nothing was stored")
+
+
+def _needed(what: str) -> Callable[[str], str | None]:
+    return lambda value: None if value else f"{what} is needed"
+
+
+def _host_problem(value: str) -> str | None:
+    if not value:
+        return "a server name is needed (e.g. imap.example.com)"
+    if "://" in value:
+        return "just the server's name, without the scheme (e.g. imap.example.com)"
+    if not _HOST.match(value):
+        return f"{value!r} is not a server name (e.g. imap.example.com)"
+    return None
+
+
+def _port_problem(value: str) -> str | None:
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        return f"{value!r} is not a port (a number such as 993)"
+    return None
+
+
+def _address_problem(value: str) -> str | None:
+    if not _ADDRESS.match(value):
+        return f"{value!r} is not an email address (name@example.com)" if value else \
+            "the address mail is sent as is needed (name@example.com)"
+    return None
+
+
+def _calendar_url_problem(value: str) -> str | None:
+    if not value.startswith(("https://", "http://", "webcal://")):
+        return "a calendar URL starts with https:// (or webcal:// for a subscription link)"
+    return None
+
+
+async def _server(ask: Prompts, kind: str, port: str, *, reachable: bool) -> tuple[str, str]:
+    """A server's name and port; with `reachable`, it must answer there (a typo is caught
+    now, not after the password)."""
+    for _ in range(TRIES):
+        host = _field(ask.ask, f"{kind} server (host): ", _host_problem)
+        chosen = _field(ask.ask, f"{kind} port [{port}]: ", _port_problem, port)
+        problem = await _unreachable(host, int(chosen)) if reachable else None
+        if problem is None:
+            return host, chosen
+        print(f"  {problem}")
+    raise FieldRefused(f"{kind} server: no reachable answer after {TRIES} tries; nothing was "
+                       "stored")
+
+
+async def _unreachable(host: str, port: int) -> str | None:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), REACH_SECONDS)
+    except (OSError, TimeoutError) as err:
+        reason = getattr(err, "strerror", None) or type(err).__name__
+        return f"nothing answers at {host}:{port} ({reason}): check the name and the port"
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return None
 
 
 CONNECTORS: dict[str, Connector] = {"calendar": connect_calendar, "email": connect_email}

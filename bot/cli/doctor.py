@@ -4,13 +4,29 @@ Nothing it prints carries a secret: URLs are shown with their credentials masked
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-from bot.app.database import open_database
+from bot.app.database import MIGRATIONS, open_database
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
+from bot.channel import MenuCommand
+from bot.cli.doctor_setup import (
+    Report,
+    check_data_directory,
+    check_events_token,
+    check_owner,
+    check_public_url,
+    check_secret_key,
+    check_sms,
+    check_telegram,
+)
 from bot.config import ConfigError, Settings
+from bot.db import Database
+from bot.db.migrate import apply_migrations, refuse_newer, schema_state
+from bot.db.sqlite import file_of
 from bot.llm import LLM, LLMAuthError, LLMError, LLMModelNotFoundError
 from bot.redact import redact_text, redact_url
 from bot.redis_service import RedisUnavailable, open_redis
@@ -19,23 +35,20 @@ Say = Callable[[str], None]
 MODELS_SHOWN = 10  # a server may list hundreds; a few are enough to spot the right name
 
 
-async def run_doctor(settings: Settings, say: Say) -> int:
+async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
+                     env: Mapping[str, str] | None = None) -> int:
+    """Every check, one line each; 1 when any failed. `fix`: the safe repairs are made (the
+    data directory, migrations, the Telegram webhook and menu) and each is said."""
     from bot.app import NO_LLM_MESSAGE, build_agents, build_llm
     from persona import load_persona
 
-    problems = 0
-
-    def ok(text: str) -> None:
-        say(f"  ok    {redact_text(text)}")
-
-    def bad(text: str) -> None:
-        nonlocal problems
-        problems += 1
-        say(f"  FAIL  {redact_text(text)}")
-
+    env = os.environ if env is None else env
+    report = Report(say, fix=fix)
+    ok, bad = report.ok, report.bad
     say(f"configuration: {settings.source}")
     say(f"data directory: {settings.data_dir()}")
     say(f"chat log file: {settings.log_file()}")
+    check_data_directory(settings, report)
     try:
         persona = load_persona(settings.persona)
         ok(f"persona {persona.name!r} ({persona.source})")
@@ -48,11 +61,17 @@ async def run_doctor(settings: Settings, say: Say) -> int:
            f"{', '.join(agents.files)}")
     except Exception as err:
         bad(f"tools: {err}")
-    await _check_database(settings, ok, bad)
-    if agents is not None:
-        await _check_capabilities(settings, agents.capabilities, say, bad)
-        await _check_mcp(settings, agents, say, ok, bad)
-    await _check_email(settings, ok, bad)
+    db, stand_in = await _check_database(settings, report)
+    try:
+        if agents is not None:
+            await _check_capabilities(settings, agents.capabilities, say, bad, stand_in)
+            await _check_mcp(settings, agents, say, ok, bad, stand_in)
+        await _check_email(stand_in, ok, bad)
+        await check_secret_key(env, stand_in, report)
+        await check_owner(settings, stand_in, report)
+    finally:
+        for opened in {id(d): d for d in (db, stand_in) if d is not None}.values():
+            await opened.close()
     if settings.redis_url:
         await _check_redis(settings.redis_url, ok, bad)
     if not settings.llm.configured:
@@ -64,32 +83,70 @@ async def run_doctor(settings: Settings, say: Say) -> int:
         finally:
             await llm.close()
         await _check_fallbacks(settings, ok, bad)
+    await check_telegram(settings, report, lambda: _telegram_menu(settings))
+    await check_sms(settings, env, report)
+    check_public_url(settings, env, report)
+    check_events_token(env, report)
+    problems = report.problems
     say("all good" if not problems else f"{problems} problem(s) found")
     return 0 if not problems else 1
 
 
-async def _check_database(settings: Settings, ok: Say, bad: Say) -> None:
-    where = redact_url(settings.database_url)
+async def _telegram_menu(settings: Settings) -> list[MenuCommand]:
+    """The command table's Telegram menu, as `valet serve` sets it (the app built without an
+    LLM, as the admin commands build it)."""
+    from bot.app import App
+    from bot.cli.admin import _NoLLM
+
+    app = await App.build(settings, llm=_NoLLM())
     try:
-        db = await open_database(settings.database_url)
-        await db.close()
-        ok(f"database {where}")
+        return app.commands.menu("telegram")
+    finally:
+        await app.close()
+
+
+async def _check_database(settings: Settings, report: Report
+                          ) -> tuple[Database | None, Database | None]:
+    """The database (reached, its schema), and the one the other checks read: itself once
+    its schema is complete; for a new one (nothing applied yet) an empty stand-in in memory,
+    which is what it will hold. Nothing is changed without --fix."""
+    where = redact_url(settings.database_url)
+    url = settings.database_url
+    if url.startswith("sqlite:///") and not url.endswith(":memory:") and not report.fix \
+            and not await asyncio.to_thread(Path(file_of(url)).exists):
+        report.note(f"database {where} does not exist yet (created at first start; --fix "
+                    "creates it now)")
+        return None, await open_database("sqlite:///:memory:")
+    try:
+        db = await open_database(url, migrate=False)
     except Exception as err:
-        bad(f"database {where}: {err}")
+        report.bad(f"database {where}: {err}")
+        return None, None
+    try:
+        state = await schema_state(db, MIGRATIONS)
+        refuse_newer(state, where, MIGRATIONS)
+    except Exception as err:
+        report.bad(f"database {where}: {err}")
+        return db, None
+    if state.pending and report.fix:
+        applied = await apply_migrations(db, MIGRATIONS)
+        report.did(f"applied {len(applied)} migration(s) to {where}")
+    elif state.pending:
+        report.ok(f"database {where}")
+        report.note(f"{len(state.pending)} migration(s) to apply (valet serve and valet chat "
+                    "apply them at start; --fix or `valet migrate` applies them now)")
+        if state.applied:
+            return db, None  # part of it: the checks that read it would be guessing
+        return db, await open_database("sqlite:///:memory:")
+    else:
+        report.ok(f"database {where} (schema version {state.version})")
+    return db, db
 
 
 async def _check_capabilities(settings: Settings, specs: Mapping[str, CapabilitySpec],
-                              say: Say, bad: Say) -> None:
+                              say: Say, bad: Say, db: Database | None) -> None:
     """Each capability: on, off (and what would turn it on) or failing (and why)."""
-    try:
-        db = await open_database(settings.database_url)
-    except Exception:
-        db = None  # the database check above already said why
-    try:
-        found = await statuses(specs.values(), settings, db)
-    finally:
-        if db is not None:
-            await db.close()
+    found = await statuses(specs.values(), settings, db)
     for name, status in found.items():
         detail = redact_text(status.detail)
         if status.state is CapabilityState.FAILING:
@@ -100,52 +157,43 @@ async def _check_capabilities(settings: Settings, specs: Mapping[str, Capability
             say(f"  on    capability {name}" + (f" ({detail})" if detail else ""))
 
 
-async def _check_mcp(settings: Settings, agents: Any, say: Say, ok: Say, bad: Say) -> None:
+async def _check_mcp(settings: Settings, agents: Any, say: Say, ok: Say, bad: Say,
+                     db: Database | None) -> None:
     """Each MCP server: started (with its secrets), its tools and their policy; stopped."""
     from agents.mcp.report import probe, server_line, tool_line
 
     servers = agents.mcp_servers
     if not servers:
         return
-    try:
-        db = await open_database(settings.database_url)
-    except Exception:
-        db = None  # the database check above already said why
-    try:
-        for name, source in servers.items():
-            status = await source.attach(settings, db)
-            if status.state is not CapabilityState.ON:
-                say(f"  off   MCP server {name}: {redact_text(status.detail)}")
-                continue
-            found = await probe(source)
-            if not found.started:
-                bad(f"MCP server {server_line(source)} does not start: {found.error}")
-                continue
-            ok(f"MCP server {server_line(source)} starts: {len(found.tools)} tool(s)")
-            for tool in found.tools:
-                say(f"          {redact_text(tool_line(tool))}")
-            for unknown in found.unknown_policies:
-                say(f"          note: a policy is set for {unknown!r}, which it does not offer")
-    finally:
-        if db is not None:
-            await db.close()
+    for name, source in servers.items():
+        status = await source.attach(settings, db)
+        if status.state is not CapabilityState.ON:
+            say(f"  off   MCP server {name}: {redact_text(status.detail)}")
+            continue
+        found = await probe(source)
+        if not found.started:
+            bad(f"MCP server {server_line(source)} does not start: {found.error}")
+            continue
+        ok(f"MCP server {server_line(source)} starts: {len(found.tools)} tool(s)")
+        for tool in found.tools:
+            say(f"          {redact_text(tool_line(tool))}")
+        for unknown in found.unknown_policies:
+            say(f"          note: a policy is set for {unknown!r}, which it does not offer")
 
 
-async def _check_email(settings: Settings, ok: Say, bad: Say) -> None:
+
+
+async def _check_email(db: Database | None, ok: Say, bad: Say) -> None:
     """Each connected mail account: IMAP and SMTP reachable, logins accepted."""
     from agents.email.checks import check_connected
 
-    try:
-        db = await open_database(settings.database_url)
-    except Exception:
+    if db is None:
         return  # the database check above already said why
     try:
         checks = await check_connected(db, os.environ)
     except Exception as err:  # a bad key: the capability line says so too
         bad(f"email: {err}")
         return
-    finally:
-        await db.close()
     for check in checks:
         (ok if check.ok else bad)(check.text)
 

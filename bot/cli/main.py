@@ -14,10 +14,12 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from bot.cli.admin import add_admin_commands, run_admin
-from bot.config import ConfigError, Settings, load_settings
+from bot.config import ConfigError, Settings, config_path, load_settings
+from bot.config.env_file import EnvFileError, default_env_file, load_env_file
 from bot.config.secret_files import load_secret_files
 from bot.db import DatabaseUnavailable, DatabaseURLError, as_unavailable
 from bot.redact import install_redaction, redact_text
@@ -25,6 +27,8 @@ from bot.redis_service import RedisUnavailable
 
 EXIT_CONFIG = 2
 CONFIG_HELP = "path to valet.yaml (default: $VALET_CONFIG, else ./valet.yaml)"
+ENV_FILE_HELP = ("file of KEY=value lines loaded before the settings; the environment wins "
+                 "(default: valet.env beside valet.yaml)")
 
 
 def valet_version() -> str:
@@ -53,13 +57,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_Version, nargs=0,
                    help="show program's version number and exit")
     p.add_argument("--config", help=CONFIG_HELP)
+    p.add_argument("--env-file", help=ENV_FILE_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     chat = sub.add_parser("chat", help="chat in the terminal (pipe mode when stdin is not a tty)")
     chat.add_argument("--pipe", action="store_true",
                       help="one message per input line, one reply per line on stdout")
     chat.add_argument("--jsonl", action="store_true",
                       help="pipe mode, each reply as a JSON line (reply, stop_reason, approvals)")
-    sub.add_parser("doctor", help="check the configuration, the database and the LLM endpoint")
+    doctor = sub.add_parser("doctor", help="check every configured part: the database, the "
+                            "LLM, Telegram, Twilio, the public URL, the secrets, each capability")
+    doctor.add_argument("--fix", action="store_true",
+                        help="also do what is safe to do: create the data directory, apply "
+                             "migrations, register the Telegram webhook and command menu")
     serve = sub.add_parser("serve", help="run the service: channels (Telegram, SMS), webhooks, "
                                          "health checks, metrics")
     from bot.app.roles import ALL, ROLES
@@ -82,6 +91,12 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.mcp import add_mcp_commands
 
     add_mcp_commands(sub)
+    from bot.cli.outbox import add_outbox_commands
+
+    add_outbox_commands(sub)
+    from bot.cli.onboard import add_onboard_command
+
+    add_onboard_command(sub)
     from bot.cli.turns import add_turn_commands
 
     add_turn_commands(sub)
@@ -103,6 +118,7 @@ def _everywhere(p: argparse.ArgumentParser) -> None:
             child.description = child.description or helps.get(name)
             # SUPPRESS: an option given before the command is not reset by the child's default
             child.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
+            child.add_argument("--env-file", default=argparse.SUPPRESS, help=ENV_FILE_HELP)
             _everywhere(child)
 
 
@@ -113,9 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         p.print_help()
         return 0
     try:
+        load_env(args)  # valet.env: what `valet onboard` wrote (the environment wins)
         load_secret_files(os.environ)  # VALET_X_FILE (Docker secrets, systemd credentials)
         settings = load_settings(args.config)
-    except ConfigError as err:
+    except (ConfigError, EnvFileError) as err:
         return _stop(err)
     if settings.source != "<defaults>":  # a deployment's own agent and tool modules
         here = str(settings.config_dir().resolve())
@@ -126,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
         "turns": _turns, "console-link": _console_link, "migrate": _ops, "backup": _ops,
-        "logs": _ops}
+        "logs": _ops, "onboard": _onboard, "outbox": _outbox}
     _configure_logging(settings, args.command)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
@@ -142,6 +159,15 @@ def main(argv: list[str] | None = None) -> int:
         if failure is None:
             raise
         return _stop(failure)
+
+
+def load_env(args: argparse.Namespace) -> Path:
+    """The env file into this process's environment, before anything reads it; its path."""
+    given = getattr(args, "env_file", None)
+    path = Path(given) if given else default_env_file(config_path(args.config, dict(
+        os.environ))[0])
+    load_env_file(path, os.environ, required=bool(given))
+    return path
 
 
 def _configure_logging(settings: Settings, command: str) -> None:
@@ -210,6 +236,18 @@ async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
     return await run_mcp(settings, args)
 
 
+async def _outbox(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.outbox import run_outbox
+
+    return await run_outbox(settings, args)
+
+
+async def _onboard(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.onboard import run_onboard
+
+    return await run_onboard(settings, args)
+
+
 async def _console_link(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.console_link import run_console_link
 
@@ -232,4 +270,4 @@ async def _ops(settings: Settings, args: argparse.Namespace) -> int:
 async def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.doctor import run_doctor
 
-    return await run_doctor(settings, print)
+    return await run_doctor(settings, print, fix=args.fix)

@@ -8,9 +8,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from bot.cli.admin import table
 from bot.config import Settings
-from triggers.describe import task_line
+from triggers.describe import schedule_in_words, task_line
+from triggers.model import Task, TaskStatus
 from triggers.service import Owner, TaskError
 
 
@@ -57,10 +60,8 @@ async def _run(app: Any, args: argparse.Namespace, say: Callable[[str], None]) -
         user = await _user(app, args.user) if args.user else None
         tasks = await (engine.store.of_user(user.id, include_finished=True) if user
                        else engine.store.all())
-        for task in tasks:
-            say(f"{task.user_id}\t{task_line(task, now)}")
-        if not tasks:
-            say("no tasks")
+        say(table(("ID", "USER", "NAME", "SCHEDULE", "NEXT RUN (the person's time)",
+                   "STATUS"), [_row(task) for task in tasks]) if tasks else "no tasks")
         return 0
     if args.action == "add":
         user = await _user(app, args.user)
@@ -74,7 +75,7 @@ async def _run(app: Any, args: argparse.Namespace, say: Callable[[str], None]) -
         else:
             task = await service.schedule(owner, name=args.name, schedule=args.schedule,
                                           instruction=args.instruction, channel=args.channel)
-        say(f"added {task_line(task, now)}")
+        say(f"added {task_line(task, now)} ({task.timezone} time)")
         return 0
     task = await engine.store.get(args.id)
     if task is None:
@@ -92,6 +93,15 @@ async def _run(app: Any, args: argparse.Namespace, say: Callable[[str], None]) -
         return 0
     say(f"{_DONE[args.action]} {task.id}: {task.name}")
     return 0
+
+
+def _row(task: Task) -> tuple[str, ...]:
+    nxt = "-"
+    if task.next_run_at is not None and task.status is TaskStatus.ACTIVE:
+        local = task.next_run_at.astimezone(ZoneInfo(task.timezone))
+        nxt = f"{local:%a %Y-%m-%d %H:%M} {task.timezone}"
+    return (task.id, task.user_id, task.name, schedule_in_words(task), nxt,
+            task.status.value)
 
 
 _DONE = {"remove": "removed", "pause": "paused", "resume": "resumed"}

@@ -20,6 +20,7 @@ import pydantic
 from bot.approvals.options import Option
 from bot.db import Database, Row
 from bot.envelopes import ApprovalPrompt, PromptKind
+from bot.gateway.claims import ClaimOutcome, OwnerClaims, claim_candidate
 from bot.gateway.guesses import GuessLimiter, GuessVerdict
 from bot.gateway.identity import IdentityStore, new_code
 from bot.gateway.users import User
@@ -65,6 +66,11 @@ class AccessSettings(pydantic.BaseModel):
     def for_channel(self, channel: str) -> ChannelAccess:
         return self.channels.get(channel, ChannelAccess())
 
+    def guess_limiter(self, db: Database) -> GuessLimiter:
+        """The allowance for codes strangers can guess (link and claim codes alike)."""
+        return GuessLimiter(db, self.max_code_guesses,
+                            timedelta(minutes=self.code_guess_window_minutes))
+
 
 @dataclass(frozen=True)
 class Admission:
@@ -96,14 +102,15 @@ def _pairing(row: Row) -> PairingRequest:
 
 class AccessControl:
     def __init__(self, db: Database, identities: IdentityStore, settings: AccessSettings,
-                 default_timezone: str, *, lines: AccessLines) -> None:
+                 default_timezone: str, *, lines: AccessLines,
+                 claims: OwnerClaims | None = None) -> None:
         self.db = db
         self.identities = identities
         self.settings = settings
         self.default_timezone = default_timezone
         self.lines = lines  # what a stranger and the owner are told
-        self.guesses = GuessLimiter(db, settings.max_code_guesses,
-                                    timedelta(minutes=settings.code_guess_window_minutes))
+        self.guesses = settings.guess_limiter(db)
+        self.claims = claims  # the owner's claim code, while no owner address is known
 
     async def admit(self, channel: str, address: str, display_name: str, text: str,
                     at: datetime, account: str | None = None) -> Admission:
@@ -121,6 +128,9 @@ class AccessControl:
                                        display_name=one_line(display_name), at=at)
             return Admission(None if member.blocked else member)
         display_name = one_line(display_name)  # stored and shown to the owner: one line
+        claimed = await self._claim(text, channel, address, display_name, at)
+        if claimed is not None:
+            return claimed
         words = text.strip().split()
         if len(words) == 2 and words[0].lower() == "/link":
             return await self._redeem_link(words[1], channel, address, display_name, at)
@@ -133,6 +143,22 @@ class AccessControl:
             log.info("ignored %s sender %s (not on the allowlist)", channel, address)
             return Admission(None)
         return await self._pairing(channel, address, display_name, at)
+
+    async def _claim(self, text: str, channel: str, address: str, display_name: str,
+                     at: datetime) -> Admission | None:
+        """`/start CODE` (or the code alone) while a claim code was issued: a guess at it. The
+        winner is the owner now; anyone else goes on to the access policy as before."""
+        code = claim_candidate(text)
+        if ":" in address:  # a member of a group chat: the owner claims in a private chat
+            return None
+        if self.claims is None or code is None or not await self.claims.issued():
+            return None
+        outcome = await self.claims.attempt(code, channel, address, display_name=display_name,
+                                            at=at)
+        if outcome is not ClaimOutcome.CLAIMED:
+            return None
+        return Admission(await self.identities.users.get(self.claims.owner_id), handled=True,
+                         reply=self.claims.welcome)
 
     async def _redeem_link(self, code: str, channel: str, address: str, display_name: str,
                            at: datetime) -> Admission:

@@ -123,6 +123,17 @@ class Gateway:
             self.outbound.wake()
             await asyncio.sleep(poll)
 
+    async def wait_answered(self, row_id: int, poll: float = 0.05) -> None:
+        """Until one inbound message's turn is over and its reply (if it has one) has left
+        the outbox: a terminal attached to `valet serve` waits on its own lines only."""
+        while True:
+            row = await self.deps.inbox.get(row_id)
+            if row is None or row.status not in ("received", "processing"):
+                if not await self.outbound.outbox.on_its_way(f"reply:{row_id}"):
+                    return
+            self.outbound.wake()
+            await asyncio.sleep(poll)
+
     # --- inbound -------------------------------------------------------------------------
 
     async def receive(self, msg: IncomingMessage) -> ReceiveResult:

@@ -11,9 +11,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.clock import Clock
@@ -65,6 +66,22 @@ def _hhmm(text: str) -> time:
     return time(int(hours), int(minutes))
 
 
+@dataclass(frozen=True)
+class RoutableSenders:
+    """The channels a notification may fall back to: every registered sender but those that
+    only show a conversation (`routable = False`: the owner's terminal beside `valet serve`),
+    so a reminder goes to the person's phone, not to a window that may be closed."""
+
+    senders: Mapping[str, Any]
+
+    def __contains__(self, channel: object) -> bool:
+        sender = self.senders.get(str(channel))
+        return sender is not None and getattr(sender, "routable", True)
+
+    def __bool__(self) -> bool:
+        return any(name in self for name in self.senders)
+
+
 class Notifier:
     def __init__(self, db: Database, users: UserStore, identities: IdentityStore,
                  outbox: OutboxStore, clock: Clock, senders: Container[str],
@@ -87,6 +104,10 @@ class Notifier:
             return None
         writable = [Reachable(i.channel, i.address)
                     for i in await self.identities.of_user(user_id) if i.writable]
+        # Where a task was set counts only if this process can send there as a route (a
+        # reminder set at the terminal beside `valet serve` reaches the phone when it fires).
+        if fallback and self.senders and fallback not in self.senders:
+            fallback = None
         # Channels that work first; one that is down only when nothing else reaches them (the
         # message then waits there until it works again).
         writable.sort(key=lambda r: self.health.is_down(r.channel))

@@ -129,6 +129,12 @@ class OutboxStore:
             "SELECT 1 FROM outbox WHERE (status = 'pending' AND next_attempt_at <= $1)"
             " OR status = 'sending' LIMIT 1", at) is not None
 
+    async def on_its_way(self, dedupe_key: str) -> bool:
+        """The message with this key is still to be sent (pending or being sent)."""
+        return await self.db.fetchval(
+            "SELECT 1 FROM outbox WHERE dedupe_key = $1 AND status IN ('pending', 'sending')",
+            dedupe_key) is not None
+
     async def claim(self, message_id: int, at: datetime) -> bool:
         """pending -> sending, only while nothing is being sent to the same address and no
         message ahead of it (a lower lane, or its own lane and earlier) is on its way: order
@@ -226,9 +232,10 @@ class OutboxStore:
         return int(await self.db.fetchval(
             "SELECT COUNT(*) FROM outbox WHERE status = $1", status) or 0)
 
-    async def list(self, status: str | None = None, limit: int = 50) -> list[Row]:
+    async def list(self, status: str | None = None, limit: int = 50, *,
+                   user_id: str | None = None) -> list[Row]:
         return await self.db.fetch(
-            "SELECT * FROM outbox WHERE $1 = '' OR status = $1 ORDER BY id DESC LIMIT $2",
-            status or "", limit)
+            "SELECT * FROM outbox WHERE ($1 = '' OR status = $1) AND ($3 = '' OR user_id = $3)"
+            " ORDER BY id DESC LIMIT $2", status or "", limit, user_id or "")
 
 

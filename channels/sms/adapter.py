@@ -31,6 +31,8 @@ from persona.lines import SmsLines
 log = logging.getLogger(__name__)
 
 TWILIO_API = "https://api.twilio.com"
+# Twilio's other API hosts, as paths under VALET_TWILIO_API_URL when that is set (tests).
+TWILIO_HOSTS = {TWILIO_API: "", "https://messaging.twilio.com": "/messaging"}
 OPTED_OUT = 21610  # "Attempt to send to unsubscribed recipient"
 INVALID_NUMBERS = {21211, 21214, 21217, 21401, 21407, 21408, 21612, 21614}
 # The account itself is refused (bad credentials, an account or number that is not there):
@@ -68,8 +70,10 @@ class ValetTwilioHttpClient(AsyncTwilioHttpClient):
         self.api_url = api_url.rstrip("/") if api_url else None
 
     async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Response:
-        if self.api_url and url.startswith(TWILIO_API):
-            url = self.api_url + url[len(TWILIO_API):]
+        for host, path in TWILIO_HOSTS.items():
+            if self.api_url and url.startswith(host):
+                url = self.api_url + path + url[len(host):]
+                break
         try:
             response = await super().request(method, url, *args, **kwargs)
         except (aiohttp.ClientError, TimeoutError) as err:

@@ -31,13 +31,13 @@ import hmac
 import logging
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
-from telegram import Bot, BotCommand, BotCommandScopeChat, Update
+from telegram import Bot, Update
 from telegram.error import Conflict, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
@@ -48,6 +48,11 @@ from bot.config import ConfigError, Settings, TelegramSettings
 from bot.gateway.door import ChannelHost, Door
 from bot.request_body import BodyError, BodyLimits, read_json_object, refused
 from channels.telegram.adapter import TelegramChannel, retry_after_seconds
+from channels.telegram.checks import ALLOWED_UPDATES as ALLOWED_UPDATES
+from channels.telegram.checks import DEFAULT_API_URL, register_webhook, set_menu
+from channels.telegram.checks import WEBHOOK_PATH as WEBHOOK_PATH
+from channels.telegram.checks import bot_commands as bot_commands
+from channels.telegram.checks import webhook_url as webhook_url
 from channels.telegram.inbound import (
     CHANNEL,
     BotIdentity,
@@ -61,13 +66,9 @@ from persona.lines import TelegramLines
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
-ALLOWED_UPDATES = ["message", "callback_query"]
 MAX_UPDATE_BYTES = 1024 * 1024  # a webhook body (a real update is a few kilobytes)
 _SECRET_FORMAT = re.compile(r"[A-Za-z0-9_-]{1,256}")
-_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
-DEFAULT_API_URL = "https://api.telegram.org"
 # Updates arrive as JSON and are parsed one by one (see `_fetch`): PTB's own get_updates parses
 # the whole batch at once, and asking for the raw call by its name makes PTB suggest it.
 warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'",
@@ -161,6 +162,11 @@ class TelegramService:
                                           max_bytes=MAX_UPDATE_BYTES),
                    now=host.clock.now, **kwargs)
 
+    @property
+    def username(self) -> str:
+        """The bot's @name, once started (getMe)."""
+        return self.inbound.me.username if self.inbound.me is not None else ""
+
     # --- ServedChannel ---------------------------------------------------------------------
 
     def routes(self) -> list[web.RouteDef]:
@@ -175,9 +181,7 @@ class TelegramService:
         await self._set_menu()
         self._accepting = True
         if self.settings.mode == "webhook":
-            url = webhook_url(self.settings.webhook_url or "")
-            await self.bot.set_webhook(url, secret_token=self.settings.webhook_secret,
-                                       allowed_updates=ALLOWED_UPDATES)
+            url = await register_webhook(self.bot, self.settings)
             log.info("telegram: @%s receives updates by webhook at %s", me.username, url)
         else:
             self._poller = asyncio.create_task(self._poll_while_leased())
@@ -185,19 +189,8 @@ class TelegramService:
         self.ready = True
 
     async def _set_menu(self) -> None:
-        """The `/` menu from the command table: everyone's lists the commands anyone may use;
-        the owner's chats list the owner's commands too."""
-        everyone = bot_commands(c for c in self.menu if not c.owner_only)
-        await self.bot.set_my_commands(everyone)
-        owners = bot_commands(self.menu)
-        if len(owners) == len(everyone):
-            return
-        for chat in self.owner_chats:
-            try:
-                await self.bot.set_my_commands(owners, scope=BotCommandScopeChat(int(chat)))
-            except (ValueError, TelegramError) as err:  # the owner never wrote to the bot
-                log.warning("telegram: the owner's command menu for chat %s is not set: %s",
-                            chat, err)
+        """The `/` menu from the command table (channels.telegram.checks.set_menu)."""
+        await set_menu(self.bot, self.menu, self.owner_chats)
 
     async def stop(self) -> None:
         """Take no new updates (the ones not yet confirmed come again at the next start)."""
@@ -386,22 +379,3 @@ def sender_of_raw(raw: dict[str, Any]) -> str | None:
             in_group = chat.get("type") != "private" and isinstance(user, int)
             return member_address(int(chat["id"]), user if in_group else None)
     return None
-
-
-def bot_commands(menu: Iterable[MenuCommand]) -> list[BotCommand]:
-    """Telegram's form of the commands: a name of 1-32 of a-z, 0-9 and _ without its slash,
-    a description of 1-256 characters; a command Telegram cannot show is left out."""
-    shown = []
-    for command in menu:
-        name = command.name.removeprefix("/")
-        if not _COMMAND_NAME.fullmatch(name):
-            log.warning("telegram: %s cannot be in the command menu (a-z, 0-9, _ only)",
-                        command.name)
-            continue
-        shown.append(BotCommand(name, command.description.strip()[:256] or command.name))
-    return shown
-
-
-def webhook_url(base: str) -> str:
-    base = base.rstrip("/")
-    return base if base.endswith(WEBHOOK_PATH) else base + WEBHOOK_PATH

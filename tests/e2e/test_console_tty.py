@@ -151,3 +151,15 @@ async def test_a_message_typed_during_a_turn_waits_visibly_then_gets_its_answer(
     await leave(child)
     assert [m for m in fake_llm.requests[1]["messages"] if m["role"] == "user"][-1][
         "content"] == "second"
+
+
+async def test_alt_enter_starts_a_new_line_and_enter_sends_one_message(fake_llm, tmp_path):
+    fake_llm.responder = lambda request: Reply(content="Both lines, one message.")
+    child = start_chat(llm_env(fake_llm, tmp_path))
+    await expect(child, PROMPT)
+    child.send("first line\x1b\rsecond line")  # Alt-Enter is Esc, Enter on a terminal
+    child.send("\r")
+    await expect(child, "Both lines, one message.")
+    await leave(child)
+    assert fake_llm.calls == 1
+    assert last_user_text(fake_llm) == "first line\nsecond line"

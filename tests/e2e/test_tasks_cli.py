@@ -14,14 +14,19 @@ async def test_tasks_are_added_listed_paused_resumed_run_and_removed(tmp_path):
                                     "weekdays at 7:30", "--remind", "stretch"], env)
     assert rc == 0, err
     assert "Reminder: stretch — weekdays at 7:30, next" in out
+    assert out.rstrip().endswith("(UTC time)")  # the zone the times are in
     task_id = re.search(r"added (t\w+):", out).group(1)
 
     rc, out, _ = await run_valet(["tasks", "list"], env)
-    assert f"owner\t{task_id}: Reminder: stretch — weekdays at 7:30" in out
+    header, row = out.splitlines()
+    assert header.split() == ["ID", "USER", "NAME", "SCHEDULE", "NEXT", "RUN", "(the",
+                              "person's", "time)", "STATUS"]
+    assert re.fullmatch(rf"{task_id}  owner  Reminder: stretch  weekdays at 7:30  "
+                        r"\w{3} \d{4}-\d\d-\d\d 07:30 UTC +active", row)
     rc, out, _ = await run_valet(["tasks", "pause", task_id], env)
     assert rc == 0 and f"paused {task_id}" in out
     rc, out, _ = await run_valet(["tasks", "list", "--user", "owner"], env)
-    assert "[paused]" in out
+    assert out.splitlines()[1].startswith(task_id) and out.splitlines()[1].endswith(" paused")
     rc, out, _ = await run_valet(["tasks", "resume", task_id], env)
     assert rc == 0 and f"resumed {task_id}" in out
     rc, out, _ = await run_valet(["tasks", "run-now", task_id], env)

@@ -65,6 +65,8 @@ class FakeTelegram:
         self.commands: list[dict[str, Any]] = []  # the default menu (setMyCommands)
         self.chat_commands: dict[int, list[dict[str, Any]]] = {}  # a chat's own menu
         self.webhook: dict[str, Any] = {}
+        # What getWebhookInfo reports as the last failed delivery to the webhook.
+        self.webhook_error: str | None = None
         self._failures: dict[str, list[ApiError]] = defaultdict(list)
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
@@ -394,6 +396,18 @@ class FakeTelegram:
     async def _m_deleteWebhook(self, params: dict[str, Any]) -> Any:
         self.webhook = {}
         return True
+
+    async def _m_getWebhookInfo(self, params: dict[str, Any]) -> Any:
+        info: dict[str, Any] = {"url": self.webhook.get("url", ""),
+                                "has_custom_certificate": False,
+                                "pending_update_count": len(self._updates)}
+        if self.webhook_error:
+            info.update(last_error_date=int(time.time()) - 60,
+                        last_error_message=self.webhook_error)
+        return info
+
+    async def _m_getMyCommands(self, params: dict[str, Any]) -> Any:
+        return self.commands
 
     async def _m_getFile(self, params: dict[str, Any]) -> Any:
         file_id = str(params["file_id"])

@@ -9,6 +9,10 @@ test webhooks that uses twilio's own `RequestValidator` algorithm.
         client = Client(sid, token, http_client=...)  # base URL: fake.base_url
         ...
         fake.sent  # what was accepted, in order
+
+The account lookups `valet onboard` and `valet doctor` make are there too: the account itself
+(a wrong SID or token gets 401, error 20003), the account's numbers (`fake.numbers`, by
+default Valet's test number, able to send SMS) and its Messaging Services (`fake.services`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from multidict import MultiDict
 from twilio.request_validator import RequestValidator
 
 # Twilio's HTTP status for each error code the tests use.
-ERROR_STATUS = {21610: 400, 21211: 400, 21614: 400, 20003: 401, 20429: 429, 20500: 500}
+ERROR_STATUS = {21610: 400, 21211: 400, 21614: 400, 20003: 401, 20404: 404, 20429: 429,
+                20500: 500}
+DEFAULT_NUMBER = "+15005550006"
 
 
 @dataclass
@@ -67,6 +73,10 @@ class FakeTwilio:
         # sender is killed); `held` counts the requests caught so.
         self.holding: set[str] = set()
         self.held = 0
+        # The account's numbers: E.164 -> what it can do and where its SMS webhook points.
+        self.numbers: dict[str, dict[str, Any]] = {
+            DEFAULT_NUMBER: {"sms": True, "sms_url": ""}}
+        self.services: dict[str, str] = {}  # Messaging Service SID -> friendly name
 
     # --- what the test controls -------------------------------------------------------------
 
@@ -93,9 +103,17 @@ class FakeTwilio:
 
     # --- the server ---------------------------------------------------------------------
 
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post("/2010-04-01/Accounts/{sid}/Messages.json", self._create),
+                web.get("/2010-04-01/Accounts/{sid}.json", self._account),
+                web.get("/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json", self._numbers),
+                web.post("/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers/{pn}.json",
+                         self._update_number),
+                web.get("/messaging/v1/Services/{service}", self._service)]
+
     async def __aenter__(self) -> FakeTwilio:
         app = web.Application()
-        app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", self._create)
+        app.router.add_routes(self.routes())
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -114,6 +132,64 @@ class FakeTwilio:
             return False
         expected = base64.b64encode(f"{self.account_sid}:{self.auth_token}".encode()).decode()
         return header[6:] == expected and request.match_info["sid"] == self.account_sid
+
+    async def _account(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if not self._authorised(request):
+            self.refused_auth += 1
+            return _error(Failure(401, 20003, message="Authenticate"))
+        return web.json_response({"sid": self.account_sid, "friendly_name": "Test account",
+                                  "status": "active", "type": "Full"})
+
+    async def _numbers(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if not self._authorised(request):
+            self.refused_auth += 1
+            return _error(Failure(401, 20003, message="Authenticate"))
+        wanted = request.query.get("PhoneNumber")
+        found = [self._number(i, number) for i, number in enumerate(self.numbers)
+                 if wanted is None or number == wanted]
+        return web.json_response({
+            "incoming_phone_numbers": found, "page": 0, "page_size": 50, "start": 0,
+            "end": max(len(found) - 1, 0), "first_page_uri": request.path_qs,
+            "next_page_uri": None, "previous_page_uri": None, "uri": request.path_qs})
+
+    def _number(self, i: int, number: str) -> dict[str, Any]:
+        spec = self.numbers[number]
+        return {"sid": f"PN{i:032x}", "account_sid": self.account_sid, "phone_number": number,
+                "friendly_name": number, "sms_url": spec.get("sms_url", ""),
+                "sms_method": spec.get("sms_method", "POST"),
+                "capabilities": {"voice": True, "sms": bool(spec.get("sms")), "mms": False}}
+
+    async def _update_number(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if not self._authorised(request):
+            self.refused_auth += 1
+            return _error(Failure(401, 20003, message="Authenticate"))
+        numbers = list(self.numbers)
+        index = int(request.match_info["pn"][2:], 16)
+        if index >= len(numbers):
+            return _error(Failure(404, 20404, message="The requested resource was not found"))
+        form = await request.post()
+        spec = self.numbers[numbers[index]]
+        if "SmsUrl" in form:
+            spec["sms_url"] = str(form["SmsUrl"])
+        if "SmsMethod" in form:
+            spec["sms_method"] = str(form["SmsMethod"])
+        return web.json_response(self._number(index, numbers[index]))
+
+    async def _service(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        header = request.headers.get("Authorization", "")
+        expected = base64.b64encode(f"{self.account_sid}:{self.auth_token}".encode()).decode()
+        if header != f"Basic {expected}":
+            self.refused_auth += 1
+            return _error(Failure(401, 20003, message="Authenticate"))
+        sid = request.match_info["service"]
+        if sid not in self.services:
+            return _error(Failure(404, 20404, message="The requested resource was not found"))
+        return web.json_response({"sid": sid, "account_sid": self.account_sid,
+                                  "friendly_name": self.services[sid]})
 
     async def _create(self, request: web.Request) -> web.Response:
         self.requests += 1
@@ -201,7 +277,7 @@ def inbound_params(from_: str, body: str, *, sid: str, to: str = "+15005550006",
 async def _serve_forever(port: int, account_sid: str, auth_token: str) -> None:
     fake = FakeTwilio(account_sid, auth_token)
     app = web.Application()
-    app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", fake._create)
+    app.router.add_routes(fake.routes())
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)

@@ -38,3 +38,39 @@ def test_streamed_text_is_shown_once_as_it_arrives():
     assert "".join(shown) == "valet › Two lines\n"  # the partial line waits on the prompt
     screen.reply("Two lines\nof text")
     assert "".join(shown) == "valet › Two lines\nof text\n\n"
+
+
+def test_one_getting_ready_line_per_turn_however_many_capabilities_open():
+    shown: list[str] = []
+    screen = TtyScreen(write=shown.append)
+    opening = LoopEvent(EventType.TOOL_CALL_START, {"name": "open_capability",
+                                                    "progress": "getting ready"})
+    for _ in range(8):
+        screen.event(opening)
+    screen.event(LoopEvent(EventType.TOOL_CALL_START, {"name": "calculate",
+                                                       "progress": "using calculate"}))
+    assert [line for line in "".join(shown).splitlines() if "…" in line] == [
+        "\x1b[2m  … getting ready\x1b[0m", "\x1b[2m  … using calculate\x1b[0m"]
+    screen.reply("Done.")
+    screen.event(opening)  # the next turn says it again, once
+    assert "".join(shown).count("getting ready") == 2
+
+
+def test_log_lines_and_stall_warnings_never_reach_the_chat():
+    import logging
+
+    from channels.console_notes import ChatNotes
+
+    notes: list[str] = []
+    handler = ChatNotes(notes.append)
+    stall = logging.LogRecord("bot.stall", logging.WARNING, __file__, 1,
+                              "event loop stalled for %d ms (threshold %d ms); running: %s",
+                              (900, 250, "x"), None)
+    failure = logging.LogRecord("bot.gateway.gateway", logging.ERROR, __file__, 1,
+                                "turn %s failed", ("inbox-1",), None)
+    retry = logging.LogRecord("bot.llm", logging.WARNING, __file__, 1,
+                              "llm call failed (%s, attempt %d): %s -> %s",
+                              ("LLMRateLimitError", 1, "429", None), None)
+    for record in (stall, failure, retry):
+        handler.handle(record)
+    assert notes == ["(the LLM is busy (rate limited); trying another way (attempt 1))"]

@@ -1,0 +1,62 @@
+"""The owner as the configuration knows them: a claimed address written into valet.yaml
+(`owner.telegram_ids`, `owner.phone_numbers`), and whether any owner address is known at all
+(if not, `valet serve` opens a claim code: bot.gateway.claims)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+from pathlib import Path
+
+from bot.config import Settings
+from bot.config.yaml_edit import add_to_list
+from bot.gateway.claims import OwnerClaims, OwnerRecorder
+from bot.gateway.identity import IdentityStore
+
+log = logging.getLogger(__name__)
+
+OWNER_KEYS = {"telegram": ("owner", "telegram_ids"), "sms": ("owner", "phone_numbers")}
+
+
+def record_owner(settings: Settings) -> OwnerRecorder:
+    """Writes a claimed address into the valet.yaml in use (comments and order kept); the
+    database link is made by the claim itself, so without a file (or a read-only one) the
+    owner is still the owner, and the log says what to add by hand."""
+    async def record(channel: str, address: str) -> None:
+        keys = OWNER_KEYS.get(channel)
+        if keys is None:
+            return
+        key = ".".join(keys)
+        path = Path(settings.source)
+        if settings.source == "<defaults>" or not await asyncio.to_thread(path.is_file):
+            log.warning("no valet.yaml to record the owner in: add %s: ['%s'] to yours",
+                        key, address)
+            return
+        await asyncio.to_thread(add_to_list, path, keys, address)
+        log.warning("recorded the owner in %s: %s: %s", path, key, address)
+
+    return record
+
+
+async def owner_addresses(identities: IdentityStore, owner_id: str) -> list[str]:
+    """The owner's addresses a channel can reach (the terminal's does not count)."""
+    return [f"{i.channel}:{i.address}" for i in await identities.of_user(owner_id)
+            if i.channel != "console"]
+
+
+async def open_claim_if_ownerless(claims: OwnerClaims, identities: IdentityStore,
+                                  owner_id: str, reach: list[str], at: datetime) -> str | None:
+    """With no owner address known and a channel to claim on (`reach`: how to write to
+    Valet there), the line `valet serve` prints with the one-time code; None (and any open
+    code closed) once the owner has an address."""
+    if await owner_addresses(identities, owner_id):
+        await claims.close(at)
+        return None
+    if not reach:
+        return None
+    code = await claims.open(at)
+    ways = " or ".join(way.format(code=code) for way in reach)
+    return (f"no owner is configured: to become the owner, {ways}. The first sender of the "
+            "code becomes the owner and it is recorded in valet.yaml; the code then stops "
+            "working.")

@@ -1,0 +1,102 @@
+"""`valet onboard`: set Valet up, step by step, checking each answer against the real
+service before going on: the LLM endpoint, Telegram, Twilio, the public address, the
+timezone. It generates the secrets Valet needs (VALET_SECRET_KEY, the webhook secret, the
+events token), writes valet.yaml and the env file (0600, loaded by every `valet` command),
+and ends with `valet doctor --fix`. Run again, it offers what is there as the defaults and
+edits the files in place.
+
+In a terminal it asks; with `--yes` it asks nothing: answers come from the flags, the
+environment (secrets: VALET_LLM_API_KEY, VALET_TELEGRAM_TOKEN, VALET_TWILIO_ACCOUNT_SID,
+VALET_TWILIO_AUTH_TOKEN), the configuration as it is, or the defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from bot.cli.onboard.ask import OnboardStop, questions
+from bot.cli.onboard.draft import env_after
+from bot.cli.onboard.steps import (
+    Context,
+    llm_step,
+    person_step,
+    public_url_step,
+    sms_step,
+    telegram_step,
+)
+from bot.config import Settings, config_path, load_settings
+from bot.config.env_file import EnvFileError, default_env_file
+from bot.config.yaml_edit import YamlEditError
+
+EXIT_STOPPED = 2
+
+
+def add_onboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("onboard", help="set Valet up step by step (LLM, Telegram, Twilio, the "
+                       "public address), each answer checked; writes valet.yaml and the env "
+                       "file, then runs valet doctor --fix")
+    p.add_argument("--yes", action="store_true", help="ask nothing: answers from the flags, "
+                   "the environment (secrets), the configuration as it is, or the defaults")
+    p.add_argument("--llm-base-url", help="the OpenAI-compatible endpoint")
+    p.add_argument("--llm-model", help="the model")
+    p.add_argument("--no-telegram", action="store_true", help="leave Telegram out")
+    p.add_argument("--telegram-mode", choices=["polling", "webhook"],
+                   help="polling (no public address needed, the default) or webhook")
+    p.add_argument("--telegram-owner-id", help="the owner's Telegram id (else found by their "
+                   "/start, or claimed later with the code valet serve prints)")
+    p.add_argument("--wait-for-owner", type=int, metavar="SECONDS", help="how long to wait "
+                   "for the owner's /start (default: 120 in a terminal, 0 with --yes)")
+    p.add_argument("--no-sms", action="store_true", help="leave SMS out")
+    p.add_argument("--sms-from", help="Valet's Twilio number (E.164) or Messaging Service SID")
+    p.add_argument("--owner-phone", help="the owner's own mobile number")
+    p.add_argument("--public-url", help="where this server is reached (https)")
+    p.add_argument("--timezone", help="the owner's timezone (IANA name)")
+    p.add_argument("--owner-name", help="what Valet calls its owner")
+
+
+async def run_onboard(settings: Settings, args: argparse.Namespace) -> int:
+    config, _ = config_path(args.config, dict(os.environ))
+    env_file = Path(args.env_file) if getattr(args, "env_file", None) else \
+        default_env_file(config)
+    try:
+        q = questions(args.yes)
+        q.say(f"Setting Valet up: {config} and {env_file} (secrets, readable by you only).")
+        c = Context(q, args, settings, dict(os.environ))
+        await llm_step(c)
+        await telegram_step(c)
+        number = await sms_step(c)
+        await public_url_step(c, number)
+        await person_step(c)
+        made = c.draft.generate_secrets(c.env)
+        after, shadowed = env_after(c.draft, env_file, os.environ)
+        c.draft.write(config, env_file)
+    except OnboardStop as err:
+        print(f"valet onboard: {err}", file=sys.stderr)
+        return EXIT_STOPPED
+    except (YamlEditError, EnvFileError, OSError) as err:
+        print(f"valet onboard: {err}", file=sys.stderr)
+        return EXIT_STOPPED
+    q.say(f"\nWrote {config} and {env_file}" + (f"; generated {', '.join(made)}" if made
+                                                 else ""))
+    for name in shadowed:
+        q.say(f"note: {name} is also set in your shell, and wins over {env_file.name}: unset "
+              "it to use the new value")
+    for step in c.draft.next_steps:
+        q.say(f"next: {step}")
+    return await _doctor(config, after)
+
+
+async def _doctor(config: Path, env: dict[str, str]) -> int:
+    """`valet doctor --fix` on what was written, as the next `valet` will read it."""
+    from bot.cli.doctor import run_doctor
+
+    for name in set(os.environ) - set(env):
+        del os.environ[name]
+    os.environ.update(env)  # the capability checks read the key from here
+    print("\nvalet doctor --fix")
+    code = await run_doctor(load_settings(str(config), env=env), print, fix=True, env=env)
+    if code == 0:
+        print("\nReady: `valet serve` runs Valet (and `valet chat` talks to it from here).")
+    return code

@@ -1,0 +1,135 @@
+"""How `valet onboard` asks: in a terminal with the chat's line editor (prompt_toolkit:
+editing, a default shown in brackets, secrets without echo), or from flags for scripts
+(`--yes`: every answer is a flag, the environment, what the configuration already says, or
+the default; a missing one stops with one line naming its flag).
+
+A step gives each answer a check; in a terminal a refused answer is asked again (a few
+times), from flags it stops the wizard: nothing is written."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+# A check says what is wrong with an answer (None: fine); it may look something up.
+Check = Callable[[str], "str | Awaitable[str | None] | None"]
+TRIES = 3
+
+
+class OnboardStop(Exception):
+    """The wizard cannot go on; one line saying why and what to do (nothing is written)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str  # "LLM endpoint (an OpenAI-compatible base URL)"
+    flag: str  # "--llm-base-url", named when a script left it out
+    default: str | None = None  # shown in brackets; Enter takes it
+    given: str | None = None  # from a flag or the environment: not asked
+    secret: bool = False  # asked without echo; the default is never shown
+    required: bool = True  # "" is not an answer
+
+
+class Questions(Protocol):
+    interactive: bool
+
+    def say(self, text: str) -> None: ...
+
+    async def answer(self, question: Question, check: Check | None = None) -> str: ...
+
+    async def confirm(self, text: str, default: bool) -> bool: ...
+
+
+async def _problem(check: Check | None, value: str) -> str | None:
+    if check is None:
+        return None
+    found = check(value)
+    return await found if inspect.isawaitable(found) else found
+
+
+class Scripted:
+    """--yes: nothing is asked."""
+
+    interactive = False
+
+    def __init__(self, say: Callable[[str], None] = print) -> None:
+        self._say = say
+
+    def say(self, text: str) -> None:
+        self._say(text)
+
+    async def answer(self, question: Question, check: Check | None = None) -> str:
+        value = question.given if question.given is not None else question.default
+        if value is None or (question.required and not value.strip()):
+            raise OnboardStop(f"{question.text}: give {question.flag}")
+        value = value.strip()
+        if value or question.required:
+            problem = await _problem(check, value)
+            if problem:
+                raise OnboardStop(problem)
+        return value
+
+    async def confirm(self, text: str, default: bool) -> bool:
+        return default
+
+
+class Interactive:
+    """A person at the terminal."""
+
+    interactive = True
+
+    def __init__(self) -> None:
+        from prompt_toolkit import PromptSession
+
+        self._session: PromptSession[str] = PromptSession()
+
+    def say(self, text: str) -> None:
+        print(text, flush=True)
+
+    async def _read(self, prompt: str, *, secret: bool) -> str:
+        try:
+            return await self._session.prompt_async(prompt, is_password=secret)
+        except (EOFError, KeyboardInterrupt):
+            raise OnboardStop("stopped; nothing was written") from None
+
+    async def answer(self, question: Question, check: Check | None = None) -> str:
+        if question.given is not None:
+            problem = await _problem(check, question.given)
+            if problem:
+                raise OnboardStop(f"{question.flag}: {problem}")
+            return question.given
+        shown = ""
+        if question.default and not question.secret:
+            shown = f" [{question.default}]"
+        elif question.default:
+            shown = " [Enter keeps the current one]"
+        for _ in range(TRIES):
+            value = (await self._read(f"{question.text}{shown}: ",
+                                      secret=question.secret)).strip()
+            value = value or (question.default or "")
+            if question.required and not value:
+                print("  (an answer is needed here)")
+                continue
+            problem = await _problem(check, value) if value else None
+            if not problem:
+                return value
+            print(f"  {problem}")
+        raise OnboardStop(f"{question.text}: no usable answer after {TRIES} tries; nothing "
+                          "was written")
+
+    async def confirm(self, text: str, default: bool) -> bool:
+        hint = "Y/n" if default else "y/N"
+        value = (await self._read(f"{text} [{hint}] ", secret=False)).strip().lower()
+        return default if not value else value.startswith("y")
+
+
+def questions(yes: bool) -> Questions:
+    if yes:
+        return Scripted()
+    if not sys.stdin.isatty():
+        raise OnboardStop("valet onboard asks questions: run it in a terminal, or give --yes "
+                          "and the answers as flags (valet onboard --help)")
+    return Interactive()

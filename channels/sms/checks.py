@@ -1,0 +1,104 @@
+"""Is the Twilio account usable, as `valet onboard` and `valet doctor` ask it: the credentials
+(the account itself), the number (on this account, able to send SMS, its webhook) or the
+Messaging Service. Each answer is a value, or TwilioUnusable with one line saying what to fix;
+nothing here prints a secret."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twilio.base.exceptions import TwilioException
+from twilio.rest import Client
+
+from bot.channel import TransientSendError
+from channels.sms.adapter import ValetTwilioHttpClient
+
+AUTH_FAILED = 20003
+NOT_FOUND = 20404
+
+
+class TwilioUnusable(Exception):
+    """One line for the operator: what Twilio said and what to do."""
+
+
+@dataclass(frozen=True)
+class NumberState:
+    sid: str  # PN...
+    number: str
+    sms: bool  # can send and receive SMS
+    sms_url: str  # where Twilio posts an incoming SMS ("" when unset)
+
+
+class TwilioCheck:
+    """A short-lived client for the checks; `await close()` after."""
+
+    def __init__(self, account_sid: str, auth_token: str, api_url: str | None = None) -> None:
+        self.account_sid = account_sid
+        self.http = ValetTwilioHttpClient(api_url, timeout=10.0)
+        self.client = Client(account_sid, auth_token, http_client=self.http)
+
+    async def close(self) -> None:
+        await self.http.close()
+
+    async def account(self) -> str:
+        """The account's name; TwilioUnusable when the SID and token are not accepted."""
+        try:
+            found = await self.client.api.v2010.accounts(self.account_sid).fetch_async()
+        except TwilioException as err:
+            raise _unusable(err, "the account") from err
+        except TransientSendError as err:
+            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+        status = str(found.status or "")
+        if status and status != "active":
+            raise TwilioUnusable(f"the Twilio account is {status}, not active: reactivate it "
+                                 "in the Twilio console")
+        return str(found.friendly_name or self.account_sid)
+
+    async def number(self, number: str) -> NumberState:
+        """The number as this account holds it; TwilioUnusable when it is not the
+        account's."""
+        try:
+            found = await self.client.incoming_phone_numbers.list_async(phone_number=number,
+                                                                        limit=5)
+        except TwilioException as err:
+            raise _unusable(err, f"the number {number}") from err
+        except TransientSendError as err:
+            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+        for item in found:
+            if item.phone_number == number:
+                caps = item.capabilities if isinstance(item.capabilities, dict) else {}
+                return NumberState(str(item.sid), number, bool(caps.get("sms")),
+                                   str(item.sms_url or ""))
+        raise TwilioUnusable(f"{number} is not a number of this Twilio account: use one the "
+                             "account owns (Phone Numbers > Manage > Active numbers)")
+
+    async def point_sms_webhook(self, number: NumberState, url: str) -> None:
+        """Incoming SMS to this number are posted to `url` (HTTP POST) from now on."""
+        try:
+            await self.client.incoming_phone_numbers(number.sid).update_async(
+                sms_url=url, sms_method="POST")
+        except TwilioException as err:
+            raise _unusable(err, f"the number {number.number}") from err
+        except TransientSendError as err:
+            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+
+    async def messaging_service(self, sid: str) -> str:
+        try:
+            found = await self.client.messaging.v1.services(sid).fetch_async()
+        except TwilioException as err:
+            raise _unusable(err, f"the Messaging Service {sid}") from err
+        except TransientSendError as err:
+            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+        return str(found.friendly_name or sid)
+
+
+def _unusable(err: TwilioException, what: str) -> TwilioUnusable:
+    code = getattr(err, "code", None)
+    status = getattr(err, "status", None)
+    if code == AUTH_FAILED or status == 401:
+        return TwilioUnusable("Twilio refused the credentials (error 20003): check "
+                              "VALET_TWILIO_ACCOUNT_SID and VALET_TWILIO_AUTH_TOKEN (Twilio "
+                              "console, Account info)")
+    if code == NOT_FOUND or status == 404:
+        return TwilioUnusable(f"Twilio does not know {what} on this account (error 20404)")
+    return TwilioUnusable(f"Twilio refused to show {what} (HTTP {status}, error {code})")
