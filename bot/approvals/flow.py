@@ -18,7 +18,6 @@ import asyncio
 import json
 import logging
 from dataclasses import replace
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals.lease import LeaseLost, run_leased
@@ -26,7 +25,6 @@ from bot.approvals.listing import pending_lines
 from bot.approvals.model import (
     ApprovalDraft,
     ApprovalRequest,
-    ApprovalStatus,
     ExecutionOutcome,
     ExecutionStatus,
     waiting_result,
@@ -215,18 +213,3 @@ class ApprovalFlow:
                 "if they ask, remind them what is waiting.")
 
 
-def state_word(approval: ApprovalRequest, lines: ApprovalLines,
-               now: datetime | None = None) -> str:
-    """What became of a request, in the words of "… was already {state}"; a request past its
-    time is expired even before the sweeper has marked it so (given `now`)."""
-    if approval.status is ApprovalStatus.PENDING and now is not None \
-            and approval.expires_at <= now:
-        return lines.approval_state_expired
-    return {ApprovalStatus.APPROVED: lines.approval_state_approved,
-            ApprovalStatus.EXECUTING: lines.approval_state_approved,
-            ApprovalStatus.EXECUTED: lines.approval_state_done,
-            ApprovalStatus.FAILED: lines.approval_state_failed,
-            ApprovalStatus.REJECTED: lines.approval_state_cancelled,
-            ApprovalStatus.EXPIRED: lines.approval_state_expired,
-            ApprovalStatus.SUPERSEDED: lines.approval_state_replaced,
-            ApprovalStatus.PENDING: lines.approval_state_waiting}[approval.status]

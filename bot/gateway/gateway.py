@@ -40,6 +40,7 @@ from bot.media import MediaReader, MediaSource, ReadMedia, heard_line
 from bot.memory.history import HistoryStore
 from bot.sanitize import clean_incoming
 from bot.steering import Steered
+from bot.work.relay import Relay
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,13 @@ class GatewayDeps:
     # Whether a message (user id, text) answers an approval waiting for that person: it then
     # waits for its own turn, where the approvals step decides it.
     answers_approval: Callable[[str, str], Awaitable[bool]] | None = None
+    # Several processes (Redis): a stored row is announced on the work stream and /stop or a
+    # message joining a running turn is signalled (bot.work.relay), instead of being handled
+    # by this process's drains. None: this process runs every turn itself.
+    relay: Relay | None = None
+    # Told when a person's drain found nothing of theirs left (the work stream acknowledges
+    # the entries it held for them then).
+    drained: Callable[[str], None] | None = None
 
 
 class Gateway:
@@ -158,12 +166,15 @@ class Gateway:
             return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
         await deps.inbox.assign(row_id, admission.user.id)
         await deps.identities.wrote_again(msg.channel, msg.address)
-        if self._stop_running_turn(admission.user.id, msg.text):
+        if deps.relay is not None:  # the turn, if one runs, is in some worker
+            await self._hand_on(deps.relay, admission.user.id, msg, row_id)
+        elif self._stop_running_turn(admission.user.id, msg.text):
             await self._close(row_id, "done")  # the stopped turn's reply says it
             return ReceiveResult.HANDLED
-        if await self._steer(admission.user.id, msg, row_id):
+        elif await self._steer(admission.user.id, msg, row_id):
             return ReceiveResult.JOINED  # the running turn reads it before its next step
-        self.kick(admission.user.id)
+        else:
+            self.kick(admission.user.id)
         if msg.button is not None and msg.button.answer_ref:
             await self._answer_button(msg.channel, admission.user, msg.button)
         return ReceiveResult.ACCEPTED
@@ -178,19 +189,54 @@ class Gateway:
         running.set()
         return True
 
+    async def _hand_on(self, relay: Relay, user_id: str, msg: IncomingMessage,
+                       row_id: int) -> None:
+        """Another process may be running this person's turn: /stop and a message that may
+        join it are said to every worker (the one running it acts), and the row is announced
+        on the work stream all the same (no turn running: it gets one of its own)."""
+        word = command_word(msg.text)
+        if word is not None and word[0] == "/stop":
+            await relay.stop(user_id, row_id)
+        elif self._may_join(msg):
+            await relay.steer(user_id, row_id, msg.text)
+        await relay.announce(user_id, row_id)
+
+    def _may_join(self, msg: IncomingMessage) -> bool:
+        """Text (no button, choice or photo) that is not a command may join a running turn."""
+        return self.deps.mid_turn == "steer" and msg.button is None and msg.choice is None \
+            and not msg.media and bool(msg.text.strip()) and command_word(msg.text) is None
+
     async def _steer(self, user_id: str, msg: IncomingMessage, row_id: int) -> bool:
-        """Hand a message to the person's running turn when it can join it: text (no button,
-        choice or photo), not a command, not an answer to a waiting approval."""
+        """Hand a message to the person's running turn when it can join it (`_may_join`) and
+        does not answer a waiting approval."""
+        if not self._mid_turn.running(user_id) or not self._may_join(msg):
+            return False
+        return await self._offer(user_id, row_id, msg.text)
+
+    async def _offer(self, user_id: str, row_id: int, text: str) -> bool:
         deps = self.deps
-        if deps.mid_turn != "steer" or not self._mid_turn.running(user_id):
+        if deps.answers_approval is not None and await deps.answers_approval(user_id, text):
             return False
-        if msg.button is not None or msg.choice is not None or msg.media \
-                or not msg.text.strip() or command_word(msg.text) is not None:
-            return False
-        if deps.answers_approval is not None and \
-                await deps.answers_approval(user_id, msg.text):
-            return False
-        return self._mid_turn.offer(user_id, Steered(row_id, msg.text))
+        return self._mid_turn.offer(user_id, Steered(row_id, text))
+
+    # --- signals from other processes (bot.work.control) ---------------------------------
+
+    async def stop_heard(self, fields: dict[str, str]) -> None:
+        """/stop for a person whose turn runs here: the /stop row is closed (if no drain took
+        it yet), then the turn is stopped; its reply says so."""
+        user_id, row_id = fields["user"], int(fields["row"])
+        running = self._running.get(user_id)
+        if running is None:
+            return
+        if await self.deps.inbox.close_unclaimed(row_id, "done", self.deps.clock.now()):
+            running.set()
+
+    async def steer_heard(self, fields: dict[str, str]) -> None:
+        """A message that may join the person's turn, if it runs here and began before it."""
+        user_id, row_id = fields["user"], int(fields["row"])
+        running = self._mid_turn.running_row(user_id)
+        if running is not None and running < row_id:
+            await self._offer(user_id, row_id, fields["text"])
 
     async def submit(self, msg: TriggerMessage) -> bool:
         """The entry by user: a turn no channel message started, queued in the user's order
@@ -198,7 +244,10 @@ class Gateway:
         row_id = await self.deps.inbox.record_for_user(msg, self.deps.clock.now())
         if row_id is None:
             return False
-        self.kick(msg.user_id)
+        if self.deps.relay is not None:
+            await self.deps.relay.announce(msg.user_id, row_id)
+        else:
+            self.kick(msg.user_id)
         return True
 
     async def _answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
@@ -304,6 +353,8 @@ class Gateway:
                 # No await between this check and leaving: a kick either sees us gone or
                 # marked the user dirty before it.
                 if user_id not in self._dirty:
+                    if self.deps.drained is not None:
+                        self.deps.drained(user_id)
                     return
         except asyncio.CancelledError:
             raise
