@@ -24,6 +24,12 @@ class TransientSendError(Exception):
         self.retry_after = retry_after
 
 
+class ChannelDown(Exception):
+    """The channel refuses Valet itself (its credentials were rejected: Telegram's 401, a
+    Twilio authentication error): no message can go on it until that is fixed. Messages wait
+    in the outbox, in order, and go once it works again (bot.gateway.health)."""
+
+
 class PermanentSendError(Exception):
     """No retry will help (bad address, blocked by the person, opted out). `unreachable`:
     the identity should not be written to again until the person writes first."""

@@ -100,6 +100,10 @@ class IncomingMessage:
     # channel without buttons reads a bare "1" or "2": the gateway binds it to the one prompt
     # in the last message this address got, or it stays plain text.
     choice: Option | None = None
+    # When `address` is one member of a conversation others share (a Telegram group: its
+    # "chat:user"), the sender's own account on the channel: someone Valet knows by it is the
+    # same person there (the gateway links the member address to them).
+    account: str | None = None
 
 
 @dataclass(frozen=True)

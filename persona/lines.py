@@ -74,6 +74,9 @@ class ConversationLines(LineGroup):
     # and a message a channel could not store or handle at all (a few tries, then given up):
     # said once; the person's next message is answered as usual.
     voice_unreadable: str = "Sorry, I couldn't make out that voice note: could you type it?"
+    # To the owner, once an outage starts, on another channel where they have one.
+    channel_down: str = ("{channel} stopped working: {reason}. Its messages wait and go out "
+                         "as soon as it works again; `valet doctor` says what to check.")
     message_unreadable: str = ("Sorry, something went wrong reading that message: could you "
                                "send it again, in words?")
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,3 +159,12 @@ def unquoted(text: str) -> str:
     assert match is not None, f"not quoted as untrusted data: {text!r}"
     assert match.group(1) == untrusted_tag(match.group(2))
     return match.group(2)
+
+
+async def until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Wait for a condition, generously bounded (the machine may be busy), polling."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.05)

@@ -37,6 +37,7 @@ from persona.lines import ScheduleLines
 from triggers.approval_watch import ApprovalWatch
 from triggers.changes import TaskChanges
 from triggers.conditions import Checker, ConditionError, holds
+from triggers.event_windows import EventWindows
 from triggers.events import Event, EventBus, EventPattern
 from triggers.executors import ExecutorRegistry, RunContext, TriggerGateway
 from triggers.lease import DatabaseLease
@@ -55,6 +56,9 @@ class EngineSettings:
     on_time_slack: timedelta = timedelta(minutes=2)  # "on time" for Misfire.SKIP
     max_missed_recorded: int = 50  # missed occurrences recorded per task after downtime
     batch: int = 500
+    # An event task runs at most once a window: the events after the first are held and go
+    # to one run when it ends (triggers/event_windows.py). 0: every event its own run.
+    event_window: timedelta = timedelta(seconds=60)
 
 
 class TriggerEngine:
@@ -74,6 +78,7 @@ class TriggerEngine:
         self.holder = holder or default_holder()
         self.lease = DatabaseLease(db, self.holder,
                                    ttl=timedelta(seconds=self.settings.lease_seconds))
+        self.windows = EventWindows(db, self.settings.event_window)
         self.approvals = ApprovalWatch(TriggerApprovals(db), self.store, gateway, lines)
         self.leading = False
         self._lock = asyncio.Lock()
@@ -157,7 +162,10 @@ class TriggerEngine:
             due = await self.store.due(now, self.settings.batch)
             for task in (t for t in due if t.kind is TriggerKind.CONDITION):
                 await self._guarded(task, now, self._poll_and_advance(task, now))
-            scheduled = [t for t in due if t.kind is not TriggerKind.CONDITION]
+            for task in (t for t in due if t.kind is TriggerKind.EVENT):
+                await self._guarded(task, now, self._close_window(task, now))
+            scheduled = [t for t in due
+                         if t.kind not in (TriggerKind.CONDITION, TriggerKind.EVENT)]
             runs = await self._record_batch(scheduled, now) if scheduled else []
             finished = []
             for run in runs:
@@ -177,6 +185,21 @@ class TriggerEngine:
         except Exception:  # one broken task must not stop everyone's schedule
             log.exception("task %s failed to fire; disabled", task.id)
             await self.store.set_status(task.id, TaskStatus.DISABLED, now)
+
+    async def _close_window(self, task: Task, now: datetime) -> None:
+        """An event task's window has ended: the events held in it go to one run."""
+        assert task.next_run_at is not None
+        key = f"events:{_key(task.next_run_at)}"
+        async with self.db.transaction() as tx:
+            claimed = await self.store.claim_run(task.id, key, task.next_run_at, FIRING, now,
+                                                 q=tx)
+            taken = await self.windows.take(task.id, key, tx) if claimed else 0
+            await self.store.window_closed(task.id, now, q=tx)
+        if claimed and taken:
+            await self._execute(RunContext(task, key, task.next_run_at,
+                                           events=await self.windows.of_run(task.id, key)))
+        elif claimed:  # nothing came after all (they went with a run of their own)
+            await self.store.finish_run(task.id, key, RunOutcome.NOTHING, None, only_if=FIRING)
 
     async def _poll_and_advance(self, task: Task, now: datetime) -> None:
         await self._poll_condition(task, now)
@@ -238,6 +261,8 @@ class TriggerEngine:
     async def _execute(self, run: RunContext) -> RunOutcome:
         outcome, detail = await self._call_executor(run)
         await self.store.finish_run(run.task.id, run.run_key, outcome, detail, only_if=FIRING)
+        if run.events:
+            await self.windows.done(run.task.id, run.run_key)
         return outcome
 
     async def _call_executor(self, run: RunContext) -> tuple[RunOutcome, str | None]:
@@ -258,20 +283,29 @@ class TriggerEngine:
         for row in rows:
             task = await self.store.get(row["task_id"])
             if task is not None:
-                await self._execute(RunContext(task, row["run_key"], row["scheduled_at"]))
+                await self._execute(RunContext(task, row["run_key"], row["scheduled_at"],
+                                               events=await self.windows.of_run(
+                                                   task.id, row["run_key"])))
 
     # --- events and conditions -------------------------------------------------------------
 
     async def on_event(self, event: Event) -> None:
-        """Every active event task whose filter matches runs once per event id."""
+        """Every active event task whose filter matches takes the event once: at once when
+        its window is open, else with the others held until the window ends."""
         now = self.clock.now()
         for task in await self.store.listening():
             flt = task.event_filter
             if flt is None or not EventPattern(flt.source, flt.type, flt.fields).matches(event):
                 continue
-            await self._run(RunContext(task, f"event:{event.id}", now,
-                                       event={"source": event.source, "type": event.type,
-                                              "data": dict(event.data)}), now)
+            key = f"event:{event.id}"
+            if await self.store.held_run_key(task.id, event.id) == key \
+                    or await self.store.open_window(task.id, now, self.settings.event_window):
+                await self.windows.hold(task.id, event, now, run_key=key)
+                await self._run(RunContext(task, key, now,
+                                           events=await self.windows.of_run(task.id, key)), now)
+            elif await self.windows.hold(task.id, event, now):
+                await self.store.window_ends(task.id, self.settings.event_window)
+                await self.changed()  # the wake-up comes for the window's end
 
     async def _poll_condition(self, task: Task, now: datetime) -> None:
         check = task.condition

@@ -5,7 +5,7 @@ deterministic executor does a fixed thing with no LLM call (a reminder sends its
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -34,7 +34,7 @@ class RunContext:
     task: Task
     run_key: str
     scheduled_at: datetime
-    event: Mapping[str, Any] | None = None  # source, type, data
+    events: tuple[Mapping[str, Any], ...] = ()  # what set it off: source, type, data each
     observed: Any = None  # a condition's value when it became true
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -52,19 +52,37 @@ def trigger_text(run: RunContext, tools: Collection[str] = ()) -> str:
     """What the turn is asked, marked so the persona knows no person wrote it."""
     task = run.task
     instruction = instruction_for(task.template, task.instruction, tools)
-    if task.kind is TriggerKind.EVENT and run.event is not None:
-        data = json.dumps(dict(run.event.get("data") or {}), default=str)[:MAX_EVENT_CHARS]
-        source = run.event.get("source")
-        # Whoever posted the event wrote its data: the model reads it as data, and a turn that
-        # holds it asks before changing how Valet reaches the person (bot.untrusted).
-        quoted = quote_untrusted(data, note=f"the event's data, as {source} sent it")
-        return (f"[Event Trigger] {source}/{run.event.get('type')}:\n{quoted}\n"
-                f"Task: {instruction}")
+    if task.kind is TriggerKind.EVENT and run.events:
+        first = run.events[0]
+        source, kind = first.get("source"), first.get("type")
+        # Whoever posted the events wrote their data: the model reads it as data, and a turn
+        # that holds it asks before changing how Valet reaches the person (bot.untrusted).
+        quoted = quote_untrusted(events_text(run.events),
+                                 note=f"the event's data, as {source} sent it")
+        count = len(run.events)
+        what = f"{source}/{kind}" + (f" ({count} events)" if count > 1 else "")
+        return f"[Event Trigger] {what}:\n{quoted}\nTask: {instruction}"
     if task.kind is TriggerKind.CONDITION and task.condition is not None:
         check = task.condition
         return (f"[Condition Trigger] Condition met: {check.tool} {check.op} "
                 f"{check.value!r} (observed {run.observed!r})\nTask: {instruction}")
     return f"[Scheduled Task] {instruction}"
+
+
+def events_text(events: Sequence[Mapping[str, Any]]) -> str:
+    """Each event's data as one JSON line, as many whole lines as fit MAX_EVENT_CHARS, then
+    how many more there were (never a line cut in two)."""
+    lines: list[str] = []
+    size = 0
+    for event in events:
+        line = json.dumps(dict(event.get("data") or {}), default=str)
+        if lines and size + len(line) + 1 > MAX_EVENT_CHARS:
+            break
+        lines.append(line[:MAX_EVENT_CHARS])
+        size += len(line) + 1
+    if len(lines) < len(events):
+        lines.append(f"(and {len(events) - len(lines)} more events like these)")
+    return "\n".join(lines)
 
 
 def urgency_of(task: Task) -> Urgency:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.db import Database, Queries, Row
@@ -118,6 +118,38 @@ class TaskStore:
         rows = await self.db.fetch(
             "SELECT * FROM trigger_tasks WHERE status = 'active' AND kind = 'event'")
         return [_task(r) for r in rows]
+
+    # --- event windows (triggers/event_windows.py) -----------------------------------------
+
+    async def open_window(self, task_id: str, now: datetime, window: timedelta) -> bool:
+        """Start the task's window now if none is open (a compare-and-set: of two events at
+        once, one opens it); False while one is."""
+        return await self.db.execute(
+            "UPDATE trigger_tasks SET last_fired_at = $2 WHERE id = $1"
+            " AND (last_fired_at IS NULL OR last_fired_at <= $3)",
+            task_id, now, now - window) > 0
+
+    async def window_ends(self, task_id: str, window: timedelta) -> None:
+        """Held events wait for the window's end: the task is due then."""
+        task = await self.get(task_id)
+        if task is None or task.last_fired_at is None:
+            return
+        await self.db.execute(
+            "UPDATE trigger_tasks SET next_run_at = $2 WHERE id = $1 AND next_run_at IS NULL",
+            task_id, task.last_fired_at + window)
+
+    async def window_closed(self, task_id: str, now: datetime, q: Queries | None = None
+                            ) -> None:
+        """Its held events went to a run: a new window opens now, and nothing is due."""
+        await (q or self.db).execute(
+            "UPDATE trigger_tasks SET next_run_at = NULL, last_fired_at = $2 WHERE id = $1",
+            task_id, now)
+
+    async def held_run_key(self, task_id: str, event_id: str) -> str | None:
+        """The run an event already went to (a redelivered event goes to the same one)."""
+        return await self.db.fetchval(
+            "SELECT run_key FROM trigger_events_held WHERE task_id = $1 AND event_id = $2",
+            task_id, event_id)
 
     async def with_status(self, status: TaskStatus) -> list[Task]:
         rows = await self.db.fetch("SELECT * FROM trigger_tasks WHERE status = $1",

@@ -44,6 +44,7 @@ from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
+from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.notify import Notifier
@@ -77,7 +78,7 @@ from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
 from bot.work.sweep import InboxSweep, SweepPolicy
 from persona import Persona, load_persona
-from persona.lines import MailLines
+from persona.lines import ConversationLines, MailLines
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
@@ -202,7 +203,7 @@ class App:
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         outbound = _build_outbound(settings, db, clock, users, identities, {
             PromptKind.APPROVAL: approval_store.outcomes,
-            PromptKind.PAIRING: _pairing_outcomes(access, clock)},
+            PromptKind.PAIRING: _pairing_outcomes(access, clock)}, persona.lines,
             # A process that delivers nothing tells the workers what it queued.
             wake_elsewhere=plane.relay.wake_elsewhere() if plane.relay and not roles.worker
             else None)
@@ -276,7 +277,9 @@ class App:
             db, clock, TriggerDoor(gateway, outbound),
             ToolRegistry([t for t in registry if t.name in on]),
             EngineSettings(heartbeat_seconds=settings.triggers.heartbeat_seconds,
-                           lease_seconds=settings.triggers.lease_seconds),
+                           lease_seconds=settings.triggers.lease_seconds,
+                           event_window=timedelta(
+                               seconds=settings.triggers.event_window_seconds)),
             service=tasks, http=http, services=services, signals=plane.signals)
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,
@@ -430,19 +433,24 @@ def _pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
 
 def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserStore,
                     identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes],
+                    lines: ConversationLines,
                     wake_elsewhere: Callable[[str | None, str | None], None] | None = None
                     ) -> Outbound:
     """The outbox and its deliverer, notifications, prompt edits. Channels register their
     senders later (App.add_channel) in the map it delivers through."""
     senders: dict[str, ChannelSender] = {}
     outbox = OutboxStore(db)
+    policy = settings.delivery_policy()
+    health = ChannelHealth(policy.channel_probe_seconds)
     return Outbound(
         db=db, clock=clock, users=users, outbox=outbox,
-        deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
-                                  on_permanent=_mark_unwritable(identities, clock)),
-        notifier=Notifier(db, users, identities, outbox, clock, senders), senders=senders,
+        deliverer=OutboxDeliverer(outbox, senders, clock, policy,
+                                  on_permanent=_mark_unwritable(identities, clock),
+                                  health=health),
+        notifier=Notifier(db, users, identities, outbox, clock, senders, health),
+        senders=senders,
         prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)),
-        wake_elsewhere=wake_elsewhere)
+        channel_down_line=lines.channel_down, wake_elsewhere=wake_elsewhere)
 
 
 def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,

@@ -81,13 +81,17 @@ def build_web_app(app: Served, channels: list[ServedChannel],
 
     async def readyz(_: web.Request) -> web.Response:
         checks: dict[str, bool] = {"database": await database_reachable(app)}
-        for channel in channels if receives else []:
-            checks[channel.name] = channel.ready
+        outages = app.outbound.health.outages()
+        for channel in channels if receives or app.roles.worker else []:
+            # A web process receives on it; a worker sends on it (rejected credentials).
+            checks[channel.name] = (channel.ready or not receives) \
+                and channel.name not in outages
         stream = getattr(getattr(app, "plane", None), "stream", None)
         if app.roles.worker and stream is not None:
             checks["work stream"] = stream.claiming  # a worker that lost Redis claims nothing
         ready = all(checks.values())
-        return web.json_response({"ready": ready, "checks": checks},
+        problems = {name: outage.reason for name, outage in outages.items()}
+        return web.json_response({"ready": ready, "checks": checks, "problems": problems},
                                  status=200 if ready else 503)
 
     web_app.router.add_get("/healthz", healthz)

@@ -249,6 +249,9 @@ class TriggerSettings(_Section):
     min_llm_interval_minutes: float = pydantic.Field(15.0, ge=0)
     # The same for the owner (no limit unless set).
     owner_max_active_tasks: int = pydantic.Field(0, ge=0)
+    # An event task runs at most once this often: a burst's later events are held and go to
+    # one run when the window ends (0: every event its own run).
+    event_window_seconds: float = pydantic.Field(60.0, ge=0)
     owner_min_llm_interval_minutes: float = pydantic.Field(0.0, ge=0)
 
     @pydantic.model_validator(mode="after")

@@ -104,8 +104,15 @@ class AccessControl:
                                     timedelta(minutes=settings.code_guess_window_minutes))
 
     async def admit(self, channel: str, address: str, display_name: str, text: str,
-                    at: datetime) -> Admission:
+                    at: datetime, account: str | None = None) -> Admission:
         user = await self.identities.resolve(channel, address)
+        if user is None and account and account != address:
+            # A group member whose own account Valet knows: the same person, now known by
+            # this member address too (never the group as a whole).
+            user = await self.identities.resolve(channel, account)
+            if user is not None:
+                await self.identities.link(channel, address, user.id,
+                                           display_name=one_line(display_name), at=at)
         if user is not None:
             return Admission(None if user.blocked else user)
         display_name = one_line(display_name)  # stored and shown to the owner: one line

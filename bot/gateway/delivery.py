@@ -29,9 +29,17 @@ from datetime import timedelta
 from enum import Enum
 
 from bot.backoff import backoff_delay
-from bot.channel import Channel, Paced, PartlySent, PermanentSendError, TransientSendError
+from bot.channel import (
+    Channel,
+    ChannelDown,
+    Paced,
+    PartlySent,
+    PermanentSendError,
+    TransientSendError,
+)
 from bot.clock import Clock
 from bot.envelopes import OutboundMessage
+from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.outbox import OutboxStore
 
 log = logging.getLogger(__name__)
@@ -40,6 +48,8 @@ log = logging.getLogger(__name__)
 ChannelSender = Channel
 # Told when a send failed for good because the address cannot be written to any more.
 OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
+# Told when a channel's outage starts (bot.gateway.health).
+OnDown = Callable[[str, Outage], Awaitable[None]]
 Address = tuple[str, str]  # (channel, address)
 
 
@@ -52,6 +62,7 @@ class DeliveryPolicy:
     stale_sending_seconds: float = 120.0
     concurrency: int = 32  # messages being sent at once, to different addresses
     batch: int = 200  # addresses one scan readies (the rest at the next)
+    channel_probe_seconds: float = 30.0  # a channel that is down is tried again this often
 
 
 class Step(Enum):
@@ -74,9 +85,12 @@ IDLE = Outcome(Step.IDLE)
 class OutboxDeliverer:
     def __init__(self, store: OutboxStore, senders: Mapping[str, ChannelSender], clock: Clock,
                  policy: DeliveryPolicy | None = None, *,
-                 on_permanent: OnPermanent | None = None) -> None:
+                 on_permanent: OnPermanent | None = None, health: ChannelHealth | None = None,
+                 on_down: OnDown | None = None) -> None:
         self.store = store
         self.on_permanent = on_permanent
+        self.health = health or ChannelHealth()
+        self.on_down = on_down  # told once an outage starts (the owner hears of it)
         self.senders = senders
         self.clock = clock
         self.policy = policy or DeliveryPolicy()
@@ -216,6 +230,8 @@ class OutboxDeliverer:
             return IDLE  # nothing to do, or a send under way (here or in another process)
         if head.next_attempt_at > now:
             return Outcome(Step.WAIT, (head.next_attempt_at - now).total_seconds())
+        if self.health.is_down(channel) and not self.health.may_probe(channel, now):
+            return Outcome(Step.WAIT, self.health.probe.total_seconds())  # holds no slot
         sender = self.senders.get(channel)
         if isinstance(sender, Paced):
             pace = sender.ready_in(to)
@@ -236,6 +252,8 @@ class OutboxDeliverer:
         except PartlySent as partly:
             await self.store.rest_later(message.id, partly.parts_sent, self.clock.now())
             return Outcome(Step.MOVED)
+        except ChannelDown as err:
+            return await self._channel_down(message, str(err))
         except PermanentSendError as err:
             # Marked before the row settles: whoever waits for the outbox to go quiet then
             # also sees the address as unwritable.
@@ -249,7 +267,24 @@ class OutboxDeliverer:
                 log.exception("outbox %s: sender %s crashed", message.id, message.channel)
             return await self._later(message, attempt, err)
         await self.store.mark_sent(message.id, channel_id, self.clock.now())
+        if self.health.up(message.channel):
+            self.wake()  # every address waiting on it may go now
         return Outcome(Step.DONE)
+
+    async def _channel_down(self, message: OutboundMessage, reason: str) -> Outcome:
+        """The message waits (a wait, not a failed try: however long the outage, nothing is
+        dead-lettered for it), and the outage is told once."""
+        now = self.clock.now()
+        probe = self.health.probe
+        await self.store.retry_at(message.id, now + probe, f"channel down: {reason}",
+                                  counts=False)
+        outage = self.health.down(message.channel, reason, now)
+        if outage is not None and self.on_down is not None:
+            try:
+                await self.on_down(message.channel, outage)
+            except Exception:  # telling is a courtesy; the messages still wait
+                log.exception("telling the owner that %s is down failed", message.channel)
+        return Outcome(Step.WAIT, probe.total_seconds())
 
     async def _later(self, message: OutboundMessage, attempt: int, err: Exception) -> Outcome:
         # "Wait N seconds" (Telegram's flood control) is not a failure: a burst of them must

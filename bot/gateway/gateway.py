@@ -160,7 +160,7 @@ class Gateway:
         deps = self.deps
         at = deps.clock.now()
         admission = await deps.access.admit(msg.channel, msg.address, msg.display_name,
-                                            msg.text, at)
+                                            msg.text, at, msg.account)
         if admission.user is None or admission.handled:
             await self._close_at_the_door(msg, row_id, admission)
             return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from bot.clock import Clock
 from bot.db import Database, Queries
 from bot.envelopes import Delivery, Notification, Urgency, payload_of
+from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.users import User, UserStore
@@ -66,7 +67,9 @@ def _hhmm(text: str) -> time:
 
 class Notifier:
     def __init__(self, db: Database, users: UserStore, identities: IdentityStore,
-                 outbox: OutboxStore, clock: Clock, senders: Container[str]) -> None:
+                 outbox: OutboxStore, clock: Clock, senders: Container[str],
+                 health: ChannelHealth | None = None) -> None:
+        self.health = health or ChannelHealth()  # a channel that is down is the last choice
         self.db = db
         self.users = users
         self.identities = identities
@@ -84,6 +87,9 @@ class Notifier:
             return None
         writable = [Reachable(i.channel, i.address)
                     for i in await self.identities.of_user(user_id) if i.writable]
+        # Channels that work first; one that is down only when nothing else reaches them (the
+        # message then waits there until it works again).
+        writable.sort(key=lambda r: self.health.is_down(r.channel))
         for choice in (wanted, user.preferred_channel, fallback):
             found = next((r for r in writable if choice and r.channel == choice), None)
             if found is not None:

@@ -22,10 +22,12 @@ from bot.clock import Clock
 from bot.db import Database, Queries
 from bot.envelopes import ApprovalPrompt, Delivery, Notification, Urgency
 from bot.gateway.delivery import ChannelSender, OutboxDeliverer
+from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.notify import Notifier, Reachable
 from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.users import User, UserStore
+from persona.lines import fill
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +47,23 @@ class Outbound:
     # (bot.work.relay): called with (channel, address), or (None, None) for "look at all".
     wake_elsewhere: Callable[[str | None, str | None], None] | None = None
 
+    # What owners are told when a channel goes down ({channel}, {reason}).
+    channel_down_line: str = ""
+
     def __post_init__(self) -> None:
         self._delivery: asyncio.Task[None] | None = None
+        self.deliverer.on_down = self._channel_down  # its outages are ours to tell
+
+    @property
+    def health(self) -> ChannelHealth:
+        return self.deliverer.health
+
+    async def _channel_down(self, channel: str, outage: Outage) -> None:
+        """The owners hear once per outage, on another channel where they have one."""
+        if self.channel_down_line:
+            await self.notify_owner(
+                fill(self.channel_down_line, channel=channel, reason=outage.reason),
+                dedupe_key=f"channel-down:{channel}:{outage.since.isoformat()}")
 
     # --- lifecycle -------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from twilio.http.response import Response
 from twilio.rest import Client
 
 from bot.brief import Brevity
-from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
+from bot.channel import ChannelDown, ChannelFeatures, PermanentSendError, TransientSendError
 from bot.clock import Clock
 from bot.envelopes import LoopEvent, OutboundMessage
 from bot.gateway.identity import IdentityStore
@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 TWILIO_API = "https://api.twilio.com"
 OPTED_OUT = 21610  # "Attempt to send to unsubscribed recipient"
 INVALID_NUMBERS = {21211, 21214, 21217, 21401, 21407, 21408, 21612, 21614}
+# The account itself is refused (bad credentials, an account or number that is not there):
+# nothing can be sent until it is fixed, so messages wait (bot.gateway.health).
+ACCOUNT_REFUSED = {20003, 20404, 20005}
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,14 @@ class ValetTwilioHttpClient(AsyncTwilioHttpClient):
         return response
 
 
-def _permanent(err: TwilioException) -> PermanentSendError:
+def _permanent(err: TwilioException) -> PermanentSendError | ChannelDown:
     code = getattr(err, "code", None)
     status = getattr(err, "status", None)
     what = f"Twilio refused the message (HTTP {status}, error {code})"
+    if code in ACCOUNT_REFUSED or status == 401:
+        return ChannelDown(f"Twilio rejected Valet's account (HTTP {status}, error {code}): "
+                           "check VALET_TWILIO_ACCOUNT_SID, VALET_TWILIO_AUTH_TOKEN and the "
+                           "sending number")
     if code == OPTED_OUT:
         return PermanentSendError(f"{what}: the recipient replied STOP", opted_out=True)
     if code in INVALID_NUMBERS:

@@ -27,11 +27,23 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 
 from bot.approvals.options import Option
-from bot.channel import ChannelFeatures, PartlySent, PermanentSendError, TransientSendError
+from bot.channel import (
+    ChannelDown,
+    ChannelFeatures,
+    PartlySent,
+    PermanentSendError,
+    TransientSendError,
+)
 from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
 from bot.media import MediaUnavailable
 from bot.offload import WorkFailed, WorkTimeout, run_bounded
-from channels.telegram.inbound import CHANNEL, MAX_PHOTO_BYTES, MAX_VOICE_BYTES, callback_data
+from channels.telegram.inbound import (
+    CHANNEL,
+    MAX_PHOTO_BYTES,
+    MAX_VOICE_BYTES,
+    callback_data,
+    chat_of_address,
+)
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
 from channels.telegram.render import escape, message_parts, split_plain
@@ -69,7 +81,7 @@ class TelegramChannel:
     # --- the port ------------------------------------------------------------------------
 
     def ready_in(self, address: str) -> float:
-        return self.limiter.ready_in(address)
+        return self.limiter.ready_in(str(chat_of_address(address)))  # a group paces as one
 
     async def send(self, message: OutboundMessage) -> str | None:
         if message.kind.startswith("edit:"):
@@ -77,7 +89,7 @@ class TelegramChannel:
             return message.kind[5:]
         if message.kind == "reply" and message.parts_sent == 0:
             await self.progress_board.finish(message.address)  # the answer ends the status
-        chat = int(message.address)
+        chat = chat_of_address(message.address)
         markup = keyboard(message.prompts, self.lines)
         try:
             parts = await self._html_parts(message)
@@ -104,8 +116,8 @@ class TelegramChannel:
     async def edit(self, address: str, message_id: str, text: str) -> None:
         """The approval's outcome replaces the message, and its buttons go."""
         try:
-            await self._call(address, lambda: self.bot.edit_message_text(
-                chat_id=int(address), message_id=int(message_id), text=escape(text),
+            await self._call(str(chat_of_address(address)), lambda: self.bot.edit_message_text(
+                chat_id=chat_of_address(address), message_id=int(message_id), text=escape(text),
                 parse_mode=ParseMode.HTML, reply_markup=None))
         except PermanentSendError as err:
             if "message is not modified" in str(err).lower():
@@ -122,7 +134,7 @@ class TelegramChannel:
     async def typing(self, address: str) -> None:
         try:
             await self._call(None, lambda: self.bot.send_chat_action(
-                int(address), ChatAction.TYPING), counted=False)
+                chat_of_address(address), ChatAction.TYPING), counted=False)
         except (TransientSendError, PermanentSendError, _EntitiesRejected) as err:
             log.debug("typing indicator not shown in chat %s: %s", address, err)  # a courtesy
 
@@ -151,8 +163,8 @@ class TelegramChannel:
     # --- helpers the inbound side and the progress board use ------------------------------
 
     async def _post_status(self, address: str, line: str) -> int:
-        sent = await self._call(address, lambda: self.bot.send_message(
-            int(address), f"<i>{escape(line)}</i>", parse_mode=ParseMode.HTML,
+        sent = await self._call(str(chat_of_address(address)), lambda: self.bot.send_message(
+            chat_of_address(address), f"<i>{escape(line)}</i>", parse_mode=ParseMode.HTML,
             disable_notification=True))
         return int(sent.message_id)
 
@@ -161,8 +173,8 @@ class TelegramChannel:
 
     async def edit_html(self, address: str, message_id: int, rendered: str) -> None:
         try:
-            await self._call(address, lambda: self.bot.edit_message_text(
-                chat_id=int(address), message_id=message_id, text=rendered,
+            await self._call(str(chat_of_address(address)), lambda: self.bot.edit_message_text(
+                chat_id=chat_of_address(address), message_id=message_id, text=rendered,
                 parse_mode=ParseMode.HTML))
         except PermanentSendError as err:
             if "message is not modified" not in str(err).lower():
@@ -205,8 +217,9 @@ class TelegramChannel:
             if "can't parse entities" in err.message.lower():
                 raise _EntitiesRejected(err.message) from err
             raise PermanentSendError(err.message, unreachable=_unreachable(err)) from err
-        except InvalidToken as err:
-            raise PermanentSendError(f"Telegram refused the bot token: {err.message}") from err
+        except InvalidToken as err:  # 401/404: nothing goes until the token is fixed
+            raise ChannelDown(f"Telegram rejected the bot token ({err.message}): check "
+                              "VALET_TELEGRAM_TOKEN") from err
         except TelegramError as err:  # NetworkError, TimedOut, Conflict, 5xx
             raise TransientSendError(f"{type(err).__name__}: {err.message}") from err
 

@@ -78,6 +78,28 @@ class Origin:
     chat_id: int
     display_name: str
     received_at: datetime
+    user_id: int | None = None  # in a group: the member who wrote or pressed
+
+    @property
+    def address(self) -> str:
+        """Who this is to Valet: a private chat, or one member of a group ("chat:user"), so
+        each member is a person of their own (their approvals, pairing, history)."""
+        return member_address(self.chat_id, self.user_id)
+
+    @property
+    def account(self) -> str | None:
+        """In a group, the member's own Telegram account (their private chat's id): a person
+        Valet knows there is the same person in the group."""
+        return str(self.user_id) if self.user_id is not None else None
+
+
+def member_address(chat_id: int, user_id: int | None) -> str:
+    return f"{chat_id}:{user_id}" if user_id is not None else str(chat_id)
+
+
+def chat_of_address(address: str) -> int:
+    """The chat a message to this address goes to (a group member's: their group)."""
+    return int(address.split(":", 1)[0])
 
 
 @dataclass(frozen=True)
@@ -127,8 +149,11 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
              now: Callable[[], datetime]) -> Classified | None:
     if update.callback_query is not None:
         query = update.callback_query
-        chat = query.message.chat.id if query.message is not None else query.from_user.id
-        origin = Origin(update.update_id, chat, query.from_user.full_name, now())
+        chat = query.message.chat if query.message is not None else None
+        in_group = chat is not None and chat.type != "private"
+        origin = Origin(update.update_id, chat.id if chat is not None else query.from_user.id,
+                        query.from_user.full_name, now(),
+                        query.from_user.id if in_group else None)
         return Press(origin, query.id, pressed(query.data))
     message = update.message
     if message is None or message.from_user is None:
@@ -139,7 +164,8 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
             return None
         text = re.sub(rf"@{re.escape(me.username)}\b", "", text, flags=re.I).strip()
     origin = Origin(update.update_id, message.chat.id, message.from_user.full_name,
-                    message.date or now())
+                    message.date or now(),
+                    message.from_user.id if message.chat.type != "private" else None)
     media = message.voice or message.audio
     if media is not None:
         return Voice(origin, media.file_id, media.file_size or 0)
@@ -233,7 +259,7 @@ class InboundHandler:
                 prompt_id, option, answer_ref=item.callback_id, kind=kind))
         elif isinstance(item, Text):
             await self._receive(item.origin, item.text)
-        elif not await self.is_known(str(item.origin.chat_id)):
+        elif not await self.is_known(item.origin.address):
             await self._receive(item.origin, f"({_kind(item)})")  # the access policy answers
         elif isinstance(item, Voice):
             await self._voice(item)
@@ -245,14 +271,14 @@ class InboundHandler:
     async def _receive(self, origin: Origin, text: str, button: ButtonPress | None = None,
                        media: tuple[MediaRef, ...] = ()) -> None:
         await self.door.receive(IncomingMessage(
-            channel=CHANNEL, address=str(origin.chat_id), external_id=str(origin.update_id),
+            channel=CHANNEL, address=origin.address, external_id=str(origin.update_id),
             text=text, received_at=origin.received_at, display_name=origin.display_name,
-            button=button, media=media))
+            button=button, media=media, account=origin.account))
 
     async def _say(self, origin: Origin, text: str) -> None:
         """A short answer that needs no turn, queued once per update (a redelivery is not
         answered twice)."""
-        await self.door.answer_directly(CHANNEL, str(origin.chat_id), text,
+        await self.door.answer_directly(CHANNEL, origin.address, text,
                                         dedupe_key=f"telegram-notice:{origin.update_id}")
 
     async def _voice(self, item: Voice) -> None:
@@ -265,11 +291,12 @@ class InboundHandler:
         await self._receive(item.origin, "", media=(
             MediaRef("voice", item.file_id, VOICE_MIME, item.size),))
 
-    async def give_up(self, update_id: int, chat_id: int | None, reason: str) -> None:
+    async def give_up(self, update_id: int, address: str | None, reason: str) -> None:
         """An update that kept failing (or could not even be read): recorded as failed, its
-        sender told once when Valet knows them (the gateway decides)."""
+        sender (a chat, or a group's member) told once when Valet knows them (the gateway
+        decides)."""
         await self.door.give_up(IncomingMessage(
-            channel=CHANNEL, address=str(chat_id) if chat_id is not None else "",
+            channel=CHANNEL, address=address or "",
             external_id=str(update_id), text="", received_at=self.now()), reason)
 
     async def _photo(self, item: Photo) -> None:

@@ -48,7 +48,13 @@ from bot.config import ConfigError, Settings, TelegramSettings
 from bot.gateway.door import ChannelHost, Door
 from bot.request_body import BodyError, BodyLimits, read_json_object, refused
 from channels.telegram.adapter import TelegramChannel, retry_after_seconds
-from channels.telegram.inbound import CHANNEL, BotIdentity, InboundHandler, InboundSettings
+from channels.telegram.inbound import (
+    CHANNEL,
+    BotIdentity,
+    InboundHandler,
+    InboundSettings,
+    member_address,
+)
 from channels.telegram.lease import FileLease, PollerLease, RedisLease, bot_id, lease_file
 from channels.telegram.limiter import OutboundLimiter
 from persona.lines import TelegramLines
@@ -327,8 +333,7 @@ class TelegramService:
             try:
                 failed = await self.door.count_failure(CHANNEL, str(update.update_id), reason)
                 if failed >= tries.tries:
-                    chat = update.effective_chat.id if update.effective_chat else None
-                    await self.inbound.give_up(update.update_id, chat, reason)
+                    await self.inbound.give_up(update.update_id, sender_of(update), reason)
                     return True
             except Exception:
                 log.exception("telegram update %s: its failure could not be recorded",
@@ -345,7 +350,7 @@ class TelegramService:
             log.warning("telegram sent an update without an id; ignored")
             return True
         try:
-            await self.inbound.give_up(update_id, chat_of(raw), "unreadable update")
+            await self.inbound.give_up(update_id, sender_of_raw(raw), "unreadable update")
         except Exception:
             log.exception("telegram update %s: unreadable, and not recorded", update_id)
             return False
@@ -365,15 +370,29 @@ def parse_update(raw: dict[str, Any], bot: Bot) -> Update | None:
     return update
 
 
-def chat_of(raw: dict[str, Any]) -> int | None:
-    """The chat an unreadable update came from, if its JSON says (to tell the person)."""
+def sender_of(update: Update) -> str | None:
+    """Who an update came from, as Valet addresses them: the chat, or a group's member."""
+    chat, user = update.effective_chat, update.effective_user
+    if chat is None:
+        return None
+    in_group = chat.type != "private" and user is not None
+    return member_address(chat.id, user.id if in_group and user is not None else None)
+
+
+def sender_of_raw(raw: dict[str, Any]) -> str | None:
+    """The same for an update's JSON that could not be read as an update."""
     for key in ("message", "edited_message", "callback_query"):
         part = raw.get(key)
-        if isinstance(part, dict) and key == "callback_query":
+        if not isinstance(part, dict):
+            continue
+        sender = part.get("from")
+        if key == "callback_query":
             part = part.get("message")
         chat = part.get("chat") if isinstance(part, dict) else None
         if isinstance(chat, dict) and isinstance(chat.get("id"), int):
-            return int(chat["id"])
+            user = sender.get("id") if isinstance(sender, dict) else None
+            in_group = chat.get("type") != "private" and isinstance(user, int)
+            return member_address(int(chat["id"]), user if in_group else None)
     return None
 
 

@@ -49,6 +49,7 @@ owner:
 triggers:
   heartbeat_seconds: 0.5
   lease_seconds: 2
+  event_window_seconds: 0  # every event its own run: these stories load delivery and restarts
 """
 
 

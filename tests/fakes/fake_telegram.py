@@ -153,13 +153,14 @@ class FakeTelegram:
                                                   **content))
 
     def user_presses(self, chat_id: int, message_id: int, data: str,
-                     *, sender: int | None = None) -> dict[str, Any]:
+                     *, sender: int | None = None, chat_type: str = "private"
+                     ) -> dict[str, Any]:
         message = self.messages[message_id]
         return self.push("callback_query", {
             "id": f"cb-{next(self._update_ids)}", "from": self.user(sender or chat_id),
             "chat_instance": "ci", "data": data,
             "message": {"message_id": message_id, "date": int(message.sent_at),
-                        "chat": self._chat(chat_id, "private"), "from": BOT_USER,
+                        "chat": self._chat(chat_id, chat_type), "from": BOT_USER,
                         "text": message.text}})
 
     def user_sends_voice(self, chat_id: int, audio: bytes, duration: int = 3) -> dict[str, Any]:

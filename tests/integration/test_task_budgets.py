@@ -31,7 +31,9 @@ async def world(app_factory):
                                                             allow=["bob", "olivia"])})
     app = await app_factory(access=access, clock=clock, rate_limit_per_minute=5,
                             owner=OwnerSettings(name="Olivia"),
-                            triggers=TriggerSettings(max_active_tasks=3))
+                            # every event its own run: here the rate limit is what holds a burst
+                            triggers=TriggerSettings(max_active_tasks=3,
+                                                     event_window_seconds=0))
     sender = RecordingSender("test")
     app.add_channel(sender)
     await app.start()
