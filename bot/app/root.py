@@ -341,8 +341,8 @@ class App:
         if plane is None or plane.stream is None:
             return
         signals, gateway, deliverer = plane.signals, self.gateway, self.outbound.deliverer
-        signals.listen("stop", gateway.stop_heard)
-        signals.listen("steer", gateway.steer_heard)
+        signals.listen("stop", gateway.running.stop_heard)
+        signals.listen("steer", gateway.running.steer_heard)
 
         async def wake(fields: dict[str, str]) -> None:
             if fields.get("channel") and fields.get("address"):

@@ -33,13 +33,12 @@ from bot.gateway.access import AccessControl, Admission, pairing_prompt
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
-from bot.gateway.midturn import MidTurnQueue
 from bot.gateway.outbound import Outbound
+from bot.gateway.running import RunningTurns
 from bot.gateway.users import User, UserStore
 from bot.media import MediaReader, MediaSource, ReadMedia, heard_line
 from bot.memory.history import HistoryStore
 from bot.sanitize import clean_incoming
-from bot.steering import Steered
 from bot.work.relay import Relay
 
 log = logging.getLogger(__name__)
@@ -100,8 +99,9 @@ class GatewayDeps:
 class Gateway:
     def __init__(self, deps: GatewayDeps) -> None:
         self.deps = deps
-        self._running: dict[str, asyncio.Event] = {}  # user -> their running turn's /stop
-        self._mid_turn = MidTurnQueue(deps.inbox, deps.clock)  # messages joining that turn
+        # What may reach a running turn: /stop, a message joining it (bot.gateway.running).
+        self.running = RunningTurns(deps.inbox, deps.clock, mid_turn=deps.mid_turn,
+                                    answers_approval=deps.answers_approval)
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self.outbound = deps.outbound
@@ -168,26 +168,16 @@ class Gateway:
         await deps.identities.wrote_again(msg.channel, msg.address)
         if deps.relay is not None:  # the turn, if one runs, is in some worker
             await self._hand_on(deps.relay, admission.user.id, msg, row_id)
-        elif self._stop_running_turn(admission.user.id, msg.text):
+        elif self.running.stop(admission.user.id, msg.text):
             await self._close(row_id, "done")  # the stopped turn's reply says it
             return ReceiveResult.HANDLED
-        elif await self._steer(admission.user.id, msg, row_id):
+        elif await self.running.steer(admission.user.id, msg, row_id):
             return ReceiveResult.JOINED  # the running turn reads it before its next step
         else:
             self.kick(admission.user.id)
         if msg.button is not None and msg.button.answer_ref:
             await self._answer_button(msg.channel, admission.user, msg.button)
         return ReceiveResult.ACCEPTED
-
-    def _stop_running_turn(self, user_id: str, text: str) -> bool:
-        """/stop reaches a turn that is already running (it cannot wait in the queue behind
-        it): its calls are cancelled and it ends with a short reply."""
-        word = command_word(text)
-        running = self._running.get(user_id)
-        if word is None or word[0] != "/stop" or running is None:
-            return False
-        running.set()
-        return True
 
     async def _hand_on(self, relay: Relay, user_id: str, msg: IncomingMessage,
                        row_id: int) -> None:
@@ -197,46 +187,9 @@ class Gateway:
         word = command_word(msg.text)
         if word is not None and word[0] == "/stop":
             await relay.stop(user_id, row_id)
-        elif self._may_join(msg):
+        elif self.running.may_join(msg):
             await relay.steer(user_id, row_id, msg.text)
         await relay.announce(user_id, row_id)
-
-    def _may_join(self, msg: IncomingMessage) -> bool:
-        """Text (no button, choice or photo) that is not a command may join a running turn."""
-        return self.deps.mid_turn == "steer" and msg.button is None and msg.choice is None \
-            and not msg.media and bool(msg.text.strip()) and command_word(msg.text) is None
-
-    async def _steer(self, user_id: str, msg: IncomingMessage, row_id: int) -> bool:
-        """Hand a message to the person's running turn when it can join it (`_may_join`) and
-        does not answer a waiting approval."""
-        if not self._mid_turn.running(user_id) or not self._may_join(msg):
-            return False
-        return await self._offer(user_id, row_id, msg.text)
-
-    async def _offer(self, user_id: str, row_id: int, text: str) -> bool:
-        deps = self.deps
-        if deps.answers_approval is not None and await deps.answers_approval(user_id, text):
-            return False
-        return self._mid_turn.offer(user_id, Steered(row_id, text))
-
-    # --- signals from other processes (bot.work.control) ---------------------------------
-
-    async def stop_heard(self, fields: dict[str, str]) -> None:
-        """/stop for a person whose turn runs here: the /stop row is closed (if no drain took
-        it yet), then the turn is stopped; its reply says so."""
-        user_id, row_id = fields["user"], int(fields["row"])
-        running = self._running.get(user_id)
-        if running is None:
-            return
-        if await self.deps.inbox.close_unclaimed(row_id, "done", self.deps.clock.now()):
-            running.set()
-
-    async def steer_heard(self, fields: dict[str, str]) -> None:
-        """A message that may join the person's turn, if it runs here and began before it."""
-        user_id, row_id = fields["user"], int(fields["row"])
-        running = self._mid_turn.running_row(user_id)
-        if running is not None and running < row_id:
-            await self._offer(user_id, row_id, fields["text"])
 
     async def submit(self, msg: TriggerMessage) -> bool:
         """The entry by user: a turn no channel message started, queued in the user's order
@@ -391,11 +344,8 @@ class Gateway:
         if media.transcript is not None and media.transcript != row.text:
             await deps.inbox.set_text(row.id, media.transcript)
             row = replace(row, text=media.transcript)
-        stop = self._running[user.id] = asyncio.Event()
-        # A person's own message opens a mailbox for what they add while it runs (a
-        # trigger's run does not: its reply is a notification, not an answer to them).
-        mailbox = self._mid_turn.open(user.id, turn_id) if row.trigger_task_id is None \
-            else None
+        stop, mailbox = self.running.begin(user.id, turn_id,
+                                           own_message=row.trigger_task_id is None)
         try:
             reply = await deps.handle_message(
                 self._inbound(row, turn_id, channel, address, media),
@@ -411,10 +361,7 @@ class Gateway:
             await self._finish(row, reply, status="failed", error=f"{type(err).__name__}: {err}")
             return
         finally:
-            self._running.pop(user.id, None)
-            if mailbox is not None:
-                # What it never took is still `received`: this drain claims it next.
-                self._mid_turn.close(user.id, mailbox)
+            self.running.end(user.id, mailbox)
         await self._finish(row, reply)
         await self.outbound.settle_prompts(user.id)
 

@@ -7,7 +7,7 @@ holds its row id and text. The turn takes what is there before each LLM call (bo
 records it in its journal, and has the rows closed as `steered` (with the turn's id) here. A
 message the turn never took (it arrived during the last LLM call) stays `received` and gets a
 turn of its own after this one, as before. With several processes the message reaches the
-worker running the turn as a signal (bot.work.control, `steer`; Gateway.steer_heard), and it
+worker running the turn as a signal (bot.work.control, `steer`; RunningTurns.steer_heard), and it
 joins the turn only if it is newer than the turn's own row.
 """
 

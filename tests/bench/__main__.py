@@ -8,7 +8,8 @@ import logging
 import sys
 
 BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "gateway", "hostile_input",
-              "sms_webhook", "triggers", "telegram", "many_at_once", "prompt_tokens", "memory"]
+              "sms_webhook", "triggers", "telegram", "many_at_once", "prompt_tokens", "memory",
+              "roles"]
 
 
 async def main(names: list[str]) -> None:
