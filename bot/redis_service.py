@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 from bot.redact import redact_url
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
+POOL_SIZE = 64  # connections a process holds at most (blocking reads take one each)
+POOL_WAIT_SECONDS = 30.0  # how long a command waits for one before it is an error
 
 
 class RedisUnavailable(Exception):
@@ -36,7 +38,12 @@ async def open_redis(url: str, *, timeout: float = 5.0) -> Any:
     problem = redis_url_problem(url)
     if problem:
         raise RedisUnavailable(f"Redis URL: {problem}")
-    client = redis_asyncio.from_url(url, socket_connect_timeout=timeout)
+    # A burst (a thousand webhooks at once) must wait for a free connection, not fail:
+    # redis-py's default pool raises "Too many connections" past 100 in use.
+    pool = redis_asyncio.BlockingConnectionPool.from_url(
+        url, max_connections=POOL_SIZE, timeout=POOL_WAIT_SECONDS,
+        socket_connect_timeout=timeout)
+    client = redis_asyncio.Redis.from_pool(pool)
     try:
         await client.ping()
     except (RedisError, OSError) as err:

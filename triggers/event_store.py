@@ -11,8 +11,9 @@
               SQLite, whose one process left it; after `stale_seconds` on Postgres); the
               engine's run key makes the second dispatch run nothing twice
 
-Any process with the trigger engine dispatches; a web process that only stores events and a
-worker that runs them later (or a Redis stream that names the stored row) fit the same table.
+Schedulers dispatch (any number: the claim decides); a web process only stores the event and
+says so (`signals`, bot.work.control `event`), and every scheduler looks at the table at once
+rather than at its next poll.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from datetime import datetime, timedelta
 from bot.backoff import backoff_delay
 from bot.clock import Clock
 from bot.db import Database, Row
+from bot.work.control import Signals
 from triggers.events import Event, EventPattern, Handler
 
 log = logging.getLogger(__name__)
@@ -34,8 +36,11 @@ log = logging.getLogger(__name__)
 class StoredEventBus:
     def __init__(self, db: Database, clock: Clock, *, max_attempts: int = 5,
                  retry_seconds: float = 1.0, stale_seconds: float = 120.0,
-                 poll_seconds: float = 1.0) -> None:
+                 poll_seconds: float = 1.0, signals: Signals | None = None) -> None:
         self.db = db
+        self.signals = signals if signals is not None and signals.shared else None
+        if self.signals is not None:
+            self.signals.listen("event", self._heard)
         self.clock = clock
         self.max_attempts = max_attempts
         self.retry_seconds = retry_seconds
@@ -58,7 +63,12 @@ class StoredEventBus:
             " RETURNING seq", event.id, event.source, event.type,
             json.dumps(dict(event.data), default=str), now)
         self._wake.set()
+        if seq is not None and self.signals is not None:
+            await self.signals.say("event")
         return seq is not None
+
+    async def _heard(self, fields: dict[str, str]) -> None:
+        self._wake.set()  # dispatched now if this process dispatches; else nothing
 
     async def start(self) -> None:
         if self._worker is not None:

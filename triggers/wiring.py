@@ -15,6 +15,7 @@ from bot.clock import Clock
 from bot.db import Database
 from bot.gateway.users import UserStore
 from bot.tools import ToolRegistry
+from bot.work.control import RedisSignals, Signals
 from persona.lines import ScheduleLines
 from triggers.budget import BudgetCheck, Budgets, TellOwner
 from triggers.changes import TaskChanges
@@ -49,10 +50,25 @@ class Triggers:
         return events_app(self.bus, token)
 
 
+def answer_run_now(engine: TriggerEngine, signals: RedisSignals) -> None:
+    """`valet tasks run-now` from any machine: the leading scheduler runs the task and says
+    what became of the run."""
+
+    async def run_now(fields: dict[str, str]) -> None:
+        if not engine.leading or "reply" not in fields:
+            return
+        outcome = await engine.run_now(fields.get("task", ""))
+        await signals.answer(fields["reply"], outcome=outcome.value if outcome else "")
+
+    signals.listen("run_now", run_now)
+
+
 def build_task_service(db: Database, clock: Clock, *, lines: ScheduleLines,
-                       budget: BudgetCheck | None = None) -> TaskService:
-    """`lines`: the persona's (a task listing, a reminder, a task whose approval expired)."""
-    return TaskService(TaskStore(db), clock, TaskChanges(), lines=lines, budget=budget)
+                       budget: BudgetCheck | None = None, signals: Signals | None = None
+                       ) -> TaskService:
+    """`lines`: the persona's (a task listing, a reminder, a task whose approval expired).
+    `signals`: shared with other processes (Redis), a change reaches their engines too."""
+    return TaskService(TaskStore(db), clock, TaskChanges(signals), lines=lines, budget=budget)
 
 
 def budget_check(db: Database, users: UserStore, budgets: Budgets,
@@ -62,11 +78,11 @@ def budget_check(db: Database, users: UserStore, budgets: Budgets,
 
 def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry: ToolRegistry,
                    settings: EngineSettings, *, service: TaskService,
-                   http: aiohttp.ClientSession | None = None, services: object = None
-                   ) -> Triggers:
+                   http: aiohttp.ClientSession | None = None, services: object = None,
+                   signals: Signals | None = None) -> Triggers:
     """`services`: what a condition's check (a read-only tool) may use, as in a turn. The
     engine says what the task service's lines say."""
-    bus = StoredEventBus(db, clock)
+    bus = StoredEventBus(db, clock, signals=signals)
     engine = TriggerEngine(db, clock, gateway,
                            default_executors(gateway, registry.names(), lines=service.lines),
                            bus=bus, checker=registry_checker(registry, clock, http=http,

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from aiohttp import web
 
-from bot.app.root import App
+from bot.channel import Channel
 from bot.config import Settings
+from bot.gateway.door import ChannelHost
+from persona import Persona
 
 if TYPE_CHECKING:  # imported when SMS is configured: a deployment without it never loads it
     from channels.sms.channel import SmsChannel
@@ -25,7 +27,11 @@ class ServedChannel(Protocol):
     def routes(self) -> list[web.RouteDef]: ...
 
     async def start(self) -> None:
-        """Begin receiving (polling, registering a webhook)."""
+        """Begin receiving (polling, registering a webhook): a process that receives."""
+        ...
+
+    async def prepare(self) -> None:
+        """What a process that only sends does at start (Telegram: its command menu)."""
         ...
 
     async def stop(self) -> None:
@@ -37,7 +43,22 @@ class ServedChannel(Protocol):
         ...
 
 
-async def configured_channels(settings: Settings, app: App,
+class Hosts(Protocol):
+    """What builds a channel: a `valet serve` process of any role (bot.app.root.App,
+    bot.app.front.Front)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def persona(self) -> Persona: ...
+
+    def channel_host(self) -> ChannelHost: ...
+
+    def add_channel(self, sender: Channel) -> None: ...
+
+
+async def configured_channels(settings: Settings, app: Hosts,
                               env: Mapping[str, str] | None = None) -> list[ServedChannel]:
     """Every channel whose settings turn it on: Telegram with VALET_TELEGRAM_TOKEN, SMS with
     VALET_TWILIO_ACCOUNT_SID (the rest of its settings are then required). Each one's sender
@@ -55,7 +76,7 @@ async def configured_channels(settings: Settings, app: App,
     return channels
 
 
-def sms_channel(app: App, env: Mapping[str, str] | None = None) -> SmsChannel:
+def sms_channel(app: Hosts, env: Mapping[str, str] | None = None) -> SmsChannel:
     """The SMS channel on the app's door, its sender registered with the outbox."""
     from channels.sms.channel import build_sms_channel
 

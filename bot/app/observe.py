@@ -15,12 +15,18 @@ import logging
 import re
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from bot import logs
-from bot.app.root import App
+from bot.approvals.store import ApprovalStore
+from bot.clock import Clock
+from bot.config import Settings
+from bot.db import Database
+from bot.gateway.gateway import Gateway
+from bot.gateway.outbound import Outbound
 from bot.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
 from channels.sms.store import SmsStore
 
@@ -32,19 +38,45 @@ WEBHOOK_PREFIXES = {"telegram": "telegram", "sms": "sms", "events": "events"}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-async def readings(app: App) -> Readings:
+class Observed(Protocol):
+    """What /metrics and the health checks read: every role's process has it (bot.app.root.App,
+    bot.app.front.Front)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def metrics(self) -> Metrics: ...
+
+    @property
+    def outbound(self) -> Outbound: ...
+
+    @property
+    def gateway(self) -> Gateway: ...
+
+    @property
+    def approval_store(self) -> ApprovalStore: ...
+
+
+async def readings(app: Observed) -> Readings:
     """What each store counts of its own rows, as of now."""
     now = app.clock.now()
     outbox = app.outbound.outbox
     return Readings(
         at=now, waiting=await outbox.waiting_by_channel(), dead=await outbox.dead_by_channel(),
-        approvals=await app.approvals.store.count_by_status(),
+        approvals=await app.approval_store.count_by_status(),
         sms_segments=await SmsStore(app.db).segments_total(),
         people_today=await app.gateway.deps.inbox.people_since(
             start_of_day(now, app.settings.timezone)))
 
 
-async def database_reachable(app: App) -> bool:
+async def database_reachable(app: Observed) -> bool:
     """The database answers a query now (readiness, the console's Health page)."""
     try:
         await app.db.fetchval("SELECT 1")
@@ -54,7 +86,7 @@ async def database_reachable(app: App) -> bool:
         return False
 
 
-async def redis_reachable(app: App) -> bool | None:
+async def redis_reachable(app: Observed) -> bool | None:
     """Redis answers a PING now; None when this deployment has none (one process)."""
     client = getattr(app.gateway.deps.locks, "redis", None)
     if client is None:
@@ -66,7 +98,7 @@ async def redis_reachable(app: App) -> bool | None:
         return False
 
 
-def metrics_routes(app: App, token: str | None) -> list[web.RouteDef]:
+def metrics_routes(app: Observed, token: str | None) -> list[web.RouteDef]:
     """`GET /metrics` for `app` (its Metrics, and what its stores say at the scrape)."""
 
     async def metrics(request: web.Request) -> web.Response:

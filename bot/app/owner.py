@@ -1,6 +1,8 @@
-"""The owner as the configuration knows them: a claimed address written into valet.yaml
-(`owner.telegram_ids`, `owner.phone_numbers`), and whether any owner address is known at all
-(if not, `valet serve` opens a claim code: bot.gateway.claims)."""
+"""The owner as the configuration knows them: a person reachable on the console and their
+listed ids (every process that receives messages makes sure of it before the first one: a
+web process too, the access policy must know the owner), a claimed address written into
+valet.yaml (`owner.telegram_ids`, `owner.phone_numbers`), and whether any owner address is
+known at all (if not, `valet serve` opens a claim code: bot.gateway.claims)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,33 @@ import logging
 from datetime import datetime
 from pathlib import Path
 
+from bot.clock import Clock
 from bot.config import Settings
 from bot.config.yaml_edit import add_to_list
 from bot.gateway.claims import OwnerClaims, OwnerRecorder
 from bot.gateway.identity import IdentityStore
+from bot.gateway.users import User, UserStore
 
 log = logging.getLogger(__name__)
 
+OWNER_ID = "owner"
+CONSOLE_ADDRESS = "local"
 OWNER_KEYS = {"telegram": ("owner", "telegram_ids"), "sms": ("owner", "phone_numbers")}
+
+
+async def ensure_owner(settings: Settings, users: UserStore, identities: IdentityStore,
+                       clock: Clock) -> User:
+    now = clock.now()
+    owner = await users.ensure(
+        OWNER_ID, display_name=settings.owner.name, timezone=settings.timezone,
+        is_owner=True, at=now)
+    addresses = [("console", CONSOLE_ADDRESS)]
+    addresses += [("telegram", i) for i in settings.owner.telegram_ids]
+    addresses += [("sms", n) for n in settings.owner.phone_numbers]
+    for channel, address in addresses:
+        if await identities.resolve(channel, address) is None:
+            await identities.link(channel, address, owner.id, at=now)
+    return owner
 
 
 def record_owner(settings: Settings) -> OwnerRecorder:

@@ -24,7 +24,9 @@ from agents.tools.planning import HOLDING as PLAN
 from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.app.models import build_models, build_transcriber
-from bot.app.owner import record_owner
+from bot.app.owner import CONSOLE_ADDRESS, OWNER_ID, ensure_owner, record_owner  # noqa: F401 (re-exported)
+from bot.app.plane import Plane, build_plane
+from bot.app.roles import Roles
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.effects import EffectRecords
 from bot.approvals.flow import ApprovalFlow
@@ -59,7 +61,6 @@ from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
-from bot.gateway.locks import LocalUserLocks, RedisUserLocks, UserLocks
 from bot.gateway.notify import Notifier, RoutableSenders
 from bot.gateway.others import MessageEffects, OutboxMessenger
 from bot.gateway.outbound import Outbound
@@ -93,17 +94,22 @@ from bot.transcribe import Transcriber
 from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
+from bot.work.sweep import InboxSweep, SweepPolicy
 from persona import Persona, load_persona
 from persona.lines import ConversationLines, Lines, MailLines
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
-from triggers.wiring import Triggers, budget_check, build_task_service, build_triggers
+from triggers.wiring import (
+    Triggers,
+    answer_run_now,
+    budget_check,
+    build_task_service,
+    build_triggers,
+)
 
 log = logging.getLogger(__name__)
 
-OWNER_ID = "owner"
-CONSOLE_ADDRESS = "local"
 
 
 def build_agents(settings: Settings) -> Registry:
@@ -143,10 +149,17 @@ class App:
     _sweeper: asyncio.Task[None] | None = None
     _owner: SQLiteOwner | None = None
     metrics: Metrics = field(default_factory=Metrics)  # /metrics: this App's own registry
+    roles: Roles = field(default_factory=lambda: Roles.of(None))  # the parts this process runs
+    plane: Plane | None = None  # how work and signals reach other processes (bot.app.plane)
+    _background: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
     def registry(self) -> ToolRegistry:
         return self.agents.tools
+
+    @property
+    def approval_store(self) -> ApprovalStore:
+        return self.approvals.store
 
     @property
     def mail(self) -> MailDelivery:
@@ -155,12 +168,16 @@ class App:
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
                     clock: Clock | None = None, migrate: bool | Literal["check"] = True,
-                    db: Database | None = None) -> App:
+                    db: Database | None = None, roles: Roles | None = None,
+                    serving: bool = False) -> App:
         """Every part, in the order they need each other: stores, the outbound side, the
         services tools use, the turn, the inbound gateway, then the trigger engine (which
         puts runs into the gateway's queue). `migrate`: apply pending migrations (True) or
         refuse an old schema ("check"); see bot.app.roles.migrates_on_start. `db`: a database
-        already open (a bench's statement counter around it); App closes it."""
+        already open (a bench's statement counter around it); App closes it. `roles`: the
+        parts `start` runs (bot.app.roles); `serving`: a `valet serve` process, which hands
+        its stored rows to the work stream when Redis is configured (bot.app.plane)."""
+        roles = roles or Roles.of(None)
         clock = clock or SystemClock()
         persona = load_persona(settings.persona)
         agents = build_agents(settings)
@@ -169,8 +186,8 @@ class App:
         metrics = Metrics()  # what /metrics shows (bot/metrics.py)
         models = build_models(settings, metrics, llm)  # the main model and its fallbacks
         llm = models.llm
-        locks, closers = await _user_locks(settings)  # Redis checked before anything opens
-        closers.append(models.close)
+        plane = await build_plane(settings, serving=serving)  # Redis checked before the rest
+        closers: list[Callable[[], Awaitable[None]]] = [plane.close, models.close]
         try:
             db = db or await open_database(settings.database_url, migrate=migrate,
                                            settings=settings.database)
@@ -202,7 +219,10 @@ class App:
             lease=timedelta(seconds=settings.approvals.lease_seconds))
         outbound = _build_outbound(settings, db, clock, users, identities, {
             PromptKind.APPROVAL: card_outcomes(approval_store, persona.lines),
-            PromptKind.PAIRING: _pairing_outcomes(access, clock)}, persona.lines)
+            PromptKind.PAIRING: _pairing_outcomes(access, clock)}, persona.lines,
+            # A process that delivers nothing tells the workers what it queued.
+            wake_elsewhere=plane.relay.wake_elsewhere() if plane.relay and not roles.worker
+            else None)
         credentials = CredentialStore.tolerant(db, os.environ)
         mail = _build_mail(db, clock, credentials, outbound, persona.lines)
         approvals = ApprovalFlow(
@@ -216,7 +236,8 @@ class App:
                                  can_edit=_can_edit(outbound.senders))
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         tasks = build_task_service(db, clock, lines=persona.lines, budget=budget_check(
-            db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded))
+            db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded),
+            signals=plane.signals)
         memory = build_memory(settings, db, clock, llm, lines=persona.lines)
         services = Services(
             users=users, pool=pool, credentials=credentials, stores=stores, tasks=tasks,
@@ -267,7 +288,7 @@ class App:
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
             inbox=InboxStore(db), outbound=outbound, history=history,
-            handle_message=orchestrator.handle_message, locks=locks,
+            handle_message=orchestrator.handle_message, locks=plane.locks,
             failure_line=persona.lines.llm_unavailable,
             voice_line=persona.lines.voice_unreadable,
             unreadable_line=persona.lines.message_unreadable,
@@ -275,7 +296,8 @@ class App:
             max_attempts=settings.gateway.turn_attempts,
             retry_seconds=settings.gateway.turn_retry_seconds,
             answer_button=decisions.answer_button, silenced=tasks.silenced,
-            mid_turn=settings.gateway.mid_turn, answers_approval=decisions.answers_pending))
+            mid_turn=settings.gateway.mid_turn, answers_approval=decisions.answers_pending,
+            relay=plane.relay, drained=plane.stream.drained if plane.stream else None))
         # Triggered runs ask only for what is on: a capability that is off has no tools there.
         on = exposure.available()
         triggers = build_triggers(
@@ -285,7 +307,7 @@ class App:
                            lease_seconds=settings.triggers.lease_seconds,
                            event_window=timedelta(
                                seconds=settings.triggers.event_window_seconds)),
-            service=tasks, http=http, services=services)
+            service=tasks, http=http, services=services, signals=plane.signals)
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,
                   history=history, pool=pool, approvals=approvals,
@@ -294,7 +316,7 @@ class App:
                   outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
                   compactor=compactor, closers=closers, metrics=metrics,
-                  transcriber=transcriber)
+                  transcriber=transcriber, roles=roles, plane=plane)
         triggers.engine.on_fired = metrics.scheduler_fired
         await app.ensure_owner()
         return app
@@ -310,34 +332,57 @@ class App:
 
     async def ensure_owner(self) -> User:
         """The owner from configuration, reachable on the console and their listed ids."""
-        now = self.clock.now()
-        owner = await self.users.ensure(
-            OWNER_ID, display_name=self.settings.owner.name, timezone=self.settings.timezone,
-            is_owner=True, at=now)
-        addresses = [("console", CONSOLE_ADDRESS)]
-        addresses += [("telegram", i) for i in self.settings.owner.telegram_ids]
-        addresses += [("sms", n) for n in self.settings.owner.phone_numbers]
-        for channel, address in addresses:
-            if await self.identities.resolve(channel, address) is None:
-                await self.identities.link(channel, address, owner.id, at=now)
-        return owner
+        return await ensure_owner(self.settings, self.users, self.identities, self.clock)
 
     async def start(self) -> None:
-        """Start running turns. On SQLite this process must be the file's only one (raises
-        DatabaseInUse, a ConfigError, otherwise); approvals a dead process left approved or
-        executing are settled as interrupted, and their owners told, before any turn runs."""
+        """Start this process's parts (`roles`). On SQLite this process must be the file's
+        only one (raises DatabaseInUse, a ConfigError, otherwise). A worker first settles
+        approvals a dead process left approved or executing as interrupted (their owners
+        told), then runs turns: its own drains, the work stream and the inbox sweep with
+        Redis. A scheduler runs the trigger engine and answers run-now."""
         self._owner = claim(self.settings.database_url)
-        await self._tell(await self.sweeper.at_startup(sole_owner=self.db.dialect == "sqlite"))
         self.stall_monitor = StallMonitor(self.settings.stall_warning_ms / 1000)
         self.stall_monitor.start()
+        if self.roles.worker:
+            await self._start_worker()
+        if self.roles.scheduler and self.settings.triggers.enabled:
+            await self.triggers.start()
+            from bot.work.control import RedisSignals
+
+            if self.plane is not None and isinstance(self.plane.signals, RedisSignals):
+                answer_run_now(self.triggers.engine, self.plane.signals)
+        if self.plane is not None:
+            start = getattr(self.plane.signals, "start", None)
+            if start is not None:  # Redis: hear the other processes' signals
+                await start()
+
+    async def _start_worker(self) -> None:
+        await self._tell(await self.sweeper.at_startup(sole_owner=self.db.dialect == "sqlite"))
         await self.gateway.start()
         self._sweeper = asyncio.create_task(self._sweep_approvals())
-        if self.settings.triggers.enabled:
-            await self.triggers.start()
         if self.memory is not None:  # retries of failed extractions
             self.memory.start()
         # Queued mail goes out; outcomes are told.
         self.mail.start(sole_owner=self.db.dialect == "sqlite")
+        plane = self.plane
+        if plane is None or plane.stream is None:
+            return
+        signals, gateway, deliverer = plane.signals, self.gateway, self.outbound.deliverer
+        signals.listen("stop", gateway.running.stop_heard)
+        signals.listen("steer", gateway.running.steer_heard)
+
+        async def wake(fields: dict[str, str]) -> None:
+            if fields.get("channel") and fields.get("address"):
+                deliverer.wake_address(fields["channel"], fields["address"])
+            else:
+                deliverer.wake()
+
+        signals.listen("wake", wake)
+        await plane.stream.start(gateway.kick)
+        sweep = InboxSweep(gateway.deps.inbox, self.clock, gateway.kick, SweepPolicy(
+            every_seconds=self.settings.gateway.sweep_seconds,
+            after_seconds=self.settings.gateway.sweep_seconds))
+        self._background.append(asyncio.create_task(sweep.run()))
 
     async def sweep_approvals(self) -> None:
         """One pass of the approval sweeper (expiries, lapsed leases); owners are told without
@@ -370,6 +415,11 @@ class App:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        if self.plane is not None and self.plane.stream is not None:
+            await self.plane.stream.stop()  # what it holds is taken over by another worker
         await self.gateway.stop()
         await self.agents.close()  # MCP servers' sessions (their processes end)
         if self.compactor is not None:
@@ -421,7 +471,9 @@ def _pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
 
 def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserStore,
                     identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes],
-                    lines: ConversationLines) -> Outbound:
+                    lines: ConversationLines,
+                    wake_elsewhere: Callable[[str | None, str | None], None] | None = None
+                    ) -> Outbound:
     """The outbox and its deliverer, notifications, prompt edits. Channels register their
     senders later (App.add_channel) in the map it delivers through."""
     senders: dict[str, ChannelSender] = {}
@@ -437,7 +489,7 @@ def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserS
                           health),
         senders=senders,
         prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)),
-        channel_down_line=lines.channel_down)
+        channel_down_line=lines.channel_down, wake_elsewhere=wake_elsewhere)
 
 
 def _effects(outbound: Outbound, mail: MailDelivery, lines: Lines
@@ -500,14 +552,3 @@ def _mark_unwritable(identities: IdentityStore, clock: Clock) -> OnPermanent:
                     message.address, err)
 
     return mark
-
-
-async def _user_locks(settings: Settings
-                      ) -> tuple[UserLocks, list[Callable[[], Awaitable[None]]]]:
-    if not settings.redis_url:
-        return LocalUserLocks(), []
-    from bot.redis_service import open_redis
-
-    client = await open_redis(settings.redis_url)  # RedisUnavailable: one line at start-up
-    return RedisUserLocks(client, ttl_seconds=settings.gateway.user_lock_ttl_seconds), \
-        [client.aclose]

@@ -1,11 +1,12 @@
-"""`valet serve`: the long-running process. One aiohttp application carries the health checks
-and every channel's webhooks; the app's gateway, outbox deliverer and approval sweeper run
-beside it.
+"""`valet serve`: the long-running process, in one or more roles (bot.app.roles). One aiohttp
+application carries the health checks and /metrics in every role; a web process adds every
+channel's webhooks and POST /events; a worker process adds the owner's console. The parts the
+roles run (turns, delivery, the approval sweeper, the scheduler) run beside it.
 
 On SIGTERM (or SIGINT) it stops taking new work (channels stop receiving; webhooks answer 503
 so Telegram and Twilio send again later), lets running turns and their replies finish for
 `http.shutdown_grace_seconds`, then stops; whatever is still unfinished stays in the inbox and
-outbox and is picked up at the next start.
+outbox and is picked up at the next start (or by another worker).
 """
 
 from __future__ import annotations
@@ -15,17 +16,51 @@ import logging
 import os
 import signal
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from aiohttp import web
 
-from bot.app.channels import ServedChannel, configured_channels
-from bot.app.root import OWNER_ID, App
-from bot.app.terminal import TerminalEndpoint
+from bot.app.channels import Hosts, ServedChannel, configured_channels
+from bot.app.observe import Observed
+from bot.app.owner import OWNER_ID
+from bot.app.roles import Roles
 from bot.config import Settings
+from bot.gateway.access import AccessControl
+from bot.gateway.identity import IdentityStore
+from triggers.event_store import StoredEventBus
+
+if TYPE_CHECKING:
+    from bot.app.terminal import TerminalEndpoint
 
 log = logging.getLogger(__name__)
 
-def extra_routes(app: App, env: Mapping[str, str] | None = None) -> list[web.RouteDef]:
+
+class Served(Observed, Hosts, Protocol):
+    """A `valet serve` process of any role: App (worker, scheduler, all) or Front (web)."""
+
+    @property
+    def roles(self) -> Roles: ...
+
+    @property
+    def access(self) -> AccessControl: ...
+
+    @property
+    def identities(self) -> IdentityStore: ...
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def events_bus(app: Served) -> StoredEventBus:
+    front = getattr(app, "events", None)
+    if isinstance(front, StoredEventBus):
+        return front
+    bus: StoredEventBus = app.triggers.bus  # type: ignore[attr-defined]
+    return bus
+
+
+def extra_routes(app: Served, env: Mapping[str, str] | None = None) -> list[web.RouteDef]:
     """Routes that are not a channel's: `POST /events` for the trigger engine (bearer token
     VALET_EVENTS_TOKEN; without one every request gets 401)."""
     env = os.environ if env is None else env
@@ -34,10 +69,10 @@ def extra_routes(app: App, env: Mapping[str, str] | None = None) -> list[web.Rou
 
     limits = BodyLimits(max_bytes=MAX_BODY,
                         timeout_seconds=app.settings.http.body_timeout_seconds)
-    return events_routes(app.triggers.bus, env.get("VALET_EVENTS_TOKEN") or None, limits)
+    return events_routes(events_bus(app), env.get("VALET_EVENTS_TOKEN") or None, limits)
 
 
-def build_web_app(app: App, channels: list[ServedChannel],
+def build_web_app(app: Served, channels: list[ServedChannel],
                   env: Mapping[str, str] | None = None) -> web.Application:
     from bot.app.observe import (
         METRICS_TOKEN_ENV,
@@ -48,6 +83,7 @@ def build_web_app(app: App, channels: list[ServedChannel],
     )
 
     env = os.environ if env is None else env
+    receives = app.roles.web
     counter = webhook_counter(app.metrics)
     web_app = web.Application(client_max_size=2 * 1024 * 1024,
                               middlewares=[request_ids, counter])
@@ -58,8 +94,13 @@ def build_web_app(app: App, channels: list[ServedChannel],
     async def readyz(_: web.Request) -> web.Response:
         checks: dict[str, bool] = {"database": await database_reachable(app)}
         outages = app.outbound.health.outages()
-        for channel in channels:
-            checks[channel.name] = channel.ready and channel.name not in outages
+        for channel in channels if receives or app.roles.worker else []:
+            # A web process receives on it; a worker sends on it (rejected credentials).
+            checks[channel.name] = (channel.ready or not receives) \
+                and channel.name not in outages
+        stream = getattr(getattr(app, "plane", None), "stream", None)
+        if app.roles.worker and stream is not None:
+            checks["work stream"] = stream.claiming  # a worker that lost Redis claims nothing
         ready = all(checks.values())
         problems = {name: outage.reason for name, outage in outages.items()}
         return web.json_response({"ready": ready, "checks": checks, "problems": problems},
@@ -67,18 +108,23 @@ def build_web_app(app: App, channels: list[ServedChannel],
 
     web_app.router.add_get("/healthz", healthz)
     web_app.router.add_get("/readyz", readyz)
-    for channel in channels:
-        web_app.router.add_routes(channel.routes())
-    web_app.router.add_routes(extra_routes(app, env))
+    if receives:
+        for channel in channels:
+            web_app.router.add_routes(channel.routes())
+        web_app.router.add_routes(extra_routes(app, env))
     web_app.router.add_routes(metrics_routes(app, env.get(METRICS_TOKEN_ENV) or None))
+    from bot.app.root import App
+
+    if not isinstance(app, App) or not app.roles.worker:
+        if app.settings.console.enabled:
+            log.info("valet serve: the web console is served by worker processes")
+        return web_app
     from bot.app.console.web import add_console  # off unless console.enabled
 
     if add_console(web_app, app, channels) is not None:
         log.info("valet serve: the web console is at %s/console (send /console for a "
                  "sign-in link)", app.settings.console_url())
     return web_app
-
-
 def _service_logging() -> None:
     """Start-up and shutdown lines always show; request URLs never do (a Telegram request
     URL contains the bot token)."""
@@ -91,38 +137,50 @@ def _service_logging() -> None:
 
 
 async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
-                role: str = "all") -> int:
-    from bot.app.roles import migrates_on_start
+                role: str | list[str] | None = None) -> int:
+    from bot.app.roles import WEB, check_roles, migrates_on_start
 
+    roles = Roles.of([role] if isinstance(role, str) else role)
+    check_roles(settings, roles)
     _service_logging()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    app = await App.build(settings, migrate=True if migrates_on_start(settings, role)
-                          else "check")
+    migrate: bool | Literal["check"] = True if migrates_on_start(settings, roles) else "check"
+    app: Served
+    if roles.parts == {WEB}:  # no LLM client, no turn's parts (bot.app.front)
+        from bot.app.front import Front
+
+        app = await Front.build(settings, migrate=migrate)
+    else:
+        from bot.app.root import App
+
+        app = await App.build(settings, migrate=migrate, roles=roles, serving=True)
     channels: list[ServedChannel] = []
     runner: web.AppRunner | None = None
     terminal: TerminalEndpoint | None = None
     try:
         channels = await configured_channels(settings, app)
-        terminal = TerminalEndpoint.build(app)  # the owner's `valet chat` beside the bot
+        if app.roles.everything:
+            # The owner's `valet chat` beside the bot: the one process that runs every part
+            # (with several, a reply to the terminal could be delivered by another worker).
+            from bot.app.root import App
+            from bot.app.terminal import TerminalEndpoint
+
+            assert isinstance(app, App)
+            terminal = TerminalEndpoint.build(app)
         runner = web.AppRunner(build_web_app(app, channels), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, settings.http.host, settings.http.port).start()
-        log.info("valet serve: listening on http://%s:%s (/healthz, /readyz)",
+        log.info("valet serve (%s): listening on http://%s:%s (/healthz, /readyz)", roles,
                  settings.http.host, settings.http.port)
         await app.start()
-        for channel in channels:
-            await channel.start()
-            paths = ", ".join(r.path for r in channel.routes()
-                              ) or "no webhook"
-            log.info("valet serve: channel %s started (%s)", channel.name, paths)
-        if not channels:
-            log.warning("valet serve: no channel configured (set VALET_TELEGRAM_TOKEN or "
-                        "VALET_TWILIO_ACCOUNT_SID)")
-        await terminal.open()
-        await _claim_if_ownerless(app, channels)
+        await _start_channels(app, channels)
+        if terminal is not None:
+            await terminal.open()
+        if app.roles.web:  # it knows how to reach each channel: the claim is said there
+            await _claim_if_ownerless(app, channels)
         await stop.wait()
         await _drain(app, channels, settings.http.shutdown_grace_seconds)
     finally:
@@ -142,7 +200,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     return 0
 
 
-async def _claim_if_ownerless(app: App, channels: list[ServedChannel]) -> None:
+async def _claim_if_ownerless(app: Served, channels: list[ServedChannel]) -> None:
     """No owner address known: print the one-time claim code (bot.gateway.claims)."""
     from bot.app.owner import open_claim_if_ownerless
 
@@ -161,12 +219,29 @@ async def _claim_if_ownerless(app: App, channels: list[ServedChannel]) -> None:
         log.warning("valet serve: %s", notice)
 
 
-async def _drain(app: App, channels: list[ServedChannel], grace: float) -> None:
+async def _start_channels(app: Served, channels: list[ServedChannel]) -> None:
+    """A receiving process starts its channels; a worker only prepares them (it sends)."""
+    for channel in channels:
+        if app.roles.web:
+            await channel.start()
+            paths = ", ".join(r.path for r in channel.routes()) or "no webhook"
+            log.info("valet serve: channel %s started (%s)", channel.name, paths)
+        elif app.roles.worker:
+            await channel.prepare()
+    if not channels:
+        log.warning("valet serve: no channel configured (set VALET_TELEGRAM_TOKEN or "
+                    "VALET_TWILIO_ACCOUNT_SID)")
+
+
+async def _drain(app: Served, channels: list[ServedChannel], grace: float) -> None:
     """No new work; running turns and their replies get a bounded time to finish."""
     log.info("valet serve: stopping; finishing running turns (up to %.0fs)",
              grace)
     for channel in channels:
-        await channel.stop()
+        if app.roles.web:
+            await channel.stop()
+    if not app.roles.worker:
+        return
     try:
         await asyncio.wait_for(app.gateway.wait_idle(), grace)
     except TimeoutError:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
+from bot.approvals.buttons import ButtonAnswers
 from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, named_summary
 from bot.approvals.listing import pending_lines
 from bot.approvals.model import (
@@ -28,7 +29,7 @@ from bot.approvals.options import Option
 from bot.approvals.outcomes import card_line, state_word
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.approvals.retry import answerable
-from bot.envelopes import ButtonPress, PromptKind, TurnStop
+from bot.envelopes import ButtonPress, TurnStop
 from bot.gateway.users import User, UserStore
 from bot.llm import LLMError
 from bot.tools import Tool, ToolExecutionContext
@@ -54,6 +55,7 @@ class ApprovalStep:
         # Whether a channel edits a settled card to show its outcome; where it cannot, an
         # outcome other than "done" is said with the reply.
         self.can_edit = can_edit
+        self.buttons = ButtonAnswers(self.store, flow.clock, lines=lines)
 
     async def before(self, ctx: TurnContext) -> StepResult:
         settled = await self._flow_back_settled(ctx)
@@ -114,32 +116,11 @@ class ApprovalStep:
         return ParsedReply([Decision(approval.id, Verdict.of(option))])
 
     async def answer_button(self, user: User, button: ButtonPress) -> str:
-        """The short answer to a button press, at once (the decision itself is made by the
-        turn, with a compare-and-set): what will happen, or why nothing will."""
-        if button.kind is PromptKind.PAIRING:  # a pairing notice's buttons
-            if not user.is_owner:
-                return self.lines.pairing_owner_only
-            return self.lines.pairing_letting_in if button.choice is Option.APPROVE \
-                else self.lines.pairing_refusing
-        approval = await self.store.get(button.approval_id)
-        refusal = self._not_for(approval, user)
-        if refusal is not None or approval is None:
-            return refusal or ""
-        if self._settled(approval):
-            return fill(self.lines.approval_already_short,
-                        state=self._state(approval))
-        if button.choice is Option.APPROVE:
-            return self.lines.approval_approving
-        return self.lines.approval_tell_change if button.choice is Option.EDIT \
-            else self.lines.approval_cancelling
+        """The short answer to a button press, at once (bot.approvals.buttons)."""
+        return await self.buttons.answer_button(user, button)
 
     def _not_for(self, approval: ApprovalRequest | None, user: User) -> str | None:
-        """Why this person cannot decide this request (fail closed), or None."""
-        if approval is None:
-            return self.lines.approval_unknown
-        if approval.user_id != user.id and not user.is_owner:
-            return self.lines.approval_not_yours
-        return None
+        return self.buttons.not_for(approval, user)
 
     def _already(self, approval: ApprovalRequest, summary: str | None = None) -> str:
         """“<summary>” was already <what became of it>."""
@@ -162,9 +143,7 @@ class ApprovalStep:
         return not (await parse_reply(text, pending)).unrelated
 
     def _settled(self, approval: ApprovalRequest) -> bool:
-        """No longer open to a decision: decided already, or past its time."""
-        return approval.status is not ApprovalStatus.PENDING or \
-            approval.expires_at <= self.flow.clock.now()
+        return self.buttons.settled(approval)
 
     async def _apply(self, ctx: TurnContext, decisions: list[Decision]) -> StepResult:
         by = f"{ctx.msg.channel}:{ctx.msg.address or ctx.user.id}"

@@ -73,8 +73,10 @@ def parser() -> argparse.ArgumentParser:
                                          "health checks, metrics")
     from bot.app.roles import ALL, ROLES
 
-    serve.add_argument("--role", choices=ROLES, default=ALL,
-                       help="which parts this process runs (today only `all`: everything)")
+    serve.add_argument("--role", choices=ROLES, action="append", metavar="ROLE",
+                       help=f"which parts this process runs: {', '.join(ROLES)} (default "
+                            f"{ALL}, the only one on SQLite; repeatable: --role web --role "
+                            "scheduler)")
     from bot.cli.ops import add_ops_commands  # migrate, backup, logs
 
     add_ops_commands(sub)

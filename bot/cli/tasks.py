@@ -87,10 +87,7 @@ async def _run(app: Any, args: argparse.Namespace, say: Callable[[str], None]) -
     elif args.action == "resume":
         await service.resume(task.user_id, task.id)
     else:
-        outcome = await engine.run_now(task.id)
-        say(f"ran {task.id}: {outcome.value if outcome else 'already ran this second'}"
-            " (delivered by the running valet process)")
-        return 0
+        return await _run_now(app, task, say)
     say(f"{_DONE[args.action]} {task.id}: {task.name}")
     return 0
 
@@ -102,6 +99,30 @@ def _row(task: Task) -> tuple[str, ...]:
         nxt = f"{local:%a %Y-%m-%d %H:%M} {task.timezone}"
     return (task.id, task.user_id, task.name, schedule_in_words(task), nxt,
             task.status.value)
+
+
+RUN_NOW_WAIT = 30.0  # seconds for the scheduler's answer
+
+
+async def _run_now(app: Any, task: Any, say: Callable[[str], None]) -> int:
+    """With Redis, the leading scheduler runs it (wherever it is) and says what became of
+    the run; without, this command runs it and the running process delivers it."""
+    from bot.work.control import RedisSignals
+
+    signals = app.plane.signals if app.plane is not None else None
+    if isinstance(signals, RedisSignals):
+        answer = await signals.ask("run_now", RUN_NOW_WAIT, task=task.id)
+        if answer is None:
+            say(f"valet tasks: no scheduler answered within {RUN_NOW_WAIT:.0f}s; is a "
+                "`valet serve --role scheduler` (or `all`) running?")
+            return 1
+        outcome = answer.get("outcome") or "already ran this second"
+        say(f"ran {task.id}: {outcome} (by the scheduler)")
+        return 0
+    outcome = await app.triggers.engine.run_now(task.id)
+    say(f"ran {task.id}: {outcome.value if outcome else 'already ran this second'}"
+        " (delivered by the running valet process)")
+    return 0
 
 
 _DONE = {"remove": "removed", "pause": "paused", "resume": "resumed"}

@@ -213,7 +213,14 @@ class GatewaySettings(_Section):
     turn_attempts: int = pydantic.Field(3, ge=1)  # a turn that crashes is tried this often
     turn_retry_seconds: float = pydantic.Field(0.2, ge=0)  # x attempt, before the next try
     history_messages: int = pydantic.Field(200, ge=1)  # loaded per turn (the view trims)
-    user_lock_ttl_seconds: float = pydantic.Field(30.0, gt=0)  # Redis per-user lease
+    # Redis per-user lease, renewed every third of it: a killed worker's people wait this
+    # long at most before another worker runs their turns.
+    user_lock_ttl_seconds: float = pydantic.Field(6.0, gt=0)
+    # The work stream (several processes): an entry a worker held this long without touching
+    # it belongs to a dead worker and is taken over; every sweep_seconds each worker looks in
+    # the inbox for messages no entry named (bot.work.sweep).
+    claim_idle_seconds: float = pydantic.Field(4.0, gt=0)
+    sweep_seconds: float = pydantic.Field(5.0, gt=0)
     http_timeout_seconds: float = pydantic.Field(30.0, gt=0)  # the tools' shared session
     # A message the person sends while their turn runs: "steer" adds it to that turn before
     # its next LLM call ("actually, make it Tuesday"); "queue" answers it in a turn of its own

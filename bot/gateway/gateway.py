@@ -35,13 +35,13 @@ from bot.gateway.access import AccessControl, Admission, pairing_prompt
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.locks import UserLocks
-from bot.gateway.midturn import MidTurnQueue
 from bot.gateway.outbound import Outbound
+from bot.gateway.running import RunningTurns
 from bot.gateway.users import User, UserStore
 from bot.media import MediaReader, MediaSource, ReadMedia, heard_line
 from bot.memory.history import HistoryStore
 from bot.sanitize import clean_incoming
-from bot.steering import Steered
+from bot.work.relay import Relay
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +89,21 @@ class GatewayDeps:
     # Whether a message (user id, text) answers an approval waiting for that person: it then
     # waits for its own turn, where the approvals step decides it.
     answers_approval: Callable[[str, str], Awaitable[bool]] | None = None
+    # Several processes (Redis): a stored row is announced on the work stream and /stop or a
+    # message joining a running turn is signalled (bot.work.relay), instead of being handled
+    # by this process's drains. None: this process runs every turn itself.
+    relay: Relay | None = None
+    # Told when a person's drain found nothing of theirs left (the work stream acknowledges
+    # the entries it held for them then).
+    drained: Callable[[str], None] | None = None
 
 
 class Gateway:
     def __init__(self, deps: GatewayDeps) -> None:
         self.deps = deps
-        self._running: dict[str, asyncio.Event] = {}  # user -> their running turn's /stop
-        self._mid_turn = MidTurnQueue(deps.inbox, deps.clock)  # messages joining that turn
+        # What may reach a running turn: /stop, a message joining it (bot.gateway.running).
+        self.running = RunningTurns(deps.inbox, deps.clock, mid_turn=deps.mid_turn,
+                                    answers_approval=deps.answers_approval)
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self.outbound = deps.outbound
@@ -180,44 +188,35 @@ class Gateway:
             await deps.inbox.assign(row_id, sender)
             if admission.unreachable:
                 await deps.identities.wrote_again(msg.channel, msg.address)
-        # Their drain looks for it before it ends, whatever happens to it next (a running
-        # turn may take it, /stop closes it).
-        self._dirty.add(sender)
-        if self._stop_running_turn(sender, msg.text):
-            await self._close(row_id, "done")  # the stopped turn's reply says it
-            return ReceiveResult.HANDLED
-        if await self._steer(sender, msg, row_id):
-            return ReceiveResult.JOINED  # the running turn reads it before its next step
-        self.kick(sender)
+        if deps.relay is not None:  # the turn, if one runs, is in some worker
+            await self._hand_on(deps.relay, sender, msg, row_id)
+        else:
+            # Their drain looks for it before it ends, whatever happens to it next (a running
+            # turn may take it, /stop closes it).
+            self._dirty.add(sender)
+            if self.running.stop(sender, msg.text):
+                await self._close(row_id, "done")  # the stopped turn's reply says it
+                return ReceiveResult.HANDLED
+            if await self.running.steer(sender, msg, row_id):
+                return ReceiveResult.JOINED  # the running turn reads it before its next step
+            self.kick(sender)
         if msg.button is not None and msg.button.answer_ref:
             user = user or await deps.users.get(sender)
             if user is not None:
                 await self._answer_button(msg.channel, user, msg.button)
         return ReceiveResult.ACCEPTED
 
-    def _stop_running_turn(self, user_id: str, text: str) -> bool:
-        """/stop reaches a turn that is already running (it cannot wait in the queue behind
-        it): its calls are cancelled and it ends with a short reply."""
-        word = command_word(text)
-        running = self._running.get(user_id)
-        if word is None or word[0] != "/stop" or running is None:
-            return False
-        running.set()
-        return True
-
-    async def _steer(self, user_id: str, msg: IncomingMessage, row_id: int) -> bool:
-        """Hand a message to the person's running turn when it can join it: text (no button,
-        choice or photo), not a command, not an answer to a waiting approval."""
-        deps = self.deps
-        if deps.mid_turn != "steer" or not self._mid_turn.running(user_id):
-            return False
-        if msg.button is not None or msg.choice is not None or msg.media \
-                or not msg.text.strip() or command_word(msg.text) is not None:
-            return False
-        if deps.answers_approval is not None and \
-                await deps.answers_approval(user_id, msg.text):
-            return False
-        return self._mid_turn.offer(user_id, Steered(row_id, msg.text))
+    async def _hand_on(self, relay: Relay, user_id: str, msg: IncomingMessage,
+                       row_id: int) -> None:
+        """Another process may be running this person's turn: /stop and a message that may
+        join it are said to every worker (the one running it acts), and the row is announced
+        on the work stream all the same (no turn running: it gets one of its own)."""
+        word = command_word(msg.text)
+        if word is not None and word[0] == "/stop":
+            await relay.stop(user_id, row_id)
+        elif self.running.may_join(msg):
+            await relay.steer(user_id, row_id, msg.text)
+        await relay.announce(user_id, row_id)
 
     async def submit(self, msg: TriggerMessage) -> bool:
         """The entry by user: a turn no channel message started, queued in the user's order
@@ -225,7 +224,10 @@ class Gateway:
         row_id = await self.deps.inbox.record_for_user(msg, self.deps.clock.now())
         if row_id is None:
             return False
-        self.kick(msg.user_id)
+        if self.deps.relay is not None:
+            await self.deps.relay.announce(msg.user_id, row_id)
+        else:
+            self.kick(msg.user_id)
         return True
 
     async def _answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
@@ -335,6 +337,8 @@ class Gateway:
                 # No await between this check and leaving: a kick either sees us gone or
                 # marked the user dirty before it.
                 if user_id not in self._dirty:
+                    if self.deps.drained is not None:
+                        self.deps.drained(user_id)
                     return
         except asyncio.CancelledError:
             raise
@@ -377,11 +381,8 @@ class Gateway:
         if media.transcript is not None and media.transcript != row.text:
             await deps.inbox.set_text(row.id, media.transcript)
             row = replace(row, text=media.transcript)
-        stop = self._running[user.id] = asyncio.Event()
-        # A person's own message opens a mailbox for what they add while it runs (a
-        # trigger's run does not: its reply is a notification, not an answer to them).
-        mailbox = self._mid_turn.open(user.id, turn_id) if row.trigger_task_id is None \
-            else None
+        stop, mailbox = self.running.begin(user.id, turn_id,
+                                           own_message=row.trigger_task_id is None)
         writes = Batch()  # the stored turn, committed with its reply and the row's close
         try:
             reply = await deps.handle_message(
@@ -400,10 +401,7 @@ class Gateway:
             await self._finish(row, reply, status="failed", error=f"{type(err).__name__}: {err}")
             return
         finally:
-            self._running.pop(user.id, None)
-            if mailbox is not None:
-                # What it never took is still `received`: this drain claims it next.
-                self._mid_turn.close(user.id, mailbox)
+            self.running.end(user.id, mailbox)
         await self._finish(row, reply, writes=writes)
         await self.outbound.settle_prompts(user.id)
 

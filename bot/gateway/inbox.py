@@ -142,6 +142,12 @@ class InboxStore:
         await q.execute("UPDATE inbox SET status = $1, processed_at = $2, error = $3"
                         " WHERE id = $4", status, at, error, row_id)
 
+    async def close_unclaimed(self, row_id: int, status: str, at: datetime) -> bool:
+        """Close a row no drain has claimed yet (a compare-and-set); False if one had."""
+        return await self.db.fetchval(
+            "UPDATE inbox SET status = $1, processed_at = $2 WHERE id = $3"
+            " AND status = 'received' RETURNING id", status, at, row_id) is not None
+
     async def mark_steered(self, row_ids: list[int], turn_id: str, at: datetime) -> None:
         """These messages joined a running turn (bot.steering): closed as part of it. A row
         closed already (a redone turn adds them again) stays as it is."""
@@ -169,6 +175,19 @@ class InboxStore:
         rows = await self.db.fetch(
             "SELECT DISTINCT user_id FROM inbox WHERE status IN ('received', 'processing')"
             " AND user_id IS NOT NULL")
+        return [r["user_id"] for r in rows]
+
+    async def users_left_waiting(self, received_before: datetime, stale_before: datetime,
+                                 limit: int) -> list[str]:
+        """People with a message nobody is working on (received before `received_before`,
+        none of theirs `processing`), or one left `processing` since before `stale_before`:
+        what the workers' sweep looks at (bot.work.sweep), at most `limit` of them."""
+        rows = await self.db.fetch(
+            "SELECT DISTINCT user_id FROM inbox AS w WHERE w.user_id IS NOT NULL AND ("
+            " (w.status = 'received' AND w.received_at < $1 AND NOT EXISTS (SELECT 1 FROM"
+            "  inbox AS p WHERE p.user_id = w.user_id AND p.status = 'processing'))"
+            " OR (w.status = 'processing' AND w.received_at < $2)) LIMIT $3",
+            received_before, stale_before, limit)
         return [r["user_id"] for r in rows]
 
     async def get(self, row_id: int) -> InboxRow | None:

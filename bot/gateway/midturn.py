@@ -6,8 +6,9 @@ The message is in the inbox first, as every message is; the running turn's `Turn
 holds its row id and text. The turn takes what is there before each LLM call (bot.steering),
 records it in its journal, and has the rows closed as `steered` (with the turn's id) here. A
 message the turn never took (it arrived during the last LLM call) stays `received` and gets a
-turn of its own after this one, as before. In-process today: a message that reaches another
-process waits for its own turn there (the per-person lock orders them).
+turn of its own after this one, as before. With several processes the message reaches the
+worker running the turn as a signal (bot.work.control, `steer`; RunningTurns.steer_heard), and it
+joins the turn only if it is newer than the turn's own row.
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ class MidTurnQueue:
 
     def running(self, user_id: str) -> bool:
         return user_id in self._running
+
+    def running_row(self, user_id: str) -> int | None:
+        """The inbox row of the person's running turn (`inbox-<row id>`), if one runs here."""
+        mailbox = self._running.get(user_id)
+        return int(mailbox.turn_id.removeprefix("inbox-")) if mailbox else None
 
     def offer(self, user_id: str, item: Steered) -> bool:
         """Hand a message to the person's running turn; False when none is running."""

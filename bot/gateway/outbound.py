@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,9 @@ class Outbound:
     # The channels this process sends on, by name; channels register when they start.
     senders: dict[str, ChannelSender]
     prompt_edits: PromptEdits | None = None
+    # A process that delivers nothing itself (web, scheduler) tells the workers instead
+    # (bot.work.relay): called with (channel, address), or (None, None) for "look at all".
+    wake_elsewhere: Callable[[str | None, str | None], None] | None = None
 
     # What owners are told when a channel goes down ({channel}, {reason}).
     channel_down_line: str = ""
@@ -83,7 +86,9 @@ class Outbound:
     def wake(self, channel: str | None = None, address: str | None = None) -> None:
         """Something was queued (for this address, when the caller knows it): deliver now
         rather than at the next poll."""
-        if channel is not None and address is not None:
+        if self.wake_elsewhere is not None:
+            self.wake_elsewhere(channel, address)
+        elif channel is not None and address is not None:
             self.deliverer.wake_address(channel, address)
         else:
             self.deliverer.wake()

@@ -59,6 +59,9 @@ class SmsChannel:
     async def start(self) -> None:
         self.ready = True  # nothing runs in the background: the outbox calls the sender
 
+    async def prepare(self) -> None:
+        """A process that only sends (a worker): nothing to prepare."""
+
     async def stop(self) -> None:
         """Take no new messages (a webhook arriving now is stored all the same: Twilio has
         sent it and would retry; the turn is left for the next start if it cannot run)."""

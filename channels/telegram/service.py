@@ -175,10 +175,13 @@ class TelegramService:
         return [web.post(WEBHOOK_PATH, self._webhook)]
 
     async def start(self) -> None:
+        """Receive (a web or all-in-one process). The command menu is set too when this
+        process has the command table (a web process's is empty: its workers set it)."""
         await self.bot.initialize()
         me = self.bot.bot
         self.inbound.me = BotIdentity(me.id, me.username or "")
-        await self._set_menu()
+        if self.menu:
+            await self._set_menu()
         self._accepting = True
         if self.settings.mode == "webhook":
             url = await register_webhook(self.bot, self.settings)
@@ -187,6 +190,11 @@ class TelegramService:
             self._poller = asyncio.create_task(self._poll_while_leased())
             log.info("telegram: @%s receives updates by long polling", me.username)
         self.ready = True
+
+    async def prepare(self) -> None:
+        """A process that only sends (a worker): the command menu from its command table."""
+        await self.bot.initialize()
+        await self._set_menu()
 
     async def _set_menu(self) -> None:
         """The `/` menu from the command table (channels.telegram.checks.set_menu)."""

@@ -109,11 +109,14 @@ def _clean_environ() -> dict[str, str]:
             if not k.startswith(("VALET_", "OPENAI_", "PYTHON"))}
 
 
-def _environment(bin_dir: Path, dotenv: dict[str, str], mapped: dict[str, str]
-                 ) -> dict[str, str]:
-    """What the `valet` container sees: the image's ENV, then env_file (.env), then the
+ROLES = ("web", "worker", "scheduler")  # the compose services that run Valet
+
+
+def _environment(bin_dir: Path, dotenv: dict[str, str], mapped: dict[str, str],
+                 name: str = "web") -> dict[str, str]:
+    """What a Valet container sees: the image's ENV, then env_file (.env), then the
     service's `environment:` (compose's order of precedence), container paths mapped."""
-    service = compose()["services"]["valet"]
+    service = compose()["services"][name]
     assert service["env_file"] == ".env"
     env = {**_clean_environ(), **Dockerfile.read().env()}
     env["PATH"] = env["PATH"].replace("/opt/valet/bin", str(bin_dir)).replace(
@@ -161,9 +164,11 @@ async def test_compose_services_answer_a_text_and_a_telegram_update(
         installed, postgres_dsn, redis_url, fake_llm, tmp_path):
     fake_llm.responder = lambda body: Reply(content="Hello from the deployment.")
     image, services = Dockerfile.read(), compose()["services"]
-    assert services["valet"]["command"] == image.cmd() == ["valet", "serve"]
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    assert image.cmd() == ["valet", "serve"]  # the image alone: everything in one process
+    for role in ROLES:
+        assert services[role]["command"] == ["valet", "serve", "--role", role]
+    ports = {role: free_port() for role in ROLES}
+    base = f"http://127.0.0.1:{ports['web']}"
     config = yaml.safe_load((DEPLOY / "valet.example.yaml").read_text())
     config["owner"].update(telegram_ids=[str(OWNER_CHAT)], phone_numbers=[OWNER_PHONE])
     config["memory"] = {"enabled": False}  # its background call would take a scripted reply
@@ -178,11 +183,12 @@ async def test_compose_services_answer_a_text_and_a_telegram_update(
             VALET_TWILIO_AUTH_TOKEN=twilio.auth_token, VALET_TWILIO_API_URL=twilio.base_url,
             VALET_SMS_FROM_NUMBER="+15005550006", VALET_METRICS_TOKEN="metrics-secret",
             VALET_LOG_LEVEL="INFO")
-        env = _environment(installed, dotenv, {
+        envs = {role: _environment(installed, dotenv, {
             "VALET_DATABASE_URL": postgres_dsn, "VALET_REDIS_URL": redis_url,
             "VALET_CONFIG": str(tmp_path / "valet.yaml"), "VALET_DATA_DIR": str(tmp_path / "data"),
             "VALET_PUBLIC_URL": base, "VALET_HTTP_HOST": "127.0.0.1",
-            "VALET_HTTP_PORT": str(port)})
+            "VALET_HTTP_PORT": str(ports[role])}, role) for role in ROLES}
+        env = envs["web"]
         assert env["VALET_TELEGRAM_MODE"] == "webhook" and env["VALET_LOG_FORMAT"] == "json"
 
         status, out, err = await _run(services["migrate"]["command"], env, tmp_path)
@@ -191,12 +197,18 @@ async def test_compose_services_answer_a_text_and_a_telegram_update(
         assert (await _run(services["migrate"]["command"], env, tmp_path))[1].startswith(
             "nothing to apply")
 
-        proc = await asyncio.create_subprocess_exec(
-            *services["valet"]["command"], env=env, cwd=tmp_path,
+        procs = {role: await asyncio.create_subprocess_exec(
+            *services[role]["command"], env=envs[role], cwd=tmp_path,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            for role in ROLES}
+        logs: dict[str, str] = {}
         try:
-            ready = await _until_ready(f"{base}/readyz", proc)
-            assert ready["checks"] == {"database": True, "telegram": True, "sms": True}
+            ready = {role: await _until_ready(f"http://127.0.0.1:{ports[role]}/readyz", proc)
+                     for role, proc in procs.items()}
+            assert ready["web"]["checks"] == {"database": True, "telegram": True, "sms": True}
+            assert ready["worker"]["checks"] == {"database": True, "telegram": True, "sms": True,
+                                                 "work stream": True}
+            assert ready["scheduler"]["checks"] == {"database": True}
             async with http.get(f"{base}/healthz") as resp:
                 assert resp.status == 200
             status, _, err = await _run(image.healthcheck(), env, tmp_path)
@@ -214,29 +226,38 @@ async def test_compose_services_answer_a_text_and_a_telegram_update(
             await tg.wait_for(lambda: tg.texts(OWNER_CHAT), timeout=30)
             assert tg.texts(OWNER_CHAT) == ["Hello from the deployment."]
 
-            async with http.get(f"{base}/metrics") as resp:
-                assert resp.status == 401  # VALET_METRICS_TOKEN is set
-            async with http.get(f"{base}/metrics",
-                                headers={"Authorization": "Bearer metrics-secret"}) as resp:
-                assert resp.status == 200
-                metrics = await resp.text()
-            assert 'valet_turns_total{stop="final_answer"} 2.0' in metrics
+            metrics: dict[str, str] = {}
+            for role in ROLES:  # every role serves /metrics; only web serves the webhooks
+                local = f"http://127.0.0.1:{ports[role]}"
+                async with http.get(f"{local}/metrics") as resp:
+                    assert resp.status == 401  # VALET_METRICS_TOKEN is set
+                async with http.get(f"{local}/metrics", headers={
+                        "Authorization": "Bearer metrics-secret"}) as resp:
+                    assert resp.status == 200
+                    metrics[role] = await resp.text()
+                async with http.post(f"{local}/sms/inbound") as resp:
+                    assert (resp.status == 404) == (role != "web"), role
+            assert 'valet_turns_total{stop="final_answer"} 2.0' in metrics["worker"]
             assert 'valet_webhook_requests_total{channel="sms",result="acknowledged"} 1.0' \
-                in metrics
-            assert 'valet_users_active_today 1.0' in metrics
-            proc.send_signal(signal.SIGTERM)
-            _, err_bytes = await asyncio.wait_for(proc.communicate(), 60)
+                in metrics["web"]
+            assert 'valet_users_active_today 1.0' in metrics["web"]
+            for role, proc in procs.items():
+                proc.send_signal(signal.SIGTERM)
+                _, err_bytes = await asyncio.wait_for(proc.communicate(), 60)
+                logs[role] = err_bytes.decode()
         finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-    log = err_bytes.decode()
-    assert proc.returncode == 0, log
-    lines = log.strip().splitlines()
-    assert lines and all(line.startswith("{") and line.endswith("}") for line in lines)
-    for secret in ("sk-test-key", TOKEN.split(":")[1], "tg-webhook-secret", twilio.auth_token,
-                   "metrics-secret"):
-        assert secret not in log
+            for proc in procs.values():
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+    for role, proc in procs.items():
+        log = logs[role]
+        assert proc.returncode == 0, log
+        lines = log.strip().splitlines()
+        assert lines and all(line.startswith("{") and line.endswith("}") for line in lines)
+        for secret in ("sk-test-key", TOKEN.split(":")[1], "tg-webhook-secret",
+                       twilio.auth_token, "metrics-secret"):
+            assert secret not in log
 
 
 async def test_caddy_publishes_only_the_webhooks(tmp_path):
@@ -296,7 +317,8 @@ def test_the_units_pass_systemd_analyze_verify(tmp_path):
         # /opt/valet/bin/valet does not exist here: the same unit, pointed at this valet.
         text = (DEPLOY / name).read_text()
         (tmp_path / name).write_text(text.replace("/opt/valet/bin/valet", valet))
-    for unit in ("valet.service", "valet@all.service"):
+    for unit in ("valet.service", "valet@all.service", "valet@web.service",
+                 "valet@worker.service", "valet@scheduler.service"):
         done = subprocess.run([analyze, "verify", str(tmp_path / unit)], cwd=tmp_path,
                               capture_output=True, text=True, timeout=60)
         assert (done.returncode, done.stdout + done.stderr) == (0, ""), unit
@@ -318,8 +340,8 @@ def test_the_units_are_hardened_and_drain_as_long_as_valet_does(name):
 
 
 def test_compose_stops_valet_after_its_drain():
-    valet = compose()["services"]["valet"]
-    assert valet["stop_grace_period"] == "30s"
+    for role in ROLES:
+        assert compose()["services"][role]["stop_grace_period"] == "30s"
     assert HTTPSettings().shutdown_grace_seconds + 5 <= 30
 
 
@@ -338,8 +360,12 @@ def test_the_compose_file_is_valid(tmp_path):
     resolved = yaml.safe_load(done.stdout)
     published = {name for name, s in resolved["services"].items() if s.get("ports")}
     assert published == {"caddy"}  # Valet, Postgres and Redis are not reachable from outside
-    for name in ("postgres", "redis", "valet"):
-        assert resolved["services"][name]["depends_on" if name == "valet" else "healthcheck"]
+    for name in ("postgres", "redis", *ROLES):
+        assert resolved["services"][name]["depends_on" if name in ROLES else "healthcheck"]
+    for role in ROLES:  # one schema change at a time: the one-shot `migrate` service first
+        assert resolved["services"][role]["depends_on"]["migrate"]["condition"] == \
+            "service_completed_successfully"
+    assert resolved["services"]["caddy"]["environment"]["VALET_UPSTREAM"] == "web:8080"
     assert resolved["services"]["postgres"]["image"] == "postgres:16"
     assert resolved["services"]["redis"]["image"] == "redis:7"
 

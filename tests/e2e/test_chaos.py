@@ -1,0 +1,346 @@
+"""Chaos: 2 web, 2 worker and 1 scheduler processes on one Postgres and one Redis, while a random
+one of them is killed with SIGKILL every few seconds and started again.
+
+50 people (25 on the fake Telegram, polled by the web processes; 25 by signed Twilio webhooks,
+sent to either web process and sent again when one does not answer, as Twilio does) send 10
+messages each, in bursts, without waiting for answers; ten of them ask for an action that needs
+approval and answer its prompt (a button on Telegram, "1" by SMS). Reminders fall due while it
+runs. The fake LLM answers some requests with 429 and 5xx bursts; Telegram answers some sends
+with 429.
+
+Afterwards: every message answered exactly once, each person's answers in the order they
+wrote, no approved action run twice, no reminder sent twice, no reply lost. A reply in doubt
+is one a killed worker had claimed (`sending`) when it died: Valet never sends such a message
+again (the channel may have it: rule 20, never twice); each is counted, and the fakes say
+whether it arrived. The counts are printed (pytest -s, or the captured output on failure)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import re
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.app.database import open_database
+from bot.clock import SystemClock
+from bot.gateway.identity import IdentityStore
+from bot.gateway.users import UserStore
+from persona.lines import DEFAULT
+from tests.e2e.roles_harness import RoleProcess
+from tests.e2e.test_console_pipe import clean_env, run_valet
+from tests.fakes.fake_openai import Fail, Reply, ToolCall
+from tests.fakes.fake_telegram import TOKEN, FakeTelegram
+from tests.fakes.fake_twilio import FakeTwilio, inbound_params, sign
+from triggers.service import Owner
+from triggers.wiring import build_task_service
+
+pytestmark = pytest.mark.slow
+
+PEOPLE, EACH = 50, 10
+ASKING = {0, 1, 2, 3, 4, 25, 26, 27, 28, 29}  # ask for an approval at their 5th message
+REMINDERS = 10
+KILL_EVERY = (3.0, 6.0)  # seconds between kills
+WAIT = 150.0  # the whole story's bound (the test itself takes about 90 s here)
+PUBLIC = "https://valet.example.com"
+CONFIG = """\
+memory:
+  enabled: false
+gateway:
+  mid_turn: queue
+  user_lock_ttl_seconds: 4
+  claim_idle_seconds: 2
+  sweep_seconds: 2
+triggers:
+  heartbeat_seconds: 0.5
+  lease_seconds: 2
+loop:
+  llm_max_retries: 6
+  llm_retry_base_delay: 0.1
+"""
+
+
+def chat_of(i: int) -> int:
+    return 1000 + i
+
+
+def phone_of(i: int) -> str:
+    return f"+1212555{i:04d}"
+
+
+def telegram(i: int) -> bool:
+    return i < PEOPLE // 2
+
+
+class FakeModel:
+    """"re: <text>"; the approval askers' "send the report" calls send_email; a tool's
+    result is answered "done: ..."; every 37th request starts a burst of two failures."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.failing = 0
+        self.failed = 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply | Fail:
+        self.n += 1
+        if self.failing:
+            self.failing -= 1
+            self.failed += 1
+            return Fail(429, retry_after=0.2) if self.n % 2 else Fail(503)
+        if self.n % 37 == 0:
+            self.failing = 1
+            self.failed += 1
+            return Fail(500)
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return Reply(content=f"done: {last['content']}")
+        text = str(last["content"])
+        asked = re.search(r"send the report (p\d+)", text)
+        if asked:
+            return Reply(tool_calls=[ToolCall("send_email", {
+                "to": f"{asked.group(1)}@example.com", "subject": f"report {asked.group(1)}"})])
+        return Reply(content=f"re: {text}")
+
+
+async def people(dsn: str) -> None:
+    db = await open_database(dsn)
+    try:
+        users = UserStore(db)
+        identities = IdentityStore(db, users)
+        now = datetime.now(UTC)
+        for i in range(PEOPLE):
+            await users.ensure(f"p{i}", display_name=f"P{i}", at=now)
+            channel, address = ("telegram", str(chat_of(i))) if telegram(i) \
+                else ("sms", phone_of(i))
+            await identities.link(channel, address, f"p{i}", at=now)
+        tasks = build_task_service(db, SystemClock(), lines=DEFAULT)
+        for k in range(REMINDERS):
+            await tasks.remind(Owner(f"p{k * 5}", "UTC"), f"rem-{k}",
+                               now + timedelta(seconds=15 + 3 * k))
+    finally:
+        await db.close()
+
+
+async def telegram_429s(tg: FakeTelegram, stop: asyncio.Event) -> None:
+    for _ in range(4):
+        await asyncio.sleep(5.0)
+        tg.fail_next("sendMessage", 429, retry_after=1, times=2)
+
+
+class Story:
+    def __init__(self, tg: FakeTelegram, twilio: FakeTwilio, webs: list[RoleProcess]) -> None:
+        self.tg, self.twilio, self.webs = tg, twilio, webs
+        self.sms_retries = 0
+
+    def received(self, i: int) -> list[str]:
+        return self.tg.texts(chat_of(i)) if telegram(i) else self.twilio.bodies_to(phone_of(i))
+
+    async def text(self, http: aiohttp.ClientSession, i: int, body: str, sid: str) -> None:
+        """A signed webhook to a web process; sent again (to the other one) until one
+        answers 200, as Twilio retries."""
+        params = inbound_params(phone_of(i), body, sid=sid)
+        headers = {"X-Twilio-Signature": sign(self.twilio.auth_token,
+                                              f"{PUBLIC}/sms/inbound", params)}
+        for attempt in range(200):
+            web = self.webs[(i + attempt) % len(self.webs)]
+            try:
+                async with http.post(f"{web.base}/sms/inbound", data=params,
+                                     headers=headers) as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            self.sms_retries += 1
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"no web process took {sid}")
+
+    async def say(self, http: aiohttp.ClientSession, i: int, j: int, body: str) -> None:
+        if telegram(i):
+            self.tg.user_says(chat_of(i), body)
+        else:
+            await self.text(http, i, body, f"SM{i:016d}{j:016d}")
+
+    async def until(self, check: Any, what: str, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never happened: {what}")
+            await asyncio.sleep(0.1)
+
+    async def approve(self, http: aiohttp.ClientSession, i: int) -> None:
+        """Wait for the prompt, then answer it: a button on Telegram, "1" by SMS."""
+        await self.until(lambda: any("OK" in t for t in self.received(i)),
+                         f"p{i}'s approval prompt")
+        if telegram(i):
+            prompt = next(m for m in self.tg.sent(chat_of(i)) if m.buttons)
+            self.tg.user_presses(chat_of(i), prompt.message_id,
+                                 prompt.buttons[0]["callback_data"])
+        else:
+            await self.text(http, i, "1", f"SM{i:016d}{99:016d}")
+        await self.until(lambda: any(t.startswith("done:") for t in self.received(i)),
+                         f"p{i}'s approved action")
+
+    async def person(self, http: aiohttp.ClientSession, i: int) -> None:
+        rng = random.Random(i)
+        await asyncio.sleep(rng.uniform(0, 12))
+        for j in range(EACH):
+            body = f"send the report p{i}" if i in ASKING and j == 4 else f"p{i} m{j}"
+            await self.say(http, i, j, body)
+            if i in ASKING and j == 4:
+                await self.approve(http, i)
+            await asyncio.sleep(rng.choice((0.05, 0.1, 0.3, 1.0, 2.0)))
+
+
+async def chaos(procs: list[RoleProcess], stop: asyncio.Event, kills: Counter[str]) -> None:
+    """Kill -9 and start again, every few seconds: the workers most often (they hold turns
+    and sends), the web processes and the scheduler in between."""
+    rng = random.Random(7)
+    web1, web2, worker1, worker2, scheduler = procs
+    restarts: list[asyncio.Task[None]] = []
+    order = [worker1, web1, worker2, scheduler, worker1, web2, worker2]
+    n = 0
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), rng.uniform(*KILL_EVERY))
+            return
+        except TimeoutError:
+            pass
+        victim = order[n % len(order)]
+        n += 1
+        if not victim.alive:  # still starting again after its last kill
+            continue
+        await victim.kill()
+        kills["+".join(victim.roles)] += 1
+        restarts.append(asyncio.create_task(victim.start(ready=False)))
+    await asyncio.gather(*restarts)
+
+
+async def test_chaos_every_message_answered_once_in_order_while_processes_die(
+        postgres_dsn, redis_url, fake_llm, tmp_path):
+    model = FakeModel()
+    fake_llm.responder = model
+    actions = tmp_path / "actions.jsonl"
+    registry = tmp_path / "risky.yaml"
+    registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [send_email]\n"
+                        f"    approval: always\n    settings: {{log: {actions}}}\n")
+    async with FakeTwilio() as twilio, FakeTelegram() as tg, aiohttp.ClientSession() as http:
+        env = clean_env(tmp_path, VALET_DATABASE_URL=postgres_dsn, VALET_REDIS_URL=redis_url,
+                        VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m",
+                        VALET_PUBLIC_URL=PUBLIC, VALET_SMS_FROM_NUMBER="+15005550006",
+                        VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
+                        VALET_TWILIO_AUTH_TOKEN=twilio.auth_token,
+                        VALET_TWILIO_API_URL=twilio.base_url, VALET_TELEGRAM_TOKEN=TOKEN,
+                        VALET_TELEGRAM_API_URL=tg.api_url, VALET_AGENTS_FILES=str(registry),
+                        VALET_LOG_LEVEL="WARNING")
+        (tmp_path / "valet.yaml").write_text(CONFIG)
+        status, _, err = await run_valet(["migrate"], env)
+        assert status == 0, err
+        await people(postgres_dsn)
+        webs = [RoleProcess(["web"], env, tmp_path / f"web{n}.log") for n in (1, 2)]
+        procs = [*webs, *(RoleProcess(["worker"], env, tmp_path / f"worker{n}.log")
+                          for n in (1, 2)),
+                 RoleProcess(["scheduler"], env, tmp_path / "scheduler.log")]
+        story, stop, kills = Story(tg, twilio, webs), asyncio.Event(), Counter[str]()
+        started = time.monotonic()
+        try:
+            await asyncio.gather(*(p.start() for p in procs))
+            up_at = time.monotonic()
+            killer = asyncio.create_task(chaos(procs, stop, kills))
+            tg.fail_next("sendMessage", 429, retry_after=1, times=3)  # Telegram's 429s
+            await asyncio.gather(*(story.person(http, i) for i in range(PEOPLE)),
+                                 telegram_429s(tg, stop))
+            sent_at = time.monotonic()
+            db = await open_database(postgres_dsn)
+            try:
+                await quiet(db, stop)  # the killing goes on until every message is handled
+                await killer
+                await quiet(db, stop)  # ...and what the last kill left is done
+                quiet_at = time.monotonic()
+                await asyncio.sleep(3.0)  # anything sent twice would show by now
+                runs = await db.fetch("SELECT outcome, detail FROM trigger_runs")
+                print("reminder runs:", Counter((r["outcome"], r["detail"]) for r in runs))
+                in_doubt = await db.fetch("SELECT text FROM outbox WHERE status = 'sending'"
+                                          " OR (status = 'dead' AND last_error LIKE '%unknown%')")
+            finally:
+                await db.close()
+        finally:
+            stop.set()
+            for proc in procs:
+                await proc.kill()
+        elapsed = time.monotonic() - started
+    print(f"\nchaos phases: up {up_at - started:.0f}s, sent {sent_at - started:.0f}s, "
+          f"quiet {quiet_at - started:.0f}s")
+    counts = tally(story, actions, [r["text"] for r in in_doubt])
+    print(f"\nchaos: {elapsed:.0f}s, {sum(kills.values())} kills ({dict(kills)}), "
+          f"{model.failed} LLM failures, {story.sms_retries} SMS webhook retries; "
+          + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    assert counts["duplicates"] == 0
+    assert counts["lost"] == 0
+    assert counts["reorderings"] == 0
+    assert counts["approvals executed"] == len(ASKING)
+    assert counts["reminders sent"] >= REMINDERS - counts["in doubt, not delivered"]
+    # A killed worker leaves at most the sends it had claimed in doubt (never resent).
+    assert counts["in doubt, not delivered"] <= 2 * kills["worker"]
+    assert kills["worker"] >= 3 and sum(kills.values()) >= 6
+
+
+async def quiet(db: Any, stop: asyncio.Event) -> None:
+    """Every message handled, every reply sent (or in doubt), every reminder fired; then the
+    killing stops."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        open_rows = await db.fetchval(
+            "SELECT COUNT(*) FROM inbox WHERE status IN ('received', 'processing')")
+        unsent = await db.fetchval("SELECT COUNT(*) FROM outbox WHERE status = 'pending'")
+        due = await db.fetchval("SELECT COUNT(*) FROM trigger_tasks WHERE status = 'active'")
+        if open_rows == 0 and unsent == 0 and due == 0:
+            stop.set()
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError("never quiet: messages or replies still waiting")
+
+
+def tally(story: Story, actions: Path, in_doubt: list[str]) -> dict[str, int]:
+    answers: Counter[tuple[int, int]] = Counter()
+    reorderings = 0
+    reminders: Counter[str] = Counter()
+    for i in range(PEOPLE):
+        seen = []
+        for text in story.received(i):
+            match = re.fullmatch(rf"re: p{i} m(\d+)", text)
+            if match:
+                answers[(i, int(match.group(1)))] += 1
+                seen.append(int(match.group(1)))
+            reminder = re.search(r"Reminder: (rem-\d+)", text)
+            if reminder:
+                reminders[reminder.group(1)] += 1
+        reorderings += sum(1 for a, b in itertools.pairwise(seen) if b < a)
+    expected = {(i, j) for i in range(PEOPLE) for j in range(EACH)
+                if not (i in ASKING and j == 4)}
+    doubted = {(int(m.group(1)), int(m.group(2))) for t in in_doubt
+               if (m := re.fullmatch(r"re: p(\d+) m(\d+)", t))}
+    everything = [t for i in range(PEOPLE) for t in story.received(i)]
+    executed = Counter(json.loads(line)["to"] for line in actions.read_text().splitlines()) \
+        if actions.exists() else Counter()
+    return {
+        "messages in": len(expected) + 2 * len(ASKING),
+        "answers out": sum(answers.values()),
+        "duplicates": sum(n - 1 for n in answers.values() if n > 1)
+        + sum(n - 1 for n in executed.values() if n > 1)
+        + sum(n - 1 for n in reminders.values() if n > 1),
+        "lost": len(expected - set(answers) - doubted),
+        "in doubt (claimed by a killed worker, never resent)": len(in_doubt),
+        "in doubt, not delivered": sum(not any(text in t for t in everything)
+                                       for text in in_doubt),
+        "reorderings": reorderings,
+        "approvals executed": sum(executed.values()),
+        "reminders sent": sum(reminders.values()),
+    }

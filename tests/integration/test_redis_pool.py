@@ -1,0 +1,20 @@
+"""A burst wider than Redis's connection pool waits for a free connection instead of failing
+(redis-py's default pool raises "Too many connections" past its size)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.redis_service import POOL_SIZE, open_redis
+
+
+async def test_a_burst_wider_than_the_pool_waits_and_every_command_succeeds(redis_url):
+    client = await open_redis(redis_url)
+    try:
+        # Each command holds a connection for 50 ms: more at once than the pool has.
+        burst = [client.blpop(["valet-test-empty"], timeout=0.05) for _ in range(POOL_SIZE * 3)]
+        answers = await asyncio.gather(*burst, return_exceptions=True)
+        assert [a for a in answers if isinstance(a, BaseException)] == []
+        assert await client.ping()
+    finally:
+        await client.aclose()
