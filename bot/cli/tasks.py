@@ -1,7 +1,8 @@
 """`valet tasks list|add|remove|pause|resume|run-now`: scheduled tasks from a shell.
 
-Like the other admin commands it works on the database directly; what a run queues (a
-reminder, a turn for the person) is delivered by the running `valet` process (chat or serve)."""
+Like the other admin commands it works on the database directly; run-now asks the running
+server to run the task (bot.app.terminal, or the scheduler through Redis), so what it sends
+goes at once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from zoneinfo import ZoneInfo
 from bot.cli.admin import table
 from bot.config import Settings
 from triggers.describe import schedule_in_words, task_line
-from triggers.model import Task, TaskStatus
+from triggers.model import RunOutcome, Task, TaskStatus
 from triggers.service import Owner, TaskError
 
 
@@ -105,8 +106,11 @@ RUN_NOW_WAIT = 30.0  # seconds for the scheduler's answer
 
 
 async def _run_now(app: Any, task: Any, say: Callable[[str], None]) -> int:
-    """With Redis, the leading scheduler runs it (wherever it is) and says what became of
-    the run; without, this command runs it and the running process delivers it."""
+    """The running server runs it at once and says what became of the run: with Redis the
+    leading scheduler (wherever it is), without it the `valet serve` on this machine (its
+    loopback endpoint). With no server running, this command runs it and says that what it
+    queued waits for one."""
+    from bot.app.terminal import ask_running_server
     from bot.work.control import RedisSignals
 
     signals = app.plane.signals if app.plane is not None else None
@@ -119,9 +123,16 @@ async def _run_now(app: Any, task: Any, say: Callable[[str], None]) -> int:
         outcome = answer.get("outcome") or "already ran this second"
         say(f"ran {task.id}: {outcome} (by the scheduler)")
         return 0
+    answered = await ask_running_server(app.settings.data_dir(), task.id)
+    if answered is not None:
+        say(f"ran {task.id}: {answered or 'already ran this second'} (by the running "
+            "valet serve)")
+        return 0
     outcome = await app.triggers.engine.run_now(task.id)
-    say(f"ran {task.id}: {outcome.value if outcome else 'already ran this second'}"
-        " (delivered by the running valet process)")
+    said = outcome.value if outcome else "already ran this second"
+    queued = outcome in (RunOutcome.SENT, RunOutcome.SUBMITTED)
+    say(f"ran {task.id}: {said}" + ("; no valet serve is running here: it is delivered when "
+                                    "one starts" if queued else ""))
     return 0
 
 
