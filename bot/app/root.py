@@ -7,35 +7,41 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
 
 import aiohttp
 
-from agents.email.delivery import DeliveryPolicy, MailDelivery, stored_accounts
-from agents.email.effects import MailEffects
-from agents.email.outbox import MailOutbox
+from agents.email.delivery import MailDelivery
 from agents.registry import Registry, load_registry
 from agents.services import Services
 from agents.stores import AgentStores
-from agents.tools.planning import HOLDING as PLAN
 from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.app.models import build_models, build_transcriber
 from bot.app.owner import CONSOLE_ADDRESS, OWNER_ID, ensure_owner, record_owner  # noqa: F401 (re-exported)
+from bot.app.parts import (
+    TriggerDoor,
+    build_mail,
+    build_outbound,
+    can_edit_cards,
+    holdings,
+    message_effects,
+    pairing_outcomes,
+    task_budgets,
+    task_listing,
+    tell_owner,
+)
 from bot.app.plane import Plane, build_plane
 from bot.app.roles import Roles
 from bot.approvals.decide import ApprovalStep
-from bot.approvals.effects import EffectRecords
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.outcomes import card_outcomes
-from bot.approvals.store import HOLDING as APPROVALS
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.capabilities import build_exposure
-from bot.channel import PermanentSendError
 from bot.clock import Clock, SystemClock
 from bot.commands import Command, Commands
 from bot.config import Settings
@@ -43,39 +49,28 @@ from bot.config.registries import registry_paths
 from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.db.turn_reads import Holding
 from bot.envelopes import (
-    Delivery,
     Notification,
-    OutboundMessage,
     PromptKind,
-    TriggerMessage,
     Urgency,
 )
 from bot.gateway.access import AccessControl
 from bot.gateway.claims import OwnerClaims
 from bot.gateway.console_login import ConsoleLogins
-from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
+from bot.gateway.delivery import ChannelSender
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
-from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
-from bot.gateway.notify import Notifier, RoutableSenders
-from bot.gateway.others import MessageEffects, OutboxMessenger
+from bot.gateway.others import OutboxMessenger
 from bot.gateway.outbound import Outbound
-from bot.gateway.outbox import OutboxStore
-from bot.gateway.prompt_edits import HOLDING as PROMPTS
-from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
 from bot.journal import TurnJournal
 from bot.llm import LLM
 from bot.media import MediaReader
 from bot.memory.compaction import Compactor
-from bot.memory.facts import HOLDING as FACTS
 from bot.memory.history import HistoryStore
-from bot.memory.summaries import HOLDING as SUMMARY
 from bot.memory.summaries import SummaryStore
 from bot.memory.wiring import Memory, build_memory
 from bot.metrics import Metrics
@@ -84,22 +79,17 @@ from bot.orchestrator import Orchestrator, OrchestratorDeps
 from bot.stall import StallMonitor
 from bot.steps import AskTimezoneOnce, ContextStep
 from bot.subtasks import Subtasks
-from bot.tasks.pool import HOLDING as PAUSED_TASKS
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
 from bot.trace_store import TraceStore, debug_command
 from bot.transcribe import Transcriber
-from bot.turn import TurnContext
 from bot.turn_steps import TurnSteps
 from bot.usage import UsageStore
 from bot.work.sweep import InboxSweep, SweepPolicy
 from persona import Persona, load_persona
-from persona.lines import ConversationLines, Lines, MailLines
-from triggers.budget import Budget, Budgets, TellOwner
 from triggers.engine import EngineSettings
-from triggers.service import TaskService
 from triggers.wiring import (
     Triggers,
     answer_run_now,
@@ -199,7 +189,7 @@ class App:
             total=settings.gateway.http_timeout_seconds))
         # Capabilities: tool groups shown when needed; credentials encrypted at rest.
         exposure = await build_exposure(registry, agents.capabilities, settings, db)
-        users = UserStore(db, holdings=_holdings(settings))
+        users = UserStore(db, holdings=holdings(settings))
         identities = IdentityStore(db, users)
         access = AccessControl(db, identities, settings.access, settings.timezone,
                                lines=persona.lines, claims=OwnerClaims(
@@ -217,26 +207,26 @@ class App:
         approval_store = ApprovalStore(
             db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
             lease=timedelta(seconds=settings.approvals.lease_seconds))
-        outbound = _build_outbound(settings, db, clock, users, identities, {
+        outbound = build_outbound(settings, db, clock, users, identities, {
             PromptKind.APPROVAL: card_outcomes(approval_store, persona.lines),
-            PromptKind.PAIRING: _pairing_outcomes(access, clock)}, persona.lines,
+            PromptKind.PAIRING: pairing_outcomes(access, clock)}, persona.lines,
             # A process that delivers nothing tells the workers what it queued.
             wake_elsewhere=plane.relay.wake_elsewhere() if plane.relay and not roles.worker
             else None)
         credentials = CredentialStore.tolerant(db, os.environ)
-        mail = _build_mail(db, clock, credentials, outbound, persona.lines)
+        mail = build_mail(db, clock, credentials, outbound, persona.lines)
         approvals = ApprovalFlow(
             approval_store, registry, clock, llm,
             lines=persona.lines,
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout,
-            effects=_effects(outbound, mail, persona.lines))
+            effects=message_effects(outbound, mail, persona.lines))
         decisions = ApprovalStep(approvals, users, lines=persona.lines,
-                                 can_edit=_can_edit(outbound.senders))
+                                 can_edit=can_edit_cards(outbound.senders))
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         tasks = build_task_service(db, clock, lines=persona.lines, budget=budget_check(
-            db, users, _budgets(settings), _tell_owner(outbound), persona.lines.budget_exceeded),
+            db, users, task_budgets(settings), tell_owner(outbound), persona.lines.budget_exceeded),
             signals=plane.signals)
         memory = build_memory(settings, db, clock, llm, lines=persona.lines)
         services = Services(
@@ -250,7 +240,7 @@ class App:
         commands = Commands(access=access, identities=identities, approvals=approvals,
                             tasks=resume, notify_user=outbound.notify_user,
                             lines=persona.lines, assistant_name=persona.name)
-        commands.register(Command("/tasks", persona.lines.about_tasks, _task_listing(tasks)))
+        commands.register(Command("/tasks", persona.lines.about_tasks, task_listing(tasks)))
         commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
             commands.register(command)
@@ -438,117 +428,3 @@ class App:
         await self.db.close()
         if self._owner is not None:
             self._owner.release()
-
-
-@dataclass(frozen=True)
-class TriggerDoor:
-    """What a triggered run needs of the message path: the person's queue (the gateway's
-    entry by user) and notifications (the outbound side)."""
-
-    gateway: Gateway
-    outbound: Outbound
-
-    async def submit(self, msg: TriggerMessage) -> bool:
-        return await self.gateway.submit(msg)
-
-    async def notify(self, note: Notification) -> Delivery:
-        return await self.outbound.notify(note)
-
-
-def _holdings(settings: Settings) -> tuple[Holding, ...]:
-    """What a turn asks with the person's row: which of their stores hold anything it would
-    read (bot.db.turn_reads); a part with nothing for them is not read."""
-    memory = (FACTS,) if settings.memory.enabled else ()
-    return (APPROVALS, PAUSED_TASKS, PLAN, *memory, PROMPTS, SUMMARY)
-
-
-def _pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
-    async def outcomes(codes: list[str]) -> dict[str, str]:
-        return await access.pairing_outcomes(codes, clock.now())
-
-    return outcomes
-
-
-def _build_outbound(settings: Settings, db: Database, clock: Clock, users: UserStore,
-                    identities: IdentityStore, outcomes: Mapping[PromptKind, Outcomes],
-                    lines: ConversationLines,
-                    wake_elsewhere: Callable[[str | None, str | None], None] | None = None
-                    ) -> Outbound:
-    """The outbox and its deliverer, notifications, prompt edits. Channels register their
-    senders later (App.add_channel) in the map it delivers through."""
-    senders: dict[str, ChannelSender] = {}
-    outbox = OutboxStore(db)
-    policy = settings.delivery_policy()
-    health = ChannelHealth(policy.channel_probe_seconds)
-    return Outbound(
-        db=db, clock=clock, users=users, outbox=outbox,
-        deliverer=OutboxDeliverer(outbox, senders, clock, policy,
-                                  on_permanent=_mark_unwritable(identities, clock),
-                                  health=health),
-        notifier=Notifier(db, users, identities, outbox, clock, RoutableSenders(senders),
-                          health),
-        senders=senders,
-        prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=_can_edit(senders)),
-        channel_down_line=lines.channel_down, wake_elsewhere=wake_elsewhere)
-
-
-def _effects(outbound: Outbound, mail: MailDelivery, lines: Lines
-             ) -> dict[str, EffectRecords]:
-    """Approved actions whose effect settles after they return, by tool name: the approval
-    follows its durable record (bot.approvals.effects)."""
-    sent_mail = MailEffects(mail.outbox, lines)
-    return {"message_someone": MessageEffects(outbound.outbox, lines),
-            "send_mail": sent_mail, "reply_to_mail": sent_mail}
-
-
-def _build_mail(db: Database, clock: Clock, credentials: CredentialStore,
-                outbound: Outbound, lines: MailLines) -> MailDelivery:
-    """Approved mail is stored (keyed by its approval id) and sent once; the deliverer
-    retries what the server did not take and tells the person the outcome."""
-    policy = DeliveryPolicy()
-    return MailDelivery(MailOutbox(db, lease=policy.lease), clock, stored_accounts(credentials),
-                        lines=lines, policy=policy, notify=outbound.notify)
-
-
-def _can_edit(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
-    def can_edit(channel: str) -> bool:
-        features = getattr(senders.get(channel), "features", None)
-        return bool(features is not None and features.edit)
-
-    return can_edit
-
-
-def _budgets(settings: Settings) -> Budgets:
-    t = settings.triggers
-    return Budgets(
-        others=Budget(t.max_active_tasks, timedelta(minutes=t.min_llm_interval_minutes)),
-        owner=Budget(t.owner_max_active_tasks,
-                     timedelta(minutes=t.owner_min_llm_interval_minutes)))
-
-
-def _tell_owner(outbound: Outbound) -> TellOwner:
-    async def tell(text: str, dedupe_key: str) -> bool:
-        return await outbound.notify_owner(text, dedupe_key=dedupe_key)
-
-    return tell
-
-
-def _task_listing(tasks: TaskService) -> Callable[[TurnContext, list[str]], Awaitable[str]]:
-    async def listing(ctx: TurnContext, args: list[str]) -> str:
-        return await tasks.listing(ctx.user.id)
-
-    return listing
-
-
-def _mark_unwritable(identities: IdentityStore, clock: Clock) -> OnPermanent:
-    async def mark(message: OutboundMessage, err: PermanentSendError) -> None:
-        if err.opted_out:
-            await identities.set_opted_out(message.channel, message.address, True,
-                                           at=clock.now())
-        else:
-            await identities.set_unreachable(message.channel, message.address, True,
-                                             at=clock.now())
-        log.warning("%s %s can no longer be written to: %s", message.channel,
-                    message.address, err)
-
-    return mark
