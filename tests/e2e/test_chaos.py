@@ -232,6 +232,9 @@ async def test_chaos_every_message_answered_once_in_order_while_processes_die(
     registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [send_email]\n"
                         f"    approval: always\n    settings: {{log: {actions}}}\n")
     async with FakeTwilio() as twilio, FakeTelegram() as tg, aiohttp.ClientSession() as http:
+        # Paired people have talked to the bot before: a reminder due before their first
+        # message here may be sent (Telegram answers "chat not found" to a bot nobody started).
+        tg.started(*(chat_of(i) for i in range(PEOPLE) if telegram(i)))
         env = clean_env(tmp_path, VALET_DATABASE_URL=postgres_dsn, VALET_REDIS_URL=redis_url,
                         VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m",
                         VALET_PUBLIC_URL=PUBLIC, VALET_SMS_FROM_NUMBER="+15005550006",

@@ -108,6 +108,10 @@ class FakeTelegram:
         await self.stop()
 
     # -- what tests do ---------------------------------------------------------------------
+    def started(self, *chat_ids: int) -> None:
+        """These people started the bot before the test: Telegram lets it write to them."""
+        self._known_chats.update(chat_ids)
+
     def fail_next(self, method: str, code: int = 429, *, retry_after: int | None = 1,
                   description: str | None = None, times: int = 1) -> None:
         """The next `times` calls of `method` fail this way (429: Too Many Requests)."""
