@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from bot.app.database import open_database
-from bot.app.owner import OWNER_ID, ensure_owner, record_owner
+from bot.app.owner import access_with_claims, ensure_owner
 from bot.app.plane import Plane, build_plane
 from bot.app.roles import Roles
 from bot.approvals.buttons import ButtonAnswers
@@ -29,7 +29,6 @@ from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.envelopes import Reply
 from bot.gateway.access import AccessControl
-from bot.gateway.claims import OwnerClaims
 from bot.gateway.delivery import ChannelSender, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
@@ -90,11 +89,7 @@ class Front:
             raise
         users = UserStore(db)
         identities = IdentityStore(db, users)
-        access = AccessControl(db, identities, settings.access, settings.timezone,
-                               lines=persona.lines, claims=OwnerClaims(
-                                   db, identities, settings.access.guess_limiter(db), OWNER_ID,
-                                   welcome=persona.lines.owner_claimed,
-                                   record=record_owner(settings)))
+        access = access_with_claims(settings, db, identities, persona.lines)
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
         outbound = Outbound(

@@ -14,15 +14,28 @@ from pathlib import Path
 from bot.clock import Clock
 from bot.config import Settings
 from bot.config.yaml_edit import add_to_list
+from bot.db import Database
+from bot.gateway.access import AccessControl
 from bot.gateway.claims import OwnerClaims, OwnerRecorder
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import User, UserStore
+from persona.lines import Lines
 
 log = logging.getLogger(__name__)
 
 OWNER_ID = "owner"
 CONSOLE_ADDRESS = "local"
 OWNER_KEYS = {"telegram": ("owner", "telegram_ids"), "sms": ("owner", "phone_numbers")}
+
+
+def access_with_claims(settings: Settings, db: Database, identities: IdentityStore,
+                       lines: Lines) -> AccessControl:
+    """The access policy of a process that receives messages, with the owner's claim code
+    (the first sender of the code serving prints becomes the owner, written to valet.yaml)."""
+    return AccessControl(db, identities, settings.access, settings.timezone, lines=lines,
+                         claims=OwnerClaims(db, identities, settings.access.guess_limiter(db),
+                                            OWNER_ID, welcome=lines.owner_claimed,
+                                            record=record_owner(settings)))
 
 
 async def ensure_owner(settings: Settings, users: UserStore, identities: IdentityStore,

@@ -21,7 +21,9 @@ from agents.stores import AgentStores
 from bot.app.console.command import console_command
 from bot.app.database import open_database
 from bot.app.models import build_models, build_transcriber
-from bot.app.owner import CONSOLE_ADDRESS, OWNER_ID, ensure_owner, record_owner  # noqa: F401 (re-exported)
+from bot.app.owner import CONSOLE_ADDRESS as CONSOLE_ADDRESS  # re-exported
+from bot.app.owner import OWNER_ID as OWNER_ID
+from bot.app.owner import access_with_claims, ensure_owner
 from bot.app.parts import (
     TriggerDoor,
     build_mail,
@@ -55,7 +57,6 @@ from bot.envelopes import (
     Urgency,
 )
 from bot.gateway.access import AccessControl
-from bot.gateway.claims import OwnerClaims
 from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender
 from bot.gateway.door import ChannelHost
@@ -191,11 +192,7 @@ class App:
         exposure = await build_exposure(registry, agents.capabilities, settings, db)
         users = UserStore(db, holdings=holdings(settings))
         identities = IdentityStore(db, users)
-        access = AccessControl(db, identities, settings.access, settings.timezone,
-                               lines=persona.lines, claims=OwnerClaims(
-                                   db, identities, settings.access.guess_limiter(db), OWNER_ID,
-                                   welcome=persona.lines.owner_claimed,
-                                   record=record_owner(settings)))
+        access = access_with_claims(settings, db, identities, persona.lines)
         history = HistoryStore(db, load_limit=settings.gateway.history_messages)
         pool = AgentPool(db, clock, ttl=timedelta(minutes=settings.agents.pool_ttl_minutes),
                          max_per_user=settings.agents.pool_max_per_user)

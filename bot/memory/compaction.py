@@ -25,6 +25,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from bot.background import Background
 from bot.clock import Clock
 from bot.context import ContextManager
 from bot.llm import LLM
@@ -71,7 +72,7 @@ class Compactor:
         self.high_tokens = budget * 0.6
         self.keep_messages = max(2, min(cfg.max_history_messages, self.window // 4))
         self.keep_tokens = budget / 4
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._background = Background()
         self._locks: dict[str, asyncio.Lock] = {}
 
     # --- the orchestrator's hook -----------------------------------------------------------
@@ -88,9 +89,7 @@ class Compactor:
         self._spawn(self._quietly(ctx.user.id))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._background.spawn(work)
 
     async def _quietly(self, user_id: str) -> None:
         try:
@@ -187,13 +186,10 @@ class Compactor:
 
     async def drain(self) -> None:
         """Wait for this process's background compactions (tests, a graceful stop)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._background.drain()
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._background.close()
 
 
 def _line(msg: Message) -> str:

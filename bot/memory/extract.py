@@ -20,6 +20,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from bot.background import Background
 from bot.clock import Clock
 from bot.envelopes import TurnStop
 from bot.llm import LLM
@@ -139,7 +140,7 @@ class MemoryExtractor:
         self.clock = clock
         # Background work of this process (kept so it is not garbage-collected mid-run,
         # and can be awaited in tests and cancelled at close).
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._background = Background()
         # One lock per person seen by this process (a few bytes each; never dropped, so two
         # jobs of one person can never hold different locks).
         self._user_locks: dict[str, asyncio.Lock] = {}
@@ -158,9 +159,7 @@ class MemoryExtractor:
             log.exception("memory extraction could not be started for turn %s", ctx.turn_id)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._background.spawn(work)
 
     async def learn_now(self, job: Job) -> None:
         """Extract from `job` now (queued first: a failure is retried later), unless it was
@@ -225,13 +224,10 @@ class MemoryExtractor:
 
     async def drain(self) -> None:
         """Wait for this process's background extractions (tests, a graceful stop)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._background.drain()
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._background.close()
 
 
 def _request(job: Job, known: list[Fact]) -> list[dict[str, Any]]:
