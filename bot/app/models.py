@@ -72,6 +72,7 @@ def build_transcriber(settings: Settings) -> Transcriber | None:
 
 NO_LLM_MESSAGE = (
     "No LLM configured: set VALET_LLM_MODEL and VALET_LLM_BASE_URL (any OpenAI-compatible "
-    "endpoint, e.g. http://localhost:11434/v1 for Ollama) or OPENAI_API_KEY; see README.")
+    "endpoint, e.g. http://localhost:11434/v1 for Ollama) or OPENAI_API_KEY; see "
+    "docs/configuration.md.")
 
 

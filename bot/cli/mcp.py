@@ -28,7 +28,8 @@ async def run_mcp(settings: Settings, args: argparse.Namespace, say: Say = print
     servers = agents.mcp_servers
     if args.action == "list":
         if not servers:
-            say("no MCP servers (add them under `mcp:` in a registry file; see README)")
+            say("no MCP servers (add them under `mcp:` in a registry file; see "
+                "docs/capabilities.md)")
         for source in servers.values():
             say(server_line(source))
         return 0

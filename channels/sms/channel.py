@@ -27,8 +27,8 @@ def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
         missing.append("sms.from_number or sms.messaging_service_sid "
                        "(VALET_SMS_FROM_NUMBER / VALET_SMS_MESSAGING_SERVICE_SID)")
     if missing:
-        raise ConfigError("SMS is not configured: set " + ", ".join(missing) + " (see README, "
-                          "SMS)")
+        raise ConfigError("SMS is not configured: set " + ", ".join(missing) + " (see "
+                          "docs/channels.md, SMS)")
     assert settings.public_url is not None
     return TwilioAccount(
         account_sid=env["VALET_TWILIO_ACCOUNT_SID"], auth_token=env["VALET_TWILIO_AUTH_TOKEN"],

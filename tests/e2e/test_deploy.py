@@ -395,7 +395,8 @@ def test_the_image_runs_valet_unprivileged_with_no_secret_and_no_test_dependency
 
 
 def test_env_example_names_every_variable_the_readme_names_with_a_comment():
-    readme = (ROOT / "README.md").read_text() + (ROOT / "docs" / "going-live.md").read_text()
+    readme = "".join(page.read_text() for page in [ROOT / "README.md",
+                                                   *sorted((ROOT / "docs").glob("*.md"))])
     named = set(re.findall(r"\b((?:VALET|OPENAI)_[A-Z0-9_]+)\b", readme))
     named -= {"VALET_X_FILE", "VALET_X"}  # the _FILE convention's example
     named = {n for n in named if not n.endswith("_FILE")}

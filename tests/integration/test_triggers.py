@@ -278,7 +278,7 @@ async def test_a_run_with_nothing_to_report_is_marked_so_for_a_quiet_task(valet,
     await settle(app)
     [run] = await service.store.runs(task.id)
     assert run["outcome"] == "nothing" and run["nothing_to_report"] == 1
-    # The gateway asks this before sending a triggered turn's reply (see the README).
+    # The gateway asks this before sending a triggered turn's reply (see docs/triggers.md).
     assert await service.silenced(f"task:{task.id}:{run['run_key']}")
     assert not await service.silenced(f"task:{task.id}:another-run")
 
