@@ -168,17 +168,19 @@ class Story:
         else:
             await self.text(http, i, body, f"SM{i:016d}{j:016d}")
 
-    async def until(self, check: Any, what: str, timeout: float = 90.0) -> None:
+    async def until(self, check: Any, what: str, timeout: float = 90.0,
+                    seen: Any = None) -> None:
         deadline = time.monotonic() + timeout
         while not check():
             if time.monotonic() > deadline:
-                raise AssertionError(f"never happened: {what}")
+                raise AssertionError(f"never happened: {what}"
+                                     + (f"; they received {seen()}" if seen else ""))
             await asyncio.sleep(0.1)
 
     async def approve(self, http: aiohttp.ClientSession, i: int) -> None:
         """Wait for the prompt, then answer it: a button on Telegram, "1" by SMS."""
         await self.until(lambda: any("OK" in t for t in self.received(i)),
-                         f"p{i}'s approval prompt")
+                         f"p{i}'s approval prompt", seen=lambda: self.received(i))
         if telegram(i):
             prompt = next(m for m in self.tg.sent(chat_of(i)) if m.buttons)
             self.tg.user_presses(chat_of(i), prompt.message_id,
@@ -186,7 +188,7 @@ class Story:
         else:
             await self.text(http, i, "1", f"SM{i:016d}{99:016d}")
         await self.until(lambda: any(t.startswith("done:") for t in self.received(i)),
-                         f"p{i}'s approved action")
+                         f"p{i}'s approved action", seen=lambda: self.received(i))
 
     async def person(self, http: aiohttp.ClientSession, i: int) -> None:
         rng = random.Random(i)
