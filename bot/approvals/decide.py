@@ -60,7 +60,7 @@ class ApprovalStep:
     async def before(self, ctx: TurnContext) -> StepResult:
         settled = await self._flow_back_settled(ctx)
         if ctx.msg.button is not None:
-            parsed = await self._from_button(ctx, ctx.msg.button)
+            parsed = await self._from_button(ctx, ctx.msg.button, settled.settled)
         else:
             parsed = await self._from_text(ctx)
         if isinstance(parsed, Answered | Continue):
@@ -98,12 +98,18 @@ class ApprovalStep:
             pending_lines(pending, code=False)
         return fill(self.lines.approval_still_waiting, approvals="; ".join(listed))
 
-    async def _from_button(self, ctx: TurnContext, button: ButtonPress
-                           ) -> ParsedReply | StepResult:
+    async def _from_button(self, ctx: TurnContext, button: ButtonPress,
+                           flowed_back: tuple[str, ...] = ()) -> ParsedReply | StepResult:
+        """`flowed_back`: approvals whose outcome joins this turn now (never reported)."""
         approval = await self.store.get(button.approval_id)
         refusal = self._not_for(approval, ctx.user)
         if refusal is not None or approval is None:
             return Answered(text=refusal or "", stop=WAITING)
+        if approval.id in flowed_back and approval.status is not ApprovalStatus.EXPIRED:
+            # Decided by this very press in a turn that was cut short (this is its redo, on
+            # another worker or after a restart): its outcome has just joined the turn, and
+            # the loop answers it as that turn would have, not "already done".
+            return Continue()
         if self._settled(approval):
             return Answered(text=self._already(approval), stop=WAITING)
         option = button.choice

@@ -372,3 +372,28 @@ async def test_the_delete_card_names_the_note_and_shows_no_argument_twice(
     assert card.count("Dentist") == 1
     listing = (await say(app, me, "/pending")).text
     assert f"1. Delete the note #{note.id} “Dentist” (code {prompt.code}" in listing
+
+
+async def test_a_press_redone_after_its_turn_was_cut_short_is_answered_with_the_outcome(
+        app_factory, fake_llm, tmp_path):
+    """A worker killed after the approved action ran, before the turn was stored: the press
+    is redone elsewhere. It is answered as the first run would have been (the model reads the
+    outcome), never "already done"; the action does not run again; a later press is
+    "already done"."""
+    app, me = await start(app_factory, tmp_path)
+    [approval] = await requests_of(app, await ask_for_email(app, me, fake_llm))
+    store, now = app.approvals.store, app.clock.now()
+    # What the cut-short turn left: decided, run, recorded, not reported to the conversation.
+    assert await store.decide(approval.id, ApprovalStatus.APPROVED, by="console:local", at=now)
+    assert await store.begin_execution(approval.id, now)
+    await store.finish(approval.id, ApprovalStatus.EXECUTED, "Email sent to team@corp.example")
+
+    fake_llm.script(LLMReply(content="Sent to the team."))
+    press = ButtonPress(approval.id, "approve")
+    redo = await say(app, me, button=press)
+    assert redo.text == "Sent to the team."
+    assert tool_results(fake_llm.requests[-1])[-1] == "Email sent to team@corp.example"
+    assert risky_tools.SENT == []  # it ran in the cut-short turn (here: recorded only)
+
+    again = await say(app, me, button=press)
+    assert "already done" in again.text
