@@ -16,18 +16,17 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from bot.app import App
-from bot.config import OwnerSettings, TelegramSettings, load_settings
+from bot.config import OwnerSettings, load_settings
 from bot.envelopes import IncomingMessage, Notification
 from bot.gateway.access import AccessSettings, ChannelAccess
-from channels.telegram.lease import FileLease
 from channels.telegram.service import TelegramService
 from tests.bench.gateway import SleepyLLM
 from tests.bench.stats import line
-from tests.fakes.fake_telegram import TOKEN, FakeTelegram
+from tests.bench.telegram import serve_telegram, stop_telegram
+from tests.fakes.fake_telegram import FakeTelegram
 
 OWNER, OTHER = 42, 1001
 ROUNDS = 20
@@ -45,25 +44,7 @@ async def _start(tmp: str, tg: FakeTelegram, llm_seconds: float, door: Any = Non
                                                                       allow=allow)}),
         "owner": OwnerSettings(telegram_ids=[str(OWNER)]), "rate_limit_per_minute": 0})
     app = await App.build(settings, llm=SleepyLLM(llm_seconds))
-
-    async def is_known(address: str) -> bool:
-        return await app.identities.resolve("telegram", address) is not None
-
-    service = TelegramService(TelegramSettings(token=TOKEN, api_url=tg.api_url),
-                              door=door(app.gateway) if door else app.gateway,
-                              lines=app.persona.lines, menu=app.commands.menu("telegram"),
-                              is_known=is_known, lease=FileLease(Path(tmp) / "poller.lock"),
-                              poll_timeout=1)
-    app.add_channel(service.channel)
-    await app.start()
-    await service.start()
-    return app, service
-
-
-async def _stop(app: App, service: TelegramService) -> None:
-    await service.stop()
-    await service.close()
-    await app.close()
+    return app, await serve_telegram(app, tg, tmp, door(app.gateway) if door else None)
 
 
 async def _owner_replies(tg: FakeTelegram, rounds: int) -> list[float]:
@@ -94,7 +75,7 @@ async def _reply_latency() -> list[str]:
                 loaded = await _owner_replies(tg, ROUNDS)
                 waiting = BACKLOG - (len(tg.sent(OTHER)) - 1)
             finally:
-                await _stop(app, service)
+                await stop_telegram(app, service)
     return [line("owner's reply, no backlog (floor)", floor),
             line(f"owner's reply, another has {BACKLOG} waiting", loaded),
             f"  (the other person's backlog still had {waiting} messages to go at the end)"]
@@ -132,7 +113,7 @@ async def _stored_per_second(poisoned: bool) -> float:
                     "SELECT COUNT(*) FROM inbox WHERE status = 'failed'")
                 assert failed == (1 if poisoned else 0)
             finally:
-                await _stop(app, service)
+                await stop_telegram(app, service)
     return UPDATES / wall
 
 

@@ -14,6 +14,7 @@ import asyncio
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bot.app import App
 from bot.config import TelegramSettings, load_settings
@@ -37,21 +38,27 @@ async def _start(tmp: str, tg: FakeTelegram, llm_seconds: float, chats: int
                                                                       allow=allow)}),
         "rate_limit_per_minute": 0})
     app = await App.build(settings, llm=SleepyLLM(llm_seconds))
+    return app, await serve_telegram(app, tg, tmp)
 
+
+async def serve_telegram(app: App, tg: FakeTelegram, tmp: str, door: Any = None
+                         ) -> TelegramService:
+    """The real Telegram channel on the fake Bot API, polling, for `app` (started here);
+    `door`: what receives its updates instead of the gateway (a bench's wrapper)."""
     async def is_known(address: str) -> bool:
         return await app.identities.resolve("telegram", address) is not None
 
     service = TelegramService(TelegramSettings(token=TOKEN, api_url=tg.api_url),
-                              door=app.gateway, lines=app.persona.lines,
+                              door=door or app.gateway, lines=app.persona.lines,
                               menu=app.commands.menu("telegram"), is_known=is_known,
                               lease=FileLease(Path(tmp) / "poller.lock"), poll_timeout=1)
     app.add_channel(service.channel)
     await app.start()
     await service.start()
-    return app, service
+    return service
 
 
-async def _stop(app: App, service: TelegramService) -> None:
+async def stop_telegram(app: App, service: TelegramService) -> None:
     await service.stop()
     await service.close()
     await app.close()
@@ -81,7 +88,7 @@ async def _button_latency() -> list[str]:
                     await app.gateway.wait_idle()
                 return [line("button press answered, 50 turns running", latencies)]
             finally:
-                await _stop(app, service)
+                await stop_telegram(app, service)
 
 
 async def _burst() -> list[str]:
@@ -104,7 +111,7 @@ async def _burst() -> list[str]:
                 return [f"  1,000 updates from {CHATS} chats: all answered in {wall:.1f} s, "
                         f"{1000 / wall:.1f} messages/s (limit 30/s; busiest second {peak})"]
             finally:
-                await _stop(app, service)
+                await stop_telegram(app, service)
 
 
 async def run() -> list[str]:
