@@ -11,7 +11,7 @@ Long texts are shortened when recorded, and again when shown.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.llm import LLMResponse, ToolCall
@@ -74,7 +74,9 @@ class TurnTrace:
     error: str = ""  # the LLM could not be used: why
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, default=str)
+        # Its fields as they are (entries are plain dicts): asdict's deep copy cost more than
+        # the encoding, once per turn.
+        return json.dumps(vars(self), ensure_ascii=False, default=str)
 
     @classmethod
     def from_json(cls, text: str) -> TurnTrace:

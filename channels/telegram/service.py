@@ -69,6 +69,11 @@ log = logging.getLogger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 MAX_UPDATE_BYTES = 1024 * 1024  # a webhook body (a real update is a few kilobytes)
 _SECRET_FORMAT = re.compile(r"[A-Za-z0-9_-]{1,256}")
+# Several web processes (Redis): one polls, the others stand by. A poller killed outright
+# holds the lease until it expires; these bound how long Telegram's messages then wait
+# (at most the lease plus one stand-by look, about 25 s).
+REDIS_POLLER_LEASE_SECONDS = 20.0
+REDIS_POLL_SECONDS = 8
 # Updates arrive as JSON and are parsed one by one (see `_fetch`): PTB's own get_updates parses
 # the whole batch at once, and asking for the raw call by its name makes PTB suggest it.
 warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'",
@@ -129,6 +134,8 @@ class TelegramService:
         self.owner_chats = list(owner_chats)  # their menu lists the owner's commands too
         self.lease = lease
         self.poll_timeout = poll_timeout
+        # How often a process that stands by looks whether the poller's lease is free.
+        self.standby_seconds = min(5.0, poll_timeout / 2)
         self.tries = tries or UpdateTries()
         self.body_limits = body_limits or BodyLimits()
         self.ready = False
@@ -146,7 +153,11 @@ class TelegramService:
             import redis.asyncio as redis_asyncio
 
             client = redis_asyncio.from_url(settings.redis_url)
-            lease = RedisLease(client, f"valet:telegram:poller:{bot_id(token)}")
+            lease = RedisLease(client, f"valet:telegram:poller:{bot_id(token)}",
+                               ttl_seconds=REDIS_POLLER_LEASE_SECONDS)
+            # The lease is renewed before each long poll, so a poll must end well within it;
+            # a shorter poll lets another web process take over soon after this one dies.
+            kwargs.setdefault("poll_timeout", REDIS_POLL_SECONDS)
         else:
             lease = FileLease(lease_file(settings.database_url, token))
         llm = settings.llm
@@ -255,7 +266,7 @@ class TelegramService:
                 if not waiting_logged:
                     log.info("telegram: another process polls this bot; standing by")
                     waiting_logged = True
-                await asyncio.sleep(5.0)
+                await asyncio.sleep(self.standby_seconds)
                 continue
             waiting_logged = False
             await self._poll_once()
