@@ -108,6 +108,10 @@ class FakeTelegram:
         await self.stop()
 
     # -- what tests do ---------------------------------------------------------------------
+    def unconfirmed(self) -> int:
+        """Updates the bot has not confirmed yet (getUpdates with a later offset)."""
+        return len(self._updates)
+
     def started(self, *chat_ids: int) -> None:
         """These people started the bot before the test: Telegram lets it write to them."""
         self._known_chats.update(chat_ids)
