@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from bot.db import Database, Queries, Row
 from bot.envelopes import (
@@ -63,6 +64,20 @@ def _row(r: Row) -> InboxRow:
                     r["origin_channel"], bool(r.get("waiting_behind")))
 
 
+# A message as it is stored on arrival (`record`, `record_for_sender`).
+_COLUMNS = ("channel, external_id, address, text, button_approval_id, button_option,"
+            " button_kind, display_name, status, received_at, media")
+_VALUES = "$1, $2, $3, $4, $5, $6, $7, $8, 'received', $9, $10"
+
+
+def _values(msg: IncomingMessage) -> tuple[Any, ...]:
+    button = msg.button
+    return (msg.channel, msg.external_id, msg.address, msg.text,
+            button.approval_id if button else None, button.option if button else None,
+            button.kind.value if button else None, msg.display_name, msg.received_at,
+            _media_json(msg.media))
+
+
 class InboxStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -70,31 +85,17 @@ class InboxStore:
     async def record(self, msg: IncomingMessage) -> int | None:
         """The new row's id, or None when this (channel, external id) was seen before."""
         return await self.db.fetchval(
-            "INSERT INTO inbox (channel, external_id, address, text, button_approval_id,"
-            " button_option, button_kind, display_name, status, received_at, media)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'received', $9, $10)"
-            " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id",
-            msg.channel, msg.external_id, msg.address, msg.text,
-            msg.button.approval_id if msg.button else None,
-            msg.button.option if msg.button else None,
-            msg.button.kind.value if msg.button else None, msg.display_name, msg.received_at,
-            _media_json(msg.media))
+            f"INSERT INTO inbox ({_COLUMNS}) VALUES ({_VALUES})"
+            " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id", *_values(msg))
 
     async def record_for_sender(self, msg: IncomingMessage) -> tuple[int, str | None] | None:
         """`record`, stored straight into its sender's queue when the address is a person's
         who may write now (known, not blocked, not marked unreachable): (the new row's id,
         that person's id or None). None when this (channel, external id) was seen before."""
         row = await self.db.fetchrow(
-            "INSERT INTO inbox (channel, external_id, address, text, button_approval_id,"
-            " button_option, button_kind, display_name, status, received_at, media, user_id)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'received', $9, $10,"
-            f" {writer('$1', '$3')})"
+            f"INSERT INTO inbox ({_COLUMNS}, user_id) VALUES ({_VALUES}, {writer('$1', '$3')})"
             " ON CONFLICT (channel, external_id) DO NOTHING RETURNING id, user_id",
-            msg.channel, msg.external_id, msg.address, msg.text,
-            msg.button.approval_id if msg.button else None,
-            msg.button.option if msg.button else None,
-            msg.button.kind.value if msg.button else None, msg.display_name, msg.received_at,
-            _media_json(msg.media))
+            *_values(msg))
         return (int(row["id"]), row["user_id"]) if row else None
 
     async def record_for_user(self, msg: TriggerMessage, at: datetime) -> int | None:
