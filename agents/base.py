@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import pydantic
 
-from bot.tool_schema import clean_schema
+from bot.llm.tool_schema import clean_schema
 from bot.tools import ToolExecutionContext
 
 RESERVED_FIELD_NAMES = frozenset({"task_instruction", "ctx"})

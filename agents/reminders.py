@@ -2,7 +2,7 @@
 `reminders` table and, when its status is `pending`, schedules it with the trigger engine (a
 one-time task with the `reminder` executor: its text is sent then, with no LLM call).
 
-`when` is read in the user's timezone by `bot.when.parse_when`; anything it cannot read (or a
+`when` is read in the user's timezone by `bot.text.when.parse_when`; anything it cannot read (or a
 time already past) is asked again.
 """
 
@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 from agents.base import AgentResult, InputField, StandardAgent
 from agents.services import services_of
 from bot.db import Database
+from bot.text.when import UNREADABLE, parse_when
 from bot.tools import ToolExecutionContext, tool
-from bot.when import UNREADABLE, parse_when
 from triggers.service import Owner
 
 

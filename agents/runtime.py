@@ -40,7 +40,7 @@ class AgentSpec:
     description: str
     expose_as_tool: bool = True
     # always | never | agent (the agent's needs_approval() decides) | untrusted (asks in a turn
-    # whose context holds third-party text: bot.untrusted)
+    # whose context holds third-party text: bot.text.untrusted)
     approval: str = "agent"
     timeout: float | None = None
     max_instances: int | None = None  # waiting at once, per user

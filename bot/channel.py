@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from bot.brief import Brevity
-from bot.envelopes import LoopEvent, OutboundMessage
+from bot.contracts.envelopes import LoopEvent, OutboundMessage
+from bot.turn.brief import Brevity
 
 
 class TransientSendError(Exception):
@@ -54,7 +54,7 @@ class PartlySent(Exception):
 @dataclass(frozen=True)
 class MenuCommand:
     """A slash command as a channel's command menu shows it (Telegram's `/` menu); the list
-    comes from the command table (bot.commands), never from the channel."""
+    comes from the command table (bot.turn.commands), never from the channel."""
 
     name: str  # "/pending"
     description: str  # its /help line
@@ -74,7 +74,7 @@ class ChannelFeatures:
     typing: bool = False  # a typing indicator
     max_chars: int = 4096  # one message, after rendering
     # What "brief" means here, for a triggered run's reply (a summary by SMS: a few segments);
-    # None: no limit beyond splitting (bot.brief).
+    # None: no limit beyond splitting (bot.turn.brief).
     brevity: Brevity | None = None
 
 

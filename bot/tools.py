@@ -22,10 +22,10 @@ from zoneinfo import ZoneInfo
 import aiohttp
 import pydantic
 
-from bot.clock import Clock, SystemClock
-from bot.llm import TokenUsage, ToolCall
-from bot.sanitize import clean_text
-from bot.tool_schema import clean_schema, parse_docstring
+from bot.llm.port import TokenUsage, ToolCall
+from bot.llm.tool_schema import clean_schema, parse_docstring
+from bot.plumbing.clock import Clock, SystemClock
+from bot.text.sanitize import clean_text
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class ToolOutcome:
     pause: Any = None
     # Agent-Tools report their agent's status here ("COMPLETED", "WAITING_FOR_INPUT", ...).
     result_status: str | None = None
-    # A call that made LLM calls of its own (a sub-task, bot.subtasks): their tokens, counted
+    # A call that made LLM calls of its own (a sub-task, bot.loop.subtasks): their tokens, counted
     # in the turn's, and what it did, step by step, for the turn's trace.
     usage: TokenUsage | None = None
     trace: dict[str, Any] | None = None
@@ -108,7 +108,7 @@ class ToolExecutionContext:
     turn_id: str = ""  # the turn this call belongs to (a sub-task's journal hangs off it)
     # Text a third party wrote (a page, a mail, an event) is in this request's context: tools
     # that change how Valet reaches the person or set up lasting work ask first (the loop sets
-    # it each round; bot.untrusted).
+    # it each round; bot.text.untrusted).
     untrusted_context: bool = False
     # What the composition root hands to tools (agents.services.Services): the core carries
     # it without looking inside; a tool reads it typed with agents.services.services_of.
@@ -355,7 +355,7 @@ def _outcome(call: ToolCall, status: ToolStatus, content: str, started: float,
 async def run_tool_call(registry: ToolRegistry, call: ToolCall, ctx: ToolExecutionContext,
                         timeout: float) -> ToolOutcome:
     """Run one call to exactly one outcome; never raises (except cancellation). The content
-    is cleaned (bot.sanitize): a page or a file may carry NUL or bytes no store can take."""
+    is cleaned (bot.text.sanitize): a page or a file may carry NUL or bytes no store can take."""
     outcome = await _run_tool_call(registry, call, ctx, timeout)
     content = clean_text(outcome.content)
     return outcome if content == outcome.content else replace(outcome, content=content)

@@ -27,14 +27,14 @@ from datetime import UTC, datetime
 from typing import IO, Any, Protocol
 
 from bot.channel import ChannelFeatures
-from bot.envelopes import (
+from bot.contracts.envelopes import (
     ApprovalPrompt,
     EventType,
     IncomingMessage,
     LoopEvent,
     OutboundMessage,
 )
-from bot.sanitize import clean_text
+from bot.text.sanitize import clean_text
 from persona.lines import DEFAULT, TerminalLines, fill
 
 QUIT_WORDS = {"/quit", "/exit"}

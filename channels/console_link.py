@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.envelopes import EventType, LoopEvent, OutboundMessage, payload_of, prompts_of, stop_of
+from bot.contracts.envelopes import (
+    EventType,
+    LoopEvent,
+    OutboundMessage,
+    payload_of,
+    prompts_of,
+    stop_of,
+)
 
 ENDPOINT_FILE = "serve-terminal.json"
 PATH = "/terminal"

@@ -27,7 +27,7 @@ class ChatNotes(logging.Handler):
 
 def note_for(record: logging.LogRecord) -> str | None:
     """The person's words for a record, or None: not for the chat."""
-    if record.name == "bot.llm" and record.msg.startswith("llm call failed") \
+    if record.name == "bot.llm.port" and record.msg.startswith("llm call failed") \
             and len(record.args or ()) == 4:
         kind, attempt, _err, decision = record.args  # type: ignore[misc]
         what = {"LLMRateLimitError": "the LLM is busy (rate limited)",

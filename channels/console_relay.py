@@ -26,8 +26,8 @@ from typing import Any, Protocol
 from aiohttp import WSMsgType, web
 
 from bot.channel import ChannelFeatures, PermanentSendError
-from bot.envelopes import EventType, IncomingMessage, LoopEvent, OutboundMessage
-from bot.sanitize import clean_text
+from bot.contracts.envelopes import EventType, IncomingMessage, LoopEvent, OutboundMessage
+from bot.text.sanitize import clean_text
 from channels.console import ADDRESS
 from channels.console_link import PATH, event_json, message_json
 

@@ -29,8 +29,8 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
-from bot.envelopes import EventType, LoopEvent
-from bot.sanitize import clean_text
+from bot.contracts.envelopes import EventType, LoopEvent
+from bot.text.sanitize import clean_text
 from channels.console import QUIT_WORDS, ConsoleChannel, ConsoleChat
 from persona.lines import TerminalLines
 

@@ -203,7 +203,7 @@ class ScheduleLines(LineGroup):
 
 
 class CommandLines(LineGroup):
-    """Slash commands (bot/commands.py): what each says, and its line in /help and in
+    """Slash commands (bot/turn/commands.py): what each says, and its line in /help and in
     Telegram's command menu (`about_<command>`; /tasks, /memory and /forget have theirs in
     their own groups)."""
 

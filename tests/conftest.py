@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.openai_llm import OpenAILLM
+from bot.llm.openai_client import OpenAILLM
 from tests.fakes.fake_openai import FakeOpenAI
 
 pytest_plugins = ["tests.server_fixtures"]
@@ -53,7 +53,7 @@ def app_settings(tmp_path, fake_llm: FakeOpenAI):
 async def app_factory(app_settings):
     """Build apps (several, to simulate restarts); all closed at the end."""
     from bot.app import App
-    from bot.clock import FakeClock
+    from bot.plumbing.clock import FakeClock
 
     apps = []
 

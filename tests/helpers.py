@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.channel import ChannelFeatures
-from bot.clock import FakeClock
-from bot.context import ContextManager
-from bot.llm import LLM
-from bot.loop import LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
+from bot.llm.port import LLM
+from bot.loop.context import ContextManager
+from bot.loop.react import LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
+from bot.plumbing.clock import FakeClock
 from bot.tools import ToolExecutionContext, ToolRegistry, tool
 
 
@@ -120,7 +120,7 @@ def incoming(text: str, *, channel: str = "test", address: str = "alice", extern
              name: str = ""):  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime
 
-    from bot.envelopes import IncomingMessage
+    from bot.contracts.envelopes import IncomingMessage
 
     incoming.counter = getattr(incoming, "counter", 0) + 1  # type: ignore[attr-defined]
     return IncomingMessage(channel=channel, address=address, text=text,
@@ -150,11 +150,11 @@ async def app_with_connected_owner(app_factory: Any, service: str, secret: dict[
 
 
 def unquoted(text: str) -> str:
-    """The body of the one untrusted-data block `text` ends with (bot.untrusted), checked to
+    """The body of the one untrusted-data block `text` ends with (bot.text.untrusted), checked to
     be well formed: the note before it, its tag matching its body."""
     import re
 
-    from bot.untrusted import untrusted_tag
+    from bot.text.untrusted import untrusted_tag
 
     match = re.search(r"Note: [^\n]*\n<<<untrusted data (\w+)>>>\n(.*)\n<<<end untrusted data "
                       r"\1>>>$", text, re.S)

@@ -4,7 +4,7 @@ statement-budget test and `make bench`.
 A plain turn is a known person's "hello" answered without a tool. Its statements are those
 issued on the message's own path: `Gateway.receive_row` (inbox, access), the person's drain
 (`Gateway._drain`: claim, the turn, the reply queued and the row closed) and any task the turn
-started (issued under its turn id, bot.logs). Delivery (the
+started (issued under its turn id, bot.plumbing.logs). Delivery (the
 outbox deliverer's claim and mark-sent) is counted apart, and background loops (sweepers,
 the trigger engine's heartbeat) not at all: they do not run per message.
 """
@@ -19,10 +19,10 @@ from bot.app import App
 from bot.app.database import open_database
 from bot.channel import ChannelFeatures
 from bot.config import load_settings
+from bot.contracts.envelopes import IncomingMessage, OutboundMessage
 from bot.db.counting import CountingDatabase, Statement
-from bot.envelopes import IncomingMessage, OutboundMessage
 from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.llm import LLMResponse, TokenUsage
+from bot.llm.port import LLMResponse, TokenUsage
 
 TURN = ("Gateway.receive_row", "Gateway._drain")
 

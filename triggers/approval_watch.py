@@ -13,7 +13,7 @@ from datetime import datetime
 
 from bot.approvals.model import ApprovalStatus
 from bot.approvals.triggered import TriggerApprovals
-from bot.envelopes import Notification, Urgency
+from bot.contracts.envelopes import Notification, Urgency
 from persona.lines import ScheduleLines, fill
 from triggers.executors import TriggerGateway
 from triggers.model import RunOutcome, TaskStatus

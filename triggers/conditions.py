@@ -13,7 +13,7 @@ from typing import Any
 
 import aiohttp
 
-from bot.clock import Clock
+from bot.plumbing.clock import Clock
 from bot.tools import ToolExecutionContext, ToolRegistry
 from triggers.model import ConditionCheck, Task
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.envelopes import Delivery, Notification, TriggerMessage, Urgency
-from bot.untrusted import quote_untrusted
+from bot.contracts.envelopes import Delivery, Notification, TriggerMessage, Urgency
+from bot.text.untrusted import quote_untrusted
 from persona.lines import ScheduleLines, fill
 from triggers.model import RunKey, RunOutcome, Task, TriggerKind
 from triggers.templates import instruction_for
@@ -56,7 +56,7 @@ def trigger_text(run: RunContext, tools: Collection[str] = ()) -> str:
         first = run.events[0]
         source, kind = first.get("source"), first.get("type")
         # Whoever posted the events wrote their data: the model reads it as data, and a turn
-        # that holds it asks before changing how Valet reaches the person (bot.untrusted).
+        # that holds it asks before changing how Valet reaches the person (bot.text.untrusted).
         quoted = quote_untrusted(events_text(run.events),
                                  note=f"the event's data, as {source} sent it")
         count = len(run.events)

@@ -2,7 +2,7 @@
 
 Bearer token from VALET_EVENTS_TOKEN, compared in constant time. No token configured, no token
 sent, a wrong one: 401 and nothing is stored. The body is a JSON object (at most 64 KB, 32
-deep, arriving within `http.body_timeout_seconds`; bot.request_body): {"source", "type",
+deep, arriving within `http.body_timeout_seconds`; bot.plumbing.request_body): {"source", "type",
 "data", optional "id" (a sender's retry with the same id stores and runs nothing twice)}.
 Anything else gets a 4xx naming what is wrong. 202 comes only once the event is stored (the
 stored bus: triggers.event_store), so an acknowledged event runs even if the process dies
@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from aiohttp import web
 
-from bot.request_body import BodyError, BodyLimits, read_json_object, refused
+from bot.plumbing.request_body import BodyError, BodyLimits, read_json_object, refused
 from triggers.events import Event, EventBus
 
 log = logging.getLogger(__name__)

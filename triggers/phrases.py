@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, time
 
-from bot.when import parse_when
+from bot.text.when import parse_when
 from triggers.cron import CronError, parse_cron
 
 DAYS = {"sunday": 0, "monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4, "friday": 5,

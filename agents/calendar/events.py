@@ -43,7 +43,8 @@ class Event:
 def events_between(ics_texts: list[str], start: datetime, end: datetime, tz: ZoneInfo
                    ) -> list[Event]:
     """Every instance overlapping [start, end), sorted; floating times are the person's.
-    A module-level function of plain values: it may run in a worker process (bot.offload)."""
+    A module-level function of plain values: it may run in a worker process
+    (bot.plumbing.offload)."""
     import icalendar
     import recurring_ical_events
 

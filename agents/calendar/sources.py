@@ -2,11 +2,11 @@
 (read and write), described by their stored credential (bot.credentials, service "calendar").
 
 The `caldav` library is synchronous (blocking HTTP): every CalDAV call runs in a thread
-(`asyncio.to_thread`). A thread, not bot.offload's worker process, because the work is
+(`asyncio.to_thread`). A thread, not bot.plumbing.offload's worker process, because the work is
 waiting on the network, not CPU, and the client and its session cannot be pickled; the
 library's own timeout bounds each request. An ICS feed is any URL's content: it is fetched on
 the shared aiohttp session with a size cap and parsed (recurrences expanded) in a killable
-worker process with a deadline (bot.offload.run_bounded, rule 18).
+worker process with a deadline (bot.plumbing.offload.run_bounded, rule 18).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from zoneinfo import ZoneInfo
 import aiohttp
 
 from agents.calendar.events import Event, events_between, new_event_ics
-from bot.offload import run_bounded
-from bot.redact import redact_text
-from bot.streams import read_capped
+from bot.plumbing.offload import run_bounded
+from bot.plumbing.streams import read_capped
+from bot.text.redact import redact_text
 
 SERVICE = "calendar"
 MAX_FEED_BYTES = 5_000_000

@@ -13,9 +13,9 @@ import unicodedata
 from dataclasses import dataclass, fields
 from datetime import datetime
 
-from bot import phones
 from bot.db import Database, Row
-from bot.untrusted import quote_untrusted
+from bot.text import phones
+from bot.text.untrusted import quote_untrusted
 
 MAX_CONTACTS = 2000  # per person: a look-up reads them all
 MAX_FIELD = 200

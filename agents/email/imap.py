@@ -5,7 +5,7 @@ Each call opens its own connection: TLS (or plain on a loopback test server, see
 commands, LOGOUT always. Bodies are fetched with BODY.PEEK and only up to a size limit, so
 reading never marks mail as read and never downloads a large attachment. Every command has a
 timeout and the whole session another. What the server sends is parsed in the offload worker
-(`agents.email.mime`, `bot.offload`): mail is written by strangers.
+(`agents.email.mime`, `bot.plumbing.offload`): mail is written by strangers.
 
 Errors are `MailError`s with text safe to show the person (never the password).
 """
@@ -34,7 +34,7 @@ from agents.email.mime import (
     message_text,
     summaries_of,
 )
-from bot.offload import WorkFailed, WorkTimeout, run_bounded
+from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """Email tools that only read: what is unread, a search, one message as text.
 
 Mail is written by strangers: every name, subject and body reaches the model between
-untrusted-data markers (bot/untrusted.py) with a note that it is not an instruction. Nothing
+untrusted-data markers (bot/text/untrusted.py) with a note that it is not an instruction. Nothing
 here changes the mailbox (INBOX is examined read-only; see agents/email/imap.py).
 """
 
@@ -17,8 +17,8 @@ from agents.email.account import SERVICE, MailError, mail_account
 from agents.email.imap import Listing
 from agents.email.mime import Attachment, MailSummary, MessageText
 from bot.capabilities import CapabilityStatus
+from bot.text.untrusted import quote_untrusted
 from bot.tools import ToolExecutionContext, tool
-from bot.untrusted import quote_untrusted
 
 MAX_LISTED = 25
 LISTING_NOTE = "the names and subjects below are written by the senders of these emails"

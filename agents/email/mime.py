@@ -2,9 +2,9 @@
 else the HTML turned into text), attachments by name and size.
 
 Everything here parses what a stranger wrote, so it runs in the offload worker
-(`bot.offload.run_bounded`), never on the event loop: the stdlib `email` parser recurses on
+(`bot.plumbing.offload.run_bounded`), never on the event loop: the stdlib `email` parser recurses on
 nested parts and is not linear on every input. This module imports the standard library,
-`bot.sanitize` and `agents.tools.html_text` only (the worker imports it on first use).
+`bot.text.sanitize` and `agents.tools.html_text` only (the worker imports it on first use).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from email.message import EmailMessage, Message, MIMEPart
 from typing import Any
 
 from agents.tools.html_text import page_text
-from bot.sanitize import clean_text
+from bot.text.sanitize import clean_text
 
 SUMMARY_FIELDS = ("FROM", "SUBJECT", "DATE")
 HEADER_FIELDS = ("FROM", "TO", "CC", "SUBJECT", "DATE", "MESSAGE-ID", "IN-REPLY-TO",

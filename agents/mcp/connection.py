@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from agents.mcp.config import McpServerConfig
 from agents.mcp.secrets import SecretMissing, SecretReader
-from bot.backoff import backoff_delay
 from bot.capabilities import SourceUnavailable
+from bot.plumbing.backoff import backoff_delay
 
 if TYPE_CHECKING:
     import mcp_types

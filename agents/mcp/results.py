@@ -10,7 +10,7 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
-from bot.untrusted import quote_untrusted
+from bot.text.untrusted import quote_untrusted
 
 if TYPE_CHECKING:
     import mcp_types

@@ -6,7 +6,7 @@ quadratic (`"<div>" * N`: every start tag scans the open-element stack), because
 nesting at 256 levels. Text nested deeper than that is not shown, and the result says so.
 
 This module is what the offload worker imports: it needs lxml and the standard library only.
-Call `page_text` through `bot.offload.run_bounded`, never on the event loop.
+Call `page_text` through `bot.plumbing.offload.run_bounded`, never on the event loop.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ per-call session costs well under a millisecond next to a fetch's network round 
 Settings (tools.web_fetch.*): allow_private_addresses (bool), allowed_hosts (names or IPs exempt
 from the guard), max_bytes (download cap, default 2 MB), timeout_seconds (default 20, the whole
 fetch including turning HTML into text), parse_timeout_seconds (default 10: HTML to text runs
-in a worker process killed after this; see bot/offload.py and agents/tools/html_text.py).
+in a worker process killed after this; see bot/plumbing/offload.py and agents/tools/html_text.py).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from aiohttp.resolver import DefaultResolver
 from yarl import URL
 
 from agents.tools.html_text import PageText, html_to_text, page_text
-from bot.offload import WorkFailed, WorkTimeout, run_bounded
-from bot.streams import read_capped
+from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
+from bot.plumbing.streams import read_capped
+from bot.text.untrusted import quote_untrusted
 from bot.tools import ToolExecutionContext, tool
-from bot.untrusted import quote_untrusted
 
 __all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
 

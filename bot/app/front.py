@@ -23,11 +23,10 @@ from bot.app.roles import Roles
 from bot.approvals.buttons import ButtonAnswers
 from bot.approvals.store import ApprovalStore
 from bot.channel import MenuCommand
-from bot.clock import Clock, SystemClock
 from bot.config import Settings
+from bot.contracts.envelopes import Reply
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.envelopes import Reply
 from bot.gateway.access import AccessControl
 from bot.gateway.delivery import ChannelSender, OutboxDeliverer
 from bot.gateway.door import ChannelHost
@@ -38,9 +37,10 @@ from bot.gateway.notify import Notifier
 from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.users import UserStore
-from bot.media import MediaReader
 from bot.memory.history import HistoryStore
-from bot.metrics import Metrics
+from bot.plumbing.clock import Clock, SystemClock
+from bot.plumbing.metrics import Metrics
+from bot.turn.media import MediaReader
 from persona import Persona, load_persona
 from triggers.event_store import StoredEventBus
 

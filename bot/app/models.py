@@ -1,19 +1,19 @@
 """The models a deployment talks to: the main LLM (`llm:`) and its fallbacks
 (`llm.fallback_models`), each counted in /metrics under its own name, each with the provider
-name that says whose tool-message format it reads (bot.fallback, bot.masking); and speech to
-text for voice notes (`llm.transcription_model`)."""
+name that says whose tool-message format it reads (bot.loop.fallback, bot.loop.masking); and
+speech to text for voice notes (`llm.transcription_model`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from bot.config import ConfigError, Settings
-from bot.fallback import ModelSlot, provider_of
-from bot.llm import LLM
-from bot.metered_llm import MeteredLLM
-from bot.metrics import Metrics
-from bot.openai_llm import OpenAILLM
-from bot.transcribe import Transcriber
+from bot.llm.metered import MeteredLLM
+from bot.llm.openai_client import OpenAILLM
+from bot.llm.port import LLM
+from bot.llm.transcribe import Transcriber
+from bot.loop.fallback import ModelSlot, provider_of
+from bot.plumbing.metrics import Metrics
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,14 @@ from typing import Protocol
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from bot import logs
 from bot.approvals.store import ApprovalStore
-from bot.clock import Clock
 from bot.config import Settings
 from bot.db import Database
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
-from bot.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
+from bot.plumbing import logs
+from bot.plumbing.clock import Clock
+from bot.plumbing.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
 from channels.sms.store import SmsStore
 
 log = logging.getLogger(__name__)

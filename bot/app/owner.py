@@ -11,7 +11,6 @@ import logging
 from datetime import datetime
 from pathlib import Path
 
-from bot.clock import Clock
 from bot.config import Settings
 from bot.config.yaml_edit import add_to_list
 from bot.db import Database
@@ -19,6 +18,7 @@ from bot.gateway.access import AccessControl
 from bot.gateway.claims import OwnerClaims, OwnerRecorder
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import User, UserStore
+from bot.plumbing.clock import Clock
 from persona.lines import Lines
 
 log = logging.getLogger(__name__)

@@ -16,18 +16,17 @@ from bot.app.owner import CONSOLE_ADDRESS, OWNER_ID, ensure_owner, record_owner 
 from bot.approvals.effects import EffectRecords
 from bot.approvals.store import HOLDING as APPROVALS
 from bot.channel import PermanentSendError
-from bot.clock import Clock
 from bot.config import Settings
-from bot.credentials import CredentialStore
-from bot.db import Database
-from bot.db.turn_reads import Holding
-from bot.envelopes import (
+from bot.contracts.envelopes import (
     Delivery,
     Notification,
     OutboundMessage,
     PromptKind,
     TriggerMessage,
 )
+from bot.credentials import CredentialStore
+from bot.db import Database
+from bot.db.turn_reads import Holding
 from bot.gateway.access import AccessControl
 from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.gateway import Gateway
@@ -42,8 +41,9 @@ from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.gateway.users import UserStore
 from bot.memory.facts import HOLDING as FACTS
 from bot.memory.summaries import HOLDING as SUMMARY
+from bot.plumbing.clock import Clock
 from bot.tasks.pool import HOLDING as PAUSED_TASKS
-from bot.turn import TurnContext
+from bot.turn.model import TurnContext
 from persona.lines import ConversationLines, Lines, MailLines
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.service import TaskService

@@ -40,7 +40,7 @@ async def build_plane(settings: Settings, *, serving: bool = False) -> Plane:
     reached."""
     if not settings.redis_url:
         return Plane(LocalUserLocks(), LocalSignals())
-    from bot.redis_service import open_redis
+    from bot.plumbing.redis import open_redis
 
     client = await open_redis(settings.redis_url)
     signals = RedisSignals(client)

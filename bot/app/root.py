@@ -44,18 +44,16 @@ from bot.approvals.outcomes import card_outcomes
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.capabilities import build_exposure
-from bot.clock import Clock, SystemClock
-from bot.commands import Command, Commands
 from bot.config import Settings
 from bot.config.registries import registry_paths
-from bot.credentials import CredentialStore
-from bot.db import Database
-from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.envelopes import (
+from bot.contracts.envelopes import (
     Notification,
     PromptKind,
     Urgency,
 )
+from bot.credentials import CredentialStore
+from bot.db import Database
+from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.gateway.access import AccessControl
 from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender
@@ -67,27 +65,29 @@ from bot.gateway.others import OutboxMessenger
 from bot.gateway.outbound import Outbound
 from bot.gateway.ratelimit import SlidingWindowLimiter
 from bot.gateway.users import User, UserStore
-from bot.journal import TurnJournal
-from bot.llm import LLM
-from bot.media import MediaReader
+from bot.llm.port import LLM
+from bot.llm.transcribe import Transcriber
+from bot.loop.journal import TurnJournal
+from bot.loop.subtasks import Subtasks
 from bot.memory.compaction import Compactor
 from bot.memory.history import HistoryStore
 from bot.memory.summaries import SummaryStore
 from bot.memory.wiring import Memory, build_memory
-from bot.metrics import Metrics
-from bot.offload import shutdown as stop_offload_workers
-from bot.orchestrator import Orchestrator, OrchestratorDeps
-from bot.stall import StallMonitor
-from bot.steps import AskTimezoneOnce, ContextStep
-from bot.subtasks import Subtasks
+from bot.plumbing.clock import Clock, SystemClock
+from bot.plumbing.metrics import Metrics
+from bot.plumbing.offload import shutdown as stop_offload_workers
+from bot.plumbing.stall import StallMonitor
 from bot.tasks.pool import AgentPool
 from bot.tasks.resume import Resumer
-from bot.telemetry import TranscriptWriter
 from bot.tools import ToolRegistry
-from bot.trace_store import TraceStore, debug_command
-from bot.transcribe import Transcriber
-from bot.turn_steps import TurnSteps
-from bot.usage import UsageStore
+from bot.turn.commands import Command, Commands
+from bot.turn.context_steps import AskTimezoneOnce, ContextStep
+from bot.turn.media import MediaReader
+from bot.turn.orchestrator import Orchestrator, OrchestratorDeps
+from bot.turn.order import TurnSteps
+from bot.turn.telemetry import TranscriptWriter
+from bot.turn.trace_store import TraceStore, debug_command
+from bot.turn.usage import UsageStore
 from bot.work.sweep import InboxSweep, SweepPolicy
 from persona import Persona, load_persona
 from triggers.engine import EngineSettings
@@ -174,7 +174,7 @@ class App:
         agents = build_agents(settings)
         registry = agents.tools
         loop_config = settings.loop_config()
-        metrics = Metrics()  # what /metrics shows (bot/metrics.py)
+        metrics = Metrics()  # what /metrics shows (bot/plumbing/metrics.py)
         models = build_models(settings, metrics, llm)  # the main model and its fallbacks
         llm = models.llm
         plane = await build_plane(settings, serving=serving)  # Redis checked before the rest

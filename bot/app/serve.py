@@ -64,7 +64,7 @@ def extra_routes(app: Served, env: Mapping[str, str] | None = None) -> list[web.
     """Routes that are not a channel's: `POST /events` for the trigger engine (bearer token
     VALET_EVENTS_TOKEN; without one every request gets 401)."""
     env = os.environ if env is None else env
-    from bot.request_body import BodyLimits
+    from bot.plumbing.request_body import BodyLimits
     from triggers.http import MAX_BODY, events_routes
 
     limits = BodyLimits(max_bytes=MAX_BODY,

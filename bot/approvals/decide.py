@@ -25,15 +25,15 @@ from bot.approvals.model import (
     ExecutionOutcome,
     ExecutionStatus,
 )
-from bot.approvals.options import Option
 from bot.approvals.outcomes import card_line, state_word
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.approvals.retry import answerable
-from bot.envelopes import ButtonPress, TurnStop
+from bot.contracts.envelopes import ButtonPress, TurnStop
+from bot.contracts.options import Option
 from bot.gateway.users import User, UserStore
-from bot.llm import LLMError
+from bot.llm.port import LLMError
 from bot.tools import Tool, ToolExecutionContext
-from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
+from bot.turn.model import Answered, Continue, Joined, StepResult, TurnContext, merge
 from persona.lines import Lines, fill
 
 log = logging.getLogger(__name__)

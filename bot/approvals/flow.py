@@ -42,9 +42,9 @@ from bot.approvals.model import (
 from bot.approvals.outcomes import NOT_DONE, card_line, expired_line
 from bot.approvals.retry import not_done_line, offer_again
 from bot.approvals.store import INTERRUPTED, ApprovalStore
-from bot.clock import Clock
 from bot.db import Queries
-from bot.llm import LLM, ToolCall
+from bot.llm.port import LLM, ToolCall
+from bot.plumbing.clock import Clock
 from bot.tools import (
     Tool,
     ToolExecutionContext,
@@ -56,7 +56,7 @@ from bot.tools import (
 from persona.lines import ApprovalLines, fill
 
 if TYPE_CHECKING:
-    from bot.turn import TurnContext
+    from bot.turn.model import TurnContext
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@
                                                                                details=True
     `valet approvals list` one table row per request (all statuses)           table_rows
 
-Channels render the typed prompts themselves (bot.envelopes.ApprovalPrompt); these are the
+Channels render the typed prompts themselves (bot.contracts.envelopes.ApprovalPrompt); these are the
 lists the core says or stores.
 """
 

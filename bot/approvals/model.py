@@ -14,8 +14,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from bot.approvals.options import OPTIONS, Option
-from bot.envelopes import ApprovalPrompt
+from bot.contracts.envelopes import ApprovalPrompt
+from bot.contracts.options import OPTIONS, Option
 
 
 class ApprovalStatus(Enum):

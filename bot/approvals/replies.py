@@ -23,7 +23,7 @@ from enum import Enum
 
 from bot.approvals.listing import pending_lines
 from bot.approvals.model import ApprovalRequest
-from bot.approvals.options import APPROVE_WORDS, CANCEL_WORDS, Option
+from bot.contracts.options import APPROVE_WORDS, CANCEL_WORDS, Option
 from persona.lines import DEFAULT, ApprovalLines, fill
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class ParsedReply:
     unsure: bool = False
 
 
-# The yes and no words are the options' own (bot.approvals.options): one table for every
+# The yes and no words are the options' own (bot.contracts.options): one table for every
 # channel.
 _WORDS = "|".join(re.escape(w) for w in sorted(APPROVE_WORDS + CANCEL_WORDS, key=len,
                                                 reverse=True))

@@ -19,7 +19,7 @@ from bot.approvals.model import (
     args_hash,
     new_approval_id,
 )
-from bot.approvals.options import Option
+from bot.contracts.options import Option
 from bot.db import Database, Queries, Row
 from bot.db.turn_reads import Holding, may_hold, now_holds
 

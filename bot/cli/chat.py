@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.app.terminal import approval_gated as approval_gated
 from bot.config import Settings
-from bot.redact import install_redaction
+from bot.text.redact import install_redaction
 from channels.console import ConsoleChat, pipe_channel
 from channels.console_link import Endpoint, endpoint_file, read_endpoint
 

@@ -17,7 +17,7 @@ import aiohttp
 
 from bot.config import Settings
 from bot.credentials import CredentialStore, new_key
-from bot.redact import redact_text
+from bot.text.redact import redact_text
 
 Say = Callable[[str], None]
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 
 from bot.config import ConfigError, Settings
-from bot.envelopes import Delivery, Notification, Urgency
+from bot.contracts.envelopes import Delivery, Notification, Urgency
 
 
 def add_console_link_command(sub: argparse._SubParsersAction) -> None:

@@ -27,9 +27,9 @@ from bot.config import ConfigError, Settings
 from bot.db import Database
 from bot.db.migrate import apply_migrations, refuse_newer, schema_state
 from bot.db.sqlite import file_of
-from bot.llm import LLM, LLMAuthError, LLMError, LLMModelNotFoundError
-from bot.redact import redact_text, redact_url
-from bot.redis_service import RedisUnavailable, open_redis
+from bot.llm.port import LLM, LLMAuthError, LLMError, LLMModelNotFoundError
+from bot.plumbing.redis import RedisUnavailable, open_redis
+from bot.text.redact import redact_text, redact_url
 
 Say = Callable[[str], None]
 MODELS_SHOWN = 10  # a server may list hundreds; a few are enough to spot the right name
@@ -238,7 +238,7 @@ async def _check_llm(settings: Settings, llm: LLM, ok: Say, bad: Say) -> None:
 async def _check_fallbacks(settings: Settings, ok: Say, bad: Say) -> None:
     """Each of `llm.fallback_models` answers one short request."""
     from bot.app.models import build_fallbacks
-    from bot.metrics import Metrics
+    from bot.plumbing.metrics import Metrics
 
     for slot, fallback in zip(build_fallbacks(settings, Metrics()),
                               settings.llm.fallback_models, strict=True):

@@ -19,7 +19,7 @@ from bot.channel import MenuCommand
 from bot.config import Settings
 from bot.credentials import KEY_ENV, parse_keys
 from bot.db import Database
-from bot.redact import redact_text
+from bot.text.redact import redact_text
 from channels.sms.checks import TwilioCheck, TwilioUnusable
 from channels.telegram.checks import (
     TelegramUnusable,

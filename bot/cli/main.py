@@ -22,8 +22,8 @@ from bot.config import ConfigError, Settings, config_path, load_settings
 from bot.config.env_file import EnvFileError, default_env_file, load_env_file
 from bot.config.secret_files import load_secret_files
 from bot.db import DatabaseUnavailable, DatabaseURLError, as_unavailable
-from bot.redact import install_redaction, redact_text
-from bot.redis_service import RedisUnavailable
+from bot.plumbing.redis import RedisUnavailable
+from bot.text.redact import install_redaction, redact_text
 
 EXIT_CONFIG = 2
 CONFIG_HELP = "path to valet.yaml (default: $VALET_CONFIG, else ./valet.yaml)"
@@ -177,7 +177,7 @@ def _configure_logging(settings: Settings, command: str) -> None:
     and the few worth telling the person become short notes (channels.console_tty).
     `valet serve` writes to stderr (the journal, the container's log) and to the log file
     (`valet logs`); every other command to stderr. `log_format: json` for both."""
-    from bot.logs import add_handler, file_handler, formatter
+    from bot.plumbing.logs import add_handler, file_handler, formatter
 
     handlers: list[logging.Handler] = []
     if command in ("chat", "serve"):

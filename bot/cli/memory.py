@@ -10,12 +10,12 @@ import argparse
 from collections.abc import Callable
 
 from bot.app.database import open_database
-from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.db import Database
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import User, UserStore
 from bot.memory.facts import Closed, FactStore
+from bot.plumbing.clock import Clock, SystemClock
 
 
 def add_memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

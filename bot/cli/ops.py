@@ -88,7 +88,7 @@ def _backup(source: str, target: Path) -> tuple[int, int]:
 
 
 async def run_logs(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.logs import Tail, follow, last_lines
+    from bot.plumbing.logs import Tail, follow, last_lines
 
     path = settings.log_file()
     if not args.follow and not await asyncio.to_thread(path.exists):

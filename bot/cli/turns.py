@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 from bot.app.database import open_database
 from bot.cli.memory import _find_user
-from bot.clock import SystemClock
 from bot.config import Settings
-from bot.journal import JournalReplay, TurnJournal
-from bot.trace_store import TraceStore
-from bot.traces import SHOWN, render, shorten
+from bot.loop.journal import JournalReplay, TurnJournal
+from bot.loop.traces import SHOWN, render, shorten
+from bot.plumbing.clock import SystemClock
+from bot.turn.trace_store import TraceStore
 
 
 def add_turn_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -76,9 +76,9 @@ from bot.config.sections import plain_http_problem as plain_http_problem
 from bot.db import database_url_problem
 from bot.gateway.access import AccessSettings
 from bot.gateway.delivery import DeliveryPolicy
-from bot.loop import ReactLoopConfig
-from bot.phones import PhoneNumberError, normalize
-from bot.redis_service import redis_url_problem
+from bot.loop.react import ReactLoopConfig
+from bot.plumbing.redis import redis_url_problem
+from bot.text.phones import PhoneNumberError, normalize
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pydantic
 
 from bot.gateway.delivery import DeliveryPolicy
-from bot.loop import ReactLoopConfig
+from bot.loop.react import ReactLoopConfig
 
 # Keys of llm.extra_body that would put a credential into the file (and every request log).
 SECRET_WORDS = re.compile(r"api.?key|authori[sz]ation|token|password|passwd|secret|cookie"
@@ -45,7 +45,7 @@ class _Section(pydantic.BaseModel):
 
 
 class FallbackModelSettings(_Section):
-    """A model the turn goes on with when the one before it keeps failing (bot.fallback)."""
+    """A model the turn goes on with when the one before it keeps failing (bot.loop.fallback)."""
 
     model: str = pydantic.Field(min_length=1)
     base_url: str | None = None  # None: the main model's endpoint
@@ -75,7 +75,7 @@ def _http_base_url(value: str | None) -> str | None:
 class LLMSettings(_Section):
     base_url: str | None = None  # None: the client's default (api.openai.com)
     model: str | None = None
-    # Whose tool-message format the model reads and writes (bot.fallback); None: the host of
+    # Whose tool-message format the model reads and writes (bot.loop.fallback); None: the host of
     # base_url.
     provider: str | None = pydantic.Field(None, min_length=1)
     # Tried in order when the model keeps failing (5xx or overload, a timeout, an unknown

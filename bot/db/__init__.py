@@ -11,8 +11,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from bot.redact import redact_text
-from bot.redact import redact_url as redact_url  # re-exported: older imports use bot.db
+from bot.text.redact import redact_text
+from bot.text.redact import redact_url as redact_url  # re-exported: older imports use bot.db
 
 Row = dict[str, Any]
 

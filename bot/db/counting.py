@@ -17,8 +17,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bot import logs
 from bot.db import Database, Queries, Row
+from bot.plumbing import logs
 
 _DB_DIR = str(Path(__file__).resolve().parent)
 _SKIP = (_DB_DIR, "contextlib.py", f"{Path(sys.base_prefix)}")
@@ -29,7 +29,8 @@ _CHAIN = 12  # callers kept per statement: enough to see which task's path led t
 class Statement:
     sql: str  # the first words: "INSERT INTO inbox" -> "INSERT inbox", "SELECT users", "BEGIN"
     chain: tuple[str, ...]  # "module:qualname" of the callers, innermost first
-    turn_id: str | None = None  # the turn it was issued in (bot.logs), also in its sub-tasks
+    # the turn it was issued in (bot.plumbing.logs), also in its sub-tasks
+    turn_id: str | None = None
 
     @property
     def issuer(self) -> str:

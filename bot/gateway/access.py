@@ -17,9 +17,9 @@ from typing import Literal
 
 import pydantic
 
-from bot.approvals.options import Option
+from bot.contracts.envelopes import ApprovalPrompt, PromptKind
+from bot.contracts.options import Option
 from bot.db import Database, Row
-from bot.envelopes import ApprovalPrompt, PromptKind
 from bot.gateway.claims import ClaimOutcome, OwnerClaims, claim_candidate
 from bot.gateway.guesses import GuessLimiter, GuessVerdict
 from bot.gateway.identity import IdentityStore, new_code

@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import Enum
 
-from bot.backoff import backoff_delay
 from bot.channel import (
     Channel,
     ChannelDown,
@@ -37,10 +36,11 @@ from bot.channel import (
     PermanentSendError,
     TransientSendError,
 )
-from bot.clock import Clock
-from bot.envelopes import OutboundMessage
+from bot.contracts.envelopes import OutboundMessage
 from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.outbox import OutboxStore
+from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,7 @@ import asyncio
 import logging
 from dataclasses import replace
 
-from bot.commands import command_word
-from bot.db.batch import Batch
-from bot.db.turn_reads import turn_scope
-from bot.envelopes import (
+from bot.contracts.envelopes import (
     ButtonPress,
     EventSink,
     Inbound,
@@ -27,14 +24,17 @@ from bot.envelopes import (
     TurnStop,
     payload_of,
 )
+from bot.db.batch import Batch
+from bot.db.turn_reads import turn_scope
 from bot.gateway.access import Admission, pairing_prompt
 from bot.gateway.deps import GatewayDeps as GatewayDeps  # re-exported: built beside Gateway
 from bot.gateway.deps import ReceiveResult as ReceiveResult
 from bot.gateway.inbox import InboxRow
 from bot.gateway.running import RunningTurns
 from bot.gateway.users import User
-from bot.media import MediaSource, ReadMedia, heard_line
-from bot.sanitize import clean_incoming
+from bot.text.sanitize import clean_incoming
+from bot.turn.commands import command_word
+from bot.turn.media import MediaSource, ReadMedia, heard_line
 from bot.work.relay import Relay
 
 log = logging.getLogger(__name__)

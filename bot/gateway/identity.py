@@ -8,10 +8,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot import phones
 from bot.db import Database, Row
 from bot.gateway.users import User, UserStore, user_of
-from bot.phones import TimezoneGuess
+from bot.text import phones
+from bot.text.phones import TimezoneGuess
 
 # No 0/O, 1/I/L: codes are read aloud and typed on phones.
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"

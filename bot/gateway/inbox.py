@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.db import Database, Queries, Row
-from bot.envelopes import (
+from bot.contracts.envelopes import (
     ButtonPress,
     IncomingMessage,
     MediaRef,
@@ -21,6 +20,7 @@ from bot.envelopes import (
     TriggerMessage,
     Urgency,
 )
+from bot.db import Database, Queries, Row
 from bot.gateway.identity import writer
 
 
@@ -150,7 +150,7 @@ class InboxStore:
             " AND status = 'received' RETURNING id", status, at, row_id) is not None
 
     async def mark_steered(self, row_ids: list[int], turn_id: str, at: datetime) -> None:
-        """These messages joined a running turn (bot.steering): closed as part of it. A row
+        """These messages joined a running turn (bot.loop.steering): closed as part of it. A row
         closed already (a redone turn adds them again) stays as it is."""
         async with self.db.transaction() as tx:
             for row_id in row_ids:

@@ -3,7 +3,7 @@ can join it (not a command, not an answer to an approval) is handed to that turn
 waiting for a turn of its own (`gateway.mid_turn: steer`; `queue` keeps the old way).
 
 The message is in the inbox first, as every message is; the running turn's `TurnMailbox`
-holds its row id and text. The turn takes what is there before each LLM call (bot.steering),
+holds its row id and text. The turn takes what is there before each LLM call (bot.loop.steering),
 records it in its journal, and has the rows closed as `steered` (with the turn's id) here. A
 message the turn never took (it arrived during the last LLM call) stays `received` and gets a
 turn of its own after this one, as before. With several processes the message reaches the
@@ -13,9 +13,9 @@ joins the turn only if it is newer than the turn's own row.
 
 from __future__ import annotations
 
-from bot.clock import Clock
 from bot.gateway.inbox import InboxStore
-from bot.steering import Steered
+from bot.loop.steering import Steered
+from bot.plumbing.clock import Clock
 
 
 class TurnMailbox:

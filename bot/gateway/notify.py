@@ -17,13 +17,13 @@ from datetime import datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.clock import Clock
+from bot.contracts.envelopes import Delivery, Notification, Urgency, payload_of
 from bot.db import Database, Queries
-from bot.envelopes import Delivery, Notification, Urgency, payload_of
 from bot.gateway.health import ChannelHealth
 from bot.gateway.identity import IdentityStore
 from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.users import User, UserStore
+from bot.plumbing.clock import Clock
 
 log = logging.getLogger(__name__)
 

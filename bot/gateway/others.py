@@ -26,11 +26,11 @@ from enum import Enum
 
 from bot.approvals.effects import Effect
 from bot.approvals.model import ApprovalRequest, ExecutionStatus
-from bot.clock import Clock
 from bot.db import Database
 from bot.gateway.identity import IdentityStore
 from bot.gateway.notify import quiet_until
 from bot.gateway.outbox import FateStatus, Lane, OutboxStore
+from bot.plumbing.clock import Clock
 from persona.lines import ApprovalLines, fill
 
 KEY_PREFIX = "others:"

@@ -18,15 +18,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.clock import Clock
+from bot.contracts.envelopes import ApprovalPrompt, Delivery, Notification, Urgency
 from bot.db import Database, Queries
-from bot.envelopes import ApprovalPrompt, Delivery, Notification, Urgency
 from bot.gateway.delivery import ChannelSender, OutboxDeliverer
 from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.notify import Notifier, Reachable
 from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.prompt_edits import PromptEdits
 from bot.gateway.users import User, UserStore
+from bot.plumbing.clock import Clock
 from persona.lines import fill
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from datetime import datetime
 from enum import Enum, IntEnum
 from typing import Any
 
+from bot.contracts.envelopes import OutboundMessage, prompts_of, stop_of
 from bot.db import Database, Queries, Row
-from bot.envelopes import OutboundMessage, prompts_of, stop_of
 
 
 class Lane(IntEnum):

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from bot.clock import Clock
-from bot.commands import command_word
-from bot.envelopes import IncomingMessage
+from bot.contracts.envelopes import IncomingMessage
 from bot.gateway.inbox import InboxStore
 from bot.gateway.midturn import MidTurnQueue, TurnMailbox
-from bot.steering import Steered
+from bot.loop.steering import Steered
+from bot.plumbing.clock import Clock
+from bot.turn.commands import command_word
 
 AnswersApproval = Callable[[str, str], Awaitable[bool]]
 

@@ -14,7 +14,7 @@ them are folded away, oldest first, in chunks:
 The newest messages (at most `loop.max_history_messages` and a quarter of the budget, starting
 at a person's message: what a request keeps even when it must trim) stay as they are. The raw
 history is never changed; the request view carries the latest summary ahead of the messages
-after it (bot.context). A failure is logged and tried again after the next turn; a crash
+after it (bot.loop.context). A failure is logged and tried again after the next turn; a crash
 keeps the versions stored so far.
 """
 
@@ -25,16 +25,16 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
-from bot.background import Background
-from bot.clock import Clock
-from bot.context import ContextManager
-from bot.llm import LLM
-from bot.loop_types import ReactLoopConfig
+from bot.llm.port import LLM
+from bot.loop.context import ContextManager
+from bot.loop.types import ReactLoopConfig
 from bot.memory.extract import MAX_SAID_CHARS, MemoryExtractor, speaks_of_themselves
 from bot.memory.history import HistoryStore
 from bot.memory.queue import Job
 from bot.memory.summaries import Summary, SummaryStore
-from bot.turn import ComposedTurn, TurnContext
+from bot.plumbing.background import Background
+from bot.plumbing.clock import Clock
+from bot.turn.model import ComposedTurn, TurnContext
 
 log = logging.getLogger(__name__)
 

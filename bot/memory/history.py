@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.db import Database, Queries, Row
-from bot.masking import WRITTEN_BY
+from bot.loop.masking import WRITTEN_BY
 
 Message = dict[str, Any]
 _COLUMNS = 9

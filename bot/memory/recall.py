@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from bot.db.turn_reads import may_hold
 from bot.memory.facts import HOLDING, Fact, FactStore
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
-from bot.turn import Continue, StepResult, TurnContext
+from bot.turn.model import Continue, StepResult, TurnContext
 
 log = logging.getLogger(__name__)
 

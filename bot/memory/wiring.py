@@ -9,19 +9,19 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from bot.clock import Clock
-from bot.commands import Command
 from bot.config import Settings
 from bot.db import Database
-from bot.llm import LLM
+from bot.llm.openai_client import OpenAILLM
+from bot.llm.port import LLM
 from bot.memory.extract import MemoryExtractor
 from bot.memory.facts import FactStore
 from bot.memory.queue import ExtractionQueue
 from bot.memory.recall import MemoryRecall, Recaller
 from bot.memory.service import MemoryService
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
-from bot.openai_llm import OpenAILLM
-from bot.turn import TurnContext
+from bot.plumbing.clock import Clock
+from bot.turn.commands import Command
+from bot.turn.model import TurnContext
 from persona.lines import MemoryLines
 
 log = logging.getLogger(__name__)

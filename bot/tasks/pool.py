@@ -15,9 +15,9 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from bot.clock import Clock
 from bot.db import Database, Row
 from bot.db.turn_reads import Holding, may_hold, now_holds
+from bot.plumbing.clock import Clock
 from bot.tasks.model import PausedTask, PoolNotice
 
 log = logging.getLogger(__name__)

@@ -24,13 +24,13 @@ from dataclasses import replace
 from datetime import datetime
 
 from bot.approvals.model import ApprovalDraft
-from bot.envelopes import TurnStop
-from bot.journal import TurnJournal
-from bot.llm import LLM, LLMError
+from bot.contracts.envelopes import TurnStop
+from bot.llm.port import LLM, LLMError
+from bot.loop.journal import TurnJournal
 from bot.tasks.model import Fit, PausedTask, PoolNotice, TaskHandler, Verdict
 from bot.tasks.pool import AgentPool
 from bot.tools import ToolExecutionContext, ToolStatus
-from bot.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
+from bot.turn.model import Answered, Continue, Joined, StepResult, TurnContext, merge
 from persona.lines import TaskLines, fill
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class Resumer:
         self.lines = lines
         self.answer_check = answer_check
         # A turn redone after a crash reuses what resuming a task did (an agent that ran is
-        # never run again): bot.journal, like the loop's tool calls.
+        # never run again): bot.loop.journal, like the loop's tool calls.
         self.journal = journal
 
     # --- before the loop ----------------------------------------------------------------------

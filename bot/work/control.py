@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from bot.backoff import backoff_delay
+from bot.plumbing.backoff import backoff_delay
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from bot.backoff import backoff_delay
+from bot.plumbing.backoff import backoff_delay
 
 log = logging.getLogger(__name__)
 

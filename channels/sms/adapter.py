@@ -18,11 +18,11 @@ from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.http.response import Response
 from twilio.rest import Client
 
-from bot.brief import Brevity
 from bot.channel import ChannelDown, ChannelFeatures, PermanentSendError, TransientSendError
-from bot.clock import Clock
-from bot.envelopes import LoopEvent, OutboundMessage
+from bot.contracts.envelopes import LoopEvent, OutboundMessage
 from bot.gateway.identity import IdentityStore
+from bot.plumbing.clock import Clock
+from bot.turn.brief import Brevity
 from channels.sms.gsm import MULTI_GSM
 from channels.sms.render import MAX_CHARS, SmsBody, render, segments_of
 from channels.sms.store import SmsStore

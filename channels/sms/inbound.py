@@ -17,11 +17,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
-from bot.approvals.options import Option
-from bot.envelopes import IncomingMessage
+from bot.contracts.envelopes import IncomingMessage
+from bot.contracts.options import Option
 from bot.gateway.door import ChannelHost
 from bot.gateway.identity import Identity
-from bot.phones import normalize_or_keep
+from bot.text.phones import normalize_or_keep
 from persona.lines import SmsLines
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.envelopes import ApprovalPrompt, OutboundMessage
-from bot.textsplit import split_text
+from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage
+from bot.text.split import split_text
 from channels.sms.gsm import Encoding, cost, fold
 from persona.lines import DEFAULT, SmsLines, fill
 

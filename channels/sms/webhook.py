@@ -4,7 +4,7 @@ Both are signed: X-Twilio-Signature is checked with twilio's RequestValidator ag
 PUBLIC URL (VALET_PUBLIC_URL + path + query), because behind a proxy the URL this server sees
 is not the one Twilio signed. A missing or wrong signature gets 403 and touches nothing; a
 body over the limit gets 413 (before it is read when its length says so), one that does not
-arrive in time 408 (bot.request_body). Twilio is answered with an empty TwiML document as
+arrive in time 408 (bot.plumbing.request_body). Twilio is answered with an empty TwiML document as
 soon as the message is durable; the reply goes later, through the outbox.
 """
 
@@ -17,9 +17,9 @@ from aiohttp import web
 from multidict import MultiDict
 from twilio.request_validator import RequestValidator
 
-from bot.clock import Clock
 from bot.gateway.identity import IdentityStore
-from bot.request_body import BodyError, BodyLimits, read_body, refused
+from bot.plumbing.clock import Clock
+from bot.plumbing.request_body import BodyError, BodyLimits, read_body, refused
 from channels.sms.inbound import CHANNEL, SmsInbound
 from channels.sms.store import SmsStore
 

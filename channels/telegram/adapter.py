@@ -26,7 +26,6 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, TelegramError
 
-from bot.approvals.options import Option
 from bot.channel import (
     ChannelDown,
     ChannelFeatures,
@@ -34,9 +33,10 @@ from bot.channel import (
     PermanentSendError,
     TransientSendError,
 )
-from bot.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
-from bot.media import MediaUnavailable
-from bot.offload import WorkFailed, WorkTimeout, run_bounded
+from bot.contracts.envelopes import ApprovalPrompt, LoopEvent, MediaRef, OutboundMessage
+from bot.contracts.options import Option
+from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
+from bot.turn.media import MediaUnavailable
 from channels.telegram.inbound import (
     CHANNEL,
     MAX_PHOTO_BYTES,
@@ -141,7 +141,7 @@ class TelegramChannel:
     async def progress(self, address: str, event: LoopEvent) -> None:
         await self.progress_board.on_event(address, event)
 
-    # --- media (bot.media.MediaSource) ------------------------------------------------------
+    # --- media (bot.turn.media.MediaSource) ------------------------------------------------------
 
     async def fetch_media(self, ref: MediaRef) -> bytes:
         """A photo's or a voice note's bytes, by its file id (getFile, then the file's

@@ -6,7 +6,7 @@ and nothing slow: media Valet cannot read get one short sentence (queued through
 gateway's outbox once per update, like every reply), and everything else goes through the
 door (the gateway), which stores it (duplicates stop on the update id) and applies the access
 policy. A voice note or a photo is stored as the file's id; its bytes are fetched (and a
-voice note transcribed) when its turn runs (bot.media), never before the update is stored.
+voice note transcribed) when its turn runs (bot.turn.media), never before the update is stored.
 Media from an unknown sender go to the door as a placeholder, so a stranger gets the pairing
 reply and costs no download.
 """
@@ -22,7 +22,7 @@ from typing import Protocol
 
 from telegram import Message, PhotoSize, Update
 
-from bot.envelopes import ButtonPress, IncomingMessage, MediaRef, PromptKind
+from bot.contracts.envelopes import ButtonPress, IncomingMessage, MediaRef, PromptKind
 from bot.gateway.door import Door
 from persona.lines import TelegramLines, fill
 
@@ -287,7 +287,7 @@ class InboundHandler:
             return
         # Stored as the file's id with no text: the gateway fetches and transcribes it when
         # its turn runs, writes the transcript into the row, and the reply's first line shows
-        # it, so the person sees what Valet understood (bot.media).
+        # it, so the person sees what Valet understood (bot.turn.media).
         await self._receive(item.origin, "", media=(
             MediaRef("voice", item.file_id, VOICE_MIME, item.size),))
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.envelopes import EventType, LoopEvent
+from bot.contracts.envelopes import EventType, LoopEvent
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from bot.envelopes import ApprovalPrompt
-from bot.textsplit import split_text
+from bot.contracts.envelopes import ApprovalPrompt
+from bot.text.split import split_text
 
 MAX_MESSAGE_CHARS = 4096
 SAFE_LINK_SCHEMES = ("http://", "https://", "tg://", "mailto:")
@@ -156,7 +156,7 @@ def prompt_html(prompt: ApprovalPrompt, numbered: bool) -> str:
 
 def message_parts(text: str, prompts: Sequence[ApprovalPrompt]) -> list[str]:
     """The message as Telegram HTML, split into parts that fit (module-level: a long one is
-    rendered in an offload worker, bot.offload)."""
+    rendered in an offload worker, bot.plumbing.offload)."""
     return split_html(message_html(text, prompts))
 
 

@@ -18,8 +18,8 @@ be written (the database is away) does the batch wait and come again.
 
 Webhook mode: Telegram posts to /telegram/webhook with the secret token header; a missing or
 wrong secret gets 403 before anything is parsed or stored (compared in constant time). The
-body is read with a limit, a depth and a time bound (bot.request_body): what is not an update
-gets 400. An update is tried the same way; it is answered 200 once it is stored or given up,
+body is read with a limit, a depth and a time bound (bot.plumbing.request_body): what is not an
+update gets 400. An update is tried the same way; it is answered 200 once it is stored or given up,
 500 (Telegram sends it again) only when the database is away.
 """
 
@@ -42,11 +42,11 @@ from telegram.error import Conflict, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
 
-from bot.backoff import backoff_delay
 from bot.channel import MenuCommand
 from bot.config import ConfigError, Settings, TelegramSettings
 from bot.gateway.door import ChannelHost, Door
-from bot.request_body import BodyError, BodyLimits, read_json_object, refused
+from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.request_body import BodyError, BodyLimits, read_json_object, refused
 from channels.telegram.adapter import TelegramChannel, retry_after_seconds
 from channels.telegram.checks import ALLOWED_UPDATES as ALLOWED_UPDATES
 from channels.telegram.checks import DEFAULT_API_URL, register_webhook, set_menu
@@ -130,7 +130,7 @@ class TelegramService:
             settings=InboundSettings(groups=settings.groups, vision=vision,
                                      hears_voice=hears_voice), lines=lines, now=now)
         self.door = door
-        self.menu = list(menu)  # the command table's commands for Telegram (bot.commands)
+        self.menu = list(menu)  # the command table's commands for Telegram (bot.turn.commands)
         self.owner_chats = list(owner_chats)  # their menu lists the owner's commands too
         self.lease = lease
         self.poll_timeout = poll_timeout

@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 from bot.app import App
 from bot.channel import ChannelFeatures
 from bot.config import load_settings
-from bot.envelopes import IncomingMessage
+from bot.contracts.envelopes import IncomingMessage
 from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.llm import LLMResponse, TokenUsage
+from bot.llm.port import LLMResponse, TokenUsage
 from tests.bench.stats import line, pct
 from tests.servers import ThrowawayPostgres, find_pg_bin
 

@@ -15,10 +15,10 @@ import time
 import openai
 from openai.types.chat import ChatCompletion
 
-from bot.clock import SystemClock
-from bot.context import ContextManager
-from bot.loop import LoopDeps, ReactLoopConfig, react_loop
-from bot.openai_llm import OpenAILLM
+from bot.llm.openai_client import OpenAILLM
+from bot.loop.context import ContextManager
+from bot.loop.react import LoopDeps, ReactLoopConfig, react_loop
+from bot.plumbing.clock import SystemClock
 from bot.tools import ToolExecutionContext
 from tests.bench.stats import line
 from tests.fakes.fake_openai import FakeOpenAI, Reply

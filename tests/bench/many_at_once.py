@@ -20,7 +20,7 @@ from typing import Any
 
 from bot.app import App
 from bot.config import OwnerSettings, load_settings
-from bot.envelopes import IncomingMessage, Notification
+from bot.contracts.envelopes import IncomingMessage, Notification
 from bot.gateway.access import AccessSettings, ChannelAccess
 from channels.telegram.service import TelegramService
 from tests.bench.gateway import SleepyLLM

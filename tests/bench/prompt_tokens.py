@@ -21,11 +21,11 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.clock import FakeClock
 from bot.config import load_settings
-from bot.context import ContextManager
+from bot.contracts.envelopes import Inbound
 from bot.credentials import new_key
-from bot.envelopes import Inbound
+from bot.loop.context import ContextManager
+from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_open_meteo import FakeOpenMeteo
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 

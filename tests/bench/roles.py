@@ -129,7 +129,7 @@ async def _front(dsn: str, redis: str) -> Any:
 
 
 def _msg(address: str, tag: str) -> Any:
-    from bot.envelopes import IncomingMessage
+    from bot.contracts.envelopes import IncomingMessage
 
     return IncomingMessage(channel="bench", address=address, external_id=f"{address}-{tag}",
                            text="hello", received_at=datetime.now(UTC))

@@ -22,7 +22,7 @@ from bot.app import App
 from bot.channel import ChannelFeatures
 from bot.config import TriggerSettings, load_settings
 from bot.gateway.access import AccessSettings
-from bot.llm import LLMResponse, TokenUsage
+from bot.llm.port import LLMResponse, TokenUsage
 from triggers.engine import TriggerEngine
 from triggers.executors import default_executors
 from triggers.model import Misfire, Task, TaskStatus, TriggerKind

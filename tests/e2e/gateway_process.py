@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from bot.app import App
 from bot.config import load_settings
-from bot.envelopes import IncomingMessage, OutboundMessage
+from bot.contracts.envelopes import IncomingMessage, OutboundMessage
 
 
 class PrintingSender:

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from bot.config import OwnerSettings, TelegramSettings
-from bot.request_body import BodyLimits
+from bot.plumbing.request_body import BodyLimits
 from channels.telegram.lease import FileLease
 from channels.telegram.limiter import Limits, OutboundLimiter
 from channels.telegram.service import TelegramService, UpdateTries

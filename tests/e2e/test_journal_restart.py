@@ -10,7 +10,7 @@ import sqlite3
 import sys
 from collections.abc import Callable
 
-from bot.journal import INTERRUPTED
+from bot.loop.journal import INTERRUPTED
 from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Hang, Reply, ToolCall
 

@@ -8,7 +8,7 @@ import itertools
 import aiohttp
 import pytest
 
-from bot.clock import SystemClock
+from bot.plumbing.clock import SystemClock
 from channels.telegram.lease import FileLease
 from channels.telegram.limiter import Limits
 from channels.telegram.service import WEBHOOK_PATH
@@ -252,7 +252,7 @@ async def test_groups_are_off_by_default_and_on_only_when_mentioned_or_replied_t
 
 async def test_a_person_who_blocked_the_bot_is_unreachable_not_retried(start_telegram):
     from bot.channel import PermanentSendError
-    from bot.envelopes import OutboundMessage
+    from bot.contracts.envelopes import OutboundMessage
 
     h = await start_telegram()
     h.tg.user_says(OWNER_CHAT, "/whoami")
@@ -270,7 +270,7 @@ async def test_a_person_who_blocked_the_bot_is_unreachable_not_retried(start_tel
 async def test_a_long_message_cut_short_by_a_server_error_sends_only_the_rest_on_retry(
         start_telegram):
     from bot.channel import TransientSendError
-    from bot.envelopes import OutboundMessage
+    from bot.contracts.envelopes import OutboundMessage
 
     h = await start_telegram()
     h.tg.user_says(OWNER_CHAT, "/whoami")

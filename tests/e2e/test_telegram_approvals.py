@@ -15,7 +15,7 @@ from tests.fakes.fake_openai import Reply, ToolCall
 async def test_edit_shows_the_outcome_and_drops_the_buttons(start_telegram, fake_llm):
     from datetime import UTC, datetime
 
-    from bot.envelopes import ApprovalPrompt, OutboundMessage
+    from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage
 
     h = await start_telegram()
     h.tg.user_says(OWNER_CHAT, "/whoami")
@@ -129,7 +129,7 @@ async def test_a_tap_is_answered_at_once_and_the_prompt_then_shows_the_outcome(
 
 async def test_an_expired_prompt_is_edited_when_the_sweeper_settles_it(
         start_telegram, fake_llm, tmp_path):
-    from bot.clock import FakeClock
+    from bot.plumbing.clock import FakeClock
 
     clock = FakeClock()
     risky_registry(tmp_path)

@@ -12,8 +12,8 @@ from typing import Any
 
 import aiohttp
 
-from bot.envelopes import IncomingMessage
-from bot.request_body import BodyLimits
+from bot.contracts.envelopes import IncomingMessage
+from bot.plumbing.request_body import BodyLimits
 from channels.telegram.service import WEBHOOK_PATH, UpdateTries
 from persona import load_persona
 from tests.e2e.telegram_harness import OWNER_CHAT, SECRET, bot_messages
@@ -142,7 +142,7 @@ async def test_a_half_sent_body_is_cut_off_and_a_dropped_client_is_no_traceback(
     head = (f"POST {WEBHOOK_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             f"X-Telegram-Bot-Api-Secret-Token: {SECRET}\r\nContent-Length: 1000\r\n\r\n"
             ).encode()
-    caplog.set_level(logging.DEBUG, logger="bot.request_body")
+    caplog.set_level(logging.DEBUG, logger="bot.plumbing.request_body")
     answer = await _raw_request(h.webhook_base, head, b'{"update_id": 1, ', close=False)
     assert answer.startswith(b"HTTP/1.1 408")
     await asyncio.gather(*(_raw_request(h.webhook_base, head, b'{"upd', close=True)

@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app.serve import build_web_app
-from bot.envelopes import Inbound
+from bot.contracts.envelopes import Inbound
 
 LINK = re.compile(r"(/console/login\?t=[\w-]+)")
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from bot.clock import FakeClock
 from bot.config import AgentsSettings
-from bot.envelopes import Inbound
+from bot.contracts.envelopes import Inbound
+from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.fakes.sample_agents import SENT
@@ -438,7 +438,7 @@ async def test_an_approval_prompt_lists_every_argument_task_instruction_included
 async def test_a_turn_redone_after_a_crash_does_not_run_a_resumed_agent_again(
         app_factory, fake_llm):
     """The person answered the note's question, the note was saved, and the process died
-    before the turn was written: the redone turn reuses what resuming did (bot.journal)."""
+    before the turn was written: the redone turn reuses what resuming did (bot.loop.journal)."""
     import asyncio
 
     from tests.fakes.fake_openai import Hang

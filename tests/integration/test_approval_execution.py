@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.approvals.model import ApprovalStatus, ExecutionStatus
-from bot.envelopes import Inbound
+from bot.contracts.envelopes import Inbound
 from tests.fakes import risky_tools
 from tests.helpers import requests_of
 from tests.integration.test_approvals import ask_for_email, start

@@ -9,7 +9,7 @@ import pytest
 
 from bot.approvals.model import ApprovalStatus
 from bot.config import AgentsSettings, ApprovalSettings
-from bot.envelopes import ButtonPress, Inbound
+from bot.contracts.envelopes import ButtonPress, Inbound
 from channels.console import render_prompt
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply

@@ -1,4 +1,4 @@
-"""What "cancel" means depends on which steps of the turn read it (bot/turn_steps.py): with an
+"""What "cancel" means depends on which steps of the turn read it (bot/turn/order.py): with an
 approval pending and a task waiting, "/cancel" drops the task and leaves the approval; "cancel"
 rejects the approval, and the tasks step after it drops the task as well; with only one of
 them waiting, "cancel" settles that one."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bot.approvals.model import ApprovalStatus
-from bot.envelopes import TurnStop
+from bot.contracts.envelopes import TurnStop
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.envelopes import Inbound
+from bot.contracts.envelopes import Inbound
 from tests.fakes.fake_open_meteo import FakeOpenMeteo
 from tests.fakes.fake_openai import Reply, ToolCall
 

@@ -9,8 +9,8 @@ import re
 from datetime import UTC, datetime
 
 from bot.config import MemorySettings
-from bot.context import SUMMARY_HEADER
-from bot.envelopes import Inbound
+from bot.contracts.envelopes import Inbound
+from bot.loop.context import SUMMARY_HEADER
 from bot.memory.compaction import PROMPT as SUMMARY_PROMPT
 from bot.memory.extract import PROMPT as EXTRACTION_PROMPT
 from tests.fakes.fake_openai import Reply

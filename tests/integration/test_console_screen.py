@@ -4,7 +4,7 @@ that only produced an approval request, and the card numbered as /pending number
 from __future__ import annotations
 
 from bot.cli.chat import approval_gated
-from bot.envelopes import EventType, LoopEvent
+from bot.contracts.envelopes import EventType, LoopEvent
 from channels.console import ConsoleChannel, ConsoleChat
 from channels.console_tty import TtyScreen
 from tests.fakes.fake_openai import Reply, ToolCall
@@ -63,12 +63,12 @@ def test_log_lines_and_stall_warnings_never_reach_the_chat():
 
     notes: list[str] = []
     handler = ChatNotes(notes.append)
-    stall = logging.LogRecord("bot.stall", logging.WARNING, __file__, 1,
+    stall = logging.LogRecord("bot.plumbing.stall", logging.WARNING, __file__, 1,
                               "event loop stalled for %d ms (threshold %d ms); running: %s",
                               (900, 250, "x"), None)
     failure = logging.LogRecord("bot.gateway.gateway", logging.ERROR, __file__, 1,
                                 "turn %s failed", ("inbox-1",), None)
-    retry = logging.LogRecord("bot.llm", logging.WARNING, __file__, 1,
+    retry = logging.LogRecord("bot.llm.port", logging.WARNING, __file__, 1,
                               "llm call failed (%s, attempt %d): %s -> %s",
                               ("LLMRateLimitError", 1, "429", None), None)
     for record in (stall, failure, retry):

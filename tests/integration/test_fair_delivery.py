@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 
 from bot.app.database import open_database
 from bot.channel import PartlySent
-from bot.clock import FakeClock, SystemClock
+from bot.contracts.envelopes import OutboundMessage
 from bot.db import Database
-from bot.envelopes import OutboundMessage
 from bot.gateway.delivery import DeliveryPolicy, OutboxDeliverer
 from bot.gateway.outbox import Lane, OutboxStore
+from bot.plumbing.clock import FakeClock, SystemClock
 
 WAIT = 20.0  # generous: the machine is shared
 

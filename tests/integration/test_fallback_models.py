@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.config import FallbackModelSettings
-from bot.envelopes import Inbound
-from bot.fallback import provider_of
+from bot.contracts.envelopes import Inbound
+from bot.loop.fallback import provider_of
 from tests.fakes.fake_openai import Fail, FakeOpenAI, Reply, ToolCall
 from tests.fakes.fake_openai import Reply as LLMReply
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
-from bot.sanitize import clean_text
+from bot.text.sanitize import clean_text
 from channels.console import ConsoleChat
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming

@@ -8,14 +8,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.approvals.model import ApprovalDraft
-from bot.clock import FakeClock
-from bot.context import ContextManager
+from bot.contracts.envelopes import TurnStop
 from bot.db import Database
-from bot.envelopes import TurnStop
-from bot.journal import INTERRUPTED, TurnJournal
-from bot.llm import LLMResponse, TokenUsage
-from bot.llm import ToolCall as LLMToolCall
-from bot.loop import LoopDeps, ReactLoopResult, react_loop
+from bot.llm.port import LLMResponse, TokenUsage
+from bot.llm.port import ToolCall as LLMToolCall
+from bot.loop.context import ContextManager
+from bot.loop.journal import INTERRUPTED, TurnJournal
+from bot.loop.react import LoopDeps, ReactLoopResult, react_loop
+from bot.plumbing.clock import FakeClock
 from bot.tasks.model import PausedTask
 from bot.tools import ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus, tool
 from tests.fakes.fake_openai import Hang, Reply, ToolCall

@@ -7,8 +7,8 @@ import io
 import json
 import logging
 
-from bot.envelopes import Inbound
-from bot.logs import JsonFormatter, SecretValuesFilter, request_id
+from bot.contracts.envelopes import Inbound
+from bot.plumbing.logs import JsonFormatter, SecretValuesFilter, request_id
 from bot.tools import build_tool
 from tests.fakes.fake_openai import Reply, ToolCall
 

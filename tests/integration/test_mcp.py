@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import AgentsSettings
-from bot.envelopes import ButtonPress, Inbound
+from bot.contracts.envelopes import ButtonPress, Inbound
 from tests.fakes.fake_openai import FakeOpenAI, ToolCall
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import assert_closed, requests_of
@@ -294,11 +294,11 @@ async def test_a_call_cut_short_by_a_crash_runs_again_only_if_marked_safe_to_rep
     started the server: its journal, not the model, decides whether the call runs again."""
     from agents.registry import load_registry, registry_paths
     from bot.app.database import open_database
-    from bot.clock import FakeClock
-    from bot.context import ContextManager
-    from bot.envelopes import TurnStop
-    from bot.journal import INTERRUPTED, TurnJournal
-    from bot.loop import LoopDeps, react_loop
+    from bot.contracts.envelopes import TurnStop
+    from bot.loop.context import ContextManager
+    from bot.loop.journal import INTERRUPTED, TurnJournal
+    from bot.loop.react import LoopDeps, react_loop
+    from bot.plumbing.clock import FakeClock
     from bot.tools import ToolExecutionContext
     from tests.helpers import loop_config
 

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from bot.app.database import open_database
 from bot.cli import parser
 from bot.cli.memory import run_memory
-from bot.clock import FakeClock
 from bot.config import load_settings
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import UserStore
 from bot.memory.facts import FactStore
+from bot.plumbing.clock import FakeClock
 
 NOON = datetime(2026, 1, 5, 12, tzinfo=UTC)
 

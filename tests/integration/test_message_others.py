@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.approvals.model import ApprovalStatus
-from bot.clock import FakeClock
 from bot.config import ContactsSettings, OwnerSettings
+from bot.plumbing.clock import FakeClock
 from bot.tools import ToolExecutionContext
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.helpers import RecordingSender

@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.app.serve import build_web_app
-from bot.metrics import Metrics
+from bot.plumbing.metrics import Metrics
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
@@ -154,7 +154,7 @@ def test_two_apps_in_one_process_keep_their_own_counts():
 async def test_a_reminder_fired_late_shows_as_scheduler_lag(app_factory):
     from datetime import UTC, datetime, timedelta
 
-    from bot.clock import FakeClock
+    from bot.plumbing.clock import FakeClock
     from triggers.service import Owner
 
     clock = FakeClock(datetime(2026, 1, 5, 9, tzinfo=UTC))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.envelopes import Inbound, LoopEvent, Reply
+from bot.contracts.envelopes import Inbound, LoopEvent, Reply
 from tests.fakes.fake_openai import Fail, ToolCall
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import assert_closed

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from agents.notes import NoteStore
 from agents.reminders import ReminderStore
 from agents.tools.planning import PlanStep, PlanStore
-from bot.clock import FakeClock
 from bot.gateway.users import UserStore
+from bot.plumbing.clock import FakeClock
 from bot.tasks.model import PausedTask
 from bot.tasks.pool import AgentPool
 

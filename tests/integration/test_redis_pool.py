@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.redis_service import POOL_SIZE, open_redis
+from bot.plumbing.redis import POOL_SIZE, open_redis
 
 
 async def test_a_burst_wider_than_the_pool_waits_and_every_command_succeeds(redis_url):

@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 
 from bot.cli.turns import run_turns
-from bot.envelopes import Inbound
+from bot.contracts.envelopes import Inbound
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 
@@ -87,9 +87,9 @@ async def test_valet_turns_lists_and_shows_turns_from_the_database(app_factory, 
 
 
 async def test_a_turn_cut_short_is_shown_from_its_journal(app_factory, fake_llm, app_settings):
-    from bot.journal import TurnJournal
-    from bot.llm import LLMResponse
-    from bot.llm import ToolCall as Call
+    from bot.llm.port import LLMResponse
+    from bot.llm.port import ToolCall as Call
+    from bot.loop.journal import TurnJournal
 
     app = await app_factory()
     journal = TurnJournal(app.db, app.clock)

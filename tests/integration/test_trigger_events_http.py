@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.clock import FakeClock
 from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.untrusted import quote_untrusted
+from bot.plumbing.clock import FakeClock
+from bot.text.untrusted import quote_untrusted
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender
 from triggers.service import Owner

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from bot.clock import FakeClock
 from bot.config import TriggerSettings
 from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.plumbing.clock import FakeClock
 from tests.helpers import RecordingSender
 from triggers.service import Owner
 

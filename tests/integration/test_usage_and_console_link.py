@@ -9,8 +9,8 @@ from datetime import UTC, date, datetime
 import pytest
 
 from bot.config import ConfigError, ConsoleSettings, OwnerSettings
-from bot.llm import TokenUsage
-from bot.usage import UsageStore
+from bot.llm.port import TokenUsage
+from bot.turn.usage import UsageStore
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.integration.console_harness import say
 

@@ -8,8 +8,8 @@ import json
 from agents.base import AgentStatus, InputField, StandardAgent
 from agents.runtime import APPROVAL_MARK, AgentSpec, agent_tool
 from bot.approvals.model import ApprovalDraft
-from bot.clock import FakeClock
-from bot.llm import ToolCall
+from bot.llm.port import ToolCall
+from bot.plumbing.clock import FakeClock
 from bot.tasks.model import PausedTask
 from bot.tools import ToolExecutionContext, ToolRegistry, ToolStatus, run_tool_call
 from tests.fakes.sample_agents import EmailAgent, TicketAgentV1, TicketAgentV2

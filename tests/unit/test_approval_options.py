@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from bot.approvals.options import APPROVE_WORDS, CANCEL_WORDS, Option
 from bot.approvals.replies import Verdict, parse_reply
-from bot.envelopes import ApprovalPrompt, ButtonPress, PromptKind
+from bot.contracts.envelopes import ApprovalPrompt, ButtonPress, PromptKind
+from bot.contracts.options import APPROVE_WORDS, CANCEL_WORDS, Option
 from bot.gateway.access import pairing_prompt
 from channels.telegram.inbound import callback_data, parse_callback, pressed
 from tests.unit.test_approval_replies import EMAIL

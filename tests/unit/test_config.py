@@ -257,7 +257,7 @@ def test_the_loop_mode_and_summary_budget_are_checked(tmp_path):
 
 def test_the_main_key_is_never_sent_to_another_endpoint(tmp_path):
     from bot.app.models import build_fallbacks
-    from bot.metrics import Metrics
+    from bot.plumbing.metrics import Metrics
 
     path = write(tmp_path, "valet.yaml", """llm:
   base_url: https://api.main.example/v1

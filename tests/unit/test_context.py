@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import copy
 
-from bot.context import FORCE_TRIM, NORMAL, TRIM, TRUNCATE_ALL, ContextManager, close_tool_calls
-from bot.loop import ReactLoopConfig
+from bot.loop.context import (
+    FORCE_TRIM,
+    NORMAL,
+    TRIM,
+    TRUNCATE_ALL,
+    ContextManager,
+    close_tool_calls,
+)
+from bot.loop.react import ReactLoopConfig
 from tests.helpers import assert_closed
 
 SYSTEM = [{"role": "system", "content": "persona"}]

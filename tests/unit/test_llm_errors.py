@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.llm import (
+from bot.llm.port import (
     ERROR_HANDLERS,
     Escalate,
     GiveUp,
@@ -16,7 +16,7 @@ from bot.llm import (
     handler_for,
     summarize_args,
 )
-from bot.loop import ReactLoopConfig
+from bot.loop.react import ReactLoopConfig
 
 CFG = ReactLoopConfig(llm_max_retries=3, llm_retry_base_delay=1.0, llm_retry_max_delay=30.0)
 

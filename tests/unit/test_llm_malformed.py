@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from bot.clock import FakeClock
-from bot.llm import (
+from bot.llm.openai_client import MAX_ARGUMENT_DEPTH, json_depth
+from bot.llm.port import (
     ERROR_HANDLERS,
     LLMMalformedResponseError,
     call_with_recovery,
     retry_with_backoff,
 )
-from bot.openai_llm import MAX_ARGUMENT_DEPTH, json_depth
+from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Raw, Reply, ToolCall
 from tests.helpers import loop_config
 

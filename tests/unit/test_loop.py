@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from bot.clock import FakeClock
-from bot.envelopes import EventType, LoopEvent, TurnStop
-from bot.llm import LLMAuthError, LLMServerError
+from bot.contracts.envelopes import EventType, LoopEvent, TurnStop
+from bot.llm.port import LLMAuthError, LLMServerError
+from bot.plumbing.clock import FakeClock
 from bot.tools import ToolStatus
 from tests.fakes.fake_openai import ContextOverflow, Fail, Hang, Reply, ToolCall
 from tests.helpers import CountingTools, assert_closed, loop_config, run_loop
@@ -177,8 +177,8 @@ async def test_auth_errors_go_to_the_caller_at_once(fake_llm, llm):
 
 
 async def test_a_timeout_is_retried_once(fake_llm):
-    from bot.llm import LLMTimeoutError
-    from bot.openai_llm import OpenAILLM
+    from bot.llm.openai_client import OpenAILLM
+    from bot.llm.port import LLMTimeoutError
 
     quick = OpenAILLM(base_url=fake_llm.base_url, api_key="t", model="m", timeout=0.2)
     try:

@@ -4,7 +4,7 @@ cut to the limit, attachments named, and a sender's text kept inside its untrust
 from __future__ import annotations
 
 from agents.email.mime import message_text, summary_of
-from bot.untrusted import quote_untrusted
+from bot.text.untrusted import quote_untrusted
 
 PLAIN = (b"From: =?utf-8?q?Jos=C3=A9?= <jose@example.com>\r\n"
          b"Subject: =?utf-8?q?Hola=1B[2J?=\r\n  again\r\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from bot.masking import WRITTEN_BY, ToolMessageMasker
+from bot.loop.masking import WRITTEN_BY, ToolMessageMasker
 from tests.helpers import assert_closed
 
 

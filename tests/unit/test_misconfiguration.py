@@ -7,7 +7,8 @@ import logging
 
 import pytest
 
-from bot.llm import (
+from bot.llm.openai_client import OpenAILLM
+from bot.llm.port import (
     LLMAuthError,
     LLMBadRequestError,
     LLMModelNotFoundError,
@@ -17,8 +18,7 @@ from bot.llm import (
     misconfiguration_hint,
     raise_to_caller,
 )
-from bot.openai_llm import OpenAILLM
-from bot.redact import RedactingFilter, install_redaction, redact_text
+from bot.text.redact import RedactingFilter, install_redaction, redact_text
 from persona import load_persona
 from tests.fakes.fake_openai import Fail
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.envelopes import ButtonPress, Inbound, MediaRef
-from bot.modes import choose_mode, is_small_talk
-from bot.turn import Continue, Joined
+from bot.contracts.envelopes import ButtonPress, Inbound, MediaRef
+from bot.turn.model import Continue, Joined
+from bot.turn.modes import choose_mode, is_small_talk
 
 
 @pytest.mark.parametrize("text", ["hi", "Hello!", "hey there", "Good morning Valet",

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from agents.tools.html_text import page_text
-from bot.offload import WorkerPool, WorkFailed, WorkTimeout
-from bot.stall import StallMonitor
+from bot.plumbing.offload import WorkerPool, WorkFailed, WorkTimeout
+from bot.plumbing.stall import StallMonitor
 
 
 def spin(seconds: float) -> int:
@@ -108,7 +108,7 @@ async def test_a_stall_is_logged_with_the_coroutine_that_held_the_loop(caplog):
     async def parse_synchronously():
         time.sleep(0.6)  # noqa: ASYNC251 - the point: CPU work done on the loop
 
-    with caplog.at_level(logging.WARNING, logger="bot.stall"):
+    with caplog.at_level(logging.WARNING, logger="bot.plumbing.stall"):
         await asyncio.sleep(0.05)
         await asyncio.create_task(parse_synchronously(), name="alice-turn")
         await asyncio.sleep(0.2)  # the heartbeat comes back and records the stall

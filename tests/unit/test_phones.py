@@ -10,7 +10,7 @@ from bot.config import ConfigError, load_settings
 from bot.db import connect
 from bot.gateway.identity import IdentityStore
 from bot.gateway.users import UserStore
-from bot.phones import PhoneNumberError, guess_timezone, normalize
+from bot.text.phones import PhoneNumberError, guess_timezone, normalize
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

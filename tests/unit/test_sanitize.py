@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.envelopes import IncomingMessage
-from bot.sanitize import clean_incoming, clean_json_text, clean_text
+from bot.contracts.envelopes import IncomingMessage
+from bot.text.sanitize import clean_incoming, clean_json_text, clean_text
 
 
 @pytest.mark.parametrize(("raw", "clean"), [

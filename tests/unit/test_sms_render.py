@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.envelopes import ApprovalPrompt, OutboundMessage
+from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage
 from channels.sms.gsm import Encoding, cost, fold, is_gsm
 from channels.sms.render import RESERVED_WORDS, plain_text, render, split_messages
 

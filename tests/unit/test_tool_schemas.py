@@ -6,8 +6,8 @@ from typing import Literal
 
 import pytest
 
-from bot.clock import FakeClock
-from bot.llm import ToolCall
+from bot.llm.port import ToolCall
+from bot.plumbing.clock import FakeClock
 from bot.tools import ToolExecutionContext, ToolRegistry, ToolStatus, run_tool_call, tool
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.commands import Command
 from bot.config import Settings
 from bot.gateway.console_login import LINK_TTL, ConsoleLogins
 from bot.gateway.users import User
-from bot.turn import TurnContext
+from bot.turn.commands import Command
+from bot.turn.model import TurnContext
 from persona import Persona
 from persona.lines import fill
 

@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.redact import redact_text
+from bot.text.redact import redact_text
 
 KEPT = 20
 LINE = 300  # characters of a message shown

@@ -14,7 +14,7 @@ from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.console.render import Series, bar_chart
 from bot.gateway.console_login import ConsoleSession
-from bot.usage import UsageStore
+from bot.turn.usage import UsageStore
 from channels.sms.store import SmsStore
 
 PAGE = "/console/usage"

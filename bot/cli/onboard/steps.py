@@ -19,10 +19,10 @@ from bot.cli.onboard.ask import OnboardStop, Question, Questions
 from bot.cli.onboard.draft import Draft
 from bot.config import Settings
 from bot.config.sections import plain_http_problem
-from bot.llm import LLMAuthError, LLMError, LLMModelNotFoundError, LLMTimeoutError
-from bot.openai_llm import OpenAILLM
-from bot.phones import PhoneNumberError, normalize
-from bot.redact import redact_url
+from bot.llm.openai_client import OpenAILLM
+from bot.llm.port import LLMAuthError, LLMError, LLMModelNotFoundError, LLMTimeoutError
+from bot.text.phones import PhoneNumberError, normalize
+from bot.text.redact import redact_url
 from channels.sms.checks import NumberState, TwilioCheck, TwilioUnusable
 from channels.telegram.checks import TelegramUnusable, bot_username, make_bot, wait_for_start
 

@@ -1,0 +1,1 @@
+"""The types every layer shares. Nothing here imports the rest of Valet."""

@@ -1,0 +1,329 @@
+"""The LLM port: one `complete()` over any OpenAI-compatible endpoint, its error classes,
+and the table that says what to do about each error."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import openai
+
+from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.clock import Clock
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, Any]
+TextSink = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model wrote it; may be invalid
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, other: TokenUsage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+
+@dataclass
+class LLMResponse:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    finish_reason: str | None = None
+    # What a reasoning model said it thought (`reasoning_content`), when the endpoint returns
+    # it: shown in the turn's trace (/debug), never sent back to the model.
+    reasoning: str | None = None
+
+    def assistant_message(self) -> Message:
+        msg: Message = {"role": "assistant", "content": self.content or ""}
+        if self.tool_calls:
+            msg["tool_calls"] = [tc.to_wire() for tc in self.tool_calls]
+            if not self.content:
+                msg["content"] = None
+        return msg
+
+
+class LLM(Protocol):
+    model: str
+
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
+        on_text: TextSink | None = None,
+    ) -> LLMResponse:
+        """One chat completion. With `on_text`, streams and feeds it the text as it comes."""
+        ...
+
+    async def list_models(self) -> list[str]: ...
+
+    async def close(self) -> None: ...
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+class LLMError(Exception):
+    """Any failure of an LLM call, already classified."""
+
+    # Set by the loop on an error that ends a turn: what the person added while it ran
+    # (bot.loop.steering), so the turn's record keeps their words.
+    said_mid_turn: tuple[str, ...] = ()
+
+
+class LLMRateLimitError(LLMError):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class LLMTimeoutError(LLMError):
+    pass
+
+
+class LLMServerError(LLMError):
+    """5xx or a dropped connection: transient, worth a bounded number of retries."""
+
+
+class LLMAuthError(LLMError):
+    pass
+
+
+class LLMContextOverflowError(LLMError):
+    pass
+
+
+class LLMContextExhaustedError(LLMError):
+    """Every step of the context-overflow recovery chain failed."""
+
+
+class LLMBadRequestError(LLMError):
+    """The request is wrong in a way no retry fixes (unknown model, bad parameter)."""
+
+
+class LLMMalformedResponseError(LLMError):
+    """The endpoint answered, but not with a usable completion: a body that is not JSON, no
+    choices, a null message, tool-call arguments nested absurdly deep. Retried like a server
+    error, at the call: the turn is never re-run for it (its tools already ran)."""
+
+
+class LLMModelNotFoundError(LLMBadRequestError):
+    """The endpoint does not know the configured model (404 / model_not_found)."""
+
+
+def is_misconfiguration(err: BaseException) -> bool:
+    """True when waiting will not help: the key was refused or the model does not exist. The
+    user is told the assistant is misconfigured, the owner what to fix (`valet doctor`)."""
+    return isinstance(err, LLMAuthError | LLMModelNotFoundError)
+
+
+def misconfiguration_hint(err: BaseException) -> str:
+    """One line for the owner's log: what is wrong and what to check."""
+    if isinstance(err, LLMAuthError):
+        return ("the LLM endpoint refused the API key: check VALET_LLM_API_KEY / "
+                "OPENAI_API_KEY, then run `valet doctor`")
+    if isinstance(err, LLMModelNotFoundError):
+        return ("the LLM endpoint does not know the model: check VALET_LLM_MODEL (or "
+                "llm.model) against `valet doctor`, which lists the models it offers")
+    return str(err)
+
+
+_OVERFLOW_PATTERN = re.compile(
+    r"context.length|context.window|maximum context|too many tokens|prompt is too long"
+    r"|reduce the length|exceeds the (?:model'?s )?(?:maximum|max)",
+    re.IGNORECASE,
+)
+
+
+def classify_openai_error(err: openai.OpenAIError) -> LLMError:
+    """Translate the client's exception into one of ours (the handler table's keys)."""
+    text = str(err)
+    if isinstance(err, openai.APITimeoutError):
+        return LLMTimeoutError(text)
+    if isinstance(err, openai.APIConnectionError):
+        return LLMServerError(text)
+    if isinstance(err, openai.RateLimitError):
+        return LLMRateLimitError(text, _retry_after(err.response))
+    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
+        return LLMAuthError(text)
+    if isinstance(err, openai.APIStatusError):
+        code = getattr(err, "code", None)
+        if err.status_code == 413 or code == "context_length_exceeded" or (
+            err.status_code == 400 and _OVERFLOW_PATTERN.search(text)
+        ):
+            return LLMContextOverflowError(text)
+        if err.status_code >= 500:
+            return LLMServerError(text)
+        if err.status_code == 404 or code == "model_not_found":
+            return LLMModelNotFoundError(text)
+        return LLMBadRequestError(text)
+    return LLMServerError(text)
+
+
+def _retry_after(response: Any) -> float | None:
+    headers = getattr(response, "headers", None) or {}
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / divisor)
+        except ValueError:
+            continue
+    return None
+
+
+# --- what to do about each error ---------------------------------------------------------
+
+
+class RetrySettings(Protocol):
+    llm_max_retries: int
+    llm_retry_base_delay: float
+    llm_retry_max_delay: float
+
+
+@dataclass(frozen=True)
+class Retry:
+    delay: float
+
+
+@dataclass(frozen=True)
+class Escalate:
+    """Shrink the request view one more step and try again."""
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    pass
+
+
+Decision = Retry | Escalate | GiveUp
+ErrorHandler = Callable[[LLMError, int, RetrySettings], Decision]
+
+
+def retry_with_backoff(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision:
+    if attempt > cfg.llm_max_retries:
+        return GiveUp()
+    # The server knows when it will take us again; never retry earlier than that (but wait
+    # no longer than the cap: past it, giving up and telling the user is better).
+    retry_after = err.retry_after if isinstance(err, LLMRateLimitError) else None
+    return Retry(backoff_delay(attempt, base=cfg.llm_retry_base_delay,
+                               cap=cfg.llm_retry_max_delay, retry_after=retry_after))
+
+
+def retry_once(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision:
+    return Retry(0.0) if attempt <= 1 else GiveUp()
+
+
+def raise_to_caller(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision:
+    return GiveUp()
+
+
+def recover_context(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision:
+    return Escalate()
+
+
+ERROR_HANDLERS: dict[type[LLMError], ErrorHandler] = {
+    LLMRateLimitError: retry_with_backoff,
+    LLMServerError: retry_with_backoff,
+    LLMMalformedResponseError: retry_with_backoff,
+    LLMTimeoutError: retry_once,
+    LLMAuthError: raise_to_caller,
+    LLMBadRequestError: raise_to_caller,
+    LLMContextOverflowError: recover_context,
+}
+
+
+def handler_for(err: LLMError) -> ErrorHandler:
+    for cls in type(err).__mro__:
+        if cls in ERROR_HANDLERS:
+            return ERROR_HANDLERS[cls]
+    return raise_to_caller
+
+
+ViewBuilder = Callable[[int], list[Message]]
+
+
+@dataclass
+class CallOutcome:
+    response: LLMResponse
+    recovery_level: int
+    retries: int
+
+
+async def call_with_recovery(
+    llm: LLM,
+    build_view: ViewBuilder,
+    tools: list[dict[str, Any]] | None,
+    cfg: RetrySettings,
+    clock: Clock,
+    *,
+    max_recovery_level: int,
+    start_level: int = 0,
+    on_text: TextSink | None = None,
+) -> CallOutcome:
+    """Call the LLM, applying ERROR_HANDLERS. `build_view(level)` gives the request messages
+    for a recovery level (0 = normal); context overflow moves to the next level."""
+    level = start_level
+    attempts: dict[type[LLMError], int] = {}
+    retries = 0
+    while True:
+        try:
+            response = await llm.complete(build_view(level), tools, on_text=on_text)
+            return CallOutcome(response, level, retries)
+        except LLMError as err:
+            kind = type(err)
+            attempts[kind] = attempts.get(kind, 0) + 1
+            decision = handler_for(err)(err, attempts[kind], cfg)
+            log.warning("llm call failed (%s, attempt %d): %s -> %s",
+                        kind.__name__, attempts[kind], short_error(err), decision)
+            match decision:
+                case Retry(delay):
+                    retries += 1
+                    await clock.sleep(delay)
+                case Escalate():
+                    if level >= max_recovery_level:
+                        raise LLMContextExhaustedError(str(err)) from err
+                    level += 1
+                case GiveUp():
+                    raise
+
+
+def short_error(err: Exception) -> str:
+    text = str(err)
+    return text if len(text) < 200 else text[:200] + "..."
+
+
+def summarize_args(arguments: str, limit: int = 80) -> dict[str, Any]:
+    """A short snapshot of tool arguments for telemetry: long values are cut."""
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError:
+        return {"_raw": arguments[:limit]}
+    if not isinstance(parsed, dict):
+        return {"_value": str(parsed)[:limit]}
+    return {k: (v if isinstance(v, int | float | bool) or v is None else str(v)[:limit])
+            for k, v in parsed.items()}

@@ -1,0 +1,350 @@
+"""handle_message: a turn as a pipeline of values.
+
+    prepare_context -> should_process -> steps (each returns a value) -> the loop
+    -> open_waits (tasks paused, approvals opened: durable before the reply)
+    -> compose_turn (the one place the stored turn is built) -> post_process (write once)
+
+The orchestrator does not know whether a person or a trigger spoke, nor which channel will
+render the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import aiohttp
+
+from bot.approvals.flow import ApprovalFlow
+from bot.approvals.model import ApprovalDraft
+from bot.capabilities import OPEN_TOOL, ToolExposure
+from bot.channel import Channel
+from bot.contracts.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
+from bot.db import Queries
+from bot.gateway.ratelimit import SlidingWindowLimiter
+from bot.gateway.users import UserStore
+from bot.llm.port import (
+    LLM,
+    LLMError,
+    LLMMalformedResponseError,
+    is_misconfiguration,
+    misconfiguration_hint,
+)
+from bot.loop.context import ContextManager
+from bot.loop.fallback import ModelSlot
+from bot.loop.journal import TurnJournal
+from bot.loop.react import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
+from bot.loop.steering import Steering
+from bot.memory.history import HistoryStore
+from bot.memory.summaries import SummaryStore
+from bot.plumbing import logs
+from bot.plumbing.clock import Clock
+from bot.plumbing.metrics import Metrics
+from bot.tasks.model import PausedTask
+from bot.tasks.resume import Resumer
+from bot.tools import ToolExecutionContext, ToolRegistry
+from bot.turn.brief import made_brief
+from bot.turn.compose import LLMFailure, Waits, compose_turn
+from bot.turn.model import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
+from bot.turn.modes import choose_mode
+from bot.turn.telemetry import TranscriptWriter, turn_record
+from bot.turn.trace_store import TraceStore, turn_trace
+from bot.turn.usage import UsageStore
+from persona import Persona
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class OrchestratorDeps:
+    llm: LLM
+    registry: ToolRegistry
+    history: HistoryStore
+    users: UserStore
+    persona: Persona
+    clock: Clock
+    loop_config: ReactLoopConfig = field(default_factory=ReactLoopConfig)
+    limiter: SlidingWindowLimiter | None = None
+    transcripts: TranscriptWriter = field(default_factory=lambda: TranscriptWriter(None))
+    # What tools may use (agents.services.Services), passed through without a look inside.
+    tool_services: object = None
+    # The channels replies go out on, by name (filled as they start): what brief means there.
+    channels: Mapping[str, Channel] = field(default_factory=dict)
+    http: aiohttp.ClientSession | None = None  # shared by the tools
+    steps: list[Step] = field(default_factory=list)  # before the loop (bot.turn.order)
+    approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
+    tasks: Resumer | None = None  # stores the tasks that paused this turn
+    journal: TurnJournal | None = None  # a redone turn continues from it (bot.loop.journal)
+    exposure: ToolExposure | None = None  # capabilities: tools shown when needed
+    # Called with the stored turn before the reply goes out; each only schedules its work
+    # (memory extraction runs in the background), so none may delay the reply.
+    after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
+    metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
+    traces: TraceStore | None = None  # what each turn did, for /debug and `valet turns`
+    # The running summary of older messages (bot.memory.compaction): a turn loads the latest
+    # and only the messages after it.
+    summaries: SummaryStore | None = None
+    provider: str = ""  # whose tool-message format `llm` reads and writes (bot.loop.fallback)
+    fallbacks: tuple[ModelSlot, ...] = ()  # the turn goes on with these when `llm` fails
+    usage: UsageStore | None = None  # tokens and requests per turn (the owner's console)
+
+
+class Orchestrator:
+    def __init__(self, deps: OrchestratorDeps) -> None:
+        self.deps = deps
+        self.context = ContextManager(deps.loop_config)
+        self.loop_deps = LoopDeps(deps.llm, deps.registry, self.context, deps.clock,
+                                  gate=deps.approvals.gate if deps.approvals else None,
+                                  journal=deps.journal, tool_choice=deps.exposure,
+                                  provider=deps.provider, fallbacks=deps.fallbacks)
+        self.fallback: FallbackLines = deps.persona.lines
+
+    async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
+                             cancel: asyncio.Event | None = None,
+                             steering: Steering | None = None,
+                             writes: Queries | None = None) -> Reply:
+        """`writes`: where the stored turn goes (the gateway's batch: committed with the
+        reply and the message's close, all or nothing); None: written before returning."""
+        started = time.perf_counter()
+        # Log lines of this turn carry its id, not the id of the request that woke its queue.
+        ids = (logs.turn_id.set(msg.turn_id), logs.request_id.set(None))
+        try:
+            reply = await self._handle(msg, emit, cancel, steering, writes)
+        except Exception:
+            self.deps.metrics.turn_finished("error", time.perf_counter() - started)
+            raise
+        finally:
+            logs.turn_id.reset(ids[0])
+            logs.request_id.reset(ids[1])
+        self.deps.metrics.turn_finished(reply.stop, time.perf_counter() - started)
+        return reply
+
+    async def _handle(self, msg: Inbound, emit: EventSink | None,
+                      cancel: asyncio.Event | None, steering: Steering | None,
+                      writes: Queries | None) -> Reply:
+        ctx = await self.prepare_context(msg, cancel, steering)
+        rejection = self.should_process(ctx)
+        if rejection is not None:
+            return rejection
+        before = await self.run_steps(ctx)
+        run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
+        run = await self.made_brief(ctx, run)
+        waits = await self.open_waits(ctx, before, run)
+        lines = self.deps.persona.lines
+        turn = compose_turn(ctx, before, run, waits, approval_intro=(
+            lines.trigger_approval_intro if ctx.msg.from_trigger else lines.approval_intro))
+        await self.post_process(ctx, turn, run, writes)
+        if run is not None:
+            await self._keep_trace(ctx, before, run, waits, turn, writes)
+        for hook in self.deps.after_turn:
+            hook(ctx, turn)
+        return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
+                                              enumerate(turn.prompts, 1)),
+                     stop=turn.stop, turn_id=ctx.turn_id)
+
+    async def made_brief(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
+                         ) -> ReactLoopResult | LLMFailure | None:
+        """A triggered run's answer fits what its channel calls brief (a summary by SMS),
+        in what is sent and what the history keeps alike."""
+        if not ctx.msg.from_trigger or not isinstance(run, ReactLoopResult) \
+                or not run.response:
+            return run
+        sender = self.deps.channels.get(ctx.msg.channel)
+        brevity = sender.features.brevity if sender is not None else None
+        if brevity is None:
+            return run
+        text = await made_brief(run.response, brevity, self.deps.llm)
+        if text == run.response:
+            return run
+        said = [{**m, "content": text} if m.get("role") == "assistant"
+                and m.get("content") == run.response else m for m in run.new_messages]
+        return replace(run, response=text, new_messages=said)
+
+    async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None,
+                              steering: Steering | None = None) -> TurnContext:
+        deps = self.deps
+        user = await deps.users.get(msg.user_id)
+        if user is None:
+            raise LookupError(f"unknown user {msg.user_id!r}: the gateway admits users first")
+        turn_id = msg.turn_id or uuid.uuid4().hex
+        tool_ctx = ToolExecutionContext(
+            user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
+            channel=msg.channel, services=deps.tool_services,
+            triggered_by=msg.external_id if msg.from_trigger else None, turn_id=turn_id)
+        system = deps.persona.system_prompt(
+            channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
+            capabilities=self.capabilities(),
+            opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
+        logs.turn_id.set(turn_id)
+        summary = await deps.summaries.latest(user.id) if deps.summaries else None
+        history = await deps.history.load(user.id,
+                                          after_seq=summary.through_seq if summary else 0)
+        return TurnContext(msg, user, turn_id, system, history, tool_ctx,
+                           cancel or asyncio.Event(), steering=steering,
+                           summary=summary.text if summary else "")
+
+    def should_process(self, ctx: TurnContext) -> Reply | None:
+        if ctx.user.blocked:
+            return Reply("", silent=True, stop=TurnStop.BLOCKED)
+        limiter = self.deps.limiter
+        # The limit protects Valet from other people, not from its owner. A person's triggered
+        # runs (their tasks, their events) count against it like their messages.
+        if limiter is None or ctx.user.is_owner or limiter.allow(ctx.user.id):
+            return None
+        lines = self.deps.persona.lines
+        if ctx.msg.from_trigger is None:
+            return Reply(lines.rate_limited, stop=TurnStop.RATE_LIMITED)
+        # A burst of held-back runs is told once a window, not once a run.
+        told = not limiter.allow(f"told:{ctx.user.id}", limit=1)
+        return Reply(lines.trigger_rate_limited, stop=TurnStop.RATE_LIMITED, silent=told)
+
+    async def run_steps(self, ctx: TurnContext) -> StepResult:
+        """Each step in order gets the turn; the first that answers ends the turn there."""
+        outcome: StepResult = Continue()
+        for step in self.deps.steps:
+            outcome = merge(outcome, await step.before(ctx))
+            if isinstance(outcome, Answered):
+                break
+        return outcome
+
+    async def run_loop(self, ctx: TurnContext, before: StepResult, emit: EventSink | None
+                       ) -> ReactLoopResult | LLMFailure:
+        system = "\n\n".join([ctx.system, *before.context])
+        conversation = [*ctx.history, *_said_before(before), ctx.user_message,
+                        *(m for late in before.joined for m in late.messages())]
+        try:
+            return await react_loop(self.loop_deps, [{"role": "system", "content": system}],
+                                    conversation, ctx.tool_ctx, self.deps.loop_config,
+                                    emit=emit, fallback=self.fallback, cancel=ctx.cancel,
+                                    turn_id=ctx.turn_id, mode=choose_mode(
+                                        self.deps.loop_config.mode, ctx, before,
+                                        self.deps.persona.name),
+                                    summary=ctx.summary, steering=ctx.steering)
+        except LLMError as err:
+            log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
+                      type(err).__name__, err)
+            return LLMFailure(self.line_for(err), f"{type(err).__name__}: {err}",
+                              err.said_mid_turn)
+
+    def line_for(self, err: LLMError) -> str:
+        """What the person reads when the LLM could not be used: what actually happened."""
+        lines = self.deps.persona.lines
+        if is_misconfiguration(err):
+            log.error("Valet is misconfigured: %s", misconfiguration_hint(err))
+            return lines.misconfigured
+        if isinstance(err, LLMMalformedResponseError):
+            return lines.llm_malformed
+        return lines.llm_unavailable
+
+    async def open_waits(self, ctx: TurnContext, before: StepResult,
+                         run: ReactLoopResult | LLMFailure | None) -> Waits:
+        """What this turn leaves waiting, made durable before the reply goes out."""
+        pauses = [p for o in run.pauses for p in _each(o.pause)] \
+            if isinstance(run, ReactLoopResult) else []
+        tasks = [p for p in pauses if isinstance(p, PausedTask)]
+        drafts = [*before.drafts, *(p for p in pauses if isinstance(p, ApprovalDraft))]
+        notices = await self.deps.tasks.pause(ctx, tasks) if self.deps.tasks else []
+        opened = await self.deps.approvals.open(ctx, drafts) \
+            if self.deps.approvals and drafts else []
+        return Waits(prompts=(*before.prompts, *opened),
+                     questions=tuple(t.question for t in tasks), notices=tuple(notices))
+
+    async def post_process(self, ctx: TurnContext, turn: ComposedTurn,
+                           run: ReactLoopResult | LLMFailure | None,
+                           writes: Queries | None = None) -> None:
+        """Write the raw turn once, and with it (in `writes` when given) mark late outcomes
+        reported (a turn cut short before it is stored flows them back again). A command is
+        not conversation: the LLM never reads it (a command that changes the conversation,
+        like /cancel, ends as CANCELLED and is kept)."""
+        if turn.stop is TurnStop.COMMAND and not turn.settled:
+            return
+        await self.deps.history.append(ctx.user.id, ctx.turn_id, turn.stored,
+                                       channel=ctx.msg.channel, at=self.deps.clock.now(),
+                                       q=writes)
+        if self.deps.journal is not None:  # the turn is stored: nothing left to replay
+            await self.deps.journal.finish(ctx.turn_id, q=writes)
+        if turn.settled and self.deps.approvals is not None:
+            await self.deps.approvals.mark_reported(list(turn.settled), q=writes)
+        if isinstance(run, ReactLoopResult):
+            self.deps.metrics.tools_ran(run.tool_calls)
+            self.deps.metrics.loop_ran(run.mode, [(e["from"], e["to"]) for e in run.trace
+                                                  if e.get("kind") == "switch"])
+            self.deps.transcripts.write(turn_record(
+                ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
+            await self._record_usage(ctx, run, writes)
+
+    async def _record_usage(self, ctx: TurnContext, run: ReactLoopResult,
+                            writes: Queries | None) -> None:
+        """Once per turn (keyed by it); accounting never fails a turn that is stored."""
+        if self.deps.usage is None:
+            return
+        try:
+            await self.deps.usage.record(ctx.turn_id, ctx.user.id, ctx.msg.channel,
+                                         self.deps.clock.now(), run.token_usage,
+                                         run.llm_requests, q=writes)
+        except Exception:
+            log.warning("usage of turn %s not recorded", ctx.turn_id, exc_info=True)
+
+    async def _keep_trace(self, ctx: TurnContext, before: StepResult,
+                          run: ReactLoopResult | LLMFailure, waits: Waits,
+                          turn: ComposedTurn, writes: Queries | None) -> None:
+        if self.deps.traces is None:
+            return
+        now = self.deps.clock.now()
+        try:  # a trace explains a turn; failing to keep one never fails the turn
+            await self.deps.traces.write(turn_trace(ctx, before, run, waits, turn, now), now,
+                                         q=writes)
+        except Exception:
+            log.exception("the trace of turn %s could not be kept", ctx.turn_id)
+
+    async def stream_message(self, msg: Inbound) -> AsyncIterator[LoopEvent | Reply]:
+        """The same run as `handle_message`, as events, ending with the Reply."""
+        queue: asyncio.Queue[LoopEvent | Reply | BaseException] = asyncio.Queue()
+
+        async def emit(event: LoopEvent) -> None:
+            queue.put_nowait(event)
+
+        async def run() -> None:
+            try:
+                queue.put_nowait(await self.handle_message(msg, emit=emit))
+            except BaseException as err:  # handed to the consumer, re-raised there
+                queue.put_nowait(err)
+
+        task = asyncio.create_task(run())
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if isinstance(item, Reply):
+                    return
+        finally:
+            if not task.done():
+                task.cancel()
+
+    def capabilities(self) -> list[str]:
+        if self.deps.exposure is not None:  # the capabilities that are on, one line each
+            return self.deps.exposure.prompt_lines()
+        return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]
+
+
+def _each(pause: Any) -> tuple[Any, ...]:
+    """A call's pause, or a sub-task's several (bot.loop.subtasks)."""
+    return pause if isinstance(pause, tuple) else (pause,)
+
+
+def _said_before(before: StepResult) -> list[dict[str, Any]]:
+    if not before.notices:
+        return []
+    return [{"role": "assistant", "content": "\n\n".join(before.notices)}]
+
+
+def _first_sentence(text: str) -> str:
+    head = text.split(". ", 1)[0].strip().rstrip(".")
+    return head[:120]
