@@ -22,8 +22,9 @@ from typing import Any, Protocol
 from agents.contacts.contacts import contacts_of, several
 from agents.contacts.store import Contact
 from agents.services import services_of
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.gateway.others import SendOutcome, Sent
-from bot.tools import ToolExecutionContext, ToolOutcome, tool
+from bot.tools import ToolOutcome, tool
 
 MAX_TEXT = 1000
 SERVICE = "messages_to_others"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from agents.email.delivery import outcome_line
 from agents.email.outbox import MailOutbox, MailStatus
 from bot.approvals.effects import Effect
-from bot.approvals.model import ApprovalRequest, ExecutionStatus
+from bot.contracts.approvals import ApprovalRequest, ExecutionStatus
 from persona.lines import MailLines
 
 

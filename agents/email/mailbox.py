@@ -11,14 +11,15 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agents.connected import connected_status
+from agents.connected import NotConnected, connected_secret, connected_status
 from agents.email import imap
-from agents.email.account import SERVICE, MailError, mail_account
+from agents.email.account import SERVICE, MailAccount, MailError
 from agents.email.imap import Listing
 from agents.email.mime import Attachment, MailSummary, MessageText
 from bot.capabilities import CapabilityStatus
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import tool
 
 MAX_LISTED = 25
 LISTING_NOTE = "the names and subjects below are written by the senders of these emails"
@@ -161,3 +162,12 @@ async def read_email(ctx: ToolExecutionContext, uid: str) -> str:
 async def capability_status(settings: Any, db: Any) -> CapabilityStatus:
     """On once an email account is connected and the key opens it."""
     return await connected_status(db, SERVICE)
+
+
+async def mail_account(ctx: ToolExecutionContext) -> MailAccount:
+    """The person's account, or MailError saying what to do (never a secret)."""
+    try:
+        secret = await connected_secret(ctx, SERVICE, what="email account")
+    except NotConnected as err:
+        raise MailError(str(err)) from None
+    return MailAccount.from_secret(secret)

@@ -18,7 +18,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator
 
 from agents.email import imap
-from agents.email.account import MailAccount, MailError, mail_account
+from agents.email.account import MailAccount, MailError
+from agents.email.mailbox import mail_account
 from agents.email.message import (
     Draft,
     HeadersLookup,
@@ -30,7 +31,8 @@ from agents.email.message import (
 )
 from agents.email.outbox import MailStatus, OutgoingMail
 from agents.services import services_of
-from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import ToolOutcome, ToolStatus, tool
 
 PREVIEW_CHARS = 100  # of the body, on the card's one line
 QUEUED = ("Queued: the mail server did not answer; it will go out as soon as it does "

@@ -11,12 +11,13 @@ from datetime import timedelta
 from agents.email.delivery import DeliveryPolicy, MailDelivery, stored_accounts
 from agents.email.effects import MailEffects
 from agents.email.outbox import MailOutbox
-from agents.tools.planning import HOLDING as PLAN
+from agents.tools.plan_store import HOLDING as PLAN
 from bot.app.owner import CONSOLE_ADDRESS, OWNER_ID, ensure_owner, record_owner  # noqa: F401 (re-exported)
 from bot.approvals.effects import EffectRecords
 from bot.approvals.store import HOLDING as APPROVALS
 from bot.channel import PermanentSendError
 from bot.config import Settings
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import (
     Delivery,
     Notification,
@@ -24,26 +25,25 @@ from bot.contracts.envelopes import (
     PromptKind,
     TriggerMessage,
 )
+from bot.contracts.turn import TurnContext
 from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.turn_reads import Holding
-from bot.gateway.access import AccessControl
 from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
 from bot.gateway.gateway import Gateway
 from bot.gateway.health import ChannelHealth
-from bot.gateway.identity import IdentityStore
 from bot.gateway.notify import Notifier, RoutableSenders
 from bot.gateway.others import MessageEffects
 from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.prompt_edits import HOLDING as PROMPTS
 from bot.gateway.prompt_edits import Outcomes, PromptEdits
-from bot.gateway.users import UserStore
 from bot.memory.facts import HOLDING as FACTS
 from bot.memory.summaries import HOLDING as SUMMARY
-from bot.plumbing.clock import Clock
+from bot.people.access import AccessControl
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 from bot.tasks.pool import HOLDING as PAUSED_TASKS
-from bot.turn.model import TurnContext
 from persona.lines import ConversationLines, Lines, MailLines
 from triggers.budget import Budget, Budgets, TellOwner
 from triggers.service import TaskService

@@ -20,6 +20,7 @@ from agents.services import Services
 from agents.stores import AgentStores
 from bot.app.console.command import console_command
 from bot.app.database import open_database
+from bot.app.memory import Memory, build_memory
 from bot.app.models import build_models, build_transcriber
 from bot.app.owner import CONSOLE_ADDRESS as CONSOLE_ADDRESS  # re-exported
 from bot.app.owner import OWNER_ID as OWNER_ID
@@ -46,25 +47,23 @@ from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.capabilities import build_exposure
 from bot.config import Settings
 from bot.config.registries import registry_paths
+from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.envelopes import (
     Notification,
     PromptKind,
     Urgency,
 )
+from bot.contracts.people import User
 from bot.credentials import CredentialStore
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.gateway.access import AccessControl
-from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
-from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.others import OutboxMessenger
 from bot.gateway.outbound import Outbound
-from bot.gateway.ratelimit import SlidingWindowLimiter
-from bot.gateway.users import User, UserStore
+from bot.gateway.sweep import InboxSweep, SweepPolicy
 from bot.llm.port import LLM
 from bot.llm.transcribe import Transcriber
 from bot.loop.journal import TurnJournal
@@ -72,8 +71,11 @@ from bot.loop.subtasks import Subtasks
 from bot.memory.compaction import Compactor
 from bot.memory.history import HistoryStore
 from bot.memory.summaries import SummaryStore
-from bot.memory.wiring import Memory, build_memory
-from bot.plumbing.clock import Clock, SystemClock
+from bot.people.access import AccessControl
+from bot.people.console_login import ConsoleLogins
+from bot.people.identity import IdentityStore
+from bot.people.ratelimit import SlidingWindowLimiter
+from bot.people.users import UserStore
 from bot.plumbing.metrics import Metrics
 from bot.plumbing.offload import shutdown as stop_offload_workers
 from bot.plumbing.stall import StallMonitor
@@ -88,7 +90,6 @@ from bot.turn.order import TurnSteps
 from bot.turn.telemetry import TranscriptWriter
 from bot.turn.trace_store import TraceStore, debug_command
 from bot.turn.usage import UsageStore
-from bot.work.sweep import InboxSweep, SweepPolicy
 from persona import Persona, load_persona
 from triggers.engine import EngineSettings
 from triggers.wiring import (

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.approvals.model import ApprovalRequest, ApprovalStatus, ExecutionStatus
 from bot.approvals.store import ApprovalStore
+from bot.contracts.approvals import ApprovalRequest, ApprovalStatus, ExecutionStatus
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,10 @@ from typing import TYPE_CHECKING, Any
 from bot.approvals.effects import Effect, EffectRecords, EffectWatch
 from bot.approvals.lease import LeaseLost, run_leased
 from bot.approvals.listing import pending_lines
-from bot.approvals.model import (
+from bot.approvals.outcomes import NOT_DONE, card_line, expired_line
+from bot.approvals.retry import not_done_line, offer_again
+from bot.approvals.store import INTERRUPTED, ApprovalStore
+from bot.contracts.approvals import (
     ApprovalDraft,
     ApprovalRequest,
     ApprovalStatus,
@@ -39,24 +42,15 @@ from bot.approvals.model import (
     ExecutionStatus,
     waiting_result,
 )
-from bot.approvals.outcomes import NOT_DONE, card_line, expired_line
-from bot.approvals.retry import not_done_line, offer_again
-from bot.approvals.store import INTERRUPTED, ApprovalStore
+from bot.contracts.clock import Clock
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.db import Queries
 from bot.llm.port import LLM, ToolCall
-from bot.plumbing.clock import Clock
-from bot.tools import (
-    Tool,
-    ToolExecutionContext,
-    ToolOutcome,
-    ToolRegistry,
-    ToolStatus,
-    render_result,
-)
+from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus, render_result
 from persona.lines import ApprovalLines, fill
 
 if TYPE_CHECKING:
-    from bot.turn.model import TurnContext
+    from bot.contracts.turn import TurnContext
 
 log = logging.getLogger(__name__)
 

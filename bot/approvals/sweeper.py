@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.approvals.effects import Followed
-from bot.approvals.model import ApprovalRequest
 from bot.approvals.outcomes import expired_line
+from bot.contracts.approvals import ApprovalRequest
 
 if TYPE_CHECKING:
     from bot.approvals.flow import ApprovalFlow

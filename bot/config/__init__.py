@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pydantic
 import yaml
 
+from bot.config.policies import AccessSettings, DeliveryPolicy, ReactLoopConfig
 from bot.config.problems import Problem, did_you_mean, in_file_order, validation_problems
 from bot.config.problems import yaml_line as yaml_line  # re-exported for persona files
 from bot.config.registries import registry_paths
@@ -73,10 +74,7 @@ from bot.config.sections import (
     _Section as _Section,
 )
 from bot.config.sections import plain_http_problem as plain_http_problem
-from bot.db import database_url_problem
-from bot.gateway.access import AccessSettings
-from bot.gateway.delivery import DeliveryPolicy
-from bot.loop.react import ReactLoopConfig
+from bot.config.urls import database_url_problem
 from bot.plumbing.redis import redis_url_problem
 from bot.text.phones import PhoneNumberError, normalize
 

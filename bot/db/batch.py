@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.db import Database, Queries, Row
+from bot.db.port import Database, Queries, Row
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")
 _LITERAL = re.compile(r"'(?:[^']|'')*'")

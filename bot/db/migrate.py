@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 
-from bot.db import Database, DatabaseUnavailable, Queries
+from bot.db.port import Database, DatabaseUnavailable, Queries
 
 log = logging.getLogger(__name__)
 

@@ -24,14 +24,14 @@ from bot.contracts.envelopes import (
     TurnStop,
     payload_of,
 )
+from bot.contracts.people import User
 from bot.db.batch import Batch
 from bot.db.turn_reads import turn_scope
-from bot.gateway.access import Admission, pairing_prompt
 from bot.gateway.deps import GatewayDeps as GatewayDeps  # re-exported: built beside Gateway
 from bot.gateway.deps import ReceiveResult as ReceiveResult
 from bot.gateway.inbox import InboxRow
 from bot.gateway.running import RunningTurns
-from bot.gateway.users import User
+from bot.people.access import Admission, pairing_prompt
 from bot.text.sanitize import clean_incoming
 from bot.turn.commands import command_word
 from bot.turn.media import MediaSource, ReadMedia, heard_line

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from bot.contracts.turn import Continue, StepResult, TurnContext
 from bot.db.turn_reads import may_hold
 from bot.memory.facts import HOLDING, Fact, FactStore
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
-from bot.turn.model import Continue, StepResult, TurnContext
 
 log = logging.getLogger(__name__)
 

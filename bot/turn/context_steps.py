@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from bot.gateway.users import UserStore
-from bot.turn.model import Continue, StepResult, TurnContext
+from bot.contracts.turn import Continue, StepResult, TurnContext
+from bot.people.users import UserStore
 
 NoteFor = Callable[[str], Awaitable[str | None]]
 

@@ -21,13 +21,25 @@ from typing import Any
 import aiohttp
 
 from bot.approvals.flow import ApprovalFlow
-from bot.approvals.model import ApprovalDraft
 from bot.capabilities import OPEN_TOOL, ToolExposure
 from bot.channel import Channel
+from bot.config.policies import ReactLoopConfig
+from bot.contracts.approvals import ApprovalDraft
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
+from bot.contracts.pause import PausedTask, each_pause
+from bot.contracts.steering import Steering
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.contracts.turn import (
+    Answered,
+    ComposedTurn,
+    Continue,
+    Step,
+    StepResult,
+    TurnContext,
+    merge,
+)
 from bot.db import Queries
-from bot.gateway.ratelimit import SlidingWindowLimiter
-from bot.gateway.users import UserStore
 from bot.llm.port import (
     LLM,
     LLMError,
@@ -38,19 +50,18 @@ from bot.llm.port import (
 from bot.loop.context import ContextManager
 from bot.loop.fallback import ModelSlot
 from bot.loop.journal import TurnJournal
-from bot.loop.react import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
-from bot.loop.steering import Steering
+from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
 from bot.memory.history import HistoryStore
 from bot.memory.summaries import SummaryStore
+from bot.people.ratelimit import SlidingWindowLimiter
+from bot.people.users import UserStore
 from bot.plumbing import logs
-from bot.plumbing.clock import Clock
 from bot.plumbing.metrics import Metrics
-from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
-from bot.tools import ToolExecutionContext, ToolRegistry
+from bot.tools import ToolRegistry
 from bot.turn.brief import made_brief
 from bot.turn.compose import LLMFailure, Waits, compose_turn
-from bot.turn.model import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
+from bot.turn.media import user_message
 from bot.turn.modes import choose_mode
 from bot.turn.telemetry import TranscriptWriter, turn_record
 from bot.turn.trace_store import TraceStore, turn_trace
@@ -215,7 +226,7 @@ class Orchestrator:
     async def run_loop(self, ctx: TurnContext, before: StepResult, emit: EventSink | None
                        ) -> ReactLoopResult | LLMFailure:
         system = "\n\n".join([ctx.system, *before.context])
-        conversation = [*ctx.history, *_said_before(before), ctx.user_message,
+        conversation = [*ctx.history, *_said_before(before), user_message(ctx.msg),
                         *(m for late in before.joined for m in late.messages())]
         try:
             return await react_loop(self.loop_deps, [{"role": "system", "content": system}],
@@ -244,7 +255,7 @@ class Orchestrator:
     async def open_waits(self, ctx: TurnContext, before: StepResult,
                          run: ReactLoopResult | LLMFailure | None) -> Waits:
         """What this turn leaves waiting, made durable before the reply goes out."""
-        pauses = [p for o in run.pauses for p in _each(o.pause)] \
+        pauses = [p for o in run.pauses for p in each_pause(o.pause)] \
             if isinstance(run, ReactLoopResult) else []
         tasks = [p for p in pauses if isinstance(p, PausedTask)]
         drafts = [*before.drafts, *(p for p in pauses if isinstance(p, ApprovalDraft))]
@@ -332,11 +343,6 @@ class Orchestrator:
         if self.deps.exposure is not None:  # the capabilities that are on, one line each
             return self.deps.exposure.prompt_lines()
         return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]
-
-
-def _each(pause: Any) -> tuple[Any, ...]:
-    """A call's pause, or a sub-task's several (bot.loop.subtasks)."""
-    return pause if isinstance(pause, tuple) else (pause,)
 
 
 def _said_before(before: StepResult) -> list[dict[str, Any]]:

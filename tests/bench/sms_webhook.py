@@ -28,7 +28,7 @@ from aiohttp import web
 from bot.app import App
 from bot.app.channels import sms_channel
 from bot.config import SmsSettings, load_settings
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from tests.bench.gateway import SleepyLLM
 from tests.bench.stats import pct
 from tests.fakes.fake_twilio import inbound_params, sign
