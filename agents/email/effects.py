@@ -18,6 +18,10 @@ from persona.lines import MailLines
 
 
 class MailEffects:
+    """Where an approved mail waits: its `mail_outbox` row, keyed by the approval id."""
+
+    key = "mail_outbox"
+
     def __init__(self, outbox: MailOutbox, lines: MailLines) -> None:
         self.outbox = outbox
         self.lines = lines

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BeforeValidator
 
 from agents.email import imap
 from agents.email.account import MailAccount, MailError
+from agents.email.effects import MailEffects
 from agents.email.mailbox import mail_account
 from agents.email.message import (
     Draft,
@@ -106,7 +107,8 @@ async def check_reply(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[s
     return args
 
 
-@tool(progress="sending the email", describe=_describe_send, prepare=check_send)
+@tool(progress="sending the email", describe=_describe_send, prepare=check_send,
+      effect=MailEffects.key)
 async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject, body: Body,
                     cc: CopyTo | None = None) -> ToolOutcome:
     """Send a new email from the user's account (the user approves it first).
@@ -125,7 +127,8 @@ async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject,
         return _failed(ctx, f"Error: {err}")
 
 
-@tool(progress="sending the reply", describe=_describe_reply, prepare=check_reply)
+@tool(progress="sending the reply", describe=_describe_reply, prepare=check_reply,
+      effect=MailEffects.key)
 async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
                         reply_all: bool = False) -> ToolOutcome:
     """Reply to an email in the user's inbox, in its thread (the user approves it first).

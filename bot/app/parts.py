@@ -103,13 +103,11 @@ def build_outbound(settings: Settings, db: Database, clock: Clock, users: UserSt
         channel_down_line=lines.channel_down, wake_elsewhere=wake_elsewhere)
 
 
-def message_effects(outbound: Outbound, mail: MailDelivery, lines: Lines
-             ) -> dict[str, EffectRecords]:
-    """Approved actions whose effect settles after they return, by tool name: the approval
-    follows its durable record (bot.approvals.effects)."""
-    sent_mail = MailEffects(mail.outbox, lines)
-    return {"message_someone": MessageEffects(outbound.outbox, lines),
-            "send_mail": sent_mail, "reply_to_mail": sent_mail}
+def effect_records(outbound: Outbound, mail: MailDelivery, lines: Lines
+                   ) -> tuple[EffectRecords, ...]:
+    """Where approved actions' effects settle after they return (bot.approvals.effects): a tool
+    names the records it uses by their key (`@tool(effect=...)`)."""
+    return (MessageEffects(outbound.outbox, lines), MailEffects(mail.outbox, lines))
 
 
 def build_mail(db: Database, clock: Clock, credentials: CredentialStore,

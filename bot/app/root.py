@@ -4,7 +4,6 @@ closes them in reverse."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -30,8 +29,8 @@ from bot.app.parts import (
     build_mail,
     build_outbound,
     can_edit_cards,
+    effect_records,
     holdings,
-    message_effects,
     pairing_outcomes,
     task_budgets,
     task_listing,
@@ -43,15 +42,13 @@ from bot.approvals.decide import ApprovalStep
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.outcomes import card_outcomes
 from bot.approvals.store import ApprovalStore
-from bot.approvals.sweeper import ApprovalSweeper, Notice
+from bot.approvals.sweeper import ApprovalSweeper
 from bot.capabilities import build_exposure
 from bot.config import Settings
 from bot.config.registries import registry_paths
 from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.envelopes import (
-    Notification,
     PromptKind,
-    Urgency,
 )
 from bot.contracts.people import User
 from bot.credentials import CredentialStore
@@ -138,7 +135,6 @@ class App:
     transcriber: Transcriber | None = None  # llm.transcription_model; None: voice not heard
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     stall_monitor: StallMonitor | None = None
-    _sweeper: asyncio.Task[None] | None = None
     _owner: SQLiteOwner | None = None
     metrics: Metrics = field(default_factory=Metrics)  # /metrics: this App's own registry
     roles: Roles = field(default_factory=lambda: Roles.of(None))  # the parts this process runs
@@ -219,7 +215,7 @@ class App:
             confirm_edits=settings.approvals.confirm_edits,
             tool_timeout=loop_config.tool_execution_timeout,
             agent_timeout=loop_config.agent_tool_execution_timeout,
-            effects=message_effects(outbound, mail, persona.lines))
+            effects=effect_records(outbound, mail, persona.lines))
         decisions = ApprovalStep(approvals, users, lines=persona.lines,
                                  can_edit=can_edit_cards(outbound.senders))
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
@@ -299,7 +295,8 @@ class App:
         app = cls(settings=settings, db=db, clock=clock, llm=llm, persona=persona,
                   agents=agents, users=users, identities=identities, access=access,
                   history=history, pool=pool, approvals=approvals,
-                  sweeper=ApprovalSweeper(approvals),
+                  sweeper=ApprovalSweeper(approvals, outbound, users,
+                                          every=settings.approvals.sweep_seconds),
                   services=services, orchestrator=orchestrator, commands=commands,
                   outbound=outbound,
                   gateway=gateway, triggers=triggers, http=http, memory=memory,
@@ -345,9 +342,8 @@ class App:
                 await start()
 
     async def _start_worker(self) -> None:
-        await self._tell(await self.sweeper.at_startup(sole_owner=self.db.dialect == "sqlite"))
+        await self.sweeper.start(sole_owner=self.db.dialect == "sqlite")
         await self.gateway.start()
-        self._sweeper = asyncio.create_task(self._sweep_approvals())
         if self.memory is not None:  # retries of failed extractions
             self.memory.start()
         # Queued mail goes out; outcomes are told.
@@ -373,36 +369,13 @@ class App:
         self._background.append(asyncio.create_task(sweep.run()))
 
     async def sweep_approvals(self) -> None:
-        """One pass of the approval sweeper (expiries, lapsed leases); owners are told without
-        waiting for them to write (the conversation hears of it at their next message)."""
-        await self._tell(await self.sweeper.sweep())
-
-    async def _tell(self, notices: list[Notice]) -> None:
-        for notice in notices:
-            user = await self.users.get(notice.user_id)
-            if user is None:
-                continue
-            if notice.line or notice.again:  # with the action offered again, as a card
-                await self.outbound.notify(Notification(
-                    user.id, notice.line, notice.dedupe_key, urgency=Urgency.URGENT,
-                    prompts=tuple(a.prompt(i) for i, a in enumerate(notice.again, 1))))
-            await self.outbound.settle_prompts(user.id, corrected=notice.corrected)
-
-    async def _sweep_approvals(self) -> None:
-        while True:
-            try:
-                await self.sweep_approvals()
-            except Exception:
-                log.exception("approval sweep failed; trying again")
-            await asyncio.sleep(self.settings.approvals.sweep_seconds)
+        """One pass of the approval sweeper (bot.approvals.sweeper), its notices told."""
+        await self.sweeper.sweep_and_tell()
 
     async def close(self) -> None:
         await self.triggers.stop()  # stop firing first
         await self.mail.close()  # an attempt under way may finish; its outcome is told
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        await self.sweeper.stop()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)

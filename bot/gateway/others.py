@@ -145,6 +145,8 @@ class MessageEffects:
     """Where an approved message to someone waits: its outbox row, keyed by the approval id
     (bot.approvals.effects.EffectRecords)."""
 
+    key = "outbox"
+
     def __init__(self, outbox: OutboxStore, lines: ApprovalLines) -> None:
         self.outbox = outbox
         self.lines = lines
