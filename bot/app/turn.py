@@ -7,22 +7,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.services import Services
+from agents.tools.plan_store import HOLDING as PLAN
 from bot.app.approvals import Approvals
 from bot.app.base import Base
 from bot.app.console.command import console_command
 from bot.app.memory import Memory
 from bot.app.stores import Stores
 from bot.app.triggers import task_listing
+from bot.approvals.store import HOLDING as APPROVALS
 from bot.capabilities import ToolExposure, build_exposure
 from bot.gateway.outbound import Outbound
 from bot.loop.subtasks import Subtasks
 from bot.memory.compaction import Compactor
 from bot.people.console_login import ConsoleLogins
 from bot.people.ratelimit import SlidingWindowLimiter
+from bot.tasks.pool import HOLDING as PAUSED_TASKS
 from bot.tasks.resume import Resumer
 from bot.turn.commands import Command, Commands
 from bot.turn.context_steps import AskTimezoneOnce, ContextStep
-from bot.turn.orchestrator import Orchestrator, OrchestratorDeps
+from bot.turn.orchestrator import AfterTurn, Orchestrator, OrchestratorDeps
 from bot.turn.order import TurnSteps
 from bot.turn.telemetry import TranscriptWriter
 from bot.turn.trace_store import debug_command
@@ -57,14 +60,16 @@ async def build_turn(base: Base, stores: Stores, outbound: Outbound, approvals: 
         tasks=resume, steps=TurnSteps(
             commands=commands, approvals=approvals.step, tasks=resume,  # the order: turn.order
             recall=memory.recall if memory else None,
-            context=(ContextStep("pending approvals", approvals.flow.context_note),
-                     ContextStep("waiting tasks", resume.context_note),
-                     ContextStep("plan", stores.agents.plans.context_note),
+            context=(ContextStep("pending approvals", approvals.flow.context_note,
+                                 reads=APPROVALS.name),
+                     ContextStep("waiting tasks", resume.context_note, reads=PAUSED_TASKS.name),
+                     ContextStep("plan", stores.agents.plans.context_note, reads=PLAN.name),
                      AskTimezoneOnce(stores.users))).in_order(),
         journal=stores.journal,
         exposure=exposure if settings.tool_exposure == "capabilities" else None,
-        after_turn=[*([memory.extractor.after_turn] if memory else []),
-                    compactor.after_turn], metrics=base.metrics,
+        after_turn=[*([AfterTurn(memory.extractor.after_turn, after_small_talk=False)]
+                      if memory else []), AfterTurn(compactor.after_turn)],
+        metrics=base.metrics,
         traces=stores.traces, summaries=stores.summaries, provider=base.models.provider,
         fallbacks=base.models.fallbacks, usage=stores.usage))
     if base.loop_config.subtasks:  # `delegate`: a sub-task with the same loop parts

@@ -22,6 +22,7 @@ from bot.approvals.listing import pending_lines
 from bot.approvals.outcomes import card_line, state_word
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.approvals.retry import answerable
+from bot.approvals.store import HOLDING
 from bot.contracts.approvals import (
     ApprovalRequest,
     ApprovalStatus,
@@ -47,6 +48,7 @@ class ApprovalStep:
     """Step: pending approvals get the message first."""
 
     name = "approvals"
+    reads = HOLDING.name  # pending requests, and outcomes the conversation has not heard
 
     def __init__(self, flow: ApprovalFlow, users: UserStore, *, lines: Lines,
                  can_edit: Callable[[str], bool] = lambda channel: False) -> None:

@@ -95,6 +95,13 @@ StepResult = Continue | Answered
 class Step(Protocol):
     name: str
 
+    @property
+    def reads(self) -> str | None:
+        """The part of the person's stores the step reads (a holding of bot.db.turn_reads:
+        "approvals", "tasks", "memory", "plan"): when the turn knows they hold nothing there,
+        the step has nothing to do and is not run. None: it runs on every message."""
+        ...
+
     async def before(self, ctx: TurnContext) -> StepResult: ...
 
 

@@ -90,6 +90,7 @@ class MemoryRecall:
     """Step: the facts most relevant to the message, as a context line for this turn."""
 
     name = "memory recall"
+    reads = HOLDING.name  # what Valet remembers of the person
 
     def __init__(self, recaller: Recaller, budget_tokens: int = 300) -> None:
         self.recaller = recaller

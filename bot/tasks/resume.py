@@ -31,7 +31,7 @@ from bot.contracts.turn import Answered, Continue, Joined, StepResult, TurnConte
 from bot.llm.port import LLM, LLMError
 from bot.loop.journal import TurnJournal
 from bot.tasks.model import Fit, PoolNotice, TaskHandler, Verdict
-from bot.tasks.pool import AgentPool
+from bot.tasks.pool import HOLDING, AgentPool
 from bot.tools import ToolStatus
 from persona.lines import TaskLines, fill
 
@@ -87,6 +87,7 @@ class Resumer:
     # --- before the loop ----------------------------------------------------------------------
 
     name = "tasks"
+    reads = HOLDING.name  # the person's waiting tasks
 
     async def before(self, ctx: TurnContext) -> StepResult:
         """Step: a waiting task gets the message first. Answered when the turn ends here (a

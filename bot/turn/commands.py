@@ -51,6 +51,7 @@ class Commands:
     """Step: slash commands answer at once."""
 
     name = "commands"
+    reads = None
 
     def __init__(self, *, access: AccessControl, identities: IdentityStore,
                  approvals: ApprovalFlow | None, tasks: Resumer | None, notify_user: Notify,

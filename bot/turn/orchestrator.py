@@ -40,6 +40,7 @@ from bot.contracts.turn import (
     merge,
 )
 from bot.db import Queries
+from bot.db.turn_reads import may_hold
 from bot.llm.port import (
     LLM,
     LLMError,
@@ -51,7 +52,9 @@ from bot.loop.context import ContextManager
 from bot.loop.fallback import ModelSlot
 from bot.loop.journal import TurnJournal
 from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
+from bot.loop.types import SIMPLE
 from bot.memory.history import HistoryStore
+from bot.memory.summaries import HOLDING as SUMMARY
 from bot.memory.summaries import SummaryStore
 from bot.people.ratelimit import SlidingWindowLimiter
 from bot.people.users import UserStore
@@ -69,6 +72,15 @@ from bot.turn.usage import UsageStore
 from persona import Persona
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AfterTurn:
+    """Work started once a turn is stored, never waited for (memory extraction, compaction).
+    `after_small_talk`: False for work a greeting or a thanks gives nothing to (learning)."""
+
+    run: Callable[[TurnContext, ComposedTurn], None]
+    after_small_talk: bool = True
 
 
 @dataclass
@@ -94,7 +106,7 @@ class OrchestratorDeps:
     exposure: ToolExposure | None = None  # capabilities: tools shown when needed
     # Called with the stored turn before the reply goes out; each only schedules its work
     # (memory extraction runs in the background), so none may delay the reply.
-    after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
+    after_turn: list[AfterTurn] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
     traces: TraceStore | None = None  # what each turn did, for /debug and `valet turns`
     # The running summary of older messages (bot.memory.compaction): a turn loads the latest
@@ -152,8 +164,11 @@ class Orchestrator:
         await self.post_process(ctx, turn, run, writes)
         if run is not None:
             await self._keep_trace(ctx, before, run, waits, turn, writes)
+        small_talk = isinstance(run, ReactLoopResult) and run.mode == SIMPLE \
+            and self.deps.loop_config.mode == "auto"  # a greeting, a thanks (bot.turn.modes)
         for hook in self.deps.after_turn:
-            hook(ctx, turn)
+            if hook.after_small_talk or not small_talk:
+                hook.run(ctx, turn)
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)
@@ -192,7 +207,8 @@ class Orchestrator:
             capabilities=self.capabilities(),
             opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
         logs.turn_id.set(turn_id)
-        summary = await deps.summaries.latest(user.id) if deps.summaries else None
+        summary = await deps.summaries.latest(user.id) \
+            if deps.summaries and may_hold(user.id, SUMMARY.name) else None
         history = await deps.history.load(user.id,
                                           after_seq=summary.through_seq if summary else 0)
         return TurnContext(msg, user, turn_id, system, history, tool_ctx,
@@ -218,6 +234,8 @@ class Orchestrator:
         """Each step in order gets the turn; the first that answers ends the turn there."""
         outcome: StepResult = Continue()
         for step in self.deps.steps:
+            if step.reads is not None and not may_hold(ctx.user.id, step.reads):
+                continue  # nothing waits there: a plain chat does only what it needs
             outcome = merge(outcome, await step.before(ctx))
             if isinstance(outcome, Answered):
                 break
@@ -259,7 +277,7 @@ class Orchestrator:
             if isinstance(run, ReactLoopResult) else []
         tasks = [p for p in pauses if isinstance(p, PausedTask)]
         drafts = [*before.drafts, *(p for p in pauses if isinstance(p, ApprovalDraft))]
-        notices = await self.deps.tasks.pause(ctx, tasks) if self.deps.tasks else []
+        notices = await self.deps.tasks.pause(ctx, tasks) if self.deps.tasks and tasks else []
         opened = await self.deps.approvals.open(ctx, drafts) \
             if self.deps.approvals and drafts else []
         return Waits(prompts=(*before.prompts, *opened),
@@ -285,8 +303,9 @@ class Orchestrator:
             self.deps.metrics.tools_ran(run.tool_calls)
             self.deps.metrics.loop_ran(run.mode, [(e["from"], e["to"]) for e in run.trace
                                                   if e.get("kind") == "switch"])
-            self.deps.transcripts.write(turn_record(
-                ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
+            if self.deps.transcripts.wanted:
+                self.deps.transcripts.write(turn_record(
+                    ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
             await self._record_usage(ctx, run, writes)
 
     async def _record_usage(self, ctx: TurnContext, run: ReactLoopResult,
