@@ -99,7 +99,9 @@ class Step(Protocol):
     def reads(self) -> str | None:
         """The part of the person's stores the step reads (a holding of bot.db.turn_reads:
         "approvals", "tasks", "memory", "plan"): when the turn knows they hold nothing there,
-        the step has nothing to do and is not run. None: it runs on every message."""
+        the step has nothing to do with a text and is not run (a button press names what it
+        answers, a request long decided included: it always reaches the steps). None: it runs
+        on every message."""
         ...
 
     async def before(self, ctx: TurnContext) -> StepResult: ...

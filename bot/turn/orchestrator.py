@@ -234,7 +234,8 @@ class Orchestrator:
         """Each step in order gets the turn; the first that answers ends the turn there."""
         outcome: StepResult = Continue()
         for step in self.deps.steps:
-            if step.reads is not None and not may_hold(ctx.user.id, step.reads):
+            if step.reads is not None and ctx.msg.button is None \
+                    and not may_hold(ctx.user.id, step.reads):
                 continue  # nothing waits there: a plain chat does only what it needs
             outcome = merge(outcome, await step.before(ctx))
             if isinstance(outcome, Answered):
