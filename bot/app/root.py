@@ -38,7 +38,9 @@ from bot.app.parts import (
 )
 from bot.app.plane import Plane, build_plane
 from bot.app.roles import Roles
+from bot.approvals.answer_words import answer_words
 from bot.approvals.decide import ApprovalStep
+from bot.approvals.elsewhere import OtherPrompts
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.outcomes import card_outcomes
 from bot.approvals.store import ApprovalStore
@@ -220,7 +222,9 @@ class App:
             agent_timeout=loop_config.agent_tool_execution_timeout,
             effects=message_effects(outbound, mail, persona.lines))
         decisions = ApprovalStep(approvals, users, lines=persona.lines,
-                                 can_edit=can_edit_cards(outbound.senders))
+                                 can_edit=can_edit_cards(outbound.senders),
+                                 words=answer_words(persona.languages),
+                                 elsewhere=OtherPrompts(pool, access, clock, lines=persona.lines))
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
         tasks = build_task_service(db, clock, lines=persona.lines, budget=budget_check(
             db, users, task_budgets(settings), tell_owner(outbound), persona.lines.budget_exceeded),
