@@ -55,8 +55,10 @@ class AnswerWords:
 
 
 def _words(text: str) -> frozenset[str]:
-    """"a, b c, d" -> {"a", "b c", "d"}: entries separated by commas."""
-    return frozenset(w.strip() for w in text.split(",") if w.strip())
+    """"a, b c, d-e" -> {"a", "b c", "d e"}: entries separated by commas (a hyphen is a
+    space, as in the text read: bot.approvals.rules.tokens)."""
+    return frozenset(" ".join(w.replace("-", " ").split()) for w in text.split(",")
+                     if w.strip())
 
 
 ENGLISH = AnswerWords(
@@ -83,7 +85,7 @@ ENGLISH = AnswerWords(
     asking_with_person=_words("do, will, won't, have, has, had, haven't, hasn't"),
     persons=_words("i, you, we, they, he, she, it, u, there, anyone, someone"),
     doing=_words(
-        "send, book, delete, post, pay, do, proceed, keep, text, email, message, reply, "
+        "send, book, delete, post, pay, do, proceed, text, email, message, reply, "
         "forward, run, schedule, buy, order, submit, publish, share, transfer, save, "
         "execute, launch, go with, confirm, approve, accept, allow"),
     changing=_words(

@@ -93,6 +93,7 @@ _TOKEN = re.compile(r"[\w.+-]+@[\w.-]+\w|#?\d+(?![\w'])|[\w']+|[^\w\s]")
 _CLAUSE_END = re.compile(r"[,;!.…]+(?=\s|$)|\n+|\s[-–—]\s")
 _JUNK = re.compile("[\U0001F3FB-\U0001F3FF\uFE0E\uFE0F\u200D]")  # emoji modifiers
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "`": "'", "“": '"', "”": '"'})
+_HYPHEN = re.compile(r"(?<=\w)-(?=\w)")  # "vas-y", "est-ce": two words
 _STOP = frozenset({"the", "a", "an", "to", "it", "that", "this", "one", "please", "and",
                    "my", "for", "of", "on", "in", "go", "ahead", "with", "from", "at", "by",
                    "your", "you", "me", "i", "is", "are"})
@@ -100,7 +101,8 @@ _STOP = frozenset({"the", "a", "an", "to", "it", "that", "this", "one", "please"
 
 def tokens(text: str, words: AnswerWords) -> list[str]:
     """Lower-case words, numbers, emoji and punctuation, a phrase of several words as one."""
-    found = _TOKEN.findall(_JUNK.sub("", text.translate(_QUOTES)).lower())
+    normal = unicodedata.normalize("NFKC", _JUNK.sub("", text.translate(_QUOTES)))
+    found = _TOKEN.findall(_HYPHEN.sub(" ", normal).lower())
     phrases = words.phrases
     longest = max((p.count(" ") + 1 for p in phrases), default=1)
     merged: list[str] = []
@@ -135,9 +137,12 @@ def clauses(text: str, words: AnswerWords) -> list[list[str]]:
     return found
 
 
+_NUMBER = re.compile(r"#?[0-9]{1,4}")
+
+
 def is_number(token: str) -> bool:
-    digits = token.removeprefix("#")
-    return digits.isdigit() and len(digits) <= 4
+    """A position or a code as a person types it: "2", "#2", "4821"."""
+    return _NUMBER.fullmatch(token) is not None
 
 
 def keywords(approval: ApprovalRequest) -> set[str]:
@@ -254,9 +259,9 @@ def _change_kind(body: list[str], ctx: _Context) -> Part | None:
     """CHANGE: the clause asks to change the request: opened by a verb that only asks for
     a change ("change the subject", "make it 3pm"), a change verb that names the request
     ("add Bob to the email"), a change verb right after a yes or no ("yes make it 3pm"),
-    or "instead" anywhere. MAYBE_CHANGE: a change verb that names nothing ("add Bob"): a
-    change beside an answer ("yes, add Bob"), else a request of its own ("add milk to my
-    list")."""
+    or "instead" anywhere. MAYBE_CHANGE: a change verb that names nothing ("add Bob"):
+    beside an answer it may be a change or another request ("ok, set a timer"), so the
+    classifier reads it; alone it is a request ("add milk to my list")."""
     words = ctx.words
     if "instead" in body or "plutôt" in body or "stattdessen" in body:
         return Part.CHANGE
@@ -321,9 +326,9 @@ def read(text: str, pending: Sequence[ApprovalRequest],
         return Reading(Kind.NEW, question=True, remind=touched)
     read_parts = [read_clause(c, ctx) for c in parts]
     kinds = {c.part for c in read_parts}
-    if Part.MAYBE_CHANGE in kinds:  # beside an answer it is a change, else a request
-        kinds.discard(Part.MAYBE_CHANGE)
-        kinds.add(Part.CHANGE if kinds & {Part.ANSWER, Part.CHANGE} else Part.OTHER)
+    if Part.MAYBE_CHANGE in kinds:  # beside an answer, a change or another request: the
+        kinds.discard(Part.MAYBE_CHANGE)  # classifier reads it; alone, a request
+        kinds.add(Part.UNREAD if kinds & {Part.ANSWER, Part.CHANGE} else Part.OTHER)
     if Part.NOT_HEADED in kinds or (Part.OTHER in kinds and kinds & {Part.ANSWER,
                                                                     Part.CHANGE}):
         return Reading(Kind.NEW, remind=True)
