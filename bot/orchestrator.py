@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 
 from bot import logs
+from bot.allowance import turn_allowance
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
 from bot.brief import made_brief
@@ -48,6 +49,7 @@ from bot.memory.summaries import SummaryStore
 from bot.metrics import Metrics
 from bot.modes import choose_mode
 from bot.steering import Steering
+from bot.subtasks import short_changed
 from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
 from bot.telemetry import TranscriptWriter, turn_record
@@ -134,6 +136,9 @@ class Orchestrator:
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
         run = await self.made_brief(ctx, run)
+        if isinstance(run, ReactLoopResult):  # sub-tasks the allowance stopped: said plainly
+            before = merge(before, short_changed(run.tool_calls, ctx.tool_ctx.allowance,
+                                                 self.deps.persona.lines))
         waits = await self.open_waits(ctx, before, run)
         lines = self.deps.persona.lines
         turn = compose_turn(ctx, before, run, waits, approval_intro=(
@@ -175,7 +180,8 @@ class Orchestrator:
         tool_ctx = ToolExecutionContext(
             user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
             channel=msg.channel, services=deps.tool_services,
-            triggered_by=msg.external_id if msg.from_trigger else None, turn_id=turn_id)
+            triggered_by=msg.external_id if msg.from_trigger else None, turn_id=turn_id,
+            allowance=turn_allowance(deps.loop_config, deps.limiter, user))
         system = deps.persona.system_prompt(
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
             capabilities=self.capabilities(),

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
-from typing import Any, Protocol, get_type_hints
+from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 from zoneinfo import ZoneInfo
 
 import aiohttp
@@ -26,6 +26,9 @@ from bot.clock import Clock, SystemClock
 from bot.llm import TokenUsage, ToolCall
 from bot.sanitize import clean_text
 from bot.tool_schema import clean_schema, parse_docstring
+
+if TYPE_CHECKING:
+    from bot.allowance import TurnAllowance
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +119,8 @@ class ToolExecutionContext:
     # This call runs a request the person approved (set by the approval flow, nowhere else):
     # a tool that must never act unasked (sending mail) checks it as defence in depth.
     approved: bool = False
+    # What the turn may still spend on sub-tasks (bot.allowance); one per turn.
+    allowance: TurnAllowance | None = None
 
     @property
     def tz(self) -> ZoneInfo:

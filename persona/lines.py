@@ -79,6 +79,14 @@ class ConversationLines(LineGroup):
                          "as soon as it works again; `valet doctor` says what to check.")
     message_unreadable: str = ("Sorry, something went wrong reading that message: could you "
                                "send it again, in words?")
+    # Sub-tasks (the delegate tool) one message may start: said after the answer when some
+    # were not started ({done} of {asked}; at most {limit} a message) or stopped by the
+    # person's rate limit.
+    subtasks_not_all: str = ("(I did {done} of the {asked} parts of that at once, the most I "
+                             "take on for one message is {limit}: ask me again for the rest.)")
+    subtasks_rate_limited: str = ("(Part of that was not finished: it needed more requests "
+                                  "than your limit allows in a minute. Ask me again in a "
+                                  "minute for the rest.)")
 
 
 class ApprovalLines(LineGroup):

@@ -167,6 +167,8 @@ _LOOP_RANGES: dict[str, dict[str, float]] = {
     "llm_retry_base_delay": {"ge": 0},
     "max_tool_result_share": {"gt": 0, "le": 1},
     "context_trim_threshold": {"gt": 0, "le": 1},
+    "subtask_max_per_turn": {"gt": 0, "le": 20},
+    "subtask_concurrency": {"gt": 0, "le": 10},
 }
 
 
