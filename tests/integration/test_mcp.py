@@ -1,9 +1,9 @@
 """MCP servers as capabilities, with a real MCP server (tests/fakes/fake_mcp_server.py, the
 same SDK) over stdio and over streamable HTTP: read-only tools of a server the operator marked
-`trusted` run without a card (an untrusted server's ask: tests/integration/test_mcp_trust.py),
-a tool that changes something asks first and runs once, failures and timeouts reach the model as errors
-it can read, a server killed mid-call is restarted and the call is reported interrupted, and a
-"hi" starts nothing."""
+`trusted` run without a card (an untrusted server's ask: tests/e2e/test_mcp_hostile.py), a
+tool that changes something asks first and runs once, failures and timeouts reach the model as
+errors it can read, a server killed mid-call is restarted and the call is reported
+interrupted, and a "hi" starts nothing."""
 
 from __future__ import annotations
 
