@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 import pydantic
 
 from bot.contracts.tool_context import ToolExecutionContext
+from bot.text.untrusted import quote_untrusted
 from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus
 
 OPEN_TOOL = "open_capability"
@@ -69,6 +70,9 @@ class ToolSource(Protocol):
     tool it owns is named `prefix` + something, so a name says its group without a start."""
 
     prefix: str
+    # False: the names, descriptions and schemas of its tools are a third party's text, and
+    # a turn that offers them counts as holding untrusted text (bot.text.untrusted).
+    trusted: bool
 
     def known(self) -> Sequence[Tool]:
         """The tools known now (empty until the first start); starts nothing."""
@@ -178,6 +182,14 @@ class ToolExposure:
                     opened.add(group)
         return opened & set(self.on)
 
+    def offers_untrusted(self, messages: list[Message]) -> bool:
+        """Whether a request made now offers tools whose names, descriptions and schemas a
+        third party wrote (an open group of a source that is not trusted): such a turn
+        counts as holding untrusted text, so tools that change how Valet reaches the person
+        ask first (`approval: untrusted`)."""
+        return any((source := self.on[name].source) is not None and not source.trusted
+                   for name in self.open_in(messages))
+
     async def schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
         """The core and the open groups' tools. A source of an open group that is not running
         (the process restarted since it was opened) is started here; one that cannot start
@@ -258,22 +270,29 @@ def open_capability_tool(on: Mapping[str, CapabilitySpec]) -> Tool:
     names = tuple(on)
     listing = {name: spec.tools for name, spec in on.items()}
     sources = {name: spec.source for name, spec in on.items() if spec.source is not None}
+    untrusted = {name for name, source in sources.items() if not source.trusted}
     choice: Any = Literal[names]  # built at run time from the capabilities that are on
     args_model = pydantic.create_model("open_capability_args", name=(choice, ...))
 
     async def open_capability(ctx: ToolExecutionContext, name: str) -> str | ToolOutcome:
         tools = list(listing[name])
         source = sources.get(name)
+        learnt: list[str] = []
         if source is not None:  # started now, the first time it is needed
             try:
-                tools += [t.name for t in await source.open()]
+                learnt = [t.name for t in await source.open()]
             except SourceUnavailable as err:
                 return ToolOutcome(ctx.call_id, OPEN_TOOL, ToolStatus.FAILED,
                                    f"Error: {name} is not available right now: {err}. Tell "
                                    "the user it cannot be reached.")
-        if not tools:
+        if not tools + learnt:
             return f"{name} is open, but it offers no tools right now."
-        return f"{name} is open: {', '.join(tools)} are available now."
+        if name in untrusted and learnt:  # names a third party chose: quoted as data
+            return (f"{name} is open: {', '.join(tools + ['its tools below'])} are "
+                    "available now.\n" + quote_untrusted(
+                        ", ".join(learnt), note=f"the tool names below come from {name}, a "
+                        "third party"))
+        return f"{name} is open: {', '.join(tools + learnt)} are available now."
 
     return Tool(
         name=OPEN_TOOL,

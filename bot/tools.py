@@ -248,6 +248,8 @@ def tools_in_module(module: Any) -> list[Tool]:
 class ToolLookup(Protocol):
     """Tools learnt at run time (an MCP server's; see bot.capabilities.ToolSource)."""
 
+    trusted: bool  # False: its tools' names and descriptions are a third party's text
+
     def known(self) -> Sequence[Tool]: ...
 
     def get(self, name: str) -> Tool | None: ...

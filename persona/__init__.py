@@ -26,6 +26,19 @@ class _PersonaFile(pydantic.BaseModel):
     # (70 characters a segment instead of 160), so they are dropped unless this is true.
     emoji: bool = False
     lines: Lines = Lines()
+    # The languages people answer "may I?" in besides English (bot.contracts.answer_words:
+    # en, es, fr, de): "sí", "oui", "ja" approve, "¿qué...?" is a question.
+    languages: list[str] = ["en"]
+
+    @pydantic.field_validator("languages")
+    @classmethod
+    def _known_languages(cls, value: list[str]) -> list[str]:
+        from bot.contracts.answer_words import languages_problem
+
+        problem = languages_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @pydantic.field_validator("style")
     @classmethod
@@ -53,6 +66,7 @@ class Persona:
     lines: Lines = field(default_factory=Lines)
     source: str = ""
     emoji: bool = False
+    languages: tuple[str, ...] = ("en",)  # what answers to approvals are read in
 
     def system_prompt(self, *, channel: str, now: datetime, timezone: str,
                       capabilities: list[str], opened_with: str | None = None) -> str:
@@ -111,4 +125,4 @@ def load_persona(name_or_path: str) -> Persona:
                                        lambda loc: f"{path}:{yaml_line(root, loc)}")
         raise ConfigError(in_file_order(problems)) from err
     return Persona(parsed.name, parsed.system_prompt, dict(parsed.style), parsed.lines, str(path),
-                   emoji=parsed.emoji)
+                   emoji=parsed.emoji, languages=tuple(parsed.languages))

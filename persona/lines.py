@@ -79,6 +79,14 @@ class ConversationLines(LineGroup):
                          "as soon as it works again; `valet doctor` says what to check.")
     message_unreadable: str = ("Sorry, something went wrong reading that message: could you "
                                "send it again, in words?")
+    # Sub-tasks (the delegate tool) one message may start: said after the answer when some
+    # were not started ({done} of {asked}; at most {limit} a message) or stopped by the
+    # person's rate limit.
+    subtasks_not_all: str = ("(I did {done} of the {asked} parts of that at once, the most I "
+                             "take on for one message is {limit}: ask me again for the rest.)")
+    subtasks_rate_limited: str = ("(Part of that was not finished: it needed more requests "
+                                  "than your limit allows in a minute. Ask me again in a "
+                                  "minute for the rest.)")
 
 
 class ApprovalLines(LineGroup):
@@ -142,6 +150,12 @@ class ApprovalLines(LineGroup):
     approval_cannot_change_which: str = ("{summary} cannot be changed, only approved or "
                                          "cancelled. Which?")
     approval_yes_and_no: str = "You said both yes and no to {ref}. Which is it?"
+    # A bare "yes" (or "1") while prompts of another kind wait too (a question of mine, a
+    # pairing request): {listing} names each with how to answer it, joined with "; ".
+    approval_which_kind: str = "That could answer more than one thing: {listing}. Which one?"
+    approval_which_item: str = "“{summary}” (reply “{code} yes”)"
+    approval_which_task: str = "my question “{question}” (answer it in words)"
+    approval_which_pairing: str = "letting {who} in (reply “{word} {code}”)"
     # A button's answer, shown at once while the turn decides.
     approval_approving: str = "Approving…"
     approval_cancelling: str = "Cancelling…"
@@ -313,6 +327,12 @@ class SmsLines(LineGroup):
                                   "change.")
     sms_prompt_verb: str = "go ahead"  # when the summary starts with no verb of its own
     sms_prompts: str = "Reply with a code and YES or NO for each, e.g. \"{first} YES {second} NO\"."
+    # A pairing request is answered with its code, never a bare digit (a stranger must not
+    # be able to make the owner's "1" mean something else). The words are read back in any
+    # channel (bot.turn.commands): "PAIR 4K7QXZ", "DENY 4K7QXZ".
+    sms_pairing_prompt: str = "Reply {approve} {code} to let them in, or {deny} {code} to refuse."
+    pairing_approve_word: str = "PAIR"
+    pairing_deny_word: str = "DENY"
 
 
 class TelegramLines(LineGroup):

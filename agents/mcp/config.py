@@ -7,6 +7,7 @@
         env: {GITHUB_TOKEN: "credential:github"}      # stdio: the server's environment
         # headers: {Authorization: "Bearer ${credential:github}"}   # HTTP: request headers
         description: "Your GitHub: issues, pull requests, notifications"
+        trusted: false                     # true: its read-only hints may skip the card
         timeout_seconds: 30                # per call, for every tool (default: the loop's)
         max_result_chars: 20000            # a longer result is cut (and says so)
         tools:
@@ -43,7 +44,9 @@ class _Strict(pydantic.BaseModel):
 class ToolPolicy(_Strict):
     """What Valet does around one of a server's tools."""
 
-    # auto: never for a tool the server marks read-only (readOnlyHint), always otherwise
+    # A server is a third party: its annotations can only add caution (agents/mcp/policy.py).
+    # auto: asks, unless the server is `trusted` and the tool says readOnlyHint (and not
+    # destructiveHint); never: the operator's word (destructiveHint still asks); always: asks.
     approval: Approval = "auto"
     safe_to_repeat: bool = False  # a call cut short by a crash runs again when its turn is redone
     timeout_seconds: float | None = pydantic.Field(None, gt=0, le=3600)
@@ -61,6 +64,10 @@ class McpServerConfig(_Strict):
     start_timeout_seconds: float = pydantic.Field(30.0, gt=0, le=600)
     max_result_chars: int = pydantic.Field(20_000, ge=500, le=400_000)  # per tool result
     tools: dict[str, ToolPolicy] = {}
+    # The operator vouches for this server: a tool it marks read-only (and not destructive)
+    # runs without a card, and its tool names, descriptions and schemas are not counted as
+    # third-party text in the turns that offer them.
+    trusted: bool = False
 
     @property
     def transport(self) -> str:

@@ -5,7 +5,8 @@ backoff when it dies (the server exits, the connection drops). One task owns the
 start to end (the SDK's sessions live in task groups that must be entered and left by the same
 task); callers only wait for it. The server's tool list is read at each start and again when
 the server says it changed (`notifications/tools/list_changed`, or a `subscriptions/listen`
-event on a 2026-07-28 connection); the last list is kept while a restart is under way.
+event on a 2026-07-28 connection), at most once a second however many notifications come
+(agents.mcp.changes); the last list is kept while a restart is under way.
 
 The `mcp` SDK is imported here only when a session starts.
 """
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agents.mcp.changes import ListChanges
 from agents.mcp.config import McpServerConfig
 from agents.mcp.secrets import SecretMissing, SecretReader
 from bot.capabilities import SourceUnavailable
@@ -68,7 +70,7 @@ class McpConnection:
         self._attempt: asyncio.Future[None] | None = None
         self._lost = asyncio.Event()
         self._closing = False
-        self._refreshing: set[asyncio.Task[None]] = set()
+        self._changes: ListChanges | None = None  # this session's list_changed (debounced)
 
     @property
     def running(self) -> bool:
@@ -168,6 +170,9 @@ class McpConnection:
                 await self._lost.wait()
             finally:
                 self._client = None
+                changes, self._changes = self._changes, None
+                if changes is not None:
+                    await changes.close()
                 if listener is not None:
                     listener.cancel()
                     await asyncio.gather(listener, return_exceptions=True)
@@ -235,20 +240,25 @@ class McpConnection:
         from mcp_types import ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
-            client = self._client
-            if client is not None:  # not inline: the handler runs on the receive path
-                task = asyncio.create_task(self._refresh_quietly(client))
-                self._refreshing.add(task)
-                task.add_done_callback(self._refreshing.discard)
+            self._changed()
         elif isinstance(message, Exception):
             log.warning("MCP server %s: transport error: %s", self.config.name,
                         _describe(message))
 
+    def _changed(self) -> None:
+        """The server says its tool list changed: read it again, debounced (never inline:
+        this runs on the session's receive path)."""
+        client = self._client
+        if client is None:
+            return
+        if self._changes is None:
+            self._changes = ListChanges(self.config.name,
+                                        lambda: self._refresh_quietly(client))
+        self._changes.heard()
+
     async def _refresh_quietly(self, client: Client) -> None:
         try:
             await self._refresh(client)
-            log.info("MCP server %s: tool list changed (%d tools)", self.config.name,
-                     len(self.tools))
         except Exception as err:
             log.warning("MCP server %s: reading its changed tool list failed: %s",
                         self.config.name, _describe(err))
@@ -266,7 +276,7 @@ class McpConnection:
             try:
                 async with client.listen(tools_list_changed=True) as events:
                     async for _ in events:
-                        await self._refresh_quietly(client)
+                        self._changed()
             except Exception as err:  # the session's end shows up here too
                 log.info("MCP server %s: change stream ended: %s", self.config.name,
                          _describe(err))

@@ -1,6 +1,7 @@
 """An MCP server as a capability (bot.capabilities.ToolSource): its tools as Valet tools,
 named `<server>_<tool>`, each with the approval, timeout and journal policy the registry
-gives it (by default: a card for every tool the server does not mark read-only).
+gives it (by default a card for every tool: a server's own hints only add caution, and skip
+the card only on a server the operator marked `trusted`: agents/mcp/policy.py).
 
 Nothing starts before the capability is first opened. A tool asked for by name before the
 server has started in this process (a turn redone after a restart, an approved call run after
@@ -22,6 +23,7 @@ import pydantic
 
 from agents.mcp.config import McpServerConfig
 from agents.mcp.connection import CallInterrupted, McpConnection, McpUnavailable
+from agents.mcp.policy import asks_first, stand_in_asks_first
 from agents.mcp.results import error_text, result_text
 from agents.mcp.secrets import SecretReader
 from bot.capabilities import CapabilityStatus
@@ -70,6 +72,9 @@ class McpToolSource:
     def __init__(self, config: McpServerConfig) -> None:
         self.config = config
         self.prefix = f"{config.name}_"
+        # Its tools' names, descriptions and schemas are a third party's text unless the
+        # operator vouches for the server (bot.capabilities.ToolExposure.offers_untrusted).
+        self.trusted = config.trusted
         self.default_timeout = DEFAULT_TIMEOUT
         self._reader = SecretReader(os.environ)  # the credential store comes with attach()
         self._tools: dict[str, McpTool] = {}
@@ -129,6 +134,11 @@ class McpToolSource:
             if real is None:
                 return _failed(ctx, tool, f"Error: the {server} server has no tool called "
                                           f"{tool.name[len(self.prefix):]}.")
+            if real.requires_approval and not tool.requires_approval and not ctx.approved:
+                # it ran as a stand-in without a card, but the server's own hints ask for one
+                return ToolOutcome(ctx.call_id, tool.name, ToolStatus.REFUSED,
+                                   f"Not run: {real.name} needs the person's OK. Call it "
+                                   "again to ask them.")
             tool = real
         try:
             result = await self.connection.call(tool.remote, arguments, tool.call_timeout)
@@ -164,9 +174,6 @@ class McpToolSource:
 
     def _tool(self, name: str, remote: mcp_types.Tool) -> McpTool:
         policy = self.config.policy(remote.name)
-        read_only = bool(remote.annotations is not None and remote.annotations.read_only_hint)
-        approval = policy.approval if policy.approval != "auto" else \
-            ("never" if read_only else "always")
         timeout = policy.timeout_seconds or self.config.timeout_seconds or self.default_timeout
         description = (remote.description or remote.title or remote.name).strip()
         if len(description) > MAX_DESCRIPTION:
@@ -176,7 +183,8 @@ class McpToolSource:
             parameters=_object_schema(remote.input_schema), fn=_never_called,
             args_model=_NoArgs, timeout=timeout + self.config.start_timeout_seconds,
             progress=f"asking {self.config.name}", safe_to_repeat=policy.safe_to_repeat,
-            requires_approval=approval == "always", summarize=self._summary(remote.name),
+            requires_approval=asks_first(self.config, policy, remote.annotations),
+            summarize=self._summary(remote.name),
             source=self, remote=remote.name, call_timeout=timeout)
 
     def _stand_in(self, name: str) -> McpTool:
@@ -190,7 +198,7 @@ class McpToolSource:
             timeout=timeout + self.config.start_timeout_seconds,
             progress=f"asking {self.config.name}",
             safe_to_repeat=bool(policy and policy.safe_to_repeat),
-            requires_approval=not (policy and policy.approval == "never"),
+            requires_approval=stand_in_asks_first(policy),
             summarize=self._summary(guess), source=self, remote="", call_timeout=timeout)
 
     def _summary(self, remote: str) -> Any:

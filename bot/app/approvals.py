@@ -12,8 +12,10 @@ from bot.app.outbound import can_edit_cards
 from bot.app.stores import Stores
 from bot.approvals.decide import ApprovalStep
 from bot.approvals.effects import EffectRecords
+from bot.approvals.elsewhere import OtherPrompts
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.sweeper import ApprovalSweeper
+from bot.contracts.answer_words import answer_words
 from bot.gateway.others import MessageEffects
 from bot.gateway.outbound import Outbound
 from persona.lines import Lines
@@ -37,7 +39,10 @@ def build_approvals(base: Base, stores: Stores, outbound: Outbound,
     return Approvals(
         flow=flow,
         step=ApprovalStep(flow, stores.users, lines=lines,
-                          can_edit=can_edit_cards(outbound.senders)),
+                          can_edit=can_edit_cards(outbound.senders),
+                          words=answer_words(base.persona.languages),
+                          elsewhere=OtherPrompts(stores.pool, stores.access, base.clock,
+                                                 lines=lines)),
         sweeper=ApprovalSweeper(flow, outbound, stores.users,
                                 every=settings.approvals.sweep_seconds))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
@@ -23,6 +23,7 @@ from bot.approvals.outcomes import card_line, state_word
 from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
 from bot.approvals.retry import answerable
 from bot.approvals.store import HOLDING
+from bot.contracts.answer_words import AnswerWords, answer_words
 from bot.contracts.approvals import (
     ApprovalRequest,
     ApprovalStatus,
@@ -42,6 +43,9 @@ from persona.lines import Lines, fill
 log = logging.getLogger(__name__)
 
 WAITING = TurnStop.WAITING_FOR_USER
+# Other kinds of prompts waiting for this person, each named with how to answer it (a task's
+# question, a pairing request): a bare "yes" could be meant for one of them.
+Elsewhere = Callable[[User], Awaitable[list[str]]]
 
 
 class ApprovalStep:
@@ -51,8 +55,11 @@ class ApprovalStep:
     reads = HOLDING.name  # pending requests, and outcomes the conversation has not heard
 
     def __init__(self, flow: ApprovalFlow, users: UserStore, *, lines: Lines,
-                 can_edit: Callable[[str], bool] = lambda channel: False) -> None:
+                 can_edit: Callable[[str], bool] = lambda channel: False,
+                 words: AnswerWords | None = None, elsewhere: Elsewhere | None = None) -> None:
         self.flow = flow
+        self.words = words or answer_words()  # the persona's languages (bot.approvals.rules)
+        self.elsewhere = elsewhere
         self.store = flow.store
         self.users = users
         self.lines = lines  # the approval lines, and the pairing buttons' answers
@@ -80,10 +87,14 @@ class ApprovalStep:
         asked = await self.store.take_change_asked(ctx.user.id, now) if pending else None
         if not pending:
             return Continue()
-        parsed = await parse_reply(ctx.msg.text, pending, interpret=self._interpret,
-                                   lines=self.lines)
-        if asked is not None and (parsed.unrelated or parsed.clarify):
-            # Valet asked what to change (Edit was tapped): this message is the change.
+        elsewhere = self.elsewhere
+        parsed = await parse_reply(
+            ctx.msg.text, pending, lines=self.lines, words=self.words,
+            # Valet asked what to change (Edit was tapped): the rules alone read the answer
+            interpret=self._interpret if asked is None else None,
+            elsewhere=(lambda: elsewhere(ctx.user)) if elsewhere is not None else None)
+        if asked is not None and (parsed.unrelated or parsed.clarify) and not parsed.question:
+            # ...and anything but a clear yes, no or question is the change.
             return ParsedReply([Decision(asked.id, Verdict.EDIT, ctx.msg.text.strip())])
         if parsed.unrelated:
             # A new request; what waits still waits. Said after the answer when the message
@@ -150,7 +161,7 @@ class ApprovalStep:
             return False
         if await self.store.change_asked(user_id, now):
             return True
-        return not (await parse_reply(text, pending)).unrelated
+        return not (await parse_reply(text, pending, words=self.words)).unrelated
 
     def _settled(self, approval: ApprovalRequest) -> bool:
         return self.buttons.settled(approval)

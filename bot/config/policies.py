@@ -78,6 +78,10 @@ class ReactLoopConfig:
     subtask_max_turns: int = 6
     subtask_token_budget: int = 40_000
     subtask_timeout_seconds: float = 120.0
+    # Per turn (a message, a triggered run): sub-tasks it may start, and run at once. Their
+    # LLM requests count against the person's rate limit (bot.loop.allowance).
+    subtask_max_per_turn: int = 3
+    subtask_concurrency: int = 2
 
     llm_max_retries: int = 3
     llm_retry_base_delay: float = 1.0

@@ -166,6 +166,8 @@ _LOOP_RANGES: dict[str, dict[str, float]] = {
     "llm_retry_base_delay": {"ge": 0},
     "max_tool_result_share": {"gt": 0, "le": 1},
     "context_trim_threshold": {"gt": 0, "le": 1},
+    "subtask_max_per_turn": {"gt": 0, "le": 20},
+    "subtask_concurrency": {"gt": 0, "le": 10},
 }
 
 
@@ -303,6 +305,21 @@ class HTTPSettings(_Section):
     # A request body (a webhook, an event) that has not fully arrived by then is refused
     # (408): a client that sends half a body does not hold a connection open.
     body_timeout_seconds: float = pydantic.Field(10.0, gt=0)
+    # Reverse proxies whose X-Forwarded-For is believed (addresses or networks): the console's
+    # sign-in counts attempts per client behind them (bot/app/client_address.py). Default:
+    # this machine, where the shipped Caddyfile runs; with compose, add its network.
+    trusted_proxies: list[str] = ["127.0.0.0/8", "::1/128"]
+
+    @pydantic.field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network such as "
+                                 "127.0.0.1 or 10.0.0.0/8") from None
+        return value
 
 
 class ConsoleSettings(_Section):

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 import aiohttp
 
+from bot.contracts.allowance import TurnAllowance
 from bot.contracts.clock import Clock, SystemClock
 
 
@@ -39,6 +40,8 @@ class ToolExecutionContext:
     # This call runs a request the person approved (set by the approval flow, nowhere else):
     # a tool that must never act unasked (sending mail) checks it as defence in depth.
     approved: bool = False
+    # What the turn may still spend on sub-tasks (bot.contracts.allowance); one per turn.
+    allowance: TurnAllowance | None = None
 
     @property
     def tz(self) -> ZoneInfo:

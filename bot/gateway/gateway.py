@@ -105,12 +105,13 @@ class Gateway:
         return await self._admit(msg, row_id, sender), row_id
 
     async def _bind_choice(self, msg: IncomingMessage) -> IncomingMessage:
-        """A bare choice answers the prompt of the last message to this address, when that
-        message carried exactly one; otherwise ("1" answering a question, a list) it is text."""
-        last = await self.outbound.outbox.latest_to(msg.channel, msg.address)
-        if last is None or len(last.prompts) != 1 or msg.choice is None:
+        """A bare choice answers the one approval prompt of the newest message that asked
+        for a digit, unless a reply came after it ("1" answering a question, a list: text).
+        A pairing request never asks for a digit (it is answered "PAIR <code>"), and a
+        message a stranger caused never changes what the digit answers."""
+        prompt = await self.outbound.outbox.digit_prompt_to(msg.channel, msg.address)
+        if prompt is None or msg.choice is None:
             return msg
-        [prompt] = last.prompts
         return replace(msg, button=ButtonPress(prompt.id, msg.choice.value, kind=prompt.kind))
 
     async def _admit(self, msg: IncomingMessage, row_id: int, sender: str | None

@@ -22,7 +22,7 @@ from datetime import datetime
 from enum import Enum, IntEnum
 from typing import Any
 
-from bot.contracts.envelopes import OutboundMessage, prompts_of, stop_of
+from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind, prompts_of, stop_of
 from bot.db import Database, Queries, Row
 from bot.plumbing.metrics import Waiting
 
@@ -43,6 +43,8 @@ def _message(r: Row) -> OutboundMessage:
                            kind=payload.get("kind", "reply"), dedupe_key=r["dedupe_key"] or "",
                            parts_sent=r["parts_sent"] or 0)
 
+
+REPLY_KEY = "reply:"  # a turn's answer to what the person (or their task) said: reply:<row>
 
 # A row found `sending` after its process died: it may or may not have reached the person.
 OUTCOME_UNKNOWN = "delivery outcome unknown: the process stopped while sending"
@@ -211,6 +213,25 @@ class OutboxStore:
             "SELECT * FROM outbox WHERE channel = $1 AND address = $2 ORDER BY id DESC LIMIT 1",
             channel, address)
         return _message(row) if row else None
+
+    async def digit_prompt_to(self, channel: str, address: str,
+                              scan: int = 20) -> ApprovalPrompt | None:
+        """The prompt a bare "1" or "2" from this address answers: the one approval prompt
+        of the newest message that asked for a digit, unless the conversation moved on since
+        (a reply to the person came after it). A message that is no reply and asks nothing
+        of the kind (a pairing notice a stranger caused, a reminder) changes nothing: what
+        someone else does never changes what the person's next digit answers."""
+        rows = await self.db.fetch(
+            "SELECT * FROM outbox WHERE channel = $1 AND address = $2 ORDER BY id DESC"
+            " LIMIT $3", channel, address, scan)
+        for row in rows:
+            message = _message(row)
+            asked = [p for p in message.prompts if p.kind is PromptKind.APPROVAL]
+            if asked:  # several in one message are answered by their codes, not a digit
+                return asked[0] if len(message.prompts) == 1 else None
+            if message.dedupe_key.startswith(REPLY_KEY):
+                return None
+        return None
 
     async def waiting_by_channel(self) -> dict[str, Waiting]:
         """What is still to go (pending or being sent), by channel, with its oldest row."""

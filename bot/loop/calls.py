@@ -32,9 +32,10 @@ async def run_calls(deps: LoopDeps, run: LoopRun, response: LLMResponse,
 
     step = run.llm_step
     # Third-party text anywhere in what the model read makes guarded tools ask first (also
-    # in a sub-task whose turn held some: its flag comes in set).
+    # in a sub-task whose turn held some: its flag comes in set), and so do the tool names,
+    # descriptions and schemas an untrusted MCP server wrote, offered in this request.
     tool_ctx = replace(tool_ctx, untrusted_context=tool_ctx.untrusted_context
-                       or holds_untrusted(run.messages))
+                       or deps.offers_untrusted(run.messages) or holds_untrusted(run.messages))
 
     async def one(call: ToolCall) -> ToolOutcome:
         found = deps.registry.get(call.name)

@@ -34,6 +34,8 @@ class ToolChoice(Protocol):
 
     def refusal(self, tool_name: str, messages: list[Message]) -> str | None: ...
 
+    def offers_untrusted(self, messages: list[Message]) -> bool: ...
+
 
 @dataclass
 class LoopDeps:
@@ -55,6 +57,13 @@ class LoopDeps:
         if self.tool_choice is None:
             return self.registry.schemas()
         return await self.tool_choice.schemas(messages)
+
+    def offers_untrusted(self, messages: list[Message]) -> bool:
+        """Whether a request made now offers tools whose names, descriptions and schemas a
+        third party wrote (an MCP server the operator did not mark trusted)."""
+        if self.tool_choice is not None:
+            return self.tool_choice.offers_untrusted(messages)
+        return any(not source.trusted and source.known() for source in self.registry.sources)
 
 
 @dataclass

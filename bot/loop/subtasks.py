@@ -11,6 +11,12 @@ sub-task's final answer. Its tokens count in the turn's, and its steps are in th
 
 A sub-task cannot ask the person anything; an action it proposes waits for approval like any
 other, and its outcome joins the person's next turn (the sub-task itself does not resume).
+
+One turn starts at most `loop.subtask_max_per_turn` of them, `loop.subtask_concurrency` at
+once, and every LLM request they make is taken from the person's rate limit
+(bot.loop.allowance).
+Past either, the model reads a tool error that says so, and the reply says what was not done
+(`short_changed`), so the person is never short-changed without a word.
 """
 
 from __future__ import annotations
@@ -20,17 +26,20 @@ from dataclasses import replace
 
 from bot.capabilities import OPEN_TOOL, CapabilitySpec, SourceUnavailable
 from bot.config.policies import ReactLoopConfig
+from bot.contracts.allowance import NOT_STARTED, RATE_LIMITED, TurnAllowance
 from bot.contracts.approvals import ApprovalDraft, waiting_result
 from bot.contracts.envelopes import TurnStop
 from bot.contracts.pause import each_pause
 from bot.contracts.tool_context import ToolExecutionContext
+from bot.contracts.turn import Continue
 from bot.llm.port import ToolCall
+from bot.loop.allowance import ChargedLLM, OverAllowance
 from bot.loop.react import CallGate, LoopDeps, react_loop
 from bot.loop.traces import KEPT_TEXT, shorten
-from bot.loop.types import ReactLoopResult
+from bot.loop.types import ReactLoopResult, ToolCallRecord
 from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus, build_tool
 from persona import FRAMEWORK_NOTES
-from persona.lines import fill
+from persona.lines import ConversationLines, fill
 
 DELEGATE = "delegate"
 TIMEOUT_MARGIN = 5.0  # seconds the tool's own timeout leaves the sub-task to say its last word
@@ -79,15 +88,44 @@ class Subtasks:
         found = await self._tools(names)
         if isinstance(found, str):
             return ToolOutcome(ctx.call_id, DELEGATE, ToolStatus.INVALID, found)
-        deps = replace(self.deps, registry=ToolRegistry(found), tool_choice=None,
-                       gate=self._gate(task))
+        allowance = ctx.allowance or TurnAllowance(self.cfg.subtask_max_per_turn,
+                                                   self.cfg.subtask_concurrency)
+        if not allowance.start():
+            return ToolOutcome(
+                ctx.call_id, DELEGATE, ToolStatus.REFUSED,
+                f"Not run: at most {allowance.max_subtasks} sub-tasks per request, and "
+                f"{allowance.started} already ran in this one. Do what is left yourself, or "
+                "tell the person plainly which parts were not done.", result_status=NOT_STARTED)
+        llm = ChargedLLM(self.deps.llm, allowance)
+        deps = replace(self.deps, llm=llm, registry=ToolRegistry(found), tool_choice=None,
+                       gate=self._gate(task), fallbacks=tuple(
+                           replace(slot, llm=ChargedLLM(slot.llm, allowance))
+                           for slot in self.deps.fallbacks))
         system = SYSTEM.format(assistant=self.assistant, notes=FRAMEWORK_NOTES,
                                now=ctx.now().strftime("%A %d %B %Y, %H:%M"))
-        result = await react_loop(
-            deps, [{"role": "system", "content": system}], [{"role": "user", "content": task}],
-            replace(ctx, turn_id=""), self.cfg, turn_id=_journal_id(ctx),
-            token_budget=self.cfg.subtask_token_budget)
+        # Tools a third party described (an untrusted MCP server's) make the sub-task's
+        # context untrusted from its first step, as they would the turn's.
+        sub_ctx = replace(ctx, turn_id="", untrusted_context=ctx.untrusted_context
+                          or self._untrusted(found))
+        async with allowance.slots:
+            try:
+                result = await react_loop(
+                    deps, [{"role": "system", "content": system}],
+                    [{"role": "user", "content": task}], sub_ctx, self.cfg,
+                    turn_id=_journal_id(ctx), token_budget=self.cfg.subtask_token_budget)
+            except OverAllowance:
+                return ToolOutcome(
+                    ctx.call_id, DELEGATE, ToolStatus.FAILED,
+                    f"Stopped: the person's limit of {allowance.per_minute} requests a minute "
+                    f"was reached after {llm.requests} steps of this sub-task, so it did not "
+                    "finish. Tell the person plainly that this part was not done (they can "
+                    "ask again in a minute).", result_status=RATE_LIMITED)
         return _outcome(ctx.call_id, task, [t.name for t in found], result)
+
+    def _untrusted(self, tools: list[Tool]) -> bool:
+        sources = [spec.source for spec in self.capabilities.values()
+                   if spec.source is not None and not spec.source.trusted]
+        return any(t.name.startswith(s.prefix) for t in tools for s in sources)
 
     async def _tools(self, names: list[str]) -> list[Tool] | str:
         """The tools named (a capability's name stands for all of its tools), or why not."""
@@ -164,3 +202,18 @@ def _outcome(call_id: str, task: str, tools: list[str], result: ReactLoopResult
             else f"Sub-task stopped ({result.stop_reason.value}) after {result.turns} steps")
     return ToolOutcome(call_id, DELEGATE, ToolStatus.SUCCESS if finished else ToolStatus.FAILED,
                        f"{head}. Its result:\n{result.response}", usage=usage, trace=trace)
+
+
+def short_changed(records: list[ToolCallRecord], allowance: TurnAllowance | None,
+                  lines: ConversationLines) -> Continue:
+    """A line after the answer when the allowance stopped sub-tasks of this turn."""
+    stopped = [r for r in records if r.name == DELEGATE
+               and r.result_status in (NOT_STARTED, RATE_LIMITED)]
+    if not stopped:
+        return Continue()
+    asked = sum(1 for r in records if r.name == DELEGATE)
+    if any(r.result_status == RATE_LIMITED for r in stopped):
+        return Continue(after=(lines.subtasks_rate_limited,))
+    limit = allowance.max_subtasks if allowance is not None else asked - len(stopped)
+    return Continue(after=(fill(lines.subtasks_not_all, done=asked - len(stopped),
+                                asked=asked, limit=limit),))

@@ -98,7 +98,7 @@ class Commands:
             return Continue()
         found = command_word(ctx.msg.text)
         if found is None:
-            return Continue()
+            return await self._pairing_words(ctx) or Continue()
         word, args = found
         command = self._table.get(word)
         if command is not None and command.hidden and not ctx.user.is_owner:
@@ -119,6 +119,21 @@ class Commands:
         verb = "approve" if button.choice is Option.APPROVE else "deny"
         return Answered(text=await self._pair(ctx, [verb, button.approval_id]),
                         stop=TurnStop.COMMAND)
+
+    async def _pairing_words(self, ctx: TurnContext) -> Answered | None:
+        """"PAIR 4K7QXZ" / "DENY 4K7QXZ" (the persona's words) from the owner, naming a
+        pairing request Valet knows: /pair by its code, with no LLM. This is how a pairing
+        notice by SMS is answered (never a bare digit); it works on every channel."""
+        words = ctx.msg.text.split()
+        if len(words) != 2 or not ctx.user.is_owner:
+            return None
+        verb = {self.lines.pairing_approve_word.lower(): "approve",
+                self.lines.pairing_deny_word.lower(): "deny"}.get(words[0].lower())
+        code = words[1].strip(".!").upper()
+        if verb is None or not await self.access.pairing_outcomes(
+                [code], ctx.tool_ctx.clock.now()):
+            return None  # "deny access": not a code Valet ever gave out
+        return Answered(text=await self._pair(ctx, [verb, code]), stop=TurnStop.COMMAND)
 
     # --- the commands ----------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -24,10 +25,12 @@ from bot.approvals.flow import ApprovalFlow
 from bot.capabilities import OPEN_TOOL, ToolExposure
 from bot.channel import Channel
 from bot.config.policies import ReactLoopConfig
+from bot.contracts.allowance import TurnAllowance
 from bot.contracts.approvals import ApprovalDraft
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.contracts.pause import PausedTask, each_pause
+from bot.contracts.people import User
 from bot.contracts.steering import Steering
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.contracts.turn import (
@@ -52,6 +55,7 @@ from bot.loop.context import ContextManager
 from bot.loop.fallback import ModelSlot
 from bot.loop.journal import TurnJournal
 from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
+from bot.loop.subtasks import short_changed
 from bot.loop.types import SIMPLE
 from bot.memory.history import HistoryStore
 from bot.memory.summaries import HOLDING as SUMMARY
@@ -157,6 +161,9 @@ class Orchestrator:
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
         run = await self.made_brief(ctx, run)
+        if isinstance(run, ReactLoopResult):  # sub-tasks the allowance stopped: said plainly
+            before = merge(before, short_changed(run.tool_calls, ctx.tool_ctx.allowance,
+                                                 self.deps.persona.lines))
         waits = await self.open_waits(ctx, before, run)
         lines = self.deps.persona.lines
         turn = compose_turn(ctx, before, run, waits, approval_intro=(
@@ -191,6 +198,15 @@ class Orchestrator:
                 and m.get("content") == run.response else m for m in run.new_messages]
         return replace(run, response=text, new_messages=said)
 
+    def _allowance(self, user: User) -> TurnAllowance:
+        """What this turn may spend on sub-tasks: their LLM requests are taken from the same
+        limit as the person's messages (never the owner's: the owner is not limited)."""
+        cfg, limiter = self.deps.loop_config, self.deps.limiter
+        charge = partial(limiter.allow, user.id) \
+            if limiter is not None and not user.is_owner else None
+        return TurnAllowance(cfg.subtask_max_per_turn, cfg.subtask_concurrency, charge,
+                             limiter.limit if limiter is not None else 0)
+
     async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None,
                               steering: Steering | None = None) -> TurnContext:
         deps = self.deps
@@ -201,7 +217,8 @@ class Orchestrator:
         tool_ctx = ToolExecutionContext(
             user_id=user.id, timezone=user.timezone, clock=deps.clock, http=deps.http,
             channel=msg.channel, services=deps.tool_services,
-            triggered_by=msg.external_id if msg.from_trigger else None, turn_id=turn_id)
+            triggered_by=msg.external_id if msg.from_trigger else None, turn_id=turn_id,
+            allowance=self._allowance(user))
         system = deps.persona.system_prompt(
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
             capabilities=self.capabilities(),

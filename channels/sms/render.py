@@ -3,7 +3,8 @@ be, split into messages of at most 1,600 characters on sentence boundaries, each
 
 Approval prompts never ask for a word carriers and Twilio act on themselves (STOP, START,
 HELP, YES, NO...) as the whole answer: one pending request is answered "1" or "2", several by
-their short codes ("4821 YES").
+their short codes ("4821 YES"). A pairing request is answered with its code ("PAIR 4K7QXZ",
+"DENY 4K7QXZ"), never a digit.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage
+from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind
 from bot.text.split import split_text
 from channels.sms.gsm import Encoding, cost, fold
 from persona.lines import DEFAULT, SmsLines, fill
@@ -101,6 +102,17 @@ def _verb(prompt: ApprovalPrompt, lines: SmsLines) -> str:
 
 
 def render_prompts(prompts: tuple[ApprovalPrompt, ...], lines: SmsLines = DEFAULT) -> str:
+    pairing = [p for p in prompts if p.kind is PromptKind.PAIRING]
+    asked = _approval_prompts(tuple(p for p in prompts if p.kind is not PromptKind.PAIRING),
+                              lines)
+    # A pairing request is answered with its code, never a bare digit: a stranger texting
+    # must not be able to make the owner's "1" answer their request.
+    said = [fill(lines.sms_pairing_prompt, code=p.code, approve=lines.pairing_approve_word,
+                 deny=lines.pairing_deny_word) for p in pairing]
+    return "\n".join([*([asked] if asked else []), *said])
+
+
+def _approval_prompts(prompts: tuple[ApprovalPrompt, ...], lines: SmsLines) -> str:
     if not prompts:
         return ""
     if len(prompts) == 1:

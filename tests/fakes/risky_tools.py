@@ -145,3 +145,24 @@ async def pay_invoice(ctx: ToolExecutionContext, invoice: str, amount: int) -> s
     """
     CHARGES.append({"invoice": invoice, "amount": str(amount)})
     raise RuntimeError("the payment service answered 503 Service Unavailable")
+
+
+# A test sets this to keep sub-tasks inside `hold` until it has looked (in-process tests).
+HOLD_GATE: asyncio.Event | None = None
+HELD: list[str] = []  # who is inside `hold` right now
+
+
+@tool(progress="holding")
+async def hold(ctx: ToolExecutionContext, part: str) -> str:
+    """Work on one part of a job (it takes a while).
+
+    Args:
+        part: Which part.
+    """
+    HELD.append(part)
+    try:
+        if HOLD_GATE is not None:
+            await HOLD_GATE.wait()
+    finally:
+        HELD.remove(part)
+    return f"{part} done."

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from bot.app.console.web import build_console, console_routes
-from bot.config import ConsoleSettings
+from bot.config import ConsoleSettings, HTTPSettings
 from bot.people.console_login import ConsoleLogins, NotOwner
 from tests.integration.console_harness import (
     console_client,
@@ -147,23 +147,90 @@ async def test_the_link_never_goes_to_a_telegram_group(world):
     assert "/console/login" not in reply.text and "private chat" in reply.text
 
 
-async def test_sign_in_attempts_are_limited_per_address(app_factory):
+def token_of(path: str) -> str:
+    return path.split("t=", 1)[1]
+
+
+async def test_sign_in_attempts_are_limited_per_client_and_a_fresh_link_still_works(
+        app_factory):
+    """Issue 34 item 5: failed sign-ins are counted per client; past the limit that client's
+    wrong links get 429, and a fresh valid link is never refused (the limit must not become
+    a way to lock the owner out)."""
     app = await app_factory(console=ConsoleSettings(enabled=True, login_attempts=3))
     client = await console_client(app)
     try:
         statuses = [(await client.post("/console/login", data={"t": f"guess{i}"},
-                                       allow_redirects=False)).status for i in range(4)]
-        assert statuses == [403, 403, 403, 429]
-        # Even the right link is refused while the address is over its limit.
+                                       allow_redirects=False)).status for i in range(5)]
+        assert statuses == [403, 403, 403, 429, 429]
         path = await link_for_owner(app)
-        response = await client.post("/console/login", data={"t": path.split("t=", 1)[1]},
-                                     allow_redirects=False)
-        assert response.status == 429
-        app.clock.advance(minutes=16)  # the window passed (and the link expired)
-        path = await link_for_owner(app)
-        response = await client.post("/console/login", data={"t": path.split("t=", 1)[1]},
+        assert (await client.get(path)).status == 200  # the page, with its button
+        response = await client.post("/console/login", data={"t": token_of(path)},
                                      allow_redirects=False)
         assert response.status == 303
+    finally:
+        await client.close()
+
+
+async def test_behind_a_trusted_proxy_each_client_is_counted_on_its_own(app_factory):
+    """The test client connects from 127.0.0.1, a trusted proxy by default: X-Forwarded-For
+    names the client. One client over its limit leaves another's attempts alone."""
+    app = await app_factory(console=ConsoleSettings(enabled=True, login_attempts=3))
+    client = await console_client(app)
+    try:
+        guesser = {"X-Forwarded-For": "198.51.100.7"}
+        for i in range(6):
+            await client.post("/console/login", data={"t": f"guess{i}"}, headers=guesser,
+                              allow_redirects=False)
+        over = await client.post("/console/login", data={"t": "guess"}, headers=guesser,
+                                 allow_redirects=False)
+        assert over.status == 429
+        other = await client.post("/console/login", data={"t": "typo"},
+                                  headers={"X-Forwarded-For": "203.0.113.5"},
+                                  allow_redirects=False)
+        assert other.status == 403
+    finally:
+        await client.close()
+
+
+async def test_an_untrusted_peer_cannot_choose_its_address(app_factory):
+    """With no trusted proxies, X-Forwarded-For is the client's own say-so: ignored."""
+    app = await app_factory(console=ConsoleSettings(enabled=True, login_attempts=3),
+                            http=HTTPSettings(trusted_proxies=[]))
+    client = await console_client(app)
+    try:
+        statuses = [(await client.post("/console/login", data={"t": f"guess{i}"},
+                                       headers={"X-Forwarded-For": f"192.0.2.{i}"},
+                                       allow_redirects=False)).status for i in range(4)]
+        assert statuses == [403, 403, 403, 429]
+    finally:
+        await client.close()
+
+
+async def test_one_link_tried_from_many_clients_is_counted_too(app_factory):
+    app = await app_factory(console=ConsoleSettings(enabled=True, login_attempts=3))
+    client = await console_client(app)
+    try:
+        path = await link_for_owner(app)
+        assert (await client.post("/console/login", data={"t": token_of(path)},
+                                  allow_redirects=False)).status == 303
+        statuses = [(await client.post("/console/login", data={"t": token_of(path)},
+                                       headers={"X-Forwarded-For": f"192.0.2.{i}"},
+                                       allow_redirects=False)).status for i in range(4)]
+        assert statuses == [403, 403, 403, 429]  # a used link, replayed from everywhere
+    finally:
+        await client.close()
+
+
+async def test_the_link_page_is_no_free_oracle(app_factory):
+    """GET /console/login?t=… with a wrong link counts as an attempt."""
+    app = await app_factory(console=ConsoleSettings(enabled=True, login_attempts=3))
+    client = await console_client(app)
+    try:
+        statuses = [(await client.get(f"/console/login?t=guess{i}")).status
+                    for i in range(5)]
+        assert statuses == [403, 403, 403, 429, 429]
+        path = await link_for_owner(app)
+        assert (await client.get(path)).status == 200
     finally:
         await client.close()
 

@@ -1,8 +1,9 @@
 """MCP servers as capabilities, with a real MCP server (tests/fakes/fake_mcp_server.py, the
-same SDK) over stdio and over streamable HTTP: read-only tools run without a card, a tool that
-changes something asks first and runs once, failures and timeouts reach the model as errors
-it can read, a server killed mid-call is restarted and the call is reported interrupted, and a
-"hi" starts nothing."""
+same SDK) over stdio and over streamable HTTP: read-only tools of a server the operator marked
+`trusted` run without a card (an untrusted server's ask: tests/e2e/test_mcp_hostile.py), a
+tool that changes something asks first and runs once, failures and timeouts reach the model as
+errors it can read, a server killed mid-call is restarted and the call is reported
+interrupted, and a "hi" starts nothing."""
 
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ def server_log(tmp_path, monkeypatch) -> Path:
 
 
 def registry(tmp_path: Path, *, url: str | None = None, slow_timeout: float = 1,
-             slow_repeats: bool = False) -> AgentsSettings:
-    """A deployment registry with the fake server as the `tracker` capability."""
+             slow_repeats: bool = False, trusted: bool = True) -> AgentsSettings:
+    """A deployment registry with the fake server as the `tracker` capability (trusted by
+    the operator unless said otherwise: its read-only hints then skip the card)."""
     if url is None:
         where = (f"    command: [{sys.executable}, -m, tests.fakes.fake_mcp_server, stdio]\n"
                  f"    cwd: {REPO}\n    env: {{FAKE_MCP_LOG: 'env:FAKE_MCP_LOG'}}\n")
@@ -50,6 +52,7 @@ def registry(tmp_path: Path, *, url: str | None = None, slow_timeout: float = 1,
     path = tmp_path / "mine.yaml"
     path.write_text("mcp:\n  - name: tracker\n" + where +
                     "    description: the team's issue tracker\n"
+                    f"    trusted: {str(trusted).lower()}\n"
                     f"    tools:\n      slow: {{timeout_seconds: {slow_timeout}, "
                     f"safe_to_repeat: {str(slow_repeats).lower()}}}\n")
     return AgentsSettings(registries=[str(path)], answer_check="heuristic")

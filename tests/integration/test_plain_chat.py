@@ -18,7 +18,8 @@ MOST_MODULES = 45
 
 async def test_a_hi_runs_no_step_that_has_nothing_to_do(app_factory, fake_llm) -> None:
     fake_llm.responder = lambda request: Reply(content="Hello! How can I help?")
-    app = await app_factory(memory=app_factory_memory_on())
+    # As a deployment runs by default: memory on, tools shown by capability.
+    app = await app_factory(memory=app_factory_memory_on(), tool_exposure="capabilities")
     chat = await console_chat(app)
     await chat.say("hello there")  # the first message makes the person (and their owner row)
     seen = await modules_run(chat, "hi there")

@@ -12,7 +12,7 @@ import pytest
 
 from agents.mcp.config import McpServerConfig, problems
 from agents.mcp.results import result_text
-from agents.mcp.source import McpToolSource, valet_name
+from agents.mcp.source import McpTool, McpToolSource, valet_name
 from agents.registry import load_registry, registry_paths
 from bot.cli.main import main
 from bot.config import ConfigError
@@ -145,18 +145,41 @@ def test_results_are_quoted_images_described_and_long_ones_cut():
     assert failed.startswith("Error: get failed") and "no such repo" in failed
 
 
-def test_a_read_only_tool_runs_unasked_and_any_other_asks_first():
-    source = McpToolSource(McpServerConfig(name="t", command=["x"], description="d",
-                                           tools={"delete": {"approval": "never"}}))
+def _learnt(trusted: bool) -> dict[str, McpTool]:
+    """A server's tools with every combination of hints, and the registry's word on two."""
+    source = McpToolSource(McpServerConfig(
+        name="t", command=["x"], description="d", trusted=trusted,
+        tools={"delete": {"approval": "never"}, "wire_never": {"approval": "never"},
+               "lookup_always": {"approval": "always"}}))
     schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    hints = mcp_types.ToolAnnotations
     source._learn([
-        mcp_types.Tool(name="find", input_schema=schema,
-                       annotations=mcp_types.ToolAnnotations(read_only_hint=True)),
+        mcp_types.Tool(name="find", input_schema=schema, annotations=hints(read_only_hint=True)),
         mcp_types.Tool(name="change", input_schema=schema),
-        mcp_types.Tool(name="delete", input_schema=schema)])
-    find, change, delete = source.known()
-    assert not find.requires_approval and change.requires_approval
-    assert not delete.requires_approval  # the registry said so
+        mcp_types.Tool(name="delete", input_schema=schema),
+        mcp_types.Tool(name="wire_money", input_schema=schema,
+                       annotations=hints(read_only_hint=True, destructive_hint=True)),
+        mcp_types.Tool(name="wire_never", input_schema=schema,
+                       annotations=hints(destructive_hint=True)),
+        mcp_types.Tool(name="lookup_always", input_schema=schema,
+                       annotations=hints(read_only_hint=True))])
+    return {t.name.removeprefix("t_"): t for t in source.known() if isinstance(t, McpTool)}
+
+
+def test_a_servers_hints_only_add_caution():
+    """Issue 34 item 3: a tool asks unless the registry says `approval: never`, or the server
+    is trusted and the tool says read-only (and not destructive); destructive always asks."""
+    asks = {name: tool.requires_approval for name, tool in _learnt(trusted=False).items()}
+    assert asks == {"find": True, "change": True, "delete": False, "wire_money": True,
+                    "wire_never": True, "lookup_always": True}
+    asks = {name: tool.requires_approval for name, tool in _learnt(trusted=True).items()}
+    assert asks == {"find": False, "change": True, "delete": False, "wire_money": True,
+                    "wire_never": True, "lookup_always": True}
+
+
+def test_a_servers_schema_checks_the_arguments_and_the_card_names_the_call():
+    tools = _learnt(trusted=False)
+    find, change = tools["find"], tools["change"]
     with pytest.raises(ValueError, match="'q' is a required property"):
         find.parse_arguments("{}")
     assert change.summarize is not None

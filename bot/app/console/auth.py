@@ -2,10 +2,16 @@
 
     GET  /console/login?t=…   shows a "Sign in" button; nothing is used up yet (a chat app's
                               link preview fetches the page too)
-    POST /console/login       uses the link (once, within 10 minutes; attempts per address
-                              are limited) and opens a session: an HttpOnly, SameSite=Strict
-                              cookie (Secure when the console is reached over https)
+    POST /console/login       uses the link (once, within 10 minutes) and opens a session: an
+                              HttpOnly, SameSite=Strict cookie (Secure when the console is
+                              reached over https)
     POST /console/logout      closes it
+
+A GET or POST with a link that is not good (used, expired, never issued) is a failed attempt,
+counted per client (its address, also behind a trusted proxy: bot/app/client_address.py) and
+per link; past `console.login_attempts` in a window either is answered 429. A fresh, valid link
+always signs in: someone else's guesses never lock the owner out (a link is 256 random bits,
+so the count is there to keep a flood cheap and quiet, not to guard the secret).
 
 Every other page answers 401 without a live session of a current owner, and every form post
 403 without the session's CSRF token.
@@ -15,12 +21,12 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from aiohttp import web
 
 from bot.app.console.deps import Console, log
-from bot.people.console_login import ConsoleSession
+from bot.people.console_login import ConsoleSession, token_hash
 from bot.people.guesses import GuessLimiter, GuessVerdict
 
 COOKIE = "valet_console"
@@ -64,34 +70,56 @@ async def live_session(console: Console, request: web.Request) -> ConsoleSession
     return session if user is not None and user.is_owner and not user.blocked else None
 
 
+class SignInAttempts:
+    """Failed sign-ins, counted per client and per link (only their hashes are kept)."""
+
+    def __init__(self, console: Console) -> None:
+        settings = console.settings.console
+        self.guesses = GuessLimiter(console.app.db, settings.login_attempts,
+                                    timedelta(minutes=settings.login_window_minutes))
+
+    async def failed(self, client: str, token: str, at: datetime) -> bool:
+        """Count one failed attempt; True when the client or the link is past the limit."""
+        verdicts = [await self.guesses.take_try("console-login", "http", client, at)]
+        if token:
+            verdicts.append(await self.guesses.take_try("console-link", "http",
+                                                        token_hash(token)[:32], at))
+        if GuessVerdict.LAST_TRY in verdicts:  # once per window, not once per attempt
+            log.warning("console: too many failed sign-ins (from %s, or with one link); "
+                        "more are refused for a while", client)
+        return GuessVerdict.REFUSED in verdicts
+
+
 def login_routes(console: Console) -> list[web.RouteDef]:
     settings = console.settings.console
-    guesses = GuessLimiter(console.app.db, settings.login_attempts,
-                           timedelta(minutes=settings.login_window_minutes))
+    attempts = SignInAttempts(console)
 
-    async def login_page(request: web.Request) -> web.Response:
-        token = request.query.get("t", "")
-        if not token or not await console.logins.link_waiting(token, console.now()):
-            return _refused(console, request)
-        return console.page(request, None, "login.html", title="Sign in", token=token)
-
-    async def login(request: web.Request) -> web.StreamResponse:
-        remote = request.remote or ""
-        now = console.now()
-        if await guesses.take_try("console-login", "http", remote, now) is \
-                GuessVerdict.REFUSED:
-            log.warning("console: sign-in attempts from %s refused (too many)", remote)
+    async def refused(request: web.Request, token: str) -> web.Response:
+        client = console.client(request)
+        if await attempts.failed(client, token, console.now()):
             return console.page(request, None, "message.html", title="Too many attempts",
                                 status=429, message="Too many sign-in attempts from here. "
                                                     "Wait a few minutes, then ask for a new "
                                                     "link.")
+        log.info("console: a used, expired or unknown sign-in link from %s", client)
+        return _refused(console, request)
+
+    async def login_page(request: web.Request) -> web.Response:
+        token = request.query.get("t", "")
+        if not token or not await console.logins.link_waiting(token, console.now()):
+            return await refused(request, token)  # an attempt too: no free oracle
+        return console.page(request, None, "login.html", title="Sign in", token=token)
+
+    async def login(request: web.Request) -> web.StreamResponse:
+        now = console.now()
         form = await request.post()
-        user_id = await console.logins.redeem_link(str(form.get("t", "")), now)
+        token = str(form.get("t", ""))
+        # A fresh link is tried first: the limit never refuses it (see the module's note).
+        user_id = await console.logins.redeem_link(token, now)
         user = await console.app.users.get(user_id) if user_id else None
         if user is None or not user.is_owner or user.blocked:
-            log.warning("console: a used, expired or unknown sign-in link from %s", remote)
-            return _refused(console, request)
-        await guesses.forget("console-login", "http", remote)
+            return await refused(request, token)
+        remote = console.client(request)
         session = await console.logins.open_session(
             user.id, now, timedelta(hours=settings.session_hours), remote)
         await console.record(request, session, "sign in", user.id, "ok")

@@ -7,12 +7,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
 
 from bot.app.channels import ServedChannel
+from bot.app.client_address import Network, client_address, networks
 from bot.app.console.errors import RecentErrors
 from bot.app.console.render import Templates, html
 from bot.app.root import App
@@ -54,10 +56,18 @@ class Console:
             failed=request.query.get("failed", "") == "1", signed_in=session is not None,
             deployment_zone=self.settings.timezone, **values), status)
 
+    @cached_property
+    def proxies(self) -> tuple[Network, ...]:
+        return networks(self.settings.http.trusted_proxies)
+
+    def client(self, request: web.BaseRequest) -> str:
+        """The browser's address, also behind a trusted reverse proxy."""
+        return client_address(request, self.proxies)
+
     async def record(self, request: web.Request, session: ConsoleSession, action: str,
                      target: str, outcome: str) -> None:
         """Every action: who (the session), when, what, on what, and how it went."""
-        remote = request.remote or ""
+        remote = self.client(request)
         await self.logins.record(self.now(), session.user_id, session.short, action, target,
                                  outcome, remote)
         log.info("console: %s (session %s, %s) %s %s: %s", session.user_id, session.short,

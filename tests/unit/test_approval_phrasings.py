@@ -1,0 +1,121 @@
+"""Issue 34 item 1: the table of real phrasings (tests/unit/approval_phrasings.py) is what the
+rules say, and no question ever approves, whatever the classifier would have said."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.approvals.replies import ParsedReply, Verdict, parse_reply
+from bot.contracts.answer_words import ENGLISH, answer_words
+from tests.unit.approval_phrasings import ALL, ANA, EMAIL, NOTE, PHRASINGS, WAITING
+
+CLASSIFIER_SAYS_NO = '{"answers": false, "sure": true, "decisions": []}'
+
+
+def test_the_table_holds_enough_real_phrasings():
+    assert len(PHRASINGS) >= 150
+    assert len({(text, waiting, langs) for text, waiting, _, langs in PHRASINGS}) == \
+        len(PHRASINGS), "a phrasing is listed twice"
+
+
+def outcome(parsed: ParsedReply, asked_classifier: bool, waiting: str) -> str:
+    if asked_classifier:
+        return "classifier"
+    if parsed.clarify:
+        return "ask"
+    if parsed.unrelated:
+        return "new"
+    if len(WAITING[waiting]) == 1:
+        [decision] = parsed.decisions
+        return decision.verdict.value
+    position = {a.id: i for i, a in enumerate(WAITING[waiting], 1)}
+    return " ".join(f"{position[d.approval_id]}:{d.verdict.value}"
+                    for d in sorted(parsed.decisions, key=lambda d: position[d.approval_id]))
+
+
+@pytest.mark.parametrize("text,waiting,expected,langs", PHRASINGS,
+                         ids=[f"{w}:{t}" for t, w, _, _ in PHRASINGS])
+async def test_each_phrasing_does_what_the_table_says(text, waiting, expected, langs):
+    asked: list[str] = []
+
+    async def classifier(message, pending):
+        asked.append(message)
+        return CLASSIFIER_SAYS_NO
+
+    parsed = await parse_reply(text, list(WAITING[waiting]), interpret=classifier,
+                               words=answer_words(langs))
+    assert outcome(parsed, bool(asked), waiting) == expected, parsed
+    if expected in ("new", "ask", "classifier"):
+        assert parsed.decisions == []
+
+
+# --- no question ever approves ------------------------------------------------------------
+
+PENDING = [[NOTE], [ANA], [EMAIL], [ANA, NOTE]]
+YES = sorted(ENGLISH.yes | answer_words(ALL).yes)
+ASKING = sorted(answer_words(ALL).asking)
+CARD_WORDS = ["note", "dentist", "ana", "email", "send", "delete", "it", "the", "1", "4821",
+              "please", "thanks", "now", "today", "message", "subject", "q3"]
+word = st.sampled_from(YES + CARD_WORDS + ["and", "but", ",", ".", "!", "so", "well"])
+
+
+async def _approving_classifier(message, pending):
+    """The worst classifier: it says every message approves everything, surely."""
+    decisions = ", ".join(f'{{"number": {i}, "decision": "approve"}}'
+                          for i in range(1, len(pending) + 1))
+    return f'{{"answers": true, "sure": true, "decisions": [{decisions}]}}'
+
+
+def _approves(parsed: ParsedReply) -> bool:
+    return any(d.verdict in (Verdict.APPROVE, Verdict.EDIT) for d in parsed.decisions)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=st.lists(word, max_size=5), after=st.lists(word, max_size=6),
+       pending=st.sampled_from(PENDING), mark=st.sampled_from(["?", " ?", "¿", "?!"]))
+async def test_a_message_with_a_question_mark_never_approves(before, after, pending, mark):
+    text = " ".join(before) + mark + " " + " ".join(after)
+    if mark == "¿":
+        text = " ".join(before) + " ¿" + " ".join(after) + "?"
+    parsed = await parse_reply(text, list(pending), interpret=_approving_classifier,
+                               words=answer_words(ALL))
+    assert not _approves(parsed) and parsed.unrelated and parsed.question, (text, parsed)
+
+
+@settings(max_examples=400)
+@given(lead=st.lists(st.sampled_from(YES + ["well", "hmm", "oh", "please"]), max_size=3),
+       asking=st.sampled_from(ASKING), rest=st.lists(word, max_size=6),
+       pending=st.sampled_from(PENDING))
+async def test_a_clause_opening_with_a_question_word_never_approves(lead, asking, rest,
+                                                                    pending):
+    """"ok what does the note say", "yes, is it today", "sure but when": no question mark,
+    still a question."""
+    for joiner in (" ", ", ", " but ", ". "):
+        text = " ".join(lead) + joiner + asking + " " + " ".join(rest)
+        parsed = await parse_reply(text, list(pending), interpret=_approving_classifier,
+                                   words=answer_words(ALL))
+        assert not _approves(parsed) and parsed.unrelated, (text, parsed)
+
+
+@settings(max_examples=300)
+@given(head=st.lists(st.sampled_from(["I", "the", "ana", "note", "coffee", "we", "my"]),
+                     min_size=1, max_size=3),
+       yes=st.sampled_from(sorted(ENGLISH.yes - ENGLISH.doing)),
+       tail=st.lists(st.sampled_from(["today", "now", "then", "too", "maybe"]), max_size=2),
+       pending=st.sampled_from(PENDING))
+async def test_a_yes_word_that_does_not_head_its_clause_never_approves(head, yes, tail,
+                                                                       pending):
+    text = " ".join([*head, yes, *tail])
+    parsed = await parse_reply(text, list(pending), interpret=_approving_classifier)
+    assert not _approves(parsed) and parsed.unrelated, (text, parsed)
+
+
+@settings(max_examples=300)
+@given(text=st.text(max_size=80), pending=st.sampled_from(PENDING))
+async def test_any_text_is_read_without_error_and_a_question_never_approves(text, pending):
+    parsed = await parse_reply(text, list(pending), interpret=_approving_classifier,
+                               words=answer_words(ALL))
+    if "?" in text or "¿" in text:
+        assert not _approves(parsed) and parsed.unrelated
