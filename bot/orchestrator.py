@@ -23,7 +23,7 @@ import aiohttp
 from bot import logs
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.model import ApprovalDraft
-from bot.brief import made_brief
+from bot.brief import made_brief, shortened_once
 from bot.capabilities import OPEN_TOOL, ToolExposure
 from bot.channel import Channel
 from bot.clock import Clock
@@ -149,16 +149,19 @@ class Orchestrator:
 
     async def made_brief(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
                          ) -> ReactLoopResult | LLMFailure | None:
-        """A triggered run's answer fits what its channel calls brief (a summary by SMS),
-        in what is sent and what the history keeps alike."""
-        if not ctx.msg.from_trigger or not isinstance(run, ReactLoopResult) \
-                or not run.response:
+        """An answer fits what its channel calls brief (a triggered run's summary by SMS; a
+        reply by SMS gets one shortening pass), in what is sent and what the history keeps
+        alike; the shortening's tokens count as the turn's."""
+        if not isinstance(run, ReactLoopResult) or not run.response:
             return run
         sender = self.deps.channels.get(ctx.msg.channel)
-        brevity = sender.features.brevity if sender is not None else None
+        features = sender.features if sender is not None else None
+        brevity = (features.brevity if ctx.msg.from_trigger else features.reply_brevity) \
+            if features is not None else None
         if brevity is None:
             return run
-        text = await made_brief(run.response, brevity, self.deps.llm)
+        shorten = made_brief if ctx.msg.from_trigger else shortened_once
+        text = await shorten(run.response, brevity, self.deps.llm, spent=run.token_usage)
         if text == run.response:
             return run
         said = [{**m, "content": text} if m.get("role") == "assistant"
@@ -197,8 +200,10 @@ class Orchestrator:
         if limiter is None or ctx.user.is_owner or limiter.allow(ctx.user.id):
             return None
         lines = self.deps.persona.lines
+        # Told once a window ("slow down"), not once a message: by SMS each would cost.
         if ctx.msg.from_trigger is None:
-            return Reply(lines.rate_limited, stop=TurnStop.RATE_LIMITED)
+            told = not limiter.allow(f"slow-down:{ctx.user.id}", limit=1)
+            return Reply(lines.rate_limited, stop=TurnStop.RATE_LIMITED, silent=told)
         # A burst of held-back runs is told once a window, not once a run.
         told = not limiter.allow(f"told:{ctx.user.id}", limit=1)
         return Reply(lines.trigger_rate_limited, stop=TurnStop.RATE_LIMITED, silent=told)

@@ -11,6 +11,7 @@ import logging
 from datetime import datetime
 from pathlib import Path
 
+from bot.app.costs import stranger_replies
 from bot.clock import Clock
 from bot.config import Settings
 from bot.config.yaml_edit import add_to_list
@@ -35,7 +36,8 @@ def access_with_claims(settings: Settings, db: Database, identities: IdentitySto
     return AccessControl(db, identities, settings.access, settings.timezone, lines=lines,
                          claims=OwnerClaims(db, identities, settings.access.guess_limiter(db),
                                             OWNER_ID, welcome=lines.owner_claimed,
-                                            record=record_owner(settings)))
+                                            record=record_owner(settings)),
+                         strangers=stranger_replies(settings, db))
 
 
 async def ensure_owner(settings: Settings, users: UserStore, identities: IdentityStore,

@@ -19,6 +19,13 @@ from agents.registry import Registry, load_registry
 from agents.services import Services
 from agents.stores import AgentStores
 from bot.app.console.command import console_command
+from bot.app.costs import (
+    allowance,
+    pairing_notice_loop_seconds,
+    pairing_notices,
+    priced,
+    usage_command,
+)
 from bot.app.database import open_database
 from bot.app.models import build_models, build_transcriber
 from bot.app.owner import CONSOLE_ADDRESS as CONSOLE_ADDRESS  # re-exported
@@ -57,6 +64,7 @@ from bot.envelopes import (
     Urgency,
 )
 from bot.gateway.access import AccessControl
+from bot.gateway.budget import BudgetGate
 from bot.gateway.console_login import ConsoleLogins
 from bot.gateway.delivery import ChannelSender
 from bot.gateway.door import ChannelHost
@@ -77,6 +85,7 @@ from bot.memory.wiring import Memory, build_memory
 from bot.metrics import Metrics
 from bot.offload import shutdown as stop_offload_workers
 from bot.orchestrator import Orchestrator, OrchestratorDeps
+from bot.spend import Spending
 from bot.stall import StallMonitor
 from bot.steps import AskTimezoneOnce, ContextStep
 from bot.subtasks import Subtasks
@@ -186,6 +195,9 @@ class App:
             for closer in closers:
                 await closer()
             raise
+        spending = Spending(db)  # what each person costs a day (bot.spend)
+        models = priced(models, settings, spending, clock)  # ... of it, the model's calls
+        llm = models.llm
         http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
             total=settings.gateway.http_timeout_seconds))
         # Capabilities: tool groups shown when needed; credentials encrypted at rest.
@@ -238,6 +250,11 @@ class App:
                             tasks=resume, notify_user=outbound.notify_user,
                             lines=persona.lines, assistant_name=persona.name)
         commands.register(Command("/tasks", persona.lines.about_tasks, task_listing(tasks)))
+        inbox = InboxStore(db)
+        # A person at today's allowance: their messages wait (bot.gateway.budget).
+        budget = BudgetGate(spending, allowance(settings), inbox, users, outbound, clock,
+                            persona.lines)
+        commands.register(usage_command(budget, persona.lines))
         commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
             commands.register(command)
@@ -274,7 +291,7 @@ class App:
                 available=exposure.available()).tool())
         gateway = Gateway(GatewayDeps(
             db=db, clock=clock, users=users, identities=identities, access=access,
-            inbox=InboxStore(db), outbound=outbound, history=history,
+            inbox=inbox, outbound=outbound, history=history,
             handle_message=orchestrator.handle_message, locks=plane.locks,
             failure_line=persona.lines.llm_unavailable,
             voice_line=persona.lines.voice_unreadable,
@@ -284,7 +301,9 @@ class App:
             retry_seconds=settings.gateway.turn_retry_seconds,
             answer_button=decisions.answer_button, silenced=tasks.silenced,
             mid_turn=settings.gateway.mid_turn, answers_approval=decisions.answers_pending,
-            relay=plane.relay, drained=plane.stream.drained if plane.stream else None))
+            relay=plane.relay, drained=plane.stream.drained if plane.stream else None,
+            pairing_notices=pairing_notices(settings, db, clock, outbound, persona.lines),
+            budget=budget))
         # Triggered runs ask only for what is on: a capability that is off has no tools there.
         on = exposure.available()
         triggers = build_triggers(
@@ -310,8 +329,10 @@ class App:
 
     def channel_host(self) -> ChannelHost:
         """What a channel may use of Valet (never the App itself)."""
+        budget = self.gateway.deps.budget
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db, lines=self.persona.lines, commands=self.commands)
+                           db=self.db, lines=self.persona.lines, commands=self.commands,
+                           spending=budget.spending if budget else None)
 
     def add_channel(self, sender: ChannelSender) -> None:
         """Register a channel's sender: the outbox delivers its messages through it."""
@@ -347,6 +368,11 @@ class App:
         await self._tell(await self.sweeper.at_startup(sole_owner=self.db.dialect == "sqlite"))
         await self.gateway.start()
         self._sweeper = asyncio.create_task(self._sweep_approvals())
+        notices = self.gateway.deps.pairing_notices
+        if notices is not None:  # requests that waited for the owner's notice window
+            self._background.append(asyncio.create_task(
+                notices.run(pairing_notice_loop_seconds(self.settings))))
+        self._background.append(asyncio.create_task(self._release_held()))
         if self.memory is not None:  # retries of failed extractions
             self.memory.start()
         # Queued mail goes out; outcomes are told.
@@ -394,6 +420,23 @@ class App:
             except Exception:
                 log.exception("approval sweep failed; trying again")
             await asyncio.sleep(self.settings.approvals.sweep_seconds)
+
+    async def release_held(self) -> list[str]:
+        """People at their allowance whose messages may go now (a new day, a raise): their
+        queues are kicked."""
+        budget = self.gateway.deps.budget
+        freed = await budget.released() if budget is not None else []
+        for user_id in freed:
+            self.gateway.kick(user_id)
+        return freed
+
+    async def _release_held(self) -> None:
+        while True:
+            try:
+                await self.release_held()
+            except Exception:
+                log.exception("looking at messages waiting for an allowance failed")
+            await asyncio.sleep(self.settings.budget.check_seconds)
 
     async def close(self) -> None:
         await self.triggers.stop()  # stop firing first

@@ -10,10 +10,12 @@ from bot.clock import Clock
 from bot.db import Database
 from bot.envelopes import ButtonPress, Reply
 from bot.gateway.access import AccessControl
+from bot.gateway.budget import BudgetGate
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import UserLocks
 from bot.gateway.outbound import Outbound
+from bot.gateway.pairing_notices import PairingNotices
 from bot.gateway.users import User, UserStore
 from bot.media import MediaReader
 from bot.memory.history import HistoryStore
@@ -70,3 +72,7 @@ class GatewayDeps:
     # Told when a person's drain found nothing of theirs left (the work stream acknowledges
     # the entries it held for them then).
     drained: Callable[[str], None] | None = None
+    # Tells the owner of new pairing requests, at most once a while (None: never told).
+    pairing_notices: PairingNotices | None = None
+    # A person at today's allowance: their messages wait (None: no allowance).
+    budget: BudgetGate | None = None

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
+from bot.phones import in_countries
 from channels.sms.adapter import SmsSender, TwilioAccount
 from channels.sms.inbound import SmsInbound
 from channels.sms.store import SmsStore
@@ -81,8 +82,11 @@ def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, s
     store = SmsStore(host.db)
     sender = SmsSender(account, store=store, identities=host.identities, clock=host.clock,
                        emoji=emoji, lines=host.lines,
-                       summary_max_segments=settings.sms.summary_max_segments)
-    inbound = SmsInbound(host, default_region=settings.sms.default_region)
+                       summary_max_segments=settings.sms.summary_max_segments,
+                       max_segments=settings.sms.max_segments,
+                       may_send=in_countries(settings.sms_countries()),
+                       spending=host.spending, price=settings.sms_segment_price)
+    inbound = SmsInbound(host, store, default_region=settings.sms.default_region)
     assert settings.public_url is not None
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,
                          inbound=inbound, store=store, identities=host.identities,

@@ -1,0 +1,106 @@
+"""A person at today's allowance (bot.spend): their messages wait, nothing is lost.
+
+Before a turn runs, the person's spending today (read with their row) is held against their
+allowance. At it, the message and any others of theirs not yet answered wait in the inbox as
+`held` (no turn, no LLM, no reply); they are told once that day in one sentence, and the
+owner once. The workers look at the people who wait every `budget.check_seconds`: once their
+day has turned (in their timezone) or the owner raised today's allowance (`valet budget
+raise`, the console's Usage page), their messages are `received` again, in their order, and
+their queue is kicked. Triggered runs that would call the model wait the same way; a plain
+reminder, which calls none, is not a turn and goes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.clock import Clock
+from bot.envelopes import Notification, Urgency
+from bot.gateway.inbox import InboxRow, InboxStore
+from bot.gateway.outbound import Outbound
+from bot.gateway.users import User, UserStore
+from bot.spend import Allowance, DaySpend, Spending, dollars, local_day
+from persona.lines import BudgetLines, fill
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A person's day against their allowance."""
+
+    spent: DaySpend
+    allowance: int | None  # None: no limit
+
+    @property
+    def over(self) -> bool:
+        return self.allowance is not None and self.spent.total >= self.allowance
+
+
+class BudgetGate:
+    def __init__(self, spending: Spending, allowance: Allowance, inbox: InboxStore,
+                 users: UserStore, outbound: Outbound, clock: Clock,
+                 lines: BudgetLines) -> None:
+        self.spending = spending
+        self.allowance = allowance
+        self.inbox = inbox
+        self.users = users
+        self.outbound = outbound
+        self.clock = clock
+        self.lines = lines
+
+    async def standing(self, user: User, at: datetime | None = None) -> Standing:
+        """Today (the person's day) against their allowance; from their row when it was read
+        with their spending (a turn), else from the ledger."""
+        day = local_day(user.timezone, at or self.clock.now())
+        if self.allowance.base(user.is_owner) is None:
+            return Standing(DaySpend(day), None)
+        if user.spent is not None:  # their latest day: today's, or nothing yet today
+            spent = user.spent if user.spent.day == day else DaySpend(day)
+        else:
+            spent = await self.spending.day(user.id, day)
+        return Standing(spent, self.allowance.today(user.is_owner, spent))
+
+    async def holds(self, row: InboxRow, user: User) -> bool:
+        """True when the message waits (the person is at their allowance): it and the rest
+        of theirs are `held`, and whoever must hear of it has."""
+        standing = await self.standing(user)
+        if not standing.over:
+            return False
+        held = await self.inbox.hold(user.id, row.id)
+        log.info("%s is at today's allowance (%s of %s): %d message(s) wait", user.id,
+                 dollars(standing.spent.total), dollars(standing.allowance or 0), held)
+        await self._tell(user, standing, row)
+        return True
+
+    async def _tell(self, user: User, standing: Standing, row: InboxRow) -> None:
+        """Once a day each (the keys say which day): the person, then the owner."""
+        day = standing.spent.day
+        channel = row.channel if row.trigger_task_id is None else None
+        await self.outbound.notify(Notification(
+            user.id, self.lines.budget_reached, f"budget:{user.id}:{day}", channel=channel,
+            urgency=Urgency.URGENT))
+        if user.is_owner:
+            return
+        name = user.display_name or user.id
+        await self.outbound.notify_owner(
+            fill(self.lines.budget_reached_owner, name=name, user=user.id,
+                 spent=dollars(standing.spent.total), allowance=dollars(standing.allowance or 0)),
+            dedupe_key=f"budget:{user.id}:{day}")
+
+    async def released(self) -> list[str]:
+        """The people whose messages waited and may go now (a new day, a raise): their rows
+        are `received` again; the caller kicks their queues."""
+        freed = []
+        for user_id in await self.inbox.held_people():
+            user = await self.users.get(user_id)
+            if user is None:
+                continue
+            if (await self.standing(user)).over:
+                continue
+            if await self.inbox.release(user_id):
+                log.info("%s may spend again: their waiting messages go on", user_id)
+                freed.append(user_id)
+        return freed
