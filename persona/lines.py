@@ -289,7 +289,8 @@ class BudgetLines(LineGroup):
     # To the person, once a day, when their messages start to wait: one sentence.
     budget_reached: str = ("You've reached today's allowance, so I'll answer your messages "
                            "tomorrow, or sooner if my owner raises it.")
-    # To the owner, once a day per person ({name}, {user} their id for the command).
+    # To the owner, once a day per person ({name}; {user} how the command names them, e.g.
+    # sms:+12125550123).
     budget_reached_owner: str = ("{name} reached today's allowance ({spent} of {allowance}): "
                                  "their messages wait until tomorrow, or until you raise it "
                                  "with `valet budget raise {user}` or on the console's Usage "

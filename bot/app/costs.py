@@ -13,7 +13,7 @@ from bot.clock import Clock
 from bot.commands import Command
 from bot.config import Settings
 from bot.db import Database
-from bot.gateway.budget import BudgetGate
+from bot.gateway.budget import BudgetGate, figures
 from bot.gateway.outbound import Outbound
 from bot.gateway.pairing_notices import PairingNotices
 from bot.gateway.strangers import StrangerLimits, StrangerReplies
@@ -67,12 +67,11 @@ def allowance(settings: Settings) -> Allowance:
 def usage_command(gate: BudgetGate, lines: BudgetLines) -> Command:
     """/usage: what the person spent today and this month, and today's allowance."""
     async def usage(ctx: TurnContext, args: list[str]) -> str:
-        standing = await gate.standing(ctx.user)
-        month = await gate.spending.month(ctx.user.id, standing.spent.day)
-        if standing.allowance is None:
-            return fill(lines.usage_report_unlimited, today=dollars(standing.spent.total),
-                        month=dollars(month.total))
-        return fill(lines.usage_report, today=dollars(standing.spent.total),
-                    allowance=dollars(standing.allowance), month=dollars(month.total))
+        shown = await figures(gate.spending, gate.allowance, ctx.user, gate.clock.now())
+        if shown.allowance is None:
+            return fill(lines.usage_report_unlimited, today=dollars(shown.today.total),
+                        month=dollars(shown.month.total))
+        return fill(lines.usage_report, today=dollars(shown.today.total),
+                    allowance=dollars(shown.allowance), month=dollars(shown.month.total))
 
     return Command("/usage", lines.about_usage, usage)

@@ -165,6 +165,11 @@ class App:
     def mail(self) -> MailDelivery:
         return self.services.mail
 
+    @property
+    def budget(self) -> BudgetGate | None:
+        """What people spend and may spend a day; their messages held at it."""
+        return self.gateway.deps.budget
+
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
                     clock: Clock | None = None, migrate: bool | Literal["check"] = True,
@@ -253,7 +258,7 @@ class App:
         inbox = InboxStore(db)
         # A person at today's allowance: their messages wait (bot.gateway.budget).
         budget = BudgetGate(spending, allowance(settings), inbox, users, outbound, clock,
-                            persona.lines)
+                            persona.lines, identities)
         commands.register(usage_command(budget, persona.lines))
         commands.register(console_command(settings, ConsoleLogins(db), persona))
         for command in memory.commands() if memory else []:
@@ -329,7 +334,7 @@ class App:
 
     def channel_host(self) -> ChannelHost:
         """What a channel may use of Valet (never the App itself)."""
-        budget = self.gateway.deps.budget
+        budget = self.budget
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
                            db=self.db, lines=self.persona.lines, commands=self.commands,
                            spending=budget.spending if budget else None)
@@ -424,8 +429,7 @@ class App:
     async def release_held(self) -> list[str]:
         """People at their allowance whose messages may go now (a new day, a raise): their
         queues are kicked."""
-        budget = self.gateway.deps.budget
-        freed = await budget.released() if budget is not None else []
+        freed = await self.budget.released() if self.budget is not None else []
         for user_id in freed:
             self.gateway.kick(user_id)
         return freed

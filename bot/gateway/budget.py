@@ -18,10 +18,11 @@ from datetime import datetime
 
 from bot.clock import Clock
 from bot.envelopes import Notification, Urgency
+from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.outbound import Outbound
 from bot.gateway.users import User, UserStore
-from bot.spend import Allowance, DaySpend, Spending, dollars, local_day
+from bot.spend import Allowance, DaySpend, Spending, dollars, local_day, micros
 from persona.lines import BudgetLines, fill
 
 log = logging.getLogger(__name__)
@@ -39,10 +40,44 @@ class Standing:
         return self.allowance is not None and self.spent.total >= self.allowance
 
 
+@dataclass(frozen=True)
+class Figures:
+    """What /usage, `valet budget` and the console show of a person."""
+
+    today: DaySpend
+    month: DaySpend
+    allowance: int | None  # today's, raises included; None: no limit
+    waiting: int = 0  # their messages held at the allowance
+
+    @property
+    def over(self) -> bool:
+        return self.allowance is not None and self.today.total >= self.allowance
+
+
+async def figures(spending: Spending, allowance: Allowance, user: User, at: datetime,
+                  inbox: InboxStore | None = None) -> Figures:
+    day = local_day(user.timezone, at)
+    today = await spending.day(user.id, day)
+    return Figures(today, await spending.month(user.id, day),
+                   allowance.today(user.is_owner, today),
+                   await inbox.held_count(user.id) if inbox is not None else 0)
+
+
+async def raise_today(spending: Spending, allowance: Allowance, user: User, at: datetime,
+                      usd: float | None = None) -> int:
+    """The owner adds to the person's allowance for today (by default one more day's
+    worth); what was added, in millionths of a dollar (0: the person has no allowance to
+    raise and no amount was given)."""
+    amount = micros(usd) if usd is not None else allowance.base(user.is_owner) or 0
+    if amount > 0:
+        await spending.add(user.id, local_day(user.timezone, at), raised=amount)
+    return amount
+
+
 class BudgetGate:
     def __init__(self, spending: Spending, allowance: Allowance, inbox: InboxStore,
-                 users: UserStore, outbound: Outbound, clock: Clock,
-                 lines: BudgetLines) -> None:
+                 users: UserStore, outbound: Outbound, clock: Clock, lines: BudgetLines,
+                 identities: IdentityStore) -> None:
         self.spending = spending
         self.allowance = allowance
         self.inbox = inbox
@@ -50,6 +85,7 @@ class BudgetGate:
         self.outbound = outbound
         self.clock = clock
         self.lines = lines
+        self.identities = identities  # how the owner hears of a person, and names them
 
     async def standing(self, user: User, at: datetime | None = None) -> Standing:
         """Today (the person's day) against their allowance; from their row when it was read
@@ -84,9 +120,11 @@ class BudgetGate:
             urgency=Urgency.URGENT))
         if user.is_owner:
             return
-        name = user.display_name or user.id
+        ids = [i for i in await self.identities.of_user(user.id) if i.channel != "console"]
+        ref = f"{ids[0].channel}:{ids[0].address}" if ids else user.id  # what the CLI takes
         await self.outbound.notify_owner(
-            fill(self.lines.budget_reached_owner, name=name, user=user.id,
+            fill(self.lines.budget_reached_owner, name=await self.identities.name_of(user),
+                 user=ref,
                  spent=dollars(standing.spent.total), allowance=dollars(standing.allowance or 0)),
             dedupe_key=f"budget:{user.id}:{day}")
 

@@ -185,6 +185,10 @@ class InboxStore:
             "SELECT DISTINCT user_id FROM inbox WHERE status = 'held' AND user_id IS NOT NULL")
         return [r["user_id"] for r in rows]
 
+    async def held_count(self, user_id: str) -> int:
+        return int(await self.db.fetchval(
+            "SELECT COUNT(*) FROM inbox WHERE user_id = $1 AND status = 'held'", user_id) or 0)
+
     async def release(self, user_id: str) -> int:
         """The person's waiting messages go on (in their order); how many."""
         return await self.db.execute(
