@@ -18,7 +18,7 @@ from bot.gateway.outbound import Outbound
 from bot.gateway.pairing_notices import PairingNotices
 from bot.gateway.strangers import StrangerLimits, StrangerReplies
 from bot.phones import in_countries
-from bot.spend import Allowance, Price, Prices, PricedLLM, Spending, dollars, micros
+from bot.spend import Allowance, Price, PricedLLM, Prices, Spending, dollars, micros
 from bot.turn import TurnContext
 from persona.lines import AccessLines, BudgetLines, fill
 

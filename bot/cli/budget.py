@@ -13,7 +13,7 @@ from bot.app.costs import allowance
 from bot.app.database import open_database
 from bot.cli.admin import table
 from bot.cli.outbox import _find_user
-from bot.clock import SystemClock
+from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.gateway.budget import Figures, figures, raise_today
 from bot.gateway.identity import IdentityStore
@@ -47,12 +47,13 @@ def _amount(text: str) -> float:
     return value
 
 
-async def run_budget(settings: Settings, args: argparse.Namespace, say: Say = print) -> int:
+async def run_budget(settings: Settings, args: argparse.Namespace, say: Say = print,
+                     clock: Clock | None = None) -> int:
     db = await open_database(settings.database_url)
     try:
         users = UserStore(db)
         spending, limits, inbox = Spending(db), allowance(settings), InboxStore(db)
-        now = SystemClock().now()
+        now = (clock or SystemClock()).now()
         if args.action == "list":
             rows = [_row(u, await figures(spending, limits, u, now, inbox))
                     for u in await users.list()]

@@ -7,7 +7,8 @@ owner once. The workers look at the people who wait every `budget.check_seconds`
 day has turned (in their timezone) or the owner raised today's allowance (`valet budget
 raise`, the console's Usage page), their messages are `received` again, in their order, and
 their queue is kicked. Triggered runs that would call the model wait the same way; a plain
-reminder, which calls none, is not a turn and goes.
+reminder, which calls none, is not a turn and goes; a slash command (/usage, /help, /stop)
+calls no model and is answered.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import Clock
+from bot.commands import command_word
 from bot.envelopes import Notification, Urgency
 from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxRow, InboxStore
@@ -102,6 +104,8 @@ class BudgetGate:
     async def holds(self, row: InboxRow, user: User) -> bool:
         """True when the message waits (the person is at their allowance): it and the rest
         of theirs are `held`, and whoever must hear of it has."""
+        if row.trigger_task_id is None and command_word(row.text) is not None:
+            return False  # a command calls no model: /usage, /help, /stop still answer
         standing = await self.standing(user)
         if not standing.over:
             return False

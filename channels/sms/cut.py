@@ -41,7 +41,7 @@ def cut_to_fit(text: str, tail: str, max_segments: int, note: str) -> Cut:
     if cost(whole).segments <= max_segments:
         return Cut(whole)
     if is_gsm(whole):  # the note must not make a GSM-7 message UCS-2
-        note = "".join(c for c in fold(note) if is_gsm(c))
+        note = "".join(f for f in (fold(c) for c in note) if is_gsm(f))
     note = " ".join(note.split())
 
     def fits(end: int) -> bool:

@@ -115,12 +115,13 @@ def routes(console: Console) -> list[web.RouteDef]:
         if budget is None or user is None:
             raise back(PAGE, "No such person.", failed=True)
         added = await raise_today(budget.spending, budget.allowance, user, console.now())
+        name = await console.app.identities.name_of(user)
         if not added:
-            said = f"{user.display_name or user.id} has no daily allowance to raise."
+            said = f"{name} has no daily allowance to raise."
             await console.record(request, session, "raise allowance", user.id, said)
             raise back(PAGE, said, failed=True)
         freed = await console.app.release_held()
-        said = (f"Raised today's allowance of {user.display_name or user.id} by "
+        said = (f"Raised today's allowance of {name} by "
                 f"{dollars(added)}" + (": their waiting messages go on." if user.id in freed
                                         else "."))
         await console.record(request, session, "raise allowance", user.id, said)
