@@ -377,7 +377,9 @@ class App:
         if notices is not None:  # requests that waited for the owner's notice window
             self._background.append(asyncio.create_task(
                 notices.run(pairing_notice_loop_seconds(self.settings))))
-        self._background.append(asyncio.create_task(self._release_held()))
+        if self.budget is not None:  # messages waiting at an allowance: a new day, a raise
+            self._background.append(asyncio.create_task(self.budget.run(
+                self.gateway.kick, self.settings.budget.check_seconds)))
         if self.memory is not None:  # retries of failed extractions
             self.memory.start()
         # Queued mail goes out; outcomes are told.
@@ -429,18 +431,7 @@ class App:
     async def release_held(self) -> list[str]:
         """People at their allowance whose messages may go now (a new day, a raise): their
         queues are kicked."""
-        freed = await self.budget.released() if self.budget is not None else []
-        for user_id in freed:
-            self.gateway.kick(user_id)
-        return freed
-
-    async def _release_held(self) -> None:
-        while True:
-            try:
-                await self.release_held()
-            except Exception:
-                log.exception("looking at messages waiting for an allowance failed")
-            await asyncio.sleep(self.settings.budget.check_seconds)
+        return await self.budget.release(self.gateway.kick) if self.budget is not None else []
 
     async def close(self) -> None:
         await self.triggers.stop()  # stop firing first

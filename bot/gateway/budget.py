@@ -13,7 +13,9 @@ calls no model and is answered.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -132,17 +134,25 @@ class BudgetGate:
                  spent=dollars(standing.spent.total), allowance=dollars(standing.allowance or 0)),
             dedupe_key=f"budget:{user.id}:{day}")
 
-    async def released(self) -> list[str]:
+    async def release(self, kick: Callable[[str], None]) -> list[str]:
         """The people whose messages waited and may go now (a new day, a raise): their rows
-        are `received` again; the caller kicks their queues."""
+        are `received` again and their queues kicked."""
         freed = []
         for user_id in await self.inbox.held_people():
             user = await self.users.get(user_id)
-            if user is None:
-                continue
-            if (await self.standing(user)).over:
+            if user is None or (await self.standing(user)).over:
                 continue
             if await self.inbox.release(user_id):
                 log.info("%s may spend again: their waiting messages go on", user_id)
                 freed.append(user_id)
+                kick(user_id)
         return freed
+
+    async def run(self, kick: Callable[[str], None], every_seconds: float) -> None:
+        """A worker's loop: waiting messages are looked at again every so often."""
+        while True:
+            try:
+                await self.release(kick)
+            except Exception:
+                log.exception("looking at messages waiting for an allowance failed")
+            await asyncio.sleep(every_seconds)

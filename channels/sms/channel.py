@@ -3,6 +3,7 @@ the webhooks and the sender on a `ChannelHost` (see the package's docstring)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from channels.sms.adapter import SmsSender, TwilioAccount
 from channels.sms.inbound import SmsInbound
 from channels.sms.store import SmsStore
 from channels.sms.webhook import STATUS_PATH, SmsWebhook
+
+log = logging.getLogger(__name__)
 
 
 def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
@@ -79,6 +82,9 @@ def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, s
     emoji through on SMS."""
     env = os.environ if env is None else env
     account = twilio_account(settings, env)
+    if not settings.sms_countries():
+        log.warning("SMS may go to no country: every SMS is refused until sms.allowed_countries "
+                    "(or the owner's phone numbers) names one (valet doctor)")
     store = SmsStore(host.db)
     sender = SmsSender(account, store=store, identities=host.identities, clock=host.clock,
                        emoji=emoji, lines=host.lines,
