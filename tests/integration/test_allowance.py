@@ -70,8 +70,8 @@ async def test_at_the_allowance_messages_wait_and_go_on_the_next_day(alice_app, 
     assert fake_llm.calls == 3
     assert await app.release_held() == []  # still today: nothing goes
     app.clock.advance(hours=15)  # past midnight where alice lives (UTC)
-    assert await app.release_held() == [alice_id := (await app.identities.resolve(
-        "test", "alice")).id]
+    alice_id = (await app.identities.resolve("test", "alice")).id
+    assert await app.release_held() == [alice_id]
     await app.gateway.wait_idle()
     assert sender.texts("alice")[-2:] == ["Answer 4.", "Answer 5."]  # in their order
     month = await app.budget.spending.month(alice_id, "2026-01-06")
