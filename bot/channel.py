@@ -84,6 +84,9 @@ class ChannelFeatures:
     # What "brief" means here, for a triggered run's reply (a summary by SMS: a few segments);
     # None: no limit beyond splitting (bot.turn.brief).
     brevity: Brevity | None = None
+    # ... and for a reply to a person (SMS: sms.max_segments): a longer answer gets one
+    # shortening pass, and the channel sends what fits (None: no pass).
+    reply_brevity: Brevity | None = None
 
 
 class Channel(Protocol):

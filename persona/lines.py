@@ -266,6 +266,19 @@ class AccessLines(LineGroup):
                                  "them in, or /pair deny {code}.")
     pairing_who_named: str = "Someone calling themselves {name} ({where})"
     pairing_who: str = "Someone on {where}"
+    # Several new requests at once (at most one message about them per pairing.notice_minutes):
+    # {count} how many asked since the last one, {requests} one line each of those still
+    # waiting (pairing_owner_item).
+    pairing_owner_batch: str = ("{count} people asked to talk to me. Waiting now:\n{requests}\n"
+                                "Reply /pair approve CODE to let one in, or /pair deny CODE; "
+                                "/pair list shows everyone waiting.")
+    pairing_owner_item: str = "{code}: {who}"
+    # To the owner, once an hour at most: strangers texted more than sms.stranger_replies_per_hour
+    # allows; {count} the allowance, {channel}, {minutes} until it starts again.
+    strangers_capped: str = ("More people I don't know are texting me than usual: I answered "
+                             "{count} on {channel} within the hour and won't answer more there "
+                             "for {minutes} minutes, so they can't run up your bill. Nobody new "
+                             "was let in.")
     pairing_prompt: str = "Let the sender of code {code} in"
     pairing_owner_only: str = "Only the owner can approve new people."
     pairing_none: str = "Nobody is waiting to be let in."
@@ -281,6 +294,25 @@ class AccessLines(LineGroup):
     # The first person who sent the claim code `valet serve` printed is the owner now.
     owner_claimed: str = ("Done: you're my owner now. I'll answer you here from now on; "
                           "ask me anything.")
+
+
+class BudgetLines(LineGroup):
+    """A person's daily allowance (budget:, bot/gateway/budget.py) and /usage. Amounts are
+    written like $0.52."""
+
+    # To the person, once a day, when their messages start to wait: one sentence.
+    budget_reached: str = ("You've reached today's allowance, so I'll answer your messages "
+                           "tomorrow, or sooner if my owner raises it.")
+    # To the owner, once a day per person ({name}; {user} how the command names them, e.g.
+    # sms:+12125550123).
+    budget_reached_owner: str = ("{name} reached today's allowance ({spent} of {allowance}): "
+                                 "their messages wait until tomorrow, or until you raise it "
+                                 "with `valet budget raise {user}` or on the console's Usage "
+                                 "page.")
+    # /usage: {today} and {month} spent, {allowance} today's.
+    usage_report: str = "Today: {today} of your {allowance} allowance. This month: {month}."
+    usage_report_unlimited: str = "Today: {today}. This month: {month}."
+    about_usage: str = "what you've spent today and this month"
 
 
 class MemoryLines(LineGroup):
@@ -333,6 +365,10 @@ class SmsLines(LineGroup):
     sms_pairing_prompt: str = "Reply {approve} {code} to let them in, or {deny} {code} to refuse."
     pairing_approve_word: str = "PAIR"
     pairing_deny_word: str = "DENY"
+    # After the part of a long message that fits sms.max_segments; the person then sends one
+    # of sms_more_words (alone, any case; comma-separated) for the next part.
+    sms_more: str = "(reply MORE for the rest)"
+    sms_more_words: str = "more, continue, go on"
 
 
 class TelegramLines(LineGroup):
@@ -372,8 +408,8 @@ class WebConsoleLines(LineGroup):
 
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
-            AccessLines, MemoryLines, MailLines, SmsLines, TelegramLines, TerminalLines,
-            WebConsoleLines):
+            AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
+            TerminalLines, WebConsoleLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 

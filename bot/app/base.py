@@ -12,7 +12,7 @@ import aiohttp
 
 from agents.registry import Registry, load_registry
 from bot.app.database import open_database
-from bot.app.models import Models, build_models
+from bot.app.models import Models, build_models, priced
 from bot.app.plane import Plane, build_plane
 from bot.app.roles import Roles
 from bot.config import Settings
@@ -22,6 +22,7 @@ from bot.contracts.clock import Clock
 from bot.db import Database
 from bot.llm.port import LLM
 from bot.plumbing.metrics import Metrics
+from bot.spend import Spending
 from persona import Persona, load_persona
 
 
@@ -44,6 +45,7 @@ class Base:
     db: Database
     http: aiohttp.ClientSession
     roles: Roles
+    spending: Spending  # what each person costs a day (bot.spend)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     @property
@@ -67,8 +69,11 @@ async def open_base(settings: Settings, *, clock: Clock, llm: LLM | None,
         for closer in closers:
             await closer()
         raise
+    spending = Spending(db)
+    models = priced(models, settings, spending, clock)  # the models' calls added to it
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
         total=settings.gateway.http_timeout_seconds))
     return Base(settings=settings, clock=clock, persona=persona, agents=agents,
                 loop_config=settings.loop_config(), metrics=metrics, models=models,
-                plane=plane, db=db, http=http, roles=roles, closers=closers)
+                plane=plane, db=db, http=http, roles=roles, spending=spending,
+                closers=closers)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
+from bot.app.costs import pairing_notices
 from bot.app.database import open_database
 from bot.app.owner import access_with_claims, ensure_owner
 from bot.app.plane import Plane, build_plane
@@ -108,7 +109,8 @@ class Front:
             voice_line=lines.voice_unreadable, unreadable_line=lines.message_unreadable,
             media=MediaReader(None),
             answer_button=ButtonAnswers(approvals, clock, lines=lines).answer_button,
-            mid_turn=settings.gateway.mid_turn, relay=plane.relay))
+            mid_turn=settings.gateway.mid_turn, relay=plane.relay,
+            pairing_notices=pairing_notices(settings, db, clock, outbound, lines)))
         await ensure_owner(settings, users, identities, clock)
         return cls(settings=settings, db=db, clock=clock, persona=persona, users=users,
                    identities=identities, access=access, outbound=outbound, gateway=gateway,

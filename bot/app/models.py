@@ -5,15 +5,17 @@ speech to text for voice notes (`llm.transcription_model`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.config import ConfigError, Settings
+from bot.contracts.clock import Clock
 from bot.llm.metered import MeteredLLM
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLM
 from bot.llm.transcribe import Transcriber
 from bot.loop.fallback import ModelSlot, provider_of
 from bot.plumbing.metrics import Metrics
+from bot.spend import Price, PricedLLM, Prices, Spending
 
 
 @dataclass(frozen=True)
@@ -76,3 +78,13 @@ NO_LLM_MESSAGE = (
     "docs/configuration.md.")
 
 
+def priced(models: Models, settings: Settings, spending: Spending, clock: Clock) -> Models:
+    """Each model's calls added to the payer's day at `llm.prices` (none listed: as it was)."""
+    if not settings.llm.prices:
+        return models
+    prices = Prices({name: Price(p.input, p.output, p.cached_input)
+                     for name, p in settings.llm.prices.items()})
+    return replace(models, llm=PricedLLM(models.llm, prices, spending, clock),
+                   fallbacks=tuple(replace(slot, llm=PricedLLM(slot.llm, prices, spending,
+                                                               clock))
+                                   for slot in models.fallbacks))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from bot.config import Settings
@@ -20,7 +20,9 @@ from bot.people.access import AccessControl
 from bot.people.claims import OwnerClaims, OwnerRecorder
 from bot.people.guesses import guess_limiter
 from bot.people.identity import IdentityStore
+from bot.people.strangers import StrangerLimits, StrangerReplies
 from bot.people.users import UserStore
+from bot.text.phones import in_countries
 from persona.lines import Lines
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,8 @@ def access_with_claims(settings: Settings, db: Database, identities: IdentitySto
     return AccessControl(db, identities, settings.access, settings.timezone, lines=lines,
                          claims=OwnerClaims(db, identities, guess_limiter(settings.access, db),
                                             OWNER_ID, welcome=lines.owner_claimed,
-                                            record=record_owner(settings)))
+                                            record=record_owner(settings)),
+                         strangers=stranger_replies(settings, db))
 
 
 async def ensure_owner(settings: Settings, users: UserStore, identities: IdentityStore,
@@ -96,3 +99,11 @@ async def open_claim_if_ownerless(claims: OwnerClaims, identities: IdentityStore
     return (f"no owner is configured: to become the owner, {ways}. The first sender of the "
             "code becomes the owner and it is recorded in valet.yaml; the code then stops "
             "working.")
+
+
+def stranger_replies(settings: Settings, db: Database) -> StrangerReplies:
+    """SMS is the channel whose replies cost money: strangers' replies there are limited."""
+    sms = settings.sms
+    return StrangerReplies(db, {"sms": StrangerLimits(
+        per_sender=timedelta(hours=sms.stranger_reply_hours),
+        per_hour=sms.stranger_replies_per_hour, reachable=in_countries(settings.sms_countries()))})

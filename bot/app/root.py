@@ -17,6 +17,7 @@ from agents.services import Services
 from bot.app.approvals import build_approvals
 from bot.app.base import build_agents as build_agents  # re-exported
 from bot.app.base import open_base
+from bot.app.costs import build_budget, pairing_notice_loop_seconds
 from bot.app.inbound import build_gateway
 from bot.app.memory import Memory, build_memory
 from bot.app.models import build_transcriber
@@ -38,6 +39,7 @@ from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.people import User
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
+from bot.gateway.budget import BudgetGate
 from bot.gateway.delivery import ChannelSender
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway
@@ -111,6 +113,11 @@ class App:
     def mail(self) -> MailDelivery:
         return self.services.mail
 
+    @property
+    def budget(self) -> BudgetGate | None:
+        """What people spend and may spend a day; their messages held at it."""
+        return self.gateway.deps.budget
+
     @classmethod
     async def build(cls, settings: Settings, *, llm: LLM | None = None,
                     clock: Clock | None = None, migrate: bool | Literal["check"] = True,
@@ -132,9 +139,12 @@ class App:
         tasks = build_tasks(base, stores, outbound)
         memory = build_memory(settings, base.db, base.clock, base.llm, lines=base.persona.lines)
         services = build_services(base, stores, outbound, tasks, mail, memory)
-        turn = await build_turn(base, stores, outbound, approvals, tasks, memory, services)
+        budget = build_budget(base, stores, outbound)  # what a person may spend a day
+        turn = await build_turn(base, stores, outbound, approvals, tasks, memory, services,
+                                budget)
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
-        gateway = build_gateway(base, stores, outbound, turn, approvals, tasks, transcriber)
+        gateway = build_gateway(base, stores, outbound, turn, approvals, tasks, transcriber,
+                                budget)
         triggers = build_engine(base, gateway, outbound, tasks, services, turn.exposure)
         app = cls(settings=settings, db=base.db, clock=base.clock, llm=base.llm,
                   persona=base.persona, agents=base.agents, users=stores.users,
@@ -150,8 +160,10 @@ class App:
 
     def channel_host(self) -> ChannelHost:
         """What a channel may use of Valet (never the App itself)."""
+        budget = self.budget
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db, lines=self.persona.lines, commands=self.commands)
+                           db=self.db, lines=self.persona.lines, commands=self.commands,
+                           spending=budget.spending if budget else None)
 
     def add_channel(self, sender: ChannelSender) -> None:
         """Register a channel's sender: the outbox delivers its messages through it."""
@@ -186,6 +198,13 @@ class App:
     async def _start_worker(self) -> None:
         await self.sweeper.start(sole_owner=self.db.dialect == "sqlite")
         await self.gateway.start()
+        notices = self.gateway.deps.pairing_notices
+        if notices is not None:  # requests that waited for the owner's notice window
+            self._background.append(asyncio.create_task(
+                notices.run(pairing_notice_loop_seconds(self.settings))))
+        if self.budget is not None:  # messages waiting at an allowance: a new day, a raise
+            self._background.append(asyncio.create_task(self.budget.run(
+                self.gateway.kick, self.settings.budget.check_seconds)))
         if self.memory is not None:  # retries of failed extractions
             self.memory.start()
         # Queued mail goes out; outcomes are told.
@@ -213,6 +232,11 @@ class App:
     async def sweep_approvals(self) -> None:
         """One pass of the approval sweeper (bot.approvals.sweeper), its notices told."""
         await self.sweeper.sweep_and_tell()
+
+    async def release_held(self) -> list[str]:
+        """People at their allowance whose messages may go now (a new day, a raise): their
+        queues are kicked."""
+        return await self.budget.release(self.gateway.kick) if self.budget is not None else []
 
     async def close(self) -> None:
         await self.triggers.stop()  # stop firing first

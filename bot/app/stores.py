@@ -16,6 +16,7 @@ from bot.approvals.store import ApprovalStore
 from bot.config import Settings
 from bot.credentials import CredentialStore
 from bot.db.turn_reads import Holding
+from bot.gateway.inbox import InboxStore
 from bot.gateway.prompt_edits import HOLDING as PROMPTS
 from bot.loop.journal import TurnJournal
 from bot.memory.facts import HOLDING as FACTS
@@ -45,6 +46,7 @@ class Stores:
     summaries: SummaryStore  # old messages folded into a running summary
     traces: TraceStore  # what each turn did: /debug, `valet turns`
     usage: UsageStore
+    inbox: InboxStore  # every inbound message, before it is acknowledged
 
 
 def holdings(settings: Settings) -> tuple[Holding, ...]:
@@ -69,4 +71,5 @@ def build_stores(base: Base) -> Stores:
             db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
             lease=timedelta(seconds=settings.approvals.lease_seconds)),
         agents=AgentStores(db), credentials=CredentialStore.tolerant(db, os.environ),
-        summaries=SummaryStore(db), traces=TraceStore(db), usage=UsageStore(db))
+        summaries=SummaryStore(db), traces=TraceStore(db), usage=UsageStore(db),
+        inbox=InboxStore(db))

@@ -11,11 +11,13 @@ from agents.tools.plan_store import HOLDING as PLAN
 from bot.app.approvals import Approvals
 from bot.app.base import Base
 from bot.app.console.command import console_command
+from bot.app.costs import usage_command
 from bot.app.memory import Memory
 from bot.app.stores import Stores
 from bot.app.triggers import task_listing
 from bot.approvals.store import HOLDING as APPROVALS
 from bot.capabilities import ToolExposure, build_exposure
+from bot.gateway.budget import BudgetGate
 from bot.gateway.outbound import Outbound
 from bot.loop.subtasks import Subtasks
 from bot.memory.compaction import Compactor
@@ -42,13 +44,15 @@ class Turn:
 
 
 async def build_turn(base: Base, stores: Stores, outbound: Outbound, approvals: Approvals,
-                     tasks: TaskService, memory: Memory | None, services: Services) -> Turn:
+                     tasks: TaskService, memory: Memory | None, services: Services,
+                     budget: BudgetGate) -> Turn:
     settings, lines = base.settings, base.persona.lines
     registry = base.agents.tools
     exposure = await build_exposure(registry, base.agents.capabilities, settings, base.db)
     resume = Resumer(stores.pool, base.agents.handler(), base.llm, lines=lines,
                      answer_check=settings.agents.answer_check, journal=stores.journal)
     commands = build_commands(base, stores, outbound, approvals, resume, tasks, memory)
+    commands.register(usage_command(budget, lines))
     compactor = Compactor(stores.history, stores.summaries, base.llm, base.clock,
                           base.loop_config, flush=memory.extractor if memory else None)
     orchestrator = Orchestrator(OrchestratorDeps(

@@ -13,6 +13,7 @@ from typing import Any
 from bot.app.database import MIGRATIONS, open_database
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
 from bot.channel import MenuCommand
+from bot.cli.doctor_costs import check_costs
 from bot.cli.doctor_setup import (
     Report,
     check_data_directory,
@@ -85,6 +86,7 @@ async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
         await _check_fallbacks(settings, ok, bad)
     await check_telegram(settings, report, lambda: _telegram_menu(settings))
     await check_sms(settings, env, report)
+    check_costs(settings, env, report)  # where SMS may go, the allowance (doctor_costs)
     check_public_url(settings, env, report)
     check_events_token(env, report)
     problems = report.problems

@@ -96,6 +96,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.outbox import add_outbox_commands
 
     add_outbox_commands(sub)
+    from bot.cli.budget import add_budget_commands
+
+    add_budget_commands(sub)
     from bot.cli.onboard import add_onboard_command
 
     add_onboard_command(sub)
@@ -145,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
         "turns": _turns, "console-link": _console_link, "migrate": _ops, "backup": _ops,
-        "logs": _ops, "onboard": _onboard, "outbox": _outbox}
+        "logs": _ops, "onboard": _onboard, "outbox": _outbox, "budget": _budget}
     _configure_logging(settings, args.command)
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
@@ -242,6 +245,12 @@ async def _outbox(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.outbox import run_outbox
 
     return await run_outbox(settings, args)
+
+
+async def _budget(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.budget import run_budget
+
+    return await run_budget(settings, args)
 
 
 async def _onboard(settings: Settings, args: argparse.Namespace) -> int:

@@ -29,6 +29,9 @@ from bot.config.sections import (
     ApprovalSettings as ApprovalSettings,
 )
 from bot.config.sections import (
+    BudgetSettings as BudgetSettings,
+)
+from bot.config.sections import (
     ConsoleSettings as ConsoleSettings,
 )
 from bot.config.sections import (
@@ -59,7 +62,13 @@ from bot.config.sections import (
     MemorySettings as MemorySettings,
 )
 from bot.config.sections import (
+    ModelPrice as ModelPrice,
+)
+from bot.config.sections import (
     OwnerSettings as OwnerSettings,
+)
+from bot.config.sections import (
+    PairingSettings as PairingSettings,
 )
 from bot.config.sections import (
     SmsSettings as SmsSettings,
@@ -76,7 +85,7 @@ from bot.config.sections import (
 from bot.config.sections import plain_http_problem as plain_http_problem
 from bot.config.urls import database_url_problem
 from bot.plumbing.redis import redis_url_problem
-from bot.text.phones import PhoneNumberError, normalize
+from bot.text.phones import PhoneNumberError, country_of, normalize
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -131,6 +140,8 @@ class Settings(_Section):
     http: HTTPSettings = HTTPSettings()
     telegram: TelegramSettings = TelegramSettings()
     console: ConsoleSettings = ConsoleSettings()  # the owner's web console (/console)
+    pairing: PairingSettings = PairingSettings()  # strangers asking in, as the owner hears it
+    budget: BudgetSettings = BudgetSettings()  # a daily allowance per person
 
     @pydantic.field_validator("public_url")
     @classmethod
@@ -237,6 +248,25 @@ class Settings(_Section):
         delivery = self.delivery if isinstance(self.delivery, dict) else \
             self.delivery.model_dump(exclude_unset=True)
         return DeliveryPolicy(**delivery)
+
+    def sms_countries(self) -> list[str]:
+        """Where Valet may send SMS: `sms.allowed_countries`, else the countries of its own
+        number and of the owner's numbers."""
+        if self.sms.allowed_countries is not None:
+            return list(self.sms.allowed_countries)
+        numbers = [n for n in [self.sms.from_number, *self.owner.phone_numbers] if n]
+        return sorted({c for c in (country_of(n) for n in numbers) if c})
+
+    def sms_segment_price(self, number: str) -> float:
+        """What one SMS segment to this number costs, in US dollars: its country's price in
+        `sms.price_per_segment`, else its `default`, else console.sms_price_per_segment."""
+        prices = self.sms.price_per_segment
+        fallback = self.console.sms_price_per_segment
+        if prices is None:
+            return fallback
+        if not isinstance(prices, dict):
+            return prices
+        return prices.get(country_of(number) or "", prices.get("default", fallback))
 
     def config_dir(self) -> Path:
         """Where relative paths in the configuration are read from."""

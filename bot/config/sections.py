@@ -71,6 +71,14 @@ def _http_base_url(value: str | None) -> str | None:
     return value
 
 
+class ModelPrice(_Section):
+    """What a model costs, in US dollars per million tokens (the provider's price list)."""
+
+    input: float = pydantic.Field(ge=0)
+    cached_input: float | None = pydantic.Field(None, ge=0)  # None: the input price
+    output: float = pydantic.Field(ge=0)
+
+
 class LLMSettings(_Section):
     base_url: str | None = None  # None: the client's default (api.openai.com)
     model: str | None = None
@@ -88,6 +96,10 @@ class LLMSettings(_Section):
     # person is told voice notes cannot be heard yet).
     transcription_model: str | None = None
     vision: bool = False  # the model can look at photos
+    # Per model name (the main model and each fallback): what its tokens cost, for the daily
+    # allowance per person (`budget:`) and the console's Usage page. A model not listed costs
+    # nothing there (`valet doctor` names it).
+    prices: dict[str, ModelPrice] = {}
 
     @property
     def configured(self) -> bool:
@@ -242,6 +254,66 @@ class SmsSettings(_Section):
     # A triggered run's reply by SMS (the morning summary) fits this many segments: a longer
     # one gets one shortening pass, then is cut after its last whole sentence that fits.
     summary_max_segments: int = pydantic.Field(2, ge=1, le=10)
+    # Any other SMS fits this many segments: a longer answer gets one shortening pass, then is
+    # cut after its last whole sentence that fits with "(reply MORE for the rest)".
+    max_segments: int = pydantic.Field(3, ge=1, le=10)
+    # A number that is not let in gets at most one SMS per this many hours, whatever it sends;
+    # and all such numbers together at most `stranger_replies_per_hour` (then silence, and
+    # the owner is told once).
+    stranger_reply_hours: float = pydantic.Field(24.0, gt=0)
+    stranger_replies_per_hour: int = pydantic.Field(10, ge=0)
+    # Countries (ISO codes: US, GB...) Valet may send SMS to, for any reason; None: those of
+    # `from_number` and the owner's phone numbers (`valet doctor` shows the list).
+    allowed_countries: list[str] | None = None
+    # What one segment costs, in US dollars: one price, or one per country (ISO code) with
+    # `default` for the rest; None: console.sms_price_per_segment.
+    price_per_segment: float | dict[str, float] | None = None
+
+    @pydantic.field_validator("allowed_countries")
+    @classmethod
+    def _country_codes(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [_country_code(c) for c in value]
+
+    @pydantic.field_validator("price_per_segment")
+    @classmethod
+    def _prices(cls, value: float | dict[str, float] | None
+                ) -> float | dict[str, float] | None:
+        if isinstance(value, dict):
+            prices = {}
+            for key, price in value.items():
+                if price < 0:
+                    raise ValueError(f"{key}: a price is 0 or more")
+                prices[key if key == "default" else _country_code(key)] = price
+            return prices
+        if value is not None and value < 0:
+            raise ValueError("a price is 0 or more")
+        return value
+
+
+def _country_code(value: str) -> str:
+    code = value.strip().upper()
+    if not re.fullmatch(r"[A-Z]{2}", code):
+        raise ValueError(f"{value!r} is not a country code: use two letters such as US, GB, FR")
+    return code
+
+
+class PairingSettings(_Section):
+    """What the owner hears of strangers asking to be let in."""
+
+    # At most one message about new pairing requests per this many minutes: the first at once,
+    # later ones gathered (each with its code) into the next.
+    notice_minutes: float = pydantic.Field(10.0, gt=0)
+
+
+class BudgetSettings(_Section):
+    """A daily allowance per person, in US dollars: LLM tokens at `llm.prices` and SMS at
+    `sms.price_per_segment`. Reached, a person's further messages wait for the next day (in
+    their timezone) or for the owner to raise it (`valet budget raise`, the console)."""
+
+    daily_usd: float = pydantic.Field(0.50, ge=0)  # everyone but the owner; 0: no allowance
+    owner_daily_usd: float | None = pydantic.Field(None, gt=0)  # None: the owner has none
+    # How often waiting messages are looked at again (a new day, a raised allowance).
+    check_seconds: float = pydantic.Field(30.0, gt=0)
 
 
 class TriggerSettings(_Section):

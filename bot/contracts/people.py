@@ -18,3 +18,20 @@ class User:
     # Non-empty while `timezone` is a guess from a phone number that could be in any of these
     # zones (ask the person once); empty once they said where they are.
     timezone_candidates: tuple[str, ...] = ()
+    # The latest day they spent on, read with their row at the start of a turn (bot.spend);
+    # None when read otherwise.
+    spent: DaySpend | None = None
+
+
+@dataclass(frozen=True)
+class DaySpend:
+    """What one person spent (or a month of days added up), in millionths of a dollar."""
+
+    day: str = ""
+    llm: int = 0
+    sms: int = 0
+    raised: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.llm + self.sms

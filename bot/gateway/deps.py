@@ -10,9 +10,11 @@ from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ButtonPress, Reply
 from bot.contracts.people import User
 from bot.db import Database
+from bot.gateway.budget import BudgetGate
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import UserLocks
 from bot.gateway.outbound import Outbound
+from bot.gateway.pairing_notices import PairingNotices
 from bot.memory.history import HistoryStore
 from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
@@ -71,3 +73,7 @@ class GatewayDeps:
     # Told when a person's drain found nothing of theirs left (the work stream acknowledges
     # the entries it held for them then).
     drained: Callable[[str], None] | None = None
+    # Tells the owner of new pairing requests, at most once a while (None: never told).
+    pairing_notices: PairingNotices | None = None
+    # A person at today's allowance: their messages wait (None: no allowance).
+    budget: BudgetGate | None = None

@@ -13,6 +13,7 @@ from bot.contracts.clock import Clock
 from bot.contracts.envelopes import IncomingMessage
 from bot.db import Database
 from bot.people.identity import IdentityStore
+from bot.spend import Spending
 from persona.lines import Lines
 
 
@@ -53,3 +54,5 @@ class ChannelHost:
     db: Database  # for the channel's own store (its own tables and migrations)
     lines: Lines  # the persona's: a channel says its own group (SmsLines, TelegramLines...)
     commands: CommandMenu  # the slash commands a channel's menu lists (Telegram's `/`)
+    # What a channel that costs money adds to a person's day (SMS: each part's price).
+    spending: Spending | None = None

@@ -32,7 +32,8 @@ from bot.gateway.deps import ReceiveResult as ReceiveResult
 from bot.gateway.inbox import InboxRow
 from bot.gateway.prompt_edits import HOLDING as PROMPTS
 from bot.gateway.running import RunningTurns
-from bot.people.access import Admission, pairing_prompt
+from bot.people.access import Admission
+from bot.spend import paying_for
 from bot.text.sanitize import clean_incoming
 from bot.turn.commands import command_word
 from bot.turn.media import MediaSource, ReadMedia, heard_line
@@ -235,10 +236,10 @@ class Gateway:
                           reply=Reply(admission.reply or ""), user_id=user_id,
                           channel=msg.channel, address=msg.address)
         if admission.notify_owner:
-            prompts = (pairing_prompt(admission.pairing_code, self.deps.access.lines),) \
-                if admission.pairing_code else ()
             await self.outbound.notify_owner(admission.notify_owner,
-                                             dedupe_key=f"pairing:{row_id}", prompts=prompts)
+                                             dedupe_key=admission.owner_key or f"door:{row_id}")
+        if admission.pairing_code and self.deps.pairing_notices is not None:
+            await self.deps.pairing_notices.tell()
 
     async def _close(self, row_id: int, status: str, *, reply: Reply | None = None,
                      user_id: str | None = None, channel: str = "", address: str = "",
@@ -309,6 +310,8 @@ class Gateway:
         if user is None or user.blocked:
             await self._close(row.id, "rejected")
             return
+        if deps.budget is not None and await deps.budget.holds(row, user):
+            return  # at today's allowance: it waits (bot.gateway.budget)
         target = await self._reply_target(row)
         if target is None:
             log.warning("trigger run %s for %s: no reachable channel; dropped", row.id, user.id)
@@ -328,10 +331,11 @@ class Gateway:
                                            own_message=row.trigger_task_id is None)
         writes = Batch()  # the stored turn, committed with its reply and the row's close
         try:
-            reply = await deps.handle_message(
-                self._inbound(row, turn_id, channel, address, media),
-                emit=self._progress(channel, address), cancel=stop, steering=mailbox,
-                writes=writes)
+            with paying_for(user.id, user.timezone):  # what the turn costs is theirs
+                reply = await deps.handle_message(
+                    self._inbound(row, turn_id, channel, address, media),
+                    emit=self._progress(channel, address), cancel=stop, steering=mailbox,
+                    writes=writes)
         except asyncio.CancelledError:
             raise
         except Exception as err:

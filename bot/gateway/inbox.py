@@ -172,6 +172,29 @@ class InboxStore:
             " AS waiting_behind", user_id)
         return _row(claimed) if claimed else None
 
+    async def hold(self, user_id: str, claimed_id: int) -> int:
+        """The person is at their allowance: their unanswered messages wait (`held`), the one
+        just claimed as if it had not been (its attempt is given back). How many wait."""
+        return await self.db.execute(
+            "UPDATE inbox SET status = 'held', attempts = CASE WHEN id = $2 THEN attempts - 1"
+            " ELSE attempts END WHERE user_id = $1 AND status IN ('received', 'processing')",
+            user_id, claimed_id)
+
+    async def held_people(self) -> list[str]:
+        rows = await self.db.fetch(
+            "SELECT DISTINCT user_id FROM inbox WHERE status = 'held' AND user_id IS NOT NULL")
+        return [r["user_id"] for r in rows]
+
+    async def held_count(self, user_id: str) -> int:
+        return int(await self.db.fetchval(
+            "SELECT COUNT(*) FROM inbox WHERE user_id = $1 AND status = 'held'", user_id) or 0)
+
+    async def release(self, user_id: str) -> int:
+        """The person's waiting messages go on (in their order); how many."""
+        return await self.db.execute(
+            "UPDATE inbox SET status = 'received' WHERE user_id = $1 AND status = 'held'",
+            user_id)
+
     async def users_with_work(self) -> list[str]:
         rows = await self.db.fetch(
             "SELECT DISTINCT user_id FROM inbox WHERE status IN ('received', 'processing')"

@@ -139,13 +139,16 @@ class Outbound:
                                               urgency=urgency), q) is Delivery.QUEUED
 
     async def notify_owner(self, text: str, *, dedupe_key: str,
-                           prompts: tuple[ApprovalPrompt, ...] = ()) -> bool:
+                           prompts: tuple[ApprovalPrompt, ...] = (),
+                           q: Queries | None = None) -> bool:
+        """Every owner is told, once per key (`q`: the caller's transaction; it wakes the
+        deliverer again once it commits)."""
         owners = [u for u in await self.users.list() if u.is_owner]
         sent = False
         for owner in owners:
             sent |= await self.notify(Notification(
                 owner.id, text, f"{dedupe_key}:{owner.id}", urgency=Urgency.URGENT,
-                prompts=prompts)) is Delivery.QUEUED
+                prompts=prompts), q) is Delivery.QUEUED
         return sent
 
     async def settle_prompts(self, user_id: str, corrected: Sequence[str] = ()) -> None:

@@ -109,14 +109,21 @@ def _from_completion(completion: Any) -> LLMResponse:
                               clean_text(getattr(function, "name", "") or ""),
                               clean_json_text(getattr(function, "arguments", "") or "")))
     _check_depth(calls)
-    usage = TokenUsage()
-    raw_usage = getattr(completion, "usage", None)
-    if raw_usage:
-        usage = TokenUsage(getattr(raw_usage, "prompt_tokens", 0) or 0,
-                           getattr(raw_usage, "completion_tokens", 0) or 0)
+    usage = usage_of(getattr(completion, "usage", None))
     content = getattr(message, "content", None)
     return LLMResponse(None if content is None else clean_text(content), calls, usage,
                        getattr(choice, "finish_reason", None), _reasoning(message))
+
+
+def usage_of(raw: Any) -> TokenUsage:
+    """The tokens of an answer, with those read from the endpoint's prompt cache
+    (`prompt_tokens_details.cached_tokens`, where the endpoint says)."""
+    if not raw:
+        return TokenUsage()
+    details = getattr(raw, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) if details is not None else 0
+    return TokenUsage(getattr(raw, "prompt_tokens", 0) or 0,
+                      getattr(raw, "completion_tokens", 0) or 0, cached or 0)
 
 
 # Where OpenAI-compatible servers put a reasoning model's thinking (DeepSeek, vLLM and
@@ -173,7 +180,7 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
     finish: str | None = None
     async for chunk in stream:
         if chunk.usage:
-            usage = TokenUsage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            usage = usage_of(chunk.usage)
         for choice in chunk.choices:
             delta = choice.delta
             if delta.content:

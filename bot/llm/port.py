@@ -39,6 +39,8 @@ class ToolCall:
 class TokenUsage:
     input_tokens: int = 0
     output_tokens: int = 0
+    # Of the input tokens, those the endpoint read from its prompt cache (billed less).
+    cached_input_tokens: int = 0
 
     @property
     def total(self) -> int:
@@ -47,6 +49,7 @@ class TokenUsage:
     def add(self, other: TokenUsage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cached_input_tokens += other.cached_input_tokens
 
 
 @dataclass

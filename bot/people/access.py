@@ -2,7 +2,10 @@
 
 Policies per channel: `allowlist` (configured ids / E.164 numbers are let in on first
 contact, everyone else is ignored) and `pairing` (an unknown sender gets one short reply with
-a code; the owner approves it). An unknown or blocked sender costs at most one short reply.
+a code; the owner approves it). An unknown or blocked sender costs at most one short reply,
+and on a limited channel (SMS) at most one a day, within an hourly allowance for all strangers
+together (bot.people.strangers); the owner hears of new requests in batches
+(bot.gateway.pairing_notices).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from bot.db import Database, Row
 from bot.people.claims import ClaimOutcome, OwnerClaims, claim_candidate
 from bot.people.guesses import GuessVerdict, guess_limiter
 from bot.people.identity import IdentityStore, new_code
+from bot.people.strangers import Decision, StrangerReplies, Verdict
 from persona.lines import DEFAULT, AccessLines, fill
 
 log = logging.getLogger(__name__)
@@ -50,9 +54,11 @@ def quoted(text: str, limit: int = NAME_LIMIT) -> str:
 class Admission:
     user: User | None
     reply: str | None = None  # the one short reply an unknown sender may get
-    notify_owner: str | None = None
+    notify_owner: str | None = None  # something the owner is told, once per `owner_key`
+    owner_key: str | None = None
     handled: bool = False  # the message was a /link and is fully dealt with
-    pairing_code: str | None = None  # the owner may decide it with a button too
+    # A pairing request was made: the owner hears of it (bot.gateway.pairing_notices).
+    pairing_code: str | None = None
     # The address was marked unreachable (a permanent send failure): writing again lifts it.
     unreachable: bool = False
 
@@ -69,7 +75,7 @@ class PairingRequest:
     user_id: str | None
 
 
-def _pairing(row: Row) -> PairingRequest:
+def pairing_request(row: Row) -> PairingRequest:
     return PairingRequest(row["code"], row["channel"], row["address"], row["display_name"],
                           row["status"], row["created_at"], row["expires_at"], row["user_id"])
 
@@ -77,7 +83,8 @@ def _pairing(row: Row) -> PairingRequest:
 class AccessControl:
     def __init__(self, db: Database, identities: IdentityStore, settings: AccessSettings,
                  default_timezone: str, *, lines: AccessLines,
-                 claims: OwnerClaims | None = None) -> None:
+                 claims: OwnerClaims | None = None,
+                 strangers: StrangerReplies | None = None) -> None:
         self.db = db
         self.identities = identities
         self.settings = settings
@@ -85,6 +92,8 @@ class AccessControl:
         self.lines = lines  # what a stranger and the owner are told
         self.guesses = guess_limiter(settings, db)
         self.claims = claims  # the owner's claim code, while no owner address is known
+        # What a stranger's replies may cost (SMS: one a day, an hourly cap, countries).
+        self.strangers = strangers or StrangerReplies(db, {})
 
     async def admit(self, channel: str, address: str, display_name: str, text: str,
                     at: datetime, account: str | None = None) -> Admission:
@@ -147,10 +156,32 @@ class AccessControl:
             await self.guesses.forget("link", channel, address)
             return Admission(await self.identities.users.get(linked), handled=True,
                              reply=self.lines.link_done)
+        quiet = await self._no_reply(channel, address, at)
+        if quiet is not None:
+            return quiet
         if verdict is GuessVerdict.LAST_TRY:
             log.warning("%s %s reached the limit of wrong /link codes", channel, address)
             return Admission(None, reply=self.lines.link_no_more_guesses)
         return Admission(None, reply=self.lines.link_unknown_code)
+
+    async def _no_reply(self, channel: str, address: str, at: datetime) -> Admission | None:
+        """None when this stranger may get its one reply now (it is counted); else the
+        silent answer, with the owner's one notice when the hourly allowance just ran out."""
+        decision = await self.strangers.take(channel, address, at)
+        if decision.may_reply:
+            return None
+        if decision.verdict is Verdict.CAPPED and decision.first_refused:
+            return Admission(None, notify_owner=self._capped_notice(channel, decision, at),
+                             owner_key=f"strangers-capped:{channel}:"
+                                       f"{decision.window_start:%Y%m%dT%H%M%S}")
+        return Admission(None)
+
+    def _capped_notice(self, channel: str, decision: Decision, at: datetime) -> str:
+        assert decision.window_ends is not None
+        minutes = max(1, round((decision.window_ends - at).total_seconds() / 60))
+        limits = self.strangers.limits[channel]
+        return fill(self.lines.strangers_capped, count=limits.per_hour, channel=channel,
+                    minutes=minutes)
 
     async def _pairing(self, channel: str, address: str, display_name: str,
                        at: datetime) -> Admission:
@@ -160,6 +191,9 @@ class AccessControl:
             " AND status IN ('pending', 'denied') LIMIT 1", channel, address)
         if earlier is not None:
             return Admission(None)  # already answered once (or refused): stay quiet
+        quiet = await self._no_reply(channel, address, at)
+        if quiet is not None:
+            return quiet  # no reply, and so no request the sender could not know the code of
         await self._make_room(channel, at)
         code = new_code()
         inserted = await self.db.execute(
@@ -170,13 +204,8 @@ class AccessControl:
             at + timedelta(minutes=self.settings.pairing_ttl_minutes))
         if not inserted:
             return Admission(None)
-        where = f"{channel} {one_line(address)}"
-        who = (fill(self.lines.pairing_who_named, name=quoted(display_name), where=where)
-               if display_name else fill(self.lines.pairing_who, where=where))
-        return Admission(
-            None, reply=fill(self.lines.pairing_stranger, code=code),
-            notify_owner=fill(self.lines.pairing_owner_notice, who=who, code=code),
-            pairing_code=code)
+        return Admission(None, reply=fill(self.lines.pairing_stranger, code=code),
+                         pairing_code=code)
 
     async def _make_room(self, channel: str, at: datetime) -> None:
         """At most `max_pending_pairings` wait per channel: the oldest ones expire so that a
@@ -206,7 +235,7 @@ class AccessControl:
         rows = await self.db.fetch(
             "SELECT * FROM pairing_requests WHERE status = 'pending' OR $1 = 0"
             " ORDER BY created_at", int(pending_only))
-        return [_pairing(r) for r in rows]
+        return [pairing_request(r) for r in rows]
 
     async def approve(self, code: str, at: datetime) -> User | None:
         """Let the sender behind a pending code in; None if no such pending code."""
@@ -243,6 +272,14 @@ class AccessControl:
             "UPDATE pairing_requests SET status = 'denied', decided_at = $2"
             " WHERE code = $1 AND status = 'pending'", code.strip().upper(), at)
         return changed > 0
+
+
+def who_asks(request: PairingRequest, lines: AccessLines = DEFAULT) -> str:
+    """The sender of a pairing request as the owner reads it: their name quoted, on one
+    line, and where they wrote from."""
+    where = f"{request.channel} {one_line(request.address)}"
+    return (fill(lines.pairing_who_named, name=quoted(request.display_name), where=where)
+            if request.display_name else fill(lines.pairing_who, where=where))
 
 
 def pairing_prompt(code: str, lines: AccessLines = DEFAULT) -> ApprovalPrompt:

@@ -9,6 +9,7 @@ from datetime import datetime
 from bot.contracts.people import User
 from bot.db import Database, Row
 from bot.db.turn_reads import Holding, forget, in_turn, learnt_holdings, read_once
+from bot.spend import SPEND_COLUMNS, latest_spend
 
 
 def user_of(row: Row) -> User:
@@ -16,18 +17,20 @@ def user_of(row: Row) -> User:
     candidates = row.get("timezone_candidates") or ""
     return User(row["id"], row["display_name"], row["timezone"], row["preferred_channel"],
                 bool(row["is_owner"]), bool(row["blocked"]), row["quiet_hours_start"],
-                row["quiet_hours_end"], tuple(z for z in candidates.split(",") if z))
+                row["quiet_hours_end"], tuple(z for z in candidates.split(",") if z),
+                latest_spend(row))
 
 
 class UserStore:
     """People. In a turn (bot.db.turn_reads) a person's row is read once, and with it, in the
-    same statement, which of their stores hold anything the turn would read (`holdings`)."""
+    same statement, which of their stores hold anything the turn would read (`holdings`) and
+    their latest day of spending (bot.spend)."""
 
     def __init__(self, db: Database, holdings: Sequence[Holding] = ()) -> None:
         self.db = db
         self.holdings = tuple(holdings)
         columns = "".join(f", {h.exists} AS holds_{i}" for i, h in enumerate(self.holdings))
-        self._with_holdings = f"SELECT *{columns} FROM users WHERE id = $1"
+        self._with_holdings = f"SELECT *{columns}{SPEND_COLUMNS} FROM users WHERE id = $1"
 
     async def get(self, user_id: str) -> User | None:
         return await read_once(("user", user_id), lambda: self._read(user_id))

@@ -10,6 +10,7 @@ guess is provisional and the person is asked once.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -57,6 +58,32 @@ def normalize_or_keep(raw: str, default_region: str | None = None) -> str:
         return normalize(raw, default_region)
     except PhoneNumberError:
         return raw.strip()
+
+
+def country_of(e164: str) -> str | None:
+    """The country (ISO code: "US", "GB") a number belongs to; None for what is not a phone
+    number (a short code, an alphanumeric sender) or a number no country has (+882...)."""
+    import phonenumbers
+
+    try:
+        number = phonenumbers.parse(e164)
+    except phonenumbers.NumberParseException:
+        return None
+    # A number outside the numbering plan's known ranges (a test or drama number) still has
+    # its country code: the main country of that code.
+    region = phonenumbers.region_code_for_number(number) or \
+        phonenumbers.region_code_for_country_code(number.country_code or 0)
+    return region if region and region not in ("001", "ZZ") else None
+
+
+def in_countries(countries: list[str]) -> Callable[[str], bool]:
+    """Whether a number belongs to one of these countries (ISO codes)."""
+    allowed = frozenset(countries)
+
+    def belongs(number: str) -> bool:
+        return country_of(number) in allowed
+
+    return belongs
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ from bot.plumbing import logs
 from bot.plumbing.metrics import Metrics
 from bot.tasks.resume import Resumer
 from bot.tools import ToolRegistry
-from bot.turn.brief import made_brief
+from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
 from bot.turn.media import user_message
 from bot.turn.modes import choose_mode
@@ -161,7 +161,8 @@ class Orchestrator:
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
         run = await self.made_brief(ctx, run)
-        if isinstance(run, ReactLoopResult):  # sub-tasks the allowance stopped: said plainly
+        if isinstance(run, ReactLoopResult) and run.tool_calls:
+            # sub-tasks the allowance stopped: said plainly
             before = merge(before, short_changed(run.tool_calls, ctx.tool_ctx.allowance,
                                                  self.deps.persona.lines))
         waits = await self.open_waits(ctx, before, run)
@@ -182,16 +183,19 @@ class Orchestrator:
 
     async def made_brief(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
                          ) -> ReactLoopResult | LLMFailure | None:
-        """A triggered run's answer fits what its channel calls brief (a summary by SMS),
-        in what is sent and what the history keeps alike."""
-        if not ctx.msg.from_trigger or not isinstance(run, ReactLoopResult) \
-                or not run.response:
+        """An answer fits what its channel calls brief (a triggered run's summary by SMS; a
+        reply by SMS gets one shortening pass), in what is sent and what the history keeps
+        alike; the shortening's tokens count as the turn's."""
+        if not isinstance(run, ReactLoopResult) or not run.response:
             return run
-        sender = self.deps.channels.get(ctx.msg.channel)
-        brevity = sender.features.brevity if sender is not None else None
+        # A sender may say nothing of its features (a test's printer): nothing to fit then.
+        features = getattr(self.deps.channels.get(ctx.msg.channel), "features", None)
+        brevity = (features.brevity if ctx.msg.from_trigger else features.reply_brevity) \
+            if features is not None else None
         if brevity is None:
             return run
-        text = await made_brief(run.response, brevity, self.deps.llm)
+        shorten = made_brief if ctx.msg.from_trigger else shortened_once
+        text = await shorten(run.response, brevity, self.deps.llm, spent=run.token_usage)
         if text == run.response:
             return run
         said = [{**m, "content": text} if m.get("role") == "assistant"
@@ -241,8 +245,10 @@ class Orchestrator:
         if limiter is None or ctx.user.is_owner or limiter.allow(ctx.user.id):
             return None
         lines = self.deps.persona.lines
+        # Told once a window ("slow down"), not once a message: by SMS each would cost.
         if ctx.msg.from_trigger is None:
-            return Reply(lines.rate_limited, stop=TurnStop.RATE_LIMITED)
+            told = not limiter.allow(f"slow-down:{ctx.user.id}", limit=1)
+            return Reply(lines.rate_limited, stop=TurnStop.RATE_LIMITED, silent=told)
         # A burst of held-back runs is told once a window, not once a run.
         told = not limiter.allow(f"told:{ctx.user.id}", limit=1)
         return Reply(lines.trigger_rate_limited, stop=TurnStop.RATE_LIMITED, silent=told)

@@ -1,6 +1,11 @@
 """Sending SMS through Twilio's REST API: the `Channel` the outbox delivers through.
 
-One outbox row may become several SMS (a long answer). Each part Twilio accepts is recorded
+Nothing goes to a number outside `sms.allowed_countries`, whatever asked for it (refused as
+a permanent failure: the number is marked unreachable). A message is held to
+`sms.max_segments` (notifications: the larger of that and `summary_max_segments`): what does
+not fit is kept for the person's "MORE" (channels.sms.cut, SmsStore.keep_rest). One outbox
+row may still be several SMS (a limit of 10 segments is under Twilio's 1,600 characters, but
+a question that must go whole may be longer). Each part Twilio accepts is recorded
 (`sms_parts`) with its cost before the next is sent, so a retry after a failure part-way
 sends only what is missing. Errors become the channel port's two kinds: worth retrying
 (429, 5xx, network) or not (opted out, invalid number, any other 4xx).
@@ -9,6 +14,7 @@ sends only what is missing. Errors become the channel port's two kinds: worth re
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +34,9 @@ from bot.channel import (
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import LoopEvent, OutboundMessage
 from bot.people.identity import IdentityStore
+from bot.spend import Spending
 from channels.sms.gsm import MULTI_GSM
-from channels.sms.render import MAX_CHARS, SmsBody, render, segments_of
+from channels.sms.render import MAX_CHARS, SmsBody, render_capped, segments_of
 from channels.sms.store import SmsStore
 from persona.lines import SmsLines
 
@@ -110,7 +117,10 @@ class SmsSender:
 
     def __init__(self, account: TwilioAccount, *, store: SmsStore, identities: IdentityStore,
                  clock: Clock, lines: SmsLines, emoji: bool = False,
-                 summary_max_segments: int = 2) -> None:
+                 summary_max_segments: int = 2, max_segments: int = 3,
+                 may_send: Callable[[str], bool] = lambda number: False,
+                 spending: Spending | None = None,
+                 price: Callable[[str], float] = lambda number: 0.0) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
@@ -123,9 +133,18 @@ class SmsSender:
         # A triggered run's reply (the morning summary) fits this many segments.
         brief = Brevity(lambda text: segments_of(text, emoji=emoji) <= summary_max_segments,
                         about_chars=summary_max_segments * MULTI_GSM)
+        # A reply longer than max_segments gets one shortening pass; what still does not fit
+        # is cut here when it is sent, the rest kept for "MORE".
+        reply = Brevity(lambda text: segments_of(text, emoji=emoji) <= max_segments,
+                        about_chars=max_segments * MULTI_GSM)
         self.features = ChannelFeatures(edit=False, buttons=False, typing=False,
-                                        max_chars=MAX_CHARS, brevity=brief)
-        self.lines = lines  # how a prompt asks for its answer
+                                        max_chars=MAX_CHARS, brevity=brief, reply_brevity=reply)
+        self.lines = lines  # how a prompt asks for its answer, how to get the rest
+        self.max_segments = max_segments
+        self.summary_max_segments = summary_max_segments
+        self.may_send = may_send  # the number's country is allowed (sms.allowed_countries)
+        self.spending = spending  # each part's price (`price`: a segment's) on the person's day
+        self.price = price
 
     async def close(self) -> None:
         await self.http.close()
@@ -134,7 +153,11 @@ class SmsSender:
         if await self.identities.opted_out("sms", message.address):
             raise PermanentSendError(f"{message.address} opted out (STOP): not sent",
                                      opted_out=True)
-        bodies = render(message, emoji=self.emoji, lines=self.lines)
+        if not self.may_send(message.address):
+            raise PermanentSendError(f"{message.address} is in no country of "
+                                     "sms.allowed_countries: not sent", unreachable=True)
+        bodies, rest = render_capped(message, max_segments=self._limit(message),
+                                     emoji=self.emoji, lines=self.lines)
         if not bodies:
             return None
         already = await self.store.accepted(message.id)
@@ -142,7 +165,16 @@ class SmsSender:
         for part, body in enumerate(bodies):
             sid = already.get(part) or await self._create(message, part, body)
             sids.append(sid)
+        if rest:  # the person asks for it with "MORE" (channels.sms.inbound)
+            await self.store.keep_rest(message.address, message.id, rest, self.clock.now())
         return ",".join(sids)
+
+    def _limit(self, message: OutboundMessage) -> int:
+        """Segments a message may take: a notification may be a triggered run's summary,
+        held to its own limit before it was queued."""
+        if message.kind == "notification":
+            return max(self.max_segments, self.summary_max_segments)
+        return self.max_segments
 
     async def _create(self, message: OutboundMessage, part: int, body: SmsBody) -> str:
         kwargs: dict[str, Any] = {"to": message.address, "body": body.text}
@@ -160,6 +192,10 @@ class SmsSender:
         await self.store.record(message.id, part, sid, body.segments, body.encoding.value,
                                 self.clock.now())
         await self.store.add_cost(message.id, body.segments, body.encoding.value)
+        if message.user_id and self.spending is not None:
+            await self.spending.add_sms(message.user_id,
+                                        body.segments * self.price(message.address),
+                                        self.clock.now())
         log.info("sms %s part %d to %s: %s, %d segment(s) %s", message.id, part,
                  message.address, sid, body.segments, body.encoding.value)
         return sid

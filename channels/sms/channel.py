@@ -3,6 +3,7 @@ the webhooks and the sender on a `ChannelHost` (see the package's docstring)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -11,10 +12,13 @@ from aiohttp import web
 
 from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
+from bot.text.phones import in_countries
 from channels.sms.adapter import SmsSender, TwilioAccount
 from channels.sms.inbound import SmsInbound
 from channels.sms.store import SmsStore
 from channels.sms.webhook import STATUS_PATH, SmsWebhook
+
+log = logging.getLogger(__name__)
 
 
 def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
@@ -78,11 +82,17 @@ def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, s
     emoji through on SMS."""
     env = os.environ if env is None else env
     account = twilio_account(settings, env)
+    if not settings.sms_countries():
+        log.warning("SMS may go to no country: every SMS is refused until sms.allowed_countries "
+                    "(or the owner's phone numbers) names one (valet doctor)")
     store = SmsStore(host.db)
     sender = SmsSender(account, store=store, identities=host.identities, clock=host.clock,
                        emoji=emoji, lines=host.lines,
-                       summary_max_segments=settings.sms.summary_max_segments)
-    inbound = SmsInbound(host, default_region=settings.sms.default_region)
+                       summary_max_segments=settings.sms.summary_max_segments,
+                       max_segments=settings.sms.max_segments,
+                       may_send=in_countries(settings.sms_countries()),
+                       spending=host.spending, price=settings.sms_segment_price)
+    inbound = SmsInbound(host, store, default_region=settings.sms.default_region)
     assert settings.public_url is not None
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,
                          inbound=inbound, store=store, identities=host.identities,

@@ -2,8 +2,10 @@
 
 Handled here, never reaching the LLM: STOP and its synonyms (the number is opted out),
 START/UNSTOP (back in), HELP/INFO (a short help text), a message with only a picture (one
-polite sentence), and anything from a number that said STOP. These are still written to the
-inbox first, so a retried webhook (same MessageSid) is a duplicate there as everywhere else.
+polite sentence), "MORE" (or the persona's synonyms, `sms_more_words`) while the rest of a
+long message waits (the next part), and anything from a number that said STOP. These are
+still written to the inbox first, so a retried webhook (same MessageSid) is a duplicate there
+as everywhere else. Anything else a person sends drops what was left of a long message.
 
 Translated on the way: "LINK 4K7M2Q" -> "/link 4K7M2Q" (and "LINK" -> "/link"); a bare "1"
 or "2" -> a choice (approve, cancel) that the gateway binds to the one approval prompt in the
@@ -22,6 +24,7 @@ from bot.contracts.options import Option
 from bot.gateway.door import ChannelHost
 from bot.people.identity import Identity
 from bot.text.phones import normalize_or_keep
+from channels.sms.store import SmsStore
 from persona.lines import SmsLines
 
 log = logging.getLogger(__name__)
@@ -41,13 +44,22 @@ def keyword(text: str) -> str | None:
     return word if word in STOP_WORDS | START_WORDS | HELP_WORDS else None
 
 
+def more_words(lines: SmsLines) -> frozenset[str]:
+    """What asks for the rest of a long message: MORE and the persona's words."""
+    return frozenset({"MORE", *(" ".join(w.split()).upper()
+                                for w in lines.sms_more_words.split(",") if w.strip())})
+
+
 class SmsInbound:
-    def __init__(self, host: ChannelHost, *, default_region: str | None = None) -> None:
+    def __init__(self, host: ChannelHost, store: SmsStore, *,
+                 default_region: str | None = None) -> None:
         self.door = host.door
         self.identities = host.identities
         self.clock = host.clock
         self.default_region = default_region
         self.lines: SmsLines = host.lines
+        self.store = store
+        self.more = more_words(host.lines)
 
     async def handle(self, form: Mapping[str, str]) -> None:
         """Everything to do before Twilio is answered: when this returns, the message is
@@ -75,12 +87,26 @@ class SmsInbound:
             await self._at_the_door(msg, identity, self.lines.sms_help)
         elif media and not body.strip():
             await self._at_the_door(msg, identity, self.lines.sms_picture_only)
-        else:  # the gateway marks the identity reachable again: they wrote
-            if media:
+        elif not await self._more(msg, identity):
+            if media:  # the gateway marks the identity reachable again: they wrote
                 await self.door.answer_directly(CHANNEL, address, self.lines.sms_picture_too,
                                                 dedupe_key=f"sms-media:{sid}",
                                                 user_id=identity.user_id)
             await self.door.receive(_translated(msg))
+
+    async def _more(self, msg: IncomingMessage, identity: Identity) -> bool:
+        """ "MORE" while the rest of a long message waits: the next part, with no turn and no
+        LLM (it is held to the same segments, so a long rest comes in several). Anything
+        else drops the rest: a new request starts afresh."""
+        asked = " ".join(msg.text.strip().strip(".!?").split()).upper()
+        if asked not in self.more:
+            await self.store.drop_rest(msg.address)
+            return False
+        rest = await self.store.take_rest(msg.address)
+        if rest is None:
+            return False  # nothing waits: the words go to the conversation as they are
+        await self._at_the_door(msg, identity, rest)
+        return True
 
     # --- answered here -------------------------------------------------------------------------
 

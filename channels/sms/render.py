@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind
 from bot.text.split import split_text
+from channels.sms.cut import cut_to_fit
 from channels.sms.gsm import Encoding, cost, fold
 from persona.lines import DEFAULT, SmsLines, fill
 
@@ -184,6 +185,20 @@ def render(message: OutboundMessage, *, emoji: bool = False, limit: int = MAX_CH
     prompts = render_prompts(message.prompts, lines)
     text = f"{text}\n{prompts}".strip() if prompts else text
     return _rendered_bodies(text, emoji, limit)
+
+
+def render_capped(message: OutboundMessage, *, max_segments: int, emoji: bool = False,
+                  lines: SmsLines = DEFAULT) -> tuple[list[SmsBody], str]:
+    """`render`, held to `max_segments`: the message, or its first part with the persona's
+    note saying how to get the rest (channels.sms.cut), and the rest ("" when none)."""
+    text = _sendable(plain_text(message.text), emoji)
+    tail = _sendable(render_prompts(message.prompts, lines), emoji)
+    cut = cut_to_fit(text, tail, max_segments, lines.sms_more)
+    return (_bodies(cut.text, MAX_CHARS) if cut.text else []), cut.rest
+
+
+def _sendable(text: str, emoji: bool) -> str:
+    return fold(text if emoji else without_emoji(text))
 
 
 def segments_of(markdown: str, *, emoji: bool = False) -> int:

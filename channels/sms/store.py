@@ -1,9 +1,10 @@
-"""What SMS alone keeps, in its own tables (migration 0019 in channels/sms/migrations):
+"""What SMS alone keeps, in its own tables (channels/sms/migrations):
 
 - the parts of one outbox message that Twilio has accepted: a retry after a failure part-way
   sends only the parts still missing (Twilio has no idempotency key to lean on);
 - each message's delivery report and what it cost (segments, encoding), for the person's
-  monthly cost and for an operator asking what became of a message.
+  monthly cost and for an operator asking what became of a message;
+- the rest of a long message held to sms.max_segments, until the person asks for it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,25 @@ class SmsStore:
             "INSERT INTO sms_parts (outbox_id, part, message_sid, segments, encoding,"
             " created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (outbox_id, part)"
             " DO NOTHING", outbox_id, part, message_sid, segments, encoding, at)
+
+    # --- the rest of a long message ---------------------------------------------------------
+
+    async def keep_rest(self, address: str, outbox_id: int, text: str, at: datetime) -> None:
+        """What did not fit in the message just sent: the number's only rest from now on."""
+        await self.db.execute(
+            "INSERT INTO sms_rest (address, outbox_id, text, created_at) VALUES ($1, $2, $3, $4)"
+            " ON CONFLICT (address) DO UPDATE SET outbox_id = excluded.outbox_id,"
+            " text = excluded.text, created_at = excluded.created_at",
+            address, outbox_id, text, at)
+
+    async def take_rest(self, address: str) -> str | None:
+        """The rest, taken (once: a second "MORE" finds nothing)."""
+        return await self.db.fetchval(
+            "DELETE FROM sms_rest WHERE address = $1 RETURNING text", address)
+
+    async def drop_rest(self, address: str) -> None:
+        """The person asked something new: what was left of the last answer is dropped."""
+        await self.db.execute("DELETE FROM sms_rest WHERE address = $1", address)
 
     # --- after sending: what Twilio reports back, and what it cost --------------------------
 

@@ -12,7 +12,7 @@ import sys
 
 BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "statements", "gateway",
               "hostile_input", "sms_webhook", "triggers", "telegram", "many_at_once",
-              "prompt_tokens", "memory", "roles"]
+              "prompt_tokens", "memory", "roles", "sms_cost"]
 
 
 async def main(names: list[str], workers: int) -> None:

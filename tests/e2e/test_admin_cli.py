@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.config import SmsSettings
 from bot.config.policies import AccessSettings
 from bot.contracts.clock import FakeClock
 from tests.e2e.test_console_pipe import clean_env, run_valet
@@ -12,7 +13,9 @@ from tests.helpers import RecordingSender, incoming
 
 async def test_pair_and_users_commands(app_factory, tmp_path, fake_llm):
     # The CLI runs on the real clock: so does this app, or the code would look expired.
-    app = await app_factory(clock=FakeClock(datetime.now(UTC)), access=AccessSettings())
+    # A British stranger: Britain is a country Valet may text here (sms.allowed_countries).
+    app = await app_factory(clock=FakeClock(datetime.now(UTC)), access=AccessSettings(),
+                            sms=SmsSettings(allowed_countries=["GB"]))
     sms = RecordingSender("sms")
     app.add_channel(sms)
     await app.start()

@@ -69,6 +69,8 @@ async def test_only_the_member_who_asked_decides_their_request(start_telegram, f
     h = await started(start_telegram, tmp_path)
     await says_in_group(h, ANA, "hello", expect=1)
     await let_in(h, ANA)
+    # The owner hears of new requests at most once per pairing.notice_minutes (10).
+    h.app.clock.advance(minutes=10)
     await says_in_group(h, BEN, "hello", expect=3)  # (after Ana's "You're in!")
     await let_in(h, BEN)  # both are people Valet knows now
     await h.tg.wait_for(lambda: len(bot_messages(h.tg, GROUP)) == 4)

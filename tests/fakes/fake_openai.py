@@ -52,7 +52,9 @@ class ToolCall:
 class Reply:
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens)
+    # (prompt_tokens, completion_tokens), or with the prompt tokens read from the cache
+    # (prompt_tokens_details.cached_tokens, counted in prompt_tokens as OpenAI does).
+    usage: tuple[int, int] | tuple[int, int, int] | None = None
     delay: float = 0.0
     finish_reason: str | None = None  # auto: "tool_calls" if tool_calls else "stop"
     reasoning: str | None = None  # sent as `reasoning_content` (a reasoning model's thinking)
@@ -312,9 +314,14 @@ class FakeOpenAI:
             for tc in reply.tool_calls
         ]  # fmt: skip
 
-    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
-        p, c = reply.usage or (self._prompt_tokens(body), len(reply.content or "") // 4 + 1)
-        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        p, c, *cached = reply.usage or (self._prompt_tokens(body),
+                                        len(reply.content or "") // 4 + 1)
+        usage: dict[str, Any] = {"prompt_tokens": p, "completion_tokens": c,
+                                 "total_tokens": p + c}
+        if cached:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached[0]}
+        return usage
 
     @staticmethod
     def _finish(reply: Reply) -> str:

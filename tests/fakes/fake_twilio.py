@@ -31,6 +31,8 @@ from aiohttp import web
 from multidict import MultiDict
 from twilio.request_validator import RequestValidator
 
+from tests.fakes.sms_segments import segments
+
 # Twilio's HTTP status for each error code the tests use.
 ERROR_STATUS = {21610: 400, 21211: 400, 21614: 400, 20003: 401, 20404: 404, 20429: 429,
                 20500: 500}
@@ -53,6 +55,8 @@ class SentMessage:
     from_: str | None
     messaging_service_sid: str | None
     status_callback: str | None
+    segments: int = 1  # as Twilio bills it (tests.fakes.sms_segments)
+    encoding: str = "GSM-7"
 
 
 class FakeTwilio:
@@ -94,6 +98,10 @@ class FakeTwilio:
 
     def bodies_to(self, number: str) -> list[str]:
         return [m.body for m in self.sent if m.to == number]
+
+    def segments_to(self, number: str | None = None) -> int:
+        """Segments billed for what was accepted (to one number, or to all)."""
+        return sum(m.segments for m in self.sent if number is None or m.to == number)
 
     async def wait_for(self, count: int, timeout: float = 5.0) -> list[SentMessage]:
         async with self.arrived:
@@ -211,9 +219,10 @@ class FakeTwilio:
             return _error(Failure(400, 21617, message="The concatenated message body "
                                                       "exceeds the 1600 character limit."))
         sid = f"SM{next(self._sids):032x}"
+        billed = segments(str(form["Body"]))
         message = SentMessage(sid, to, str(form["Body"]), _opt(form.get("From")),
                               _opt(form.get("MessagingServiceSid")),
-                              _opt(form.get("StatusCallback")))
+                              _opt(form.get("StatusCallback")), billed.count, billed.encoding)
         async with self.arrived:
             self.sent.append(message)
             self.arrived.notify_all()
@@ -221,7 +230,7 @@ class FakeTwilio:
         return web.json_response(status=201, data={
             "sid": sid, "account_sid": self.account_sid, "to": to, "from": message.from_,
             "messaging_service_sid": message.messaging_service_sid, "body": message.body,
-            "status": "queued", "num_segments": "1", "num_media": "0", "direction":
+            "status": "queued", "num_segments": str(billed.count), "num_media": "0", "direction":
             "outbound-api", "api_version": "2010-04-01", "price": None, "price_unit": "USD",
             "error_code": None, "error_message": None, "date_created": now,
             "date_updated": now, "date_sent": None,

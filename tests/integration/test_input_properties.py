@@ -35,7 +35,9 @@ async def channels(db_url, app_factory, fake_llm):
     `test` channel (alice allowed) and the console (the owner)."""
     fake_llm.responder = lambda req: LLMReply(content="noted")
     access = AccessSettings(channels={"test": ChannelAccess(policy="pairing", allow=["alice"])})
-    app = await app_factory(database_url=db_url, access=access)
+    # Fifty messages a minute from one person: over the rate limit, all but one would get
+    # silence (that limit has its own tests); here every message is answered.
+    app = await app_factory(database_url=db_url, access=access, rate_limit_per_minute=10_000)
     test, console = RecordingSender("test"), RecordingSender("console")
     app.add_channel(test)
     app.add_channel(console)

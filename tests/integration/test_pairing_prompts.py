@@ -14,7 +14,7 @@ from tests.fakes.fake_openai import Reply, ToolCall
 from tests.integration.sms_harness import SmsWorld, sms_world
 
 SAM = "+12125550123"
-STRANGER = "+442079460000"
+STRANGER = "+13125550177"  # a country Valet may text (the owner's)
 
 
 @pytest.fixture

@@ -9,9 +9,10 @@ from argparse import Namespace
 
 import pytest
 
-from bot.channel import PermanentSendError
+from bot.channel import PermanentSendError, TransientSendError
 from bot.cli.admin import _users
-from bot.contracts.envelopes import OutboundMessage
+from bot.config import SmsSettings
+from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage
 from channels.sms.gsm import is_gsm
 from channels.sms.store import SmsStore
 from tests.fakes.fake_openai import Reply as LLMReply
@@ -113,32 +114,38 @@ async def test_twilio_5xx_and_429_are_retried_without_sending_twice(world, fake_
     assert (await world.outbox_row(row["id"]))["status"] == "sent"
 
 
-async def test_a_long_answer_failing_part_way_sends_only_the_missing_part_on_retry(
-        world, fake_llm):
-    sentences = " ".join(f"Point {i} is worth knowing about today." for i in range(70))
-    fake_llm.script(LLMReply(content=sentences))
+async def test_a_long_message_failing_part_way_sends_only_the_missing_part_on_retry(world):
+    """A message goes in several SMS only when the questions it asks (which go whole, never
+    cut for MORE) are longer than one SMS can be: here six requests to approve at once."""
+    summaries = [f"Send the long weekly report number {i} to the team list; " + "x" * 240
+                 for i in range(6)]
+    prompts = tuple(ApprovalPrompt(f"a{i}", f"{1000 + i}", i + 1, summary)
+                    for i, summary in enumerate(summaries))
+    message = OutboundMessage(77, None, "sms", ALICE, "Before I go ahead, I need your OK:",
+                              prompts)
     world.twilio.pass_next()
     world.twilio.fail_next(500)
-    await world.text("tell me everything")
-    await world.idle()
+    with pytest.raises(TransientSendError):
+        await world.channel.sender.send(message)
     assert len(world.twilio.sent) == 1
-    world.app.clock.advance(60)
-    world.app.outbound.deliverer.wake()
-    await world.idle()
+    await world.channel.sender.send(message)  # the outbox's retry
     first, second = world.replies()
-    assert f"{first} {second}" == sentences
-    row = await world.last_outbox()
+    assert len(first) <= 1600 and len(second) <= 1600
+    assert first.startswith("Before I go ahead") and second.endswith('"1000 YES 1001 NO".')
+    assert "MORE" not in first + second  # a question is never cut off for MORE
+    row = await world.app.db.fetchrow(
+        "SELECT segments FROM sms_messages WHERE outbox_id = 77")
     # Billed once per part, 153 GSM-7 characters a segment in a multi-part SMS.
-    assert row["status"] == "sent"
     assert row["segments"] == math.ceil(len(first) / 153) + math.ceil(len(second) / 153)
+    assert row["segments"] == world.twilio.segments_to(ALICE)
 
 
 async def test_opted_out_and_invalid_numbers_are_permanent_failures(world):
     sender = world.channel.sender
-    world.twilio.fail_to("+447700900123", 21610)
+    world.twilio.fail_to("+12125550987", 21610)
     world.twilio.fail_to("+15550000000", 21211)
     with pytest.raises(PermanentSendError) as opted_out:
-        await sender.send(OutboundMessage(901, None, "sms", "+447700900123", "hi"))
+        await sender.send(OutboundMessage(901, None, "sms", "+12125550987", "hi"))
     with pytest.raises(PermanentSendError) as invalid:
         await sender.send(OutboundMessage(902, None, "sms", "+15550000000", "hi"))
     assert opted_out.value.opted_out and not invalid.value.opted_out
@@ -146,17 +153,28 @@ async def test_opted_out_and_invalid_numbers_are_permanent_failures(world):
     assert world.twilio.sent == []
 
 
-async def test_a_three_thousand_character_answer_is_two_messages_split_on_sentences(
+async def test_a_three_thousand_character_answer_is_shortened_once_then_cut_with_more(
         world, fake_llm):
-    answer = " ".join(f"Sentence {i:03d} explains one more part of the plan." for i in range(60))
+    sentences = [f"Sentence {i:03d} explains one more part of the plan." for i in range(60)]
+    answer = " ".join(sentences)
     assert 2900 < len(answer) < 3300
-    fake_llm.script(LLMReply(content=answer))
+    shorter = " ".join(sentences[:30])  # asked to shorten, the model is still too long
+    fake_llm.script(LLMReply(content=answer), LLMReply(content=shorter))
     await world.text("explain the plan in detail")
     await world.idle()
-    messages = world.replies()
-    assert len(messages) == 2
-    assert all(len(m) <= 1600 and m.endswith("plan.") for m in messages)
-    assert " ".join(messages) == answer
+    assert "Shorten this message" in fake_llm.requests[1]["messages"][0]["content"]
+    [first] = world.replies()
+    assert first.endswith("plan. (reply MORE for the rest)")
+    assert world.twilio.sent[0].segments <= 3 and world.twilio.sent[0].encoding == "GSM-7"
+    calls = fake_llm.calls
+    await world.text("more")
+    await world.idle()
+    assert fake_llm.calls == calls  # the rest comes with no LLM call
+    second = world.replies()[1]
+    said = first.removesuffix(" (reply MORE for the rest)") + " " + \
+        second.removesuffix(" (reply MORE for the rest)")
+    assert shorter.startswith(said)
+    assert world.twilio.segments_to(ALICE) <= 6
 
 
 async def test_smart_quotes_and_dashes_stay_gsm7_and_cost_one_segment(world, fake_llm):
@@ -286,7 +304,7 @@ async def test_a_picture_with_text_is_answered_and_the_picture_mentioned_once(wo
 async def test_an_unknown_number_gets_one_pairing_reply_and_no_llm_call(app_factory, fake_llm):
     world, close = await sms_world(app_factory, allow=(), policy="pairing")
     try:
-        stranger = "+442079460000"
+        stranger = "+13125550188"
         await world.text("hi, who is this?", sender=stranger)
         await world.text("hello??", sender=stranger)
         await world.idle()
@@ -299,7 +317,9 @@ async def test_an_unknown_number_gets_one_pairing_reply_and_no_llm_call(app_fact
 
 async def test_link_code_joins_the_number_with_the_same_persons_telegram_account(
         app_factory, fake_llm):
-    world, close = await sms_world(app_factory, allow=(), policy="allowlist")
+    # A French number: the operator allowed France (sms.allowed_countries).
+    world, close = await sms_world(app_factory, allow=(), policy="allowlist", sms=SmsSettings(
+        from_number=FROM_NUMBER, allowed_countries=["US", "FR"]))
     try:
         app = world.app
         now = app.clock.now()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.config import SmsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
 from tests.fakes.fake_openai import Reply as LLMReply
@@ -118,7 +119,8 @@ async def test_a_full_pairing_queue_expires_its_oldest_request_and_answers_the_n
 async def test_pairing_is_capped_per_channel_not_globally(db_url, app_factory, fake_llm):
     access = AccessSettings(max_pending_pairings=1, channels={
         "test": ChannelAccess(policy="pairing"), "sms": ChannelAccess(policy="pairing")})
-    app = await app_factory(database_url=db_url, access=access)
+    app = await app_factory(database_url=db_url, access=access,
+                            sms=SmsSettings(allowed_countries=["US"]))
     test, sms = RecordingSender("test"), RecordingSender("sms")
     app.add_channel(test)
     app.add_channel(sms)

@@ -76,7 +76,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("persona",),  # the persona and every line a person reads
     ("bot.db",),  # the database port and the core's migrations
     ("bot.llm",),  # the LLM port
-    ("bot.tools",),  # @tool, the registry, one call to its outcome
+    ("bot.tools", "bot.spend"),  # @tool and the registry; what a person spends a day
     ("bot.capabilities", "bot.credentials", "bot.channel"),
     ("bot.people",),  # who Valet serves and who may talk to it
     ("bot.approvals",),

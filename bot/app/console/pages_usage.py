@@ -1,6 +1,9 @@
-"""Usage: the month's LLM tokens (prompt and completion) and requests by person and day, SMS
-segments and what they cost at the configured price per segment, with two server-drawn
-charts. Days are the deployment's (its `timezone`)."""
+"""Usage: what each person spent today and this month against their daily allowance (the
+figures /usage and `valet budget list` show, each person's days in their own timezone), with
+a button that raises today's allowance for someone at it (their waiting messages then go on);
+then the month's LLM tokens (prompt and completion) and requests by person and day, SMS
+segments and an estimate of what they cost, with two server-drawn charts (days in the
+deployment's `timezone`)."""
 
 from __future__ import annotations
 
@@ -11,9 +14,12 @@ from zoneinfo import ZoneInfo
 from aiohttp import web
 
 from bot.app.console.auth import owner_only
-from bot.app.console.deps import Console
+from bot.app.console.deps import Console, back
 from bot.app.console.render import Series, bar_chart
+from bot.contracts.people import User
+from bot.gateway.budget import Figures, figures, raise_today
 from bot.people.console_login import ConsoleSession
+from bot.spend import dollars
 from bot.turn.usage import UsageStore
 from channels.sms.store import SmsStore
 
@@ -80,7 +86,47 @@ async def month_usage(console: Console, first: date) -> Month:
     return month
 
 
+@dataclass(frozen=True)
+class Spent:
+    """One person's line of the allowance table."""
+
+    user: User
+    figures: Figures
+
+    def money(self, amount: int | None) -> str:
+        return "none" if amount is None else dollars(amount)
+
+
+async def spent_by_person(console: Console) -> list[Spent]:
+    budget = console.app.budget
+    if budget is None:
+        return []
+    now = console.now()
+    return [Spent(user, await figures(budget.spending, budget.allowance, user, now,
+                                      budget.inbox))
+            for user in (await console.people()).values()]
+
+
 def routes(console: Console) -> list[web.RouteDef]:
+    async def raise_allowance(request: web.Request, session: ConsoleSession
+                              ) -> web.StreamResponse:
+        budget = console.app.budget
+        user = await console.app.users.get(request.match_info["user"])
+        if budget is None or user is None:
+            raise back(PAGE, "No such person.", failed=True)
+        added = await raise_today(budget.spending, budget.allowance, user, console.now())
+        name = await console.app.identities.name_of(user)
+        if not added:
+            said = f"{name} has no daily allowance to raise."
+            await console.record(request, session, "raise allowance", user.id, said)
+            raise back(PAGE, said, failed=True)
+        freed = await console.app.release_held()
+        said = (f"Raised today's allowance of {name} by "
+                f"{dollars(added)}" + (": their waiting messages go on." if user.id in freed
+                                        else "."))
+        await console.record(request, session, "raise allowance", user.id, said)
+        raise back(PAGE, said)
+
     async def page(request: web.Request, session: ConsoleSession) -> web.Response:
         today = console.now().astimezone(ZoneInfo(console.settings.timezone)).date()
         first = month_of(request.query.get("month", ""), today)
@@ -96,7 +142,7 @@ def routes(console: Console) -> list[web.RouteDef]:
         sms = bar_chart(f"SMS segments per day, {first:%B %Y}", labels,
                         [Series("segments", "segments",
                                 [month.by_day.get(d, empty).segments for d in month.days])])
-        price = console.settings.console.sms_price_per_segment
+        price = console.settings.sms_segment_price("")  # the default: an estimate
         previous = (first - timedelta(days=1)).replace(day=1)
         return console.page(
             request, session, "usage.html", title="Usage", month=month,
@@ -104,6 +150,7 @@ def routes(console: Console) -> list[web.RouteDef]:
             tokens_chart=tokens, sms_chart=sms, price=price,
             currency=console.settings.console.currency,
             previous=f"{previous:%Y-%m}", following=f"{next_month(first):%Y-%m}",
-            is_current=first == today.replace(day=1))
+            is_current=first == today.replace(day=1), spent=await spent_by_person(console))
 
-    return [web.get(PAGE, owner_only(console, page))]
+    return [web.get(PAGE, owner_only(console, page)),
+            web.post(PAGE + "/{user}/raise", owner_only(console, raise_allowance))]

@@ -1,0 +1,62 @@
+"""The wiring of what keeps Valet's bill bounded (issue 35): what strangers may make it send
+(bot.people.strangers), how often the owner hears of pairing requests
+(bot.gateway.pairing_notices), where SMS may go at all (`sms.allowed_countries`), what each
+person spends and may spend a day (bot.spend, bot.gateway.budget, /usage)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bot.app.base import Base
+from bot.app.stores import Stores
+from bot.config import Settings
+from bot.contracts.clock import Clock
+from bot.contracts.turn import TurnContext
+from bot.db import Database
+from bot.gateway.budget import BudgetGate, figures
+from bot.gateway.outbound import Outbound
+from bot.gateway.pairing_notices import PairingNotices
+from bot.spend import Allowance, dollars, micros
+from bot.turn.commands import Command
+from persona.lines import AccessLines, BudgetLines, fill
+
+
+def pairing_notices(settings: Settings, db: Database, clock: Clock, outbound: Outbound,
+                    lines: AccessLines) -> PairingNotices:
+    return PairingNotices(db, clock, outbound,
+                          timedelta(minutes=settings.pairing.notice_minutes), lines)
+
+
+def pairing_notice_loop_seconds(settings: Settings) -> float:
+    """How often a worker looks for requests that waited for the notice window: a tenth of
+    it, between 5 s and a minute."""
+    return min(60.0, max(5.0, settings.pairing.notice_minutes * 6))
+
+
+# --- what people spend -------------------------------------------------------------------
+
+
+
+def allowance(settings: Settings) -> Allowance:
+    budget = settings.budget
+    return Allowance(others=micros(budget.daily_usd) if budget.daily_usd > 0 else None,
+                     owner=micros(budget.owner_daily_usd) if budget.owner_daily_usd else None)
+
+
+def usage_command(gate: BudgetGate, lines: BudgetLines) -> Command:
+    """/usage: what the person spent today and this month, and today's allowance."""
+    async def usage(ctx: TurnContext, args: list[str]) -> str:
+        shown = await figures(gate.spending, gate.allowance, ctx.user, gate.clock.now())
+        if shown.allowance is None:
+            return fill(lines.usage_report_unlimited, today=dollars(shown.today.total),
+                        month=dollars(shown.month.total))
+        return fill(lines.usage_report, today=dollars(shown.today.total),
+                    allowance=dollars(shown.allowance), month=dollars(shown.month.total))
+
+    return Command("/usage", lines.about_usage, usage)
+
+
+def build_budget(base: Base, stores: Stores, outbound: Outbound) -> BudgetGate:
+    """A person at today's allowance: their messages wait (bot.gateway.budget)."""
+    return BudgetGate(base.spending, allowance(base.settings), stores.inbox, stores.users,
+                      outbound, base.clock, base.persona.lines, stores.identities)

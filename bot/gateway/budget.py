@@ -1,0 +1,159 @@
+"""A person at today's allowance (bot.spend): their messages wait, nothing is lost.
+
+Before a turn runs, the person's spending today (read with their row) is held against their
+allowance. At it, the message and any others of theirs not yet answered wait in the inbox as
+`held` (no turn, no LLM, no reply); they are told once that day in one sentence, and the
+owner once. The workers look at the people who wait every `budget.check_seconds`: once their
+day has turned (in their timezone) or the owner raised today's allowance (`valet budget
+raise`, the console's Usage page), their messages are `received` again, in their order, and
+their queue is kicked. Triggered runs that would call the model wait the same way; a plain
+reminder, which calls none, is not a turn and goes; a slash command (/usage, /help, /stop)
+calls no model and is answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.contracts.clock import Clock
+from bot.contracts.envelopes import Notification, Urgency
+from bot.contracts.people import DaySpend, User
+from bot.gateway.inbox import InboxRow, InboxStore
+from bot.gateway.outbound import Outbound
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
+from bot.spend import Allowance, Spending, dollars, local_day, micros
+from bot.turn.commands import command_word
+from persona.lines import BudgetLines, fill
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A person's day against their allowance."""
+
+    spent: DaySpend
+    allowance: int | None  # None: no limit
+
+    @property
+    def over(self) -> bool:
+        return self.allowance is not None and self.spent.total >= self.allowance
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What /usage, `valet budget` and the console show of a person."""
+
+    today: DaySpend
+    month: DaySpend
+    allowance: int | None  # today's, raises included; None: no limit
+    waiting: int = 0  # their messages held at the allowance
+
+    @property
+    def over(self) -> bool:
+        return self.allowance is not None and self.today.total >= self.allowance
+
+
+async def figures(spending: Spending, allowance: Allowance, user: User, at: datetime,
+                  inbox: InboxStore | None = None) -> Figures:
+    day = local_day(user.timezone, at)
+    today = await spending.day(user.id, day)
+    return Figures(today, await spending.month(user.id, day),
+                   allowance.today(user.is_owner, today),
+                   await inbox.held_count(user.id) if inbox is not None else 0)
+
+
+async def raise_today(spending: Spending, allowance: Allowance, user: User, at: datetime,
+                      usd: float | None = None) -> int:
+    """The owner adds to the person's allowance for today (by default one more day's
+    worth); what was added, in millionths of a dollar (0: the person has no allowance to
+    raise and no amount was given)."""
+    amount = micros(usd) if usd is not None else allowance.base(user.is_owner) or 0
+    if amount > 0:
+        await spending.add(user.id, local_day(user.timezone, at), raised=amount)
+    return amount
+
+
+class BudgetGate:
+    def __init__(self, spending: Spending, allowance: Allowance, inbox: InboxStore,
+                 users: UserStore, outbound: Outbound, clock: Clock, lines: BudgetLines,
+                 identities: IdentityStore) -> None:
+        self.spending = spending
+        self.allowance = allowance
+        self.inbox = inbox
+        self.users = users
+        self.outbound = outbound
+        self.clock = clock
+        self.lines = lines
+        self.identities = identities  # how the owner hears of a person, and names them
+
+    async def standing(self, user: User, at: datetime | None = None) -> Standing:
+        """Today (the person's day) against their allowance; from their row when it was read
+        with their spending (a turn), else from the ledger."""
+        day = local_day(user.timezone, at or self.clock.now())
+        if self.allowance.base(user.is_owner) is None:
+            return Standing(DaySpend(day), None)
+        if user.spent is not None:  # their latest day: today's, or nothing yet today
+            spent = user.spent if user.spent.day == day else DaySpend(day)
+        else:
+            spent = await self.spending.day(user.id, day)
+        return Standing(spent, self.allowance.today(user.is_owner, spent))
+
+    async def holds(self, row: InboxRow, user: User) -> bool:
+        """True when the message waits (the person is at their allowance): it and the rest
+        of theirs are `held`, and whoever must hear of it has."""
+        if row.trigger_task_id is None and command_word(row.text) is not None:
+            return False  # a command calls no model: /usage, /help, /stop still answer
+        standing = await self.standing(user)
+        if not standing.over:
+            return False
+        held = await self.inbox.hold(user.id, row.id)
+        log.info("%s is at today's allowance (%s of %s): %d message(s) wait", user.id,
+                 dollars(standing.spent.total), dollars(standing.allowance or 0), held)
+        await self._tell(user, standing, row)
+        return True
+
+    async def _tell(self, user: User, standing: Standing, row: InboxRow) -> None:
+        """Once a day each (the keys say which day): the person, then the owner."""
+        day = standing.spent.day
+        channel = row.channel if row.trigger_task_id is None else None
+        await self.outbound.notify(Notification(
+            user.id, self.lines.budget_reached, f"budget:{user.id}:{day}", channel=channel,
+            urgency=Urgency.URGENT))
+        if user.is_owner:
+            return
+        ids = [i for i in await self.identities.of_user(user.id) if i.channel != "console"]
+        ref = f"{ids[0].channel}:{ids[0].address}" if ids else user.id  # what the CLI takes
+        await self.outbound.notify_owner(
+            fill(self.lines.budget_reached_owner, name=await self.identities.name_of(user),
+                 user=ref,
+                 spent=dollars(standing.spent.total), allowance=dollars(standing.allowance or 0)),
+            dedupe_key=f"budget:{user.id}:{day}")
+
+    async def release(self, kick: Callable[[str], None]) -> list[str]:
+        """The people whose messages waited and may go now (a new day, a raise): their rows
+        are `received` again and their queues kicked."""
+        freed = []
+        for user_id in await self.inbox.held_people():
+            user = await self.users.get(user_id)
+            if user is None or (await self.standing(user)).over:
+                continue
+            if await self.inbox.release(user_id):
+                log.info("%s may spend again: their waiting messages go on", user_id)
+                freed.append(user_id)
+                kick(user_id)
+        return freed
+
+    async def run(self, kick: Callable[[str], None], every_seconds: float) -> None:
+        """A worker's loop: waiting messages are looked at again every so often."""
+        while True:
+            try:
+                await self.release(kick)
+            except Exception:
+                log.exception("looking at messages waiting for an allowance failed")
+            await asyncio.sleep(every_seconds)

@@ -1,0 +1,85 @@
+"""What the owner hears of strangers asking to be let in: at most one message per
+`pairing.notice_minutes`.
+
+The first request after a quiet spell is told at once (with its card: a button on Telegram);
+requests made while the owner was told recently wait, and the next message gathers them: how
+many asked, each one still waiting with its code (the owner answers by code), and how to list
+them all. Whoever sends a notice first takes the window with a compare-and-set
+(`owner_notices`), and claims the requests it tells of (`pairing_requests.noticed_at`) in the
+same transaction as the message is queued, so two processes never tell the same request and a
+crash tells it later rather than never. A request made while the window is closed is told by
+the next request's `tell`, or by the workers' `run` loop once the window opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+
+from bot.contracts.clock import Clock
+from bot.contracts.envelopes import ApprovalPrompt
+from bot.db import Database
+from bot.gateway.outbound import Outbound
+from bot.people.access import PairingRequest, pairing_prompt, pairing_request, who_asks
+from persona.lines import AccessLines, fill
+
+log = logging.getLogger(__name__)
+
+KIND = "pairing"
+
+
+class PairingNotices:
+    def __init__(self, db: Database, clock: Clock, outbound: Outbound, every: timedelta,
+                 lines: AccessLines) -> None:
+        self.db = db
+        self.clock = clock
+        self.outbound = outbound
+        self.every = every
+        self.lines = lines
+
+    async def tell(self) -> bool:
+        """Tell the owner of the requests not told yet, if the window is open; True if a
+        message was queued."""
+        now = self.clock.now()
+        if await self.db.fetchval(
+                "SELECT 1 FROM pairing_requests WHERE noticed_at IS NULL LIMIT 1") is None:
+            return False
+        async with self.db.transaction() as tx:
+            opened = await tx.fetchval(
+                "INSERT INTO owner_notices (kind, last_at) VALUES ($1, $2)"
+                " ON CONFLICT (kind) DO UPDATE SET last_at = excluded.last_at"
+                " WHERE owner_notices.last_at <= $3 RETURNING 1", KIND, now, now - self.every)
+            if opened is None:
+                return False  # told recently: the next notice gathers these
+            rows = await tx.fetch(
+                "UPDATE pairing_requests SET noticed_at = $1 WHERE noticed_at IS NULL"
+                " RETURNING *", now)
+            asked = sorted((pairing_request(r) for r in rows), key=lambda p: p.created_at)
+            waiting = [p for p in asked if p.status == "pending" and p.expires_at > now]
+            if not waiting:
+                return False  # decided or expired before the owner was told: nothing to ask
+            text, prompts = self._notice(asked, waiting)
+            await self.outbound.notify_owner(text, dedupe_key=f"pairing-notice:{now.isoformat()}",
+                                             prompts=prompts, q=tx)
+        self.outbound.wake()
+        return True
+
+    def _notice(self, asked: list[PairingRequest], waiting: list[PairingRequest]
+                ) -> tuple[str, tuple[ApprovalPrompt, ...]]:
+        if len(asked) == 1:
+            [request] = waiting
+            return (fill(self.lines.pairing_owner_notice, who=who_asks(request, self.lines),
+                         code=request.code), (pairing_prompt(request.code, self.lines),))
+        items = "\n".join(fill(self.lines.pairing_owner_item, code=p.code,
+                               who=who_asks(p, self.lines)) for p in waiting)
+        return fill(self.lines.pairing_owner_batch, count=len(asked), requests=items), ()
+
+    async def run(self, every_seconds: float) -> None:
+        """Requests that waited for the window are told once it opens (a worker's loop)."""
+        while True:
+            try:
+                await self.tell()
+            except Exception:
+                log.exception("telling the owner of pairing requests failed; trying again")
+            await asyncio.sleep(every_seconds)

@@ -1,0 +1,224 @@
+"""What each person costs a day, in US dollars, and the allowance that bounds it.
+
+- `Prices`: per model, dollars per million input, cached-input and output tokens
+  (`llm.prices`); a model not listed costs nothing.
+- The payer: whose work the running code does, a context variable the gateway sets around each
+  turn (`paying_for`). Every priced LLM call made in it (the loop, the fallback models, a
+  sub-task, the shortening pass, reading an approval reply, the memory extraction the turn
+  started) is added to that person's day by `PricedLLM` as it returns: a call is paid when it
+  is made, so a turn redone from its journal (which makes no new calls) adds nothing twice.
+- SMS: the SMS channel adds each part's cost as Twilio takes it (`Spending.add_sms`).
+- `Spending`: the `daily_spend` table, one row per person and day (their own timezone's day),
+  in millionths of a dollar (sums stay exact): what the LLM and SMS cost, and what the owner
+  added to that day's allowance.
+- `Allowance`: what a person may spend today: `budget.daily_usd` for everyone but the owner
+  (the owner: `budget.owner_daily_usd`, none by default), plus the day's raises.
+
+A person's row is read at the start of a turn with the latest day of theirs
+(`SPEND_COLUMNS`, bot.people.users), so checking the allowance costs the turn no statement.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bot.contracts.clock import Clock
+from bot.contracts.people import DaySpend
+from bot.db import Database, Row
+from bot.llm.port import LLM, LLMResponse, Message, TextSink, TokenUsage
+
+log = logging.getLogger(__name__)
+
+MICROS = 1_000_000  # millionths of a dollar in a dollar
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None  # None: the input price
+
+    def cost(self, usage: TokenUsage) -> float:
+        cached = min(usage.cached_input_tokens, usage.input_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((usage.input_tokens - cached) * self.input + cached * cached_price
+                + usage.output_tokens * self.output) / 1_000_000
+
+
+@dataclass(frozen=True)
+class Prices:
+    by_model: Mapping[str, Price]
+
+    def cost(self, model: str, usage: TokenUsage) -> float:
+        price = self.by_model.get(model)
+        return price.cost(usage) if price is not None else 0.0
+
+
+def micros(usd: float) -> int:
+    return round(usd * MICROS)
+
+
+def dollars(amount: int) -> str:
+    """$0.52: what a person and the owner read."""
+    return f"${amount / MICROS:,.2f}"
+
+
+def local_day(timezone: str, at: datetime) -> str:
+    """The day it is at `at` where the person lives, as stored (YYYY-MM-DD)."""
+    try:
+        zone = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = ZoneInfo("UTC")
+    return at.astimezone(zone).date().isoformat()
+
+
+# --- the payer ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Payer:
+    user_id: str
+    timezone: str
+
+
+_payer: ContextVar[Payer | None] = ContextVar("valet_payer", default=None)
+
+
+@contextmanager
+def paying_for(user_id: str, timezone: str) -> Iterator[None]:
+    """LLM calls made in here (and in tasks started in here) are this person's."""
+    token = _payer.set(Payer(user_id, timezone))
+    try:
+        yield
+    finally:
+        _payer.reset(token)
+
+
+def payer() -> Payer | None:
+    return _payer.get()
+
+
+# --- the ledger --------------------------------------------------------------------------
+
+
+# The latest day of a person's spending, read with their row at the start of a turn ($1: the
+# person's id): the allowance is checked without a statement of its own.
+SPEND_COLUMNS = "".join(
+    f", (SELECT {expr} FROM daily_spend WHERE user_id = $1 ORDER BY day DESC LIMIT 1)"
+    f" AS {name}" for name, expr in (("spend_day", "day"), ("spend_llm", "llm_micros"),
+                                      ("spend_sms", "sms_micros"),
+                                      ("spend_raised", "raised_micros")))
+
+
+def latest_spend(row: Row) -> DaySpend | None:
+    """The latest day from a row read with SPEND_COLUMNS (None: not read so)."""
+    if "spend_day" not in row:
+        return None
+    if row["spend_day"] is None:
+        return DaySpend()
+    return DaySpend(str(row["spend_day"]), int(row["spend_llm"] or 0),
+                    int(row["spend_sms"] or 0), int(row["spend_raised"] or 0))
+
+
+class Spending:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(self, user_id: str, day: str, *, llm: int = 0, sms: int = 0,
+                  raised: int = 0) -> None:
+        if not (llm or sms or raised):
+            return
+        await self.db.execute(
+            "INSERT INTO daily_spend (user_id, day, llm_micros, sms_micros, raised_micros)"
+            " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, day) DO UPDATE SET"
+            " llm_micros = daily_spend.llm_micros + excluded.llm_micros,"
+            " sms_micros = daily_spend.sms_micros + excluded.sms_micros,"
+            " raised_micros = daily_spend.raised_micros + excluded.raised_micros",
+            user_id, day, llm, sms, raised)
+
+    async def add_sms(self, user_id: str, usd: float, at: datetime) -> None:
+        """An SMS part to this person was handed over: its cost, on their day."""
+        timezone = await self.db.fetchval("SELECT timezone FROM users WHERE id = $1", user_id)
+        if timezone is None:
+            return
+        await self.add(user_id, local_day(str(timezone), at), sms=micros(usd))
+
+    async def day(self, user_id: str, day: str) -> DaySpend:
+        row = await self.db.fetchrow(
+            "SELECT llm_micros, sms_micros, raised_micros FROM daily_spend"
+            " WHERE user_id = $1 AND day = $2", user_id, day)
+        if row is None:
+            return DaySpend(day)
+        return DaySpend(day, int(row["llm_micros"]), int(row["sms_micros"]),
+                        int(row["raised_micros"]))
+
+    async def month(self, user_id: str, day: str) -> DaySpend:
+        """The month of `day` (YYYY-MM-DD) up to now, added up."""
+        row = await self.db.fetchrow(
+            "SELECT COALESCE(SUM(llm_micros), 0) AS llm, COALESCE(SUM(sms_micros), 0) AS sms,"
+            " COALESCE(SUM(raised_micros), 0) AS raised FROM daily_spend"
+            " WHERE user_id = $1 AND day >= $2 AND day <= $3",
+            user_id, day[:8] + "01", day)
+        assert row is not None
+        return DaySpend(day[:7], int(row["llm"]), int(row["sms"]), int(row["raised"]))
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """What a person may spend a day, in millionths of a dollar (None: no limit)."""
+
+    others: int | None
+    owner: int | None = None
+
+    def base(self, is_owner: bool) -> int | None:
+        return self.owner if is_owner else self.others
+
+    def today(self, is_owner: bool, spent: DaySpend) -> int | None:
+        base = self.base(is_owner)
+        return None if base is None else base + spent.raised
+
+
+# --- the LLM, priced ----------------------------------------------------------------------
+
+
+class PricedLLM:
+    """Any `LLM`, each answer's cost added to the payer's day as it returns."""
+
+    def __init__(self, inner: LLM, prices: Prices, spending: Spending, clock: Clock) -> None:
+        self.inner = inner
+        self.prices = prices
+        self.spending = spending
+        self.clock = clock
+        self.model = inner.model
+
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
+                       on_text: TextSink | None = None) -> LLMResponse:
+        response = await self.inner.complete(messages, tools, on_text=on_text)
+        who = payer()
+        cost = micros(self.prices.cost(self.model, response.usage)) if who else 0
+        if who is not None and cost:
+            try:
+                await self.spending.add(who.user_id, local_day(who.timezone, self.clock.now()),
+                                        llm=cost)
+            except Exception:  # accounting never fails the call that was made
+                log.warning("the cost of an LLM call for %s was not recorded", who.user_id,
+                            exc_info=True)
+        return response
+
+    async def list_models(self) -> list[str]:
+        return await self.inner.list_models()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:  # a test's fake may carry more (its script)
+        return getattr(self.inner, name)
