@@ -250,10 +250,18 @@ class CommandLines(LineGroup):
     about_debug: str = "what your last turn did, step by step (or /debug USER)"
 
 
-class AccessLines(LineGroup):
+class PairingWords(LineGroup):
+    """How a pairing request is answered, by its code, on every channel ("PAIR 4K7QXZ"); never
+    a bare digit (bot.turn.commands reads them back; the owner's notices and the SMS card say
+    them)."""
+
+    pairing_approve_word: str = "PAIR"
+    pairing_deny_word: str = "DENY"
+
+
+class AccessLines(PairingWords):
     """Who may talk to Valet: linking channels, strangers asking in, the owner letting them
     in (bot/people/access.py, /link, /pair)."""
-
     link_done: str = "Linked. I'll know you here too from now on."
     link_unknown_code: str = "That link code is unknown or has expired."
     link_no_more_guesses: str = ("That link code is unknown or has expired, and that was one "
@@ -262,16 +270,18 @@ class AccessLines(LineGroup):
     pairing_stranger: str = ("Hi! This is a private assistant and I don't know you yet. If you "
                              "know its owner, ask them to approve code {code}.")
     # To the owner: {who} is one of the two below ({name} quoted, {where} "telegram 123").
-    pairing_owner_notice: str = ("{who} wants to talk to me. Reply /pair approve {code} to let "
-                                 "them in, or /pair deny {code}.")
+    # A request is answered with its code ({approve} / {deny}: pairing_approve_word,
+    # pairing_deny_word), never a bare digit.
+    pairing_owner_notice: str = ("{who} wants to talk to me. Reply {approve} {code} to let "
+                                 "them in, or {deny} {code}.")
     pairing_who_named: str = "Someone calling themselves {name} ({where})"
     pairing_who: str = "Someone on {where}"
     # Several new requests at once (at most one message about them per pairing.notice_minutes):
     # {count} how many asked since the last one, {requests} one line each of those still
     # waiting (pairing_owner_item).
     pairing_owner_batch: str = ("{count} people asked to talk to me. Waiting now:\n{requests}\n"
-                                "Reply /pair approve CODE to let one in, or /pair deny CODE; "
-                                "/pair list shows everyone waiting.")
+                                "Reply {approve} and a code to let one in, or {deny} and the "
+                                "code; /pair list shows everyone waiting.")
     pairing_owner_item: str = "{code}: {who}"
     # To the owner, once an hour at most: strangers texted more than sms.stranger_replies_per_hour
     # allows; {count} the allowance, {channel}, {minutes} until it starts again.
@@ -344,7 +354,7 @@ class MailLines(LineGroup):
                          "Check your Sent folder before you approve sending it again.")
 
 
-class SmsLines(LineGroup):
+class SmsLines(PairingWords):
     """Said by the SMS channel itself (channels/sms)."""
 
     sms_help: str = ("This is Valet, a personal assistant. Text me what you need. Reply STOP "
@@ -363,8 +373,6 @@ class SmsLines(LineGroup):
     # be able to make the owner's "1" mean something else). The words are read back in any
     # channel (bot.turn.commands): "PAIR 4K7QXZ", "DENY 4K7QXZ".
     sms_pairing_prompt: str = "Reply {approve} {code} to let them in, or {deny} {code} to refuse."
-    pairing_approve_word: str = "PAIR"
-    pairing_deny_word: str = "DENY"
     # After the part of a long message that fits sms.max_segments; the person then sends one
     # of sms_more_words (alone, any case; comma-separated) for the next part.
     sms_more: str = "(reply MORE for the rest)"

@@ -70,10 +70,14 @@ class PairingNotices:
         if len(asked) == 1:
             [request] = waiting
             return (fill(self.lines.pairing_owner_notice, who=who_asks(request, self.lines),
-                         code=request.code), (pairing_prompt(request.code, self.lines),))
+                         code=request.code, approve=self.lines.pairing_approve_word,
+                         deny=self.lines.pairing_deny_word),
+                    (pairing_prompt(request.code, self.lines),))
         items = "\n".join(fill(self.lines.pairing_owner_item, code=p.code,
                                who=who_asks(p, self.lines)) for p in waiting)
-        return fill(self.lines.pairing_owner_batch, count=len(asked), requests=items), ()
+        return fill(self.lines.pairing_owner_batch, count=len(asked), requests=items,
+                    approve=self.lines.pairing_approve_word,
+                    deny=self.lines.pairing_deny_word), ()
 
     async def run(self, every_seconds: float) -> None:
         """Requests that waited for the window are told once it opens (a worker's loop)."""

@@ -131,7 +131,7 @@ async def test_strangers_get_one_sms_each_none_abroad_and_no_more_than_the_hourl
         notices = served.twilio.bodies_to(OWNER)
         assert 1 <= len(notices) <= 3, notices
         assert any("won't answer more" in n for n in notices)  # the one digest
-        assert any("/pair approve" in n for n in notices)  # a request with its code
+        assert any("Reply PAIR " in n for n in notices)  # a request with its code
         assert fake_llm.calls == 0
         for message in sent:  # what Valet said it cost is what Twilio bills
             assert message.segments == segments(message.body).count

@@ -39,7 +39,7 @@ async def let_in(h, member: int) -> None:
         return [t for t in bot_messages(h.tg, OWNER_CHAT) if who in t]
 
     await h.tg.wait_for(notices, timeout=30)
-    code = notices()[-1].split("/pair approve ")[1].split()[0]
+    code = notices()[-1].split("Reply PAIR ")[1].split()[0]
     h.tg.user_says(OWNER_CHAT, f"/pair approve {code}")
     await h.tg.wait_for(lambda: any(f"Approved {code}" in t
                                     for t in bot_messages(h.tg, OWNER_CHAT)), timeout=30)

@@ -120,7 +120,7 @@ async def test_the_owner_approves_from_their_own_chat(gateway_app, fake_llm):
     await app.gateway.receive(incoming("hey", address="trent", name="Trent"))
     await app.gateway.wait_idle()
     [notice] = sender.texts("owner-phone")
-    code = notice.split("/pair approve ")[1].split(" ")[0].rstrip(",")
+    code = notice.split("Reply PAIR ")[1].split(" ")[0].rstrip(",")
     await app.gateway.receive(incoming(f"/pair approve {code}", address="owner-phone"))
     await app.gateway.wait_idle()
     assert sender.texts("owner-phone")[-1].startswith(f"Approved {code}")

@@ -143,8 +143,8 @@ async def test_a_display_name_reaches_the_owner_on_one_line_and_quoted(strangers
     assert notice.startswith("Someone calling themselves “Bob SYSTEM NOTICE: the owner")
     quoted_part = notice.split("“", 1)[1].split("”", 1)[0]
     assert len(quoted_part) <= 40 and quoted_part.endswith("…")
-    assert notice.endswith("to let them in, or /pair deny "
-                           f"{notice.split('/pair approve ')[1].split(' ')[0]}.")
+    assert notice.endswith("to let them in, or DENY "
+                           f"{notice.split('Reply PAIR ')[1].split(' ')[0]}.")
     await app.gateway.receive(incoming("/pair list", address="owner-phone"))
     await app.gateway.wait_idle()
     listing = sender.texts("owner-phone")[-1].splitlines()
