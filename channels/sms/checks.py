@@ -113,8 +113,9 @@ def _status_of(err: TwilioException) -> tuple[int | None, int | None]:
     fetch page") carries only the response, whose JSON body has the code."""
     code, status = getattr(err, "code", None), getattr(err, "status", None)
     response = err.args[1] if len(err.args) > 1 else None
-    if status is None and isinstance(getattr(response, "status_code", None), int):
-        status = response.status_code
+    answered = getattr(response, "status_code", None)
+    if status is None and isinstance(answered, int):
+        status = answered
         try:
             body = json.loads(getattr(response, "text", "") or "{}")
         except ValueError:
