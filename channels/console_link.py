@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.envelopes import EventType, LoopEvent, OutboundMessage, payload_of, prompts_of, stop_of
+from bot.private import private_dir
 
 ENDPOINT_FILE = "serve-terminal.json"
 PATH = "/terminal"
@@ -39,7 +40,7 @@ def endpoint_file(data_dir: Path) -> Path:
 
 def write_endpoint(path: Path, endpoint: Endpoint) -> None:
     """Readable by this user only (it holds the token), replaced atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     partial = path.with_name(path.name + ".partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -24,6 +24,7 @@ from bot.config import Settings
 from bot.credentials import KEY_ENV, parse_keys
 from bot.db import Database
 from bot.logs import mask, secret_values
+from bot.private import private_dir
 from bot.redact import redact_text
 from channels.sms.checks import CredentialsRefused, TwilioCheck, TwilioUnusable
 from channels.telegram.checks import (
@@ -119,7 +120,7 @@ def check_data_directory(settings: Settings, report: Report) -> None:
         return
     if report.fix:
         try:
-            where.mkdir(parents=True)
+            private_dir(where)
         except OSError as err:
             report.bad(f"data directory {where} cannot be created: {err.strerror}; set "
                        "VALET_DATA_DIR to a writable directory")

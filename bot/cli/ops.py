@@ -15,6 +15,7 @@ from bot.config import ConfigError, Settings
 from bot.db import redact_url
 from bot.db.migrate import apply_migrations, refuse_newer, schema_state
 from bot.db.sqlite import file_of
+from bot.private import private_file
 
 
 def add_ops_commands(sub: Any) -> None:
@@ -68,6 +69,7 @@ def _backup(source: str, target: Path) -> tuple[int, int]:
         raise ConfigError(f"{target.parent} is not a directory")
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
+    private_file(partial, own_dir=False)  # a copy of every conversation: 0600, any umask
     src = sqlite3.connect(source)
     try:
         dst = sqlite3.connect(partial)

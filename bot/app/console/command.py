@@ -8,6 +8,7 @@ from datetime import datetime
 from bot.commands import Command
 from bot.config import Settings
 from bot.gateway.console_login import LINK_TTL, ConsoleLogins
+from bot.gateway.sign_in_links import LOGIN_PATH
 from bot.gateway.users import User
 from bot.turn import TurnContext
 from persona import Persona
@@ -18,7 +19,7 @@ async def login_url(logins: ConsoleLogins, settings: Settings, owner: User,
                     at: datetime) -> str:
     """A fresh one-time link for the owner (bot.gateway.console_login.NotOwner otherwise)."""
     token = await logins.issue_link(owner, at)
-    return f"{settings.console_url()}/console/login?t={token}"
+    return f"{settings.console_url()}{LOGIN_PATH}?t={token}"
 
 
 def link_line(persona: Persona, url: str) -> str:
