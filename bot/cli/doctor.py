@@ -46,6 +46,7 @@ async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
     say(f"configuration: {settings.source}")
     say(f"data directory: {settings.data_dir()}")
     say(f"chat log file: {settings.log_file()}")
+    say(f"valet serve listens on: {settings.http.host}:{settings.http.port}")
     await report.guarded("data directory", lambda: check_data_directory(settings, report))
     await report.guarded("persona", lambda: _check_persona(settings, report))
     agents = await _check_agents(settings, report)

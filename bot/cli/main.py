@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
         "turns": _turns, "console-link": _console_link, "migrate": _ops, "backup": _ops,
         "logs": _ops, "onboard": _onboard, "outbox": _outbox}
-    _configure_logging(settings, args.command)
+    _configure_logging(settings, args.command, getattr(args, "role", None))
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
         return asyncio.run(commands[args.command](settings, args))
@@ -172,15 +172,21 @@ def load_env(args: argparse.Namespace) -> Path:
     return path
 
 
-def _configure_logging(settings: Settings, command: str) -> None:
+def _configure_logging(settings: Settings, command: str,
+                       roles: list[str] | None = None) -> None:
     """The chat shows no raw log lines: they go to the log file (its path: `valet doctor`),
     and the few worth telling the person become short notes (channels.console_tty).
-    `valet serve` writes to stderr (the journal, the container's log) and to the log file
-    (`valet logs`); every other command to stderr. `log_format: json` for both."""
+    `valet serve` writes to stderr (the journal, the container's log) and, when it is the
+    whole deployment (every role), to the log file (`valet logs`); a process of some roles
+    writes to stderr only: several of them share a data directory, and one file rotated by
+    several processes is no log at all. Every other command writes to stderr. `log_format:
+    json` for both."""
+    from bot.app.roles import Roles
     from bot.logs import add_handler, file_handler, formatter
 
     handlers: list[logging.Handler] = []
-    if command in ("chat", "serve"):
+    owns_the_file = command == "chat" or (command == "serve" and Roles.of(roles).everything)
+    if owns_the_file:
         to_file = file_handler(settings.log_file(), settings.log_format)
         if to_file is not None:
             handlers.append(to_file)

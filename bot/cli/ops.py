@@ -94,7 +94,9 @@ async def run_logs(settings: Settings, args: argparse.Namespace) -> int:
 
     path = settings.log_file()
     if not args.follow and not await asyncio.to_thread(path.exists):
-        raise ConfigError(f"no log file at {path} yet (valet serve and valet chat write it)")
+        raise ConfigError(f"no log file at {path} yet (valet serve and valet chat write it; "
+                          "a process of some roles logs to its output only: journalctl -u "
+                          "valet@web, docker compose logs web)")
     tail = Tail(path)  # where following starts: the last lines are read up to here
     for line in await asyncio.to_thread(last_lines, path, max(args.lines, 0), tail.position):
         print(line, flush=True)
