@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         load_env(args)  # valet.env: what `valet onboard` wrote (the environment wins)
         load_secret_files(os.environ)  # VALET_X_FILE (Docker secrets, systemd credentials)
-        settings = load_settings(args.config)
+        # onboard writes the file: one asked for that does not exist yet is where it goes
+        settings = load_settings(args.config, missing_ok=args.command == "onboard")
     except (ConfigError, EnvFileError) as err:
         return _stop(err)
     if settings.source != "<defaults>":  # a deployment's own agent and tool modules

@@ -298,15 +298,18 @@ def config_path(cli_path: str | None, env: dict[str, str]) -> tuple[Path, bool]:
     return Path("valet.yaml"), False
 
 
-def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None) -> Settings:
-    """The settings, or ConfigError naming every mistake (file:line or variable, key, what)."""
+def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None, *,
+                  missing_ok: bool = False) -> Settings:
+    """The settings, or ConfigError naming every mistake (file:line or variable, key, what).
+    `missing_ok`: a file asked for that does not exist yet is the defaults (`valet onboard
+    --config PATH` creates it)."""
     env = dict(os.environ) if env is None else env
     path, explicit = config_path(cli_path, env)
     raw: dict[str, Any] = {}
     root: yaml.Node | None = None
     if path.exists():
         raw, root = _read_yaml(path)
-    elif explicit:
+    elif explicit and not missing_ok:
         raise ConfigError(f"{path}: configuration file not found")
     from_env: dict[tuple[str, ...], str] = {}
     for var, key_path in ENV_OVERRIDES.items():
