@@ -105,6 +105,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.console_link import add_console_link_command
 
     add_console_link_command(sub)
+    from bot.cli.service import add_service_commands
+
+    add_service_commands(sub)
     _everywhere(p)
     return p
 
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
         "turns": _turns, "console-link": _console_link, "migrate": _ops, "backup": _ops,
-        "logs": _ops, "onboard": _onboard, "outbox": _outbox}
+        "logs": _ops, "onboard": _onboard, "outbox": _outbox, "service": _service}
     _configure_logging(settings, args.command, getattr(args, "role", None))
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
@@ -261,6 +264,12 @@ async def _console_link(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.console_link import run_console_link
 
     return await run_console_link(settings, args)
+
+
+async def _service(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.service import run_service
+
+    return await run_service(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:
