@@ -205,3 +205,23 @@ async def test_each_compose_service_runs_on_the_guides_settings(tmp_path, fake_l
     # Its own secrets only: the events token is the web service's (POST /events).
     events = "  ok    VALET_EVENTS_TOKEN set (POST /events)"
     assert (events in lines) == (role == "web"), lines
+
+
+def test_the_guides_compose_commands_name_real_services():
+    """`docker compose stop valet` once named a service that does not exist."""
+    services = set(compose()["services"])
+    named = []
+    for page in (GUIDE, ROOT / "docs" / "operations.md", DEPLOY / "docker-compose.yml"):
+        for verb, words in re.findall(r"docker compose (stop|start|restart|logs|exec|run)"
+                                      r"(?: -[-\w]+)* ([a-z][a-z ]*[a-z])", page.read_text()):
+            # stop/start/restart/logs take services; exec and run one, then its command
+            named += words.split() if verb in ("stop", "start", "restart", "logs") else \
+                words.split()[:1]
+    assert set(named) <= services, set(named) - services
+    assert len(named) >= 8  # the guide's commands were found at all
+
+
+def test_every_test_the_guide_names_exists():
+    """`# tested: FILE::TEST` in the guide's blocks names a test that is there."""
+    for path, test in re.findall(r"(tests/[\w/]+\.py)::(\w+)", GUIDE.read_text()):
+        assert f"def {test}(" in (ROOT / path).read_text(), f"{path}::{test}"
