@@ -4,15 +4,18 @@ the log file and its old copies, backups, the chat history, transcripts, endpoin
 They hold conversations, tokens and sign-in state; a shell's usual umask 022 would make them
 readable by every user of the machine.
 
-Files are created with the mode (os.open), never created first and narrowed after. A file or
-directory made by an older Valet (or under another umask) is narrowed when this user owns
-it; one owned by someone else is left alone (it is not Valet's to change).
+Files are created with the mode (os.open), never created first and narrowed after. A file
+made by an older Valet (or under another umask) is narrowed when this user owns it. An
+existing directory is narrowed only when it is plainly Valet's: this user's, not shared by
+design (the sticky bit of /tmp), and holding nothing but Valet's own files (VALET_FILES); a
+database put in /tmp or in a home directory never changes that directory's mode.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Literal, TextIO
@@ -21,14 +24,38 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
+# What Valet keeps in its data directory (a directory holding only these is Valet's).
+VALET_FILES = re.compile(
+    r"valet\.db(-wal|-shm|-journal|\.owner\.lock)?|valet\.log(\.\d+)?|serve-terminal\.json"
+    r"|chat_history|telegram-poller-\w+\.lock|mcp-.+\.log|transcript-[\d-]+\.jsonl"
+    r"|.+\.partial|spool.*")
+
+
 def private_dir(path: Path) -> Path:
-    """The directory, created (with its parents) if missing, 0700 when it is this user's."""
+    """The directory, created 0700 (its missing parents with the usual modes) if missing;
+    narrowed to 0700 when it exists and is plainly Valet's."""
     if not path.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)  # parents keep the usual modes
-        with contextlib.suppress(FileExistsError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
             path.mkdir(mode=DIR_MODE)
-    _narrow(path, DIR_MODE)
+        except FileExistsError:
+            return path
+        os.chmod(path, DIR_MODE)  # exactly 0700, whatever the umask left
+        return path
+    if _valets(path):
+        _narrow(path, DIR_MODE)
     return path
+
+
+def _valets(path: Path) -> bool:
+    try:
+        st = path.stat()
+        names = os.listdir(path)
+    except OSError:
+        return False
+    if st.st_mode & stat.S_ISVTX or path == path.parent:  # /tmp and the like; the root
+        return False
+    return all(VALET_FILES.fullmatch(name) for name in names)
 
 
 def private_file(path: Path, *, own_dir: bool = True) -> Path:
