@@ -206,3 +206,21 @@ async def test_what_cannot_be_installed_is_one_line(config, fake_llm, tmp_path):
                                  "--user", "no-such-user-here"], _env(config, fake_llm))
     assert code == 2 and "Traceback" not in err
     assert err.strip().startswith("valet: no user 'no-such-user-here' on this machine")
+
+
+async def test_a_configuration_the_service_could_not_use_is_refused_before_it_is_enabled(
+        config, fake_llm, tmp_path):
+    """A relative SQLite path in valet.yaml would point into /etc/valet, where the service may
+    not write: said in one line, and nothing is enabled."""
+    config.write_text(config.read_text() + "database_url: sqlite:///data/valet.db\n")
+    env = _env(config, fake_llm)
+    del env["VALET_DATABASE_URL"]
+    root = tmp_path / "root"
+    code, out, err = await _valet(["service", "install", "--root", str(root), "--user",
+                                   "nobody"], env)
+    assert code == 2, out + err
+    [line] = err.strip().splitlines()
+    assert line.startswith("valet: the files are written but Valet would refuse them: the "
+                           f"database would be {root}/etc/valet/data/valet.db, but the "
+                           "service may write only in /var/lib/valet")
+    assert not (root / "etc" / "systemd" / "system" / "multi-user.target.wants").exists()

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.config import Settings
+from bot.config import ConfigError, Settings
 
 Say = Callable[[str], None]
 
@@ -50,6 +50,10 @@ async def run_service(settings: Settings, args: argparse.Namespace,
     root = _root_of(args)
     if args.action == "status":
         return status(root, say)
+    if not getattr(args, "dry_run", False) and os.geteuid() != 0:
+        raise ConfigError(f"valet service {args.action} writes root's files (/etc/valet, the "
+                          "units) and runs systemctl: run it with sudo (--dry-run shows what "
+                          "it would do)")
     if args.action == "uninstall":
         return uninstall(root, say)
     return await _install(settings, args, root, say)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bot.cli.service.plan import File, Plan
 from bot.cli.service.units import ETC, STATE
-from bot.config import ConfigError
+from bot.config import ConfigError, load_settings
+from bot.config.env_file import read_env_file
+from bot.db.sqlite import file_of
 from bot.logs import mask
 from bot.redact import redact_text
 
@@ -58,8 +61,13 @@ def install(plan: Plan, root: Path, say: Say, migrate: Callable[[], Sequence[str
     os.chown(etc, 0, gid)  # root's; the service's group may read valet.yaml in it
     os.chmod(etc, 0o750)
     for file in plan.files:
-        write(under(root, file.path), file, uid, gid)
+        try:
+            write(under(root, file.path), file, uid, gid)
+        except OSError as err:
+            raise ConfigError(f"{under(root, file.path)}: cannot write: "
+                              f"{err.strerror or err}") from None
         say(f"wrote {under(root, file.path)} ({file.mode:04o} {file.owner}:{file.group})")
+    preflight(plan, root)
     if plan.migrate:
         applied = migrate()
         say(f"applied {len(applied)} migration(s)" if applied else "the database's schema "
@@ -70,6 +78,30 @@ def install(plan: Plan, root: Path, say: Say, migrate: Callable[[], Sequence[str
         say(f"not started: {root} is not this machine's root (enabled for its next boot)")
         return 0
     return report_running(plan.units, say)
+
+
+def preflight(plan: Plan, root: Path) -> None:
+    """The settings as the unit will give them to Valet (its Environment=, then valet.env
+    over it), read from the files just written, before anything is enabled: a mistake is
+    one line each now, not a unit that fails to start."""
+    unit = next(f for f in plan.files if f.path.endswith(".service"))
+    env = {name: value.replace(ETC, str(under(root, ETC))).replace(STATE,
+                                                                  str(under(root, STATE)))
+           for name, value in re.findall(r"^Environment=(\w+)=(.*)$", unit.text, re.M)}
+    env.update(read_env_file(under(root, f"{ETC}/valet.env")))
+    try:
+        settings = load_settings(env["VALET_CONFIG"], env=env)
+        database = settings.database_url
+        state = under(root, STATE)
+        if database.startswith("sqlite") and state not in Path(file_of(database)).parents:
+            raise ConfigError(f"the database would be {file_of(database)}, but the service "
+                              f"may write only in {STATE}: remove database_url from "
+                              "valet.yaml (the service keeps valet.db there)")
+    except ConfigError as err:
+        lines = "; ".join(err.lines)
+        raise ConfigError(f"the files are written but Valet would refuse them: {lines}; "
+                          "fix that and run `valet service install` again (nothing was "
+                          "enabled or started)") from None
 
 
 def write(path: Path, file: File, uid: int, gid: int) -> None:
