@@ -209,3 +209,18 @@ async def test_onboards_last_step_reports_a_failing_bot_api_method_and_ends(fake
         assert later in out, later  # the checks after the failing one still ran
     assert out.rstrip().endswith("(or `valet onboard` again: Enter keeps each answer).")
     assert yaml.safe_load((tmp_path / "valet.yaml").read_text())["llm"]["model"] == "fake-model"
+
+
+@pytest.mark.parametrize("status", [502, 404])
+async def test_twilio_refusing_to_point_the_webhook_is_a_next_step_not_a_stop(fakes, tmp_path,
+                                                                             status):
+    fake_llm, tg, twilio = fakes
+    twilio.fail_call("update_number", status, None if status == 502 else 20404)
+    code, out, err = await run_valet(flags(fake_llm), onboard_env(tmp_path, tg, twilio))
+    assert "Traceback" not in out + err
+    assert f"next: In the Twilio console, set {DEFAULT_NUMBER}'s 'A message comes in' to " \
+           f"Webhook, HTTP POST, {PUBLIC}/sms/inbound" in out
+    assert yaml.safe_load((tmp_path / "valet.yaml").read_text())["sms"] == {
+        "from_number": DEFAULT_NUMBER}  # the rest is written
+    assert code == 1  # doctor at the end says the webhook is not set yet
+    assert f"{DEFAULT_NUMBER}'s incoming SMS webhook is not set" in out
