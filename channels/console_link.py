@@ -28,6 +28,7 @@ from bot.contracts.envelopes import (
     prompts_of,
     stop_of,
 )
+from bot.plumbing.private import private_dir
 
 ENDPOINT_FILE = "serve-terminal.json"
 PATH = "/terminal"
@@ -38,6 +39,9 @@ class Endpoint:
     url: str  # ws://127.0.0.1:PORT/terminal
     token: str
     pid: int
+    # Whether that serve answers /console (console.enabled when it started); None: a file
+    # written before serve said so.
+    console: bool | None = None
 
 
 def endpoint_file(data_dir: Path) -> Path:
@@ -46,11 +50,12 @@ def endpoint_file(data_dir: Path) -> Path:
 
 def write_endpoint(path: Path, endpoint: Endpoint) -> None:
     """Readable by this user only (it holds the token), replaced atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     partial = path.with_name(path.name + ".partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"url": endpoint.url, "token": endpoint.token, "pid": endpoint.pid}, fh)
+        json.dump({"url": endpoint.url, "token": endpoint.token, "pid": endpoint.pid,
+                   "console": endpoint.console}, fh)
     os.chmod(partial, 0o600)
     os.replace(partial, path)
 
@@ -60,7 +65,9 @@ def read_endpoint(path: Path) -> Endpoint | None:
     readable: then the chat runs on its own, as before)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Endpoint(str(data["url"]), str(data["token"]), int(data["pid"]))
+        console = data.get("console")
+        return Endpoint(str(data["url"]), str(data["token"]), int(data["pid"]),
+                        console if isinstance(console, bool) else None)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

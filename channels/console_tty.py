@@ -30,6 +30,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from bot.contracts.envelopes import EventType, LoopEvent
+from bot.plumbing.private import private_file
 from bot.text.sanitize import clean_text
 from channels.console import QUIT_WORDS, ConsoleChannel, ConsoleChat
 from persona.lines import TerminalLines
@@ -155,7 +156,7 @@ class InteractiveChat:
         task.add_done_callback(self._replies.discard)
 
     async def run(self, banner: str) -> int:
-        self.history.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.history)  # what the owner typed: 0600, any umask
         session: PromptSession[str] = PromptSession(
             history=FileHistory(str(self.history)), key_bindings=self._keys(),
             refresh_interval=REFRESH_SECONDS, style=STYLE)

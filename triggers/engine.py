@@ -42,6 +42,7 @@ from triggers.events import Event, EventBus, EventPattern
 from triggers.executors import ExecutorRegistry, RunContext, TriggerGateway
 from triggers.lease import DatabaseLease
 from triggers.model import Misfire, RunOutcome, Task, TaskStatus, TriggerKind
+from triggers.run_fate import settle_submitted
 from triggers.store import TaskStore
 
 log = logging.getLogger(__name__)
@@ -152,6 +153,7 @@ class TriggerEngine:
             if self.leading:
                 await self._fire_due(now)
                 await self.approvals.settle(now)
+                await settle_submitted(self.db)  # what became of the runs' turns
             await self._reschedule()
 
     async def _fire_due(self, now: datetime) -> None:

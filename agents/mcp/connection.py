@@ -27,6 +27,7 @@ from agents.mcp.config import McpServerConfig
 from agents.mcp.secrets import SecretMissing, SecretReader
 from bot.capabilities import SourceUnavailable
 from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.private import open_private
 
 if TYPE_CHECKING:
     import mcp_types
@@ -220,8 +221,7 @@ class McpConnection:
         """Where the server's own stderr goes: a file beside Valet's log, never the console."""
         if self.log_dir is None:
             return open(os.devnull, "w")  # closed by the session's exit stack
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        return open(self.log_dir / f"mcp-{self.config.name}.log", "a", encoding="utf-8")
+        return open_private(self.log_dir / f"mcp-{self.config.name}.log")
 
     async def _refresh(self, client: Client) -> None:
         tools: list[mcp_types.Tool] = []

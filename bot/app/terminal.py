@@ -53,6 +53,7 @@ class TerminalEndpoint:
     runner: web.AppRunner
     file: Path
     token: str
+    console: bool  # this serve answers /console (`valet console-link` reads it)
 
     @classmethod
     def build(cls, app: App) -> TerminalEndpoint:
@@ -65,7 +66,7 @@ class TerminalEndpoint:
         web_app.router.add_routes(relay.routes())
         web_app.router.add_post(RUN_NOW_PATH, _run_now_handler(app, token))
         return cls(relay, web.AppRunner(web_app, access_log=None),
-                   endpoint_file(app.settings.data_dir()), token)
+                   endpoint_file(app.settings.data_dir()), token, app.settings.console.enabled)
 
     async def open(self) -> None:
         """Listening on loopback, the endpoint written for `valet chat` to find."""
@@ -73,7 +74,7 @@ class TerminalEndpoint:
         await web.TCPSite(self.runner, "127.0.0.1", 0).start()
         port = self.runner.addresses[0][1]
         write_endpoint(self.file, Endpoint(f"ws://127.0.0.1:{port}{PATH}", self.token,
-                                           os.getpid()))
+                                           os.getpid(), self.console))
         log.info("valet serve: `valet chat` attaches here (127.0.0.1:%s, token in %s)", port,
                  self.file)
 

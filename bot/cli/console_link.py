@@ -5,6 +5,7 @@ the owner's own chat (delivered by the running `valet serve`)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -34,6 +35,9 @@ async def run_console_link(settings: Settings, args: argparse.Namespace,
         owner = await app.ensure_owner()
         now = app.clock.now()
         url = await login_url(ConsoleLogins(app.db), settings, owner, now)
+        stale = _serving_without_console(settings)
+        if stale:
+            print(f"valet console-link: {stale}", file=sys.stderr)
         if not args.send:
             say(url)
             print("valet: the link works once, for 10 minutes", file=sys.stderr)
@@ -53,3 +57,26 @@ async def run_console_link(settings: Settings, args: argparse.Namespace,
         return 0
     finally:
         await app.close()
+
+
+def _serving_without_console(settings: Settings) -> str | None:
+    """What to say when the `valet serve` running here started with the console off: the
+    link answers 404 until it restarts (it read console.enabled at start)."""
+    from channels.console_link import endpoint_file, read_endpoint
+
+    running = read_endpoint(endpoint_file(settings.data_dir()))
+    if running is None or running.console is not False or not _alive(running.pid):
+        return None
+    return (f"the running valet serve (pid {running.pid}) started with the console off: "
+            "restart it (sudo systemctl restart valet) and the link works; until then it "
+            "answers 404")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's: it is there
+    return True

@@ -39,59 +39,97 @@ MODELS_SHOWN = 10  # a server may list hundreds; a few are enough to spot the ri
 async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
                      env: Mapping[str, str] | None = None) -> int:
     """Every check, one line each; 1 when any failed. `fix`: the safe repairs are made (the
-    data directory, migrations, the Telegram webhook and menu) and each is said."""
-    from bot.app import NO_LLM_MESSAGE, build_agents, build_llm
-    from persona import load_persona
-
+    data directory, migrations, the Telegram webhook and menu) and each is said. Each check
+    runs on its own (Report.guarded): one that raises is a FAIL line naming it, and the
+    others still run."""
     env = os.environ if env is None else env
-    report = Report(say, fix=fix)
-    ok, bad = report.ok, report.bad
+    report = Report.of(say, env, fix=fix)
     say(f"configuration: {settings.source}")
     say(f"data directory: {settings.data_dir()}")
     say(f"chat log file: {settings.log_file()}")
-    check_data_directory(settings, report)
-    try:
-        persona = load_persona(settings.persona)
-        ok(f"persona {persona.name!r} ({persona.source})")
-    except ConfigError as err:
-        bad(str(err))
-    agents = None
-    try:
-        agents = build_agents(settings)
-        ok(f"{len(agents.tools)} tools ({len(agents.agents)} agents) from "
-           f"{', '.join(agents.files)}")
-    except Exception as err:
-        bad(f"tools: {err}")
-    db, stand_in = await _check_database(settings, report)
-    try:
-        if agents is not None:
-            await _check_capabilities(settings, agents.capabilities, say, bad, stand_in)
-            await _check_mcp(settings, agents, say, ok, bad, stand_in)
-        await _check_email(stand_in, ok, bad)
-        await check_secret_key(env, stand_in, report)
-        await check_owner(settings, stand_in, report)
-    finally:
-        for opened in {id(d): d for d in (db, stand_in) if d is not None}.values():
-            await opened.close()
+    say(f"valet serve listens on: {settings.http.host}:{settings.http.port}")
+    await report.guarded("data directory", lambda: check_data_directory(settings, report))
+    await report.guarded("persona", lambda: _check_persona(settings, report))
+    agents = await _check_agents(settings, report)
+    await _check_stores(settings, agents, env, report)
     if settings.redis_url:
-        await _check_redis(settings.redis_url, ok, bad)
-    if not settings.llm.configured:
-        bad(NO_LLM_MESSAGE)
-    else:
-        llm = build_llm(settings)
-        try:
-            await _check_llm(settings, llm, ok, bad)
-        finally:
-            await llm.close()
-        await _check_fallbacks(settings, ok, bad)
-    await check_telegram(settings, report, lambda: _telegram_menu(settings))
-    await check_sms(settings, env, report)
-    check_costs(settings, env, report)  # where SMS may go, the allowance (doctor_costs)
-    check_public_url(settings, env, report)
-    check_events_token(env, report)
+        await report.guarded("redis", lambda: _check_redis(settings.redis_url or "", report))
+    await report.guarded("LLM", lambda: _check_models(settings, report))
+    await report.guarded("Telegram", lambda: check_telegram(
+        settings, report, lambda: _telegram_menu(settings)))
+    await report.guarded("SMS", lambda: check_sms(settings, env, report))
+    # where SMS may go, the allowance (doctor_costs)
+    await report.guarded("costs", lambda: check_costs(settings, env, report))
+    await report.guarded("public URL", lambda: check_public_url(settings, env, report))
+    await report.guarded("events token", lambda: check_events_token(env, report))
     problems = report.problems
     say("all good" if not problems else f"{problems} problem(s) found")
     return 0 if not problems else 1
+
+
+def _check_persona(settings: Settings, report: Report) -> None:
+    from persona import load_persona
+
+    try:
+        persona = load_persona(settings.persona)
+        report.ok(f"persona {persona.name!r} ({persona.source})")
+    except ConfigError as err:
+        report.bad(str(err))
+
+
+async def _check_agents(settings: Settings, report: Report) -> Any:
+    """The tool registry (None when it cannot be built: the line says why)."""
+    from bot.app import build_agents
+
+    try:
+        agents = build_agents(settings)
+    except Exception as err:
+        report.bad(f"tools: {err}")
+        return None
+    report.ok(f"{len(agents.tools)} tools ({len(agents.agents)} agents) from "
+              f"{', '.join(agents.files)}")
+    return agents
+
+
+async def _check_stores(settings: Settings, agents: Any, env: Mapping[str, str],
+                        report: Report) -> None:
+    """The database, then what is read from it: capabilities, MCP servers, mail accounts,
+    the secret key, the owner."""
+    opened: tuple[Database | None, Database | None] = (None, None)
+
+    async def database() -> None:
+        nonlocal opened
+        opened = await _check_database(settings, report)
+
+    await report.guarded("database", database)
+    db, stand_in = opened
+    try:
+        if agents is not None:
+            await report.guarded("capabilities", lambda: _check_capabilities(
+                settings, agents.capabilities, report.say, report.bad, stand_in))
+            await report.guarded("MCP servers", lambda: _check_mcp(
+                settings, agents, report.say, report.ok, report.bad, stand_in))
+        await report.guarded("email", lambda: _check_email(stand_in, report.ok, report.bad))
+        await report.guarded("secret key", lambda: check_secret_key(env, stand_in, report))
+        await report.guarded("owner", lambda: check_owner(settings, stand_in, report))
+    finally:
+        for each in {id(d): d for d in (db, stand_in) if d is not None}.values():
+            await report.guarded("closing the database", each.close)
+
+
+async def _check_models(settings: Settings, report: Report) -> None:
+    from bot.app import NO_LLM_MESSAGE, build_llm
+
+    if not settings.llm.configured:
+        report.bad(NO_LLM_MESSAGE)
+        return
+    llm = build_llm(settings)
+    try:
+        await _check_llm(settings, llm, report.ok, report.bad)
+    finally:
+        await llm.close()
+    await report.guarded("fallback LLMs", lambda: _check_fallbacks(settings, report.ok,
+                                                                   report.bad))
 
 
 async def _telegram_menu(settings: Settings) -> list[MenuCommand]:
@@ -200,13 +238,13 @@ async def _check_email(db: Database | None, ok: Say, bad: Say) -> None:
         (ok if check.ok else bad)(check.text)
 
 
-async def _check_redis(url: str, ok: Say, bad: Say) -> None:
+async def _check_redis(url: str, report: Report) -> None:
     try:
         client = await open_redis(url)
         await client.aclose()
-        ok(f"redis {redact_url(url)}")
+        report.ok(f"redis {redact_url(url)}")
     except RedisUnavailable as err:
-        bad(str(err))
+        report.bad(str(err))
 
 
 async def _check_llm(settings: Settings, llm: LLM, ok: Say, bad: Say) -> None:

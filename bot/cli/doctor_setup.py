@@ -7,22 +7,29 @@ command menu set."""
 
 from __future__ import annotations
 
+import inspect
+import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from telegram import Bot
+from telegram.error import TelegramError
 
 from bot.channel import MenuCommand
 from bot.config import Settings
 from bot.credentials import KEY_ENV, parse_keys
 from bot.db import Database
+from bot.plumbing.logs import mask, secret_values
+from bot.plumbing.private import private_dir
 from bot.text.redact import redact_text
-from channels.sms.checks import TwilioCheck, TwilioUnusable
+from channels.sms.checks import CredentialsRefused, TwilioCheck, TwilioUnusable
 from channels.telegram.checks import (
     TelegramUnusable,
+    TokenRefused,
     WebhookState,
     bot_username,
     make_bot,
@@ -35,6 +42,8 @@ from channels.telegram.checks import (
 )
 from channels.telegram.service import check_settings
 
+log = logging.getLogger(__name__)
+
 Say = Callable[[str], None]
 EVENTS_TOKEN_ENV = "VALET_EVENTS_TOKEN"
 MIN_TOKEN_CHARS = 16  # a bearer token shorter than this can be guessed
@@ -43,32 +52,57 @@ RECENT_ERROR = timedelta(hours=24)  # an older webhook error is history, not a p
 
 @dataclass
 class Report:
-    """What doctor prints: one line per check, FAIL lines counted (exit 1 when any)."""
+    """What doctor prints: one line per check, FAIL lines counted (exit 1 when any). No line
+    carries a secret: URL credentials and the values of the environment's secret variables
+    are masked."""
 
     say: Say
     fix: bool = False
     problems: int = 0
     fixed: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)  # values masked in every line
+
+    @classmethod
+    def of(cls, say: Say, env: Mapping[str, str], *, fix: bool = False) -> Report:
+        return cls(say, fix=fix, secrets=secret_values(env))
+
+    def _line(self, tag: str, text: str) -> None:
+        self.say(f"{tag}{mask(redact_text(text), self.secrets)}")
 
     def ok(self, text: str) -> None:
-        self.say(f"  ok    {redact_text(text)}")
+        self._line("  ok    ", text)
 
     def bad(self, text: str) -> None:
         self.problems += 1
-        self.say(f"  FAIL  {redact_text(text)}")
+        self._line("  FAIL  ", text)
 
     def off(self, text: str) -> None:
-        self.say(f"  off   {redact_text(text)}")
+        self._line("  off   ", text)
 
     def on(self, text: str) -> None:
-        self.say(f"  on    {redact_text(text)}")
+        self._line("  on    ", text)
 
     def note(self, text: str) -> None:
-        self.say(f"  note  {redact_text(text)}")
+        self._line("  note  ", text)
 
     def did(self, text: str) -> None:
         self.fixed.append(text)
-        self.say(f"  fixed {redact_text(text)}")
+        self._line("  fixed ", text)
+
+    async def guarded(self, name: str, check: Callable[[], object]) -> bool:
+        """Run one check so that nothing it raises stops the others: an exception is a FAIL
+        line naming the check and the error (counted like any problem). True when it ran to
+        its end."""
+        try:
+            result = check()
+            if inspect.isawaitable(result):
+                await result
+        except Exception as err:
+            log.debug("doctor: the %s check failed", name, exc_info=True)
+            self.bad(f"{name}: the check could not finish: {type(err).__name__}: "
+                     f"{str(err)[:300] or 'no detail'}")
+            return False
+        return True
 
 
 def check_data_directory(settings: Settings, report: Report) -> None:
@@ -86,7 +120,7 @@ def check_data_directory(settings: Settings, report: Report) -> None:
         return
     if report.fix:
         try:
-            where.mkdir(parents=True)
+            private_dir(where)
         except OSError as err:
             report.bad(f"data directory {where} cannot be created: {err.strerror}; set "
                        "VALET_DATA_DIR to a writable directory")
@@ -170,7 +204,23 @@ async def check_owner(settings: Settings, db: Database | None, report: Report) -
 MenuSource = Callable[[], Awaitable[Sequence[MenuCommand]]]
 
 
+@asynccontextmanager
+async def _asking(method: str) -> AsyncIterator[None]:
+    """Whatever Telegram answers to one Bot API call other than a result (a 502, a 404, a
+    refusal) as TelegramUnusable naming the method; never the token."""
+    try:
+        yield
+    except TelegramUnusable:
+        raise
+    except TelegramError as err:
+        raise TelegramUnusable(f"Telegram refused {method}: {type(err).__name__}: "
+                               f"{str(err.message)[:200]}") from None
+
+
 async def check_telegram(settings: Settings, report: Report, menu: MenuSource) -> None:
+    """The bot (getMe), its webhook (getWebhookInfo) and its command menu (getMyCommands),
+    each reported on its own: one failing call does not hide what the others say. A refused
+    token stops here (every call would be refused the same way)."""
     tg = settings.telegram
     if not tg.token:
         report.off("Telegram: set VALET_TELEGRAM_TOKEN to turn it on (valet onboard)")
@@ -181,38 +231,72 @@ async def check_telegram(settings: Settings, report: Report, menu: MenuSource) -
         report.bad(str(err))
         return
     bot = make_bot(tg.token, tg.api_url)
+    name = "the bot"
     try:
-        name = await bot_username(bot)
-        report.ok(f"Telegram bot @{name} ({tg.mode})")
-        state = await webhook_state(bot)
-        if tg.mode == "webhook":
-            await _webhook(settings, bot, state, report)
-        elif state.url:
-            if report.fix:
-                await remove_webhook(bot)
-                report.did(f"removed the webhook {state.url}: polling receives the updates")
-            else:
-                report.bad(f"Telegram has a webhook set ({state.url}) but telegram.mode is "
-                           "polling: polling receives nothing while it is; valet doctor --fix "
-                           "removes it (or set telegram.mode: webhook)")
-        if not await menu_set(bot):
-            if report.fix:
-                await set_menu(bot, await menu(), settings.owner.telegram_ids)
-                report.did(f"set @{name}'s command menu")
-            else:
-                report.note(f"@{name} has no command menu yet (valet serve sets it at start; "
-                            "--fix sets it now)")
-    except TelegramUnusable as err:
-        report.bad(str(err))
+        try:
+            name = "@" + await bot_username(bot)
+            report.ok(f"Telegram bot {name} ({tg.mode})")
+        except TokenRefused as err:
+            report.bad(str(err))
+            return
+        except TelegramUnusable as err:
+            report.bad(str(err))
+        await _telegram_part(report, "Telegram webhook",
+                             lambda: _webhook_check(settings, bot, report))
+        await _telegram_part(report, "Telegram command menu",
+                             lambda: _menu_check(settings, bot, name, report, menu))
     finally:
         await bot.shutdown()
+
+
+async def _telegram_part(report: Report, name: str,
+                         check: Callable[[], Awaitable[None]]) -> None:
+    async def part() -> None:
+        try:
+            await check()
+        except TelegramUnusable as err:
+            report.bad(str(err))
+
+    await report.guarded(name, part)
+
+
+async def _webhook_check(settings: Settings, bot: Bot, report: Report) -> None:
+    state = await webhook_state(bot)
+    if settings.telegram.mode == "webhook":
+        await _webhook(settings, bot, state, report)
+    elif state.url:
+        if report.fix:
+            async with _asking("deleteWebhook"):
+                await remove_webhook(bot)
+            report.did(f"removed the webhook {state.url}: polling receives the updates")
+        else:
+            report.bad(f"Telegram has a webhook set ({state.url}) but telegram.mode is "
+                       "polling: polling receives nothing while it is; valet doctor --fix "
+                       "removes it (or set telegram.mode: webhook)")
+
+
+async def _menu_check(settings: Settings, bot: Bot, name: str, report: Report,
+                      menu: MenuSource) -> None:
+    async with _asking("getMyCommands"):
+        present = await menu_set(bot)
+    if present:
+        return
+    if report.fix:
+        commands = await menu()
+        async with _asking("setMyCommands"):
+            await set_menu(bot, commands, settings.owner.telegram_ids)
+        report.did(f"set {name}'s command menu")
+    else:
+        report.note(f"{name} has no command menu yet (valet serve sets it at start; "
+                    "--fix sets it now)")
 
 
 async def _webhook(settings: Settings, bot: Bot, state: WebhookState, report: Report) -> None:
     expected = webhook_url(settings.telegram.webhook_url or "")
     if state.url != expected:
         if report.fix:
-            await register_webhook(bot, settings.telegram)
+            async with _asking("setWebhook"):
+                await register_webhook(bot, settings.telegram)
             report.did(f"registered the webhook {expected}")
             return
         now_set = state.url or "none"
@@ -229,6 +313,8 @@ async def _webhook(settings: Settings, bot: Bot, state: WebhookState, report: Re
 
 
 async def check_sms(settings: Settings, env: Mapping[str, str], report: Report) -> None:
+    """The account (refused credentials stop here: every call would be refused), then the
+    number or the Messaging Service, each reported on its own."""
     sid = env.get("VALET_TWILIO_ACCOUNT_SID")
     if not sid:
         report.off("SMS: set VALET_TWILIO_ACCOUNT_SID and VALET_TWILIO_AUTH_TOKEN to turn it "
@@ -240,9 +326,21 @@ async def check_sms(settings: Settings, env: Mapping[str, str], report: Report) 
         return
     twilio = TwilioCheck(sid, token, env.get("VALET_TWILIO_API_URL") or None)
     try:
-        name = await twilio.account()
-        report.ok(f"Twilio account {name!r}")
-        number, service = settings.sms.from_number, settings.sms.messaging_service_sid
+        try:
+            report.ok(f"Twilio account {await twilio.account()!r}")
+        except CredentialsRefused as err:
+            report.bad(str(err))
+            return
+        except TwilioUnusable as err:
+            report.bad(str(err))
+        await report.guarded("Twilio sender", lambda: _sender_check(settings, twilio, report))
+    finally:
+        await twilio.close()
+
+
+async def _sender_check(settings: Settings, twilio: TwilioCheck, report: Report) -> None:
+    number, service = settings.sms.from_number, settings.sms.messaging_service_sid
+    try:
         if number:
             found = await twilio.number(number)
             inbound = (settings.public_url or "").rstrip("/") + "/sms/inbound"
@@ -261,5 +359,3 @@ async def check_sms(settings: Settings, env: Mapping[str, str], report: Report) 
                        "(VALET_SMS_FROM_NUMBER / VALET_SMS_MESSAGING_SERVICE_SID)")
     except TwilioUnusable as err:
         report.bad(str(err))
-    finally:
-        await twilio.close()

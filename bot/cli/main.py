@@ -108,6 +108,9 @@ def parser() -> argparse.ArgumentParser:
     from bot.cli.console_link import add_console_link_command
 
     add_console_link_command(sub)
+    from bot.cli.service import add_service_commands
+
+    add_service_commands(sub)
     _everywhere(p)
     return p
 
@@ -136,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         load_env(args)  # valet.env: what `valet onboard` wrote (the environment wins)
         load_secret_files(os.environ)  # VALET_X_FILE (Docker secrets, systemd credentials)
-        settings = load_settings(args.config)
+        # onboard writes the file: one asked for that does not exist yet is where it goes
+        settings = load_settings(args.config, missing_ok=args.command == "onboard")
     except (ConfigError, EnvFileError) as err:
         return _stop(err)
     if settings.source != "<defaults>":  # a deployment's own agent and tool modules
@@ -148,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
         "turns": _turns, "console-link": _console_link, "migrate": _ops, "backup": _ops,
-        "logs": _ops, "onboard": _onboard, "outbox": _outbox, "budget": _budget}
-    _configure_logging(settings, args.command)
+        "logs": _ops, "onboard": _onboard, "outbox": _outbox, "service": _service,
+        "budget": _budget}
+    _configure_logging(settings, args.command, getattr(args, "role", None))
     install_redaction()  # every library's log lines too: URL credentials never reach a log
     try:
         return asyncio.run(commands[args.command](settings, args))
@@ -175,15 +180,21 @@ def load_env(args: argparse.Namespace) -> Path:
     return path
 
 
-def _configure_logging(settings: Settings, command: str) -> None:
+def _configure_logging(settings: Settings, command: str,
+                       roles: list[str] | None = None) -> None:
     """The chat shows no raw log lines: they go to the log file (its path: `valet doctor`),
     and the few worth telling the person become short notes (channels.console_tty).
-    `valet serve` writes to stderr (the journal, the container's log) and to the log file
-    (`valet logs`); every other command to stderr. `log_format: json` for both."""
+    `valet serve` writes to stderr (the journal, the container's log) and, when it is the
+    whole deployment (every role), to the log file (`valet logs`); a process of some roles
+    writes to stderr only: several of them share a data directory, and one file rotated by
+    several processes is no log at all. Every other command writes to stderr. `log_format:
+    json` for both."""
+    from bot.app.roles import Roles
     from bot.plumbing.logs import add_handler, file_handler, formatter
 
     handlers: list[logging.Handler] = []
-    if command in ("chat", "serve"):
+    owns_the_file = command == "chat" or (command == "serve" and Roles.of(roles).everything)
+    if owns_the_file:
         to_file = file_handler(settings.log_file(), settings.log_format)
         if to_file is not None:
             handlers.append(to_file)
@@ -263,6 +274,12 @@ async def _console_link(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.console_link import run_console_link
 
     return await run_console_link(settings, args)
+
+
+async def _service(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.service import run_service
+
+    return await run_service(settings, args)
 
 
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:

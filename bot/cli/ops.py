@@ -15,6 +15,7 @@ from bot.config import ConfigError, Settings
 from bot.db import redact_url
 from bot.db.migrate import apply_migrations, refuse_newer, schema_state
 from bot.db.sqlite import file_of
+from bot.plumbing.private import private_file
 
 
 def add_ops_commands(sub: Any) -> None:
@@ -68,6 +69,7 @@ def _backup(source: str, target: Path) -> tuple[int, int]:
         raise ConfigError(f"{target.parent} is not a directory")
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
+    private_file(partial, own_dir=False)  # a copy of every conversation: 0600, any umask
     src = sqlite3.connect(source)
     try:
         dst = sqlite3.connect(partial)
@@ -92,7 +94,9 @@ async def run_logs(settings: Settings, args: argparse.Namespace) -> int:
 
     path = settings.log_file()
     if not args.follow and not await asyncio.to_thread(path.exists):
-        raise ConfigError(f"no log file at {path} yet (valet serve and valet chat write it)")
+        raise ConfigError(f"no log file at {path} yet (valet serve and valet chat write it; "
+                          "a process of some roles logs to its output only: journalctl -u "
+                          "valet@web, docker compose logs web)")
     tail = Tail(path)  # where following starts: the last lines are read up to here
     for line in await asyncio.to_thread(last_lines, path, max(args.lines, 0), tail.position):
         print(line, flush=True)

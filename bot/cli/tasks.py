@@ -7,6 +7,7 @@ goes at once."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Callable
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -102,14 +103,15 @@ def _row(task: Task) -> tuple[str, ...]:
             task.status.value)
 
 
-RUN_NOW_WAIT = 30.0  # seconds for the scheduler's answer
+RUN_NOW_WAIT = 30.0  # seconds for the scheduler's answer, then for the run's message
 
 
 async def _run_now(app: Any, task: Any, say: Callable[[str], None]) -> int:
-    """The running server runs it at once and says what became of the run: with Redis the
-    leading scheduler (wherever it is), without it the `valet serve` on this machine (its
-    loopback endpoint). With no server running, this command runs it and says that what it
-    queued waits for one."""
+    """The running server runs it at once (with Redis the leading scheduler, wherever it is;
+    without it the `valet serve` on this machine, through its loopback endpoint), and this
+    says what became of the run's message once it is known: sent, queued, failed, nothing to
+    send, or still being answered. With no server running, this command runs it and says
+    that what it queued waits for one."""
     from bot.app.terminal import ask_running_server
     from bot.work.control import RedisSignals
 
@@ -120,20 +122,45 @@ async def _run_now(app: Any, task: Any, say: Callable[[str], None]) -> int:
             say(f"valet tasks: no scheduler answered within {RUN_NOW_WAIT:.0f}s; is a "
                 "`valet serve --role scheduler` (or `all`) running?")
             return 1
-        outcome = answer.get("outcome") or "already ran this second"
-        say(f"ran {task.id}: {outcome} (by the scheduler)")
-        return 0
+        return await _said(app, task, answer.get("outcome"), " (by the scheduler)", say)
     answered = await ask_running_server(app.settings.data_dir(), task.id)
     if answered is not None:
-        say(f"ran {task.id}: {answered or 'already ran this second'} (by the running "
-            "valet serve)")
-        return 0
+        return await _said(app, task, answered or None, " (by the running valet serve)", say)
     outcome = await app.triggers.engine.run_now(task.id)
-    said = outcome.value if outcome else "already ran this second"
-    queued = outcome in (RunOutcome.SENT, RunOutcome.SUBMITTED)
-    say(f"ran {task.id}: {said}" + ("; no valet serve is running here: it is delivered when "
-                                    "one starts" if queued else ""))
-    return 0
+    return await _said(app, task, outcome.value if outcome else None, None, say)
+
+
+async def _said(app: Any, task: Any, outcome: str | None, by: str | None,
+                say: Callable[[str], None]) -> int:
+    """One line: what became of the run's message (`by`: who ran it; None: nobody serves,
+    so nothing is sent yet)."""
+    from triggers.run_fate import MessageState, message_fate, settle_submitted
+
+    if outcome is None:
+        say(f"ran {task.id}: already ran this second")
+        return 0
+    latest = await app.triggers.engine.store.latest_run(task.id)
+    if outcome not in (RunOutcome.SENT.value, RunOutcome.SUBMITTED.value) or latest is None:
+        say(f"ran {task.id}: {outcome.replace('_', ' ')}{by or ''}")
+        return 1 if outcome == RunOutcome.FAILED.value else 0
+    fate = await message_fate(app.db, task.id, latest["run_key"])
+    deadline = asyncio.get_running_loop().time() + (RUN_NOW_WAIT if by else 0)
+    while fate.state in (MessageState.WAITING, MessageState.QUEUED) and \
+            asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)  # the server answers and delivers: the stores say when
+        fate = await message_fate(app.db, task.id, latest["run_key"])
+    await settle_submitted(app.db, task.id)  # the run's record says so too, from now on
+    words = {MessageState.SENT: "sent",
+             MessageState.QUEUED: "queued, not sent yet",
+             MessageState.WAITING: "handed to the person's queue, not answered yet",
+             MessageState.FAILED: f"failed: {fate.detail}",
+             MessageState.NONE: f"nothing sent: {fate.detail or 'nothing to say'}"}
+    if by is None and fate.state in (MessageState.QUEUED, MessageState.WAITING):
+        said = "queued" if fate.state is MessageState.QUEUED else "queued as a turn"
+        say(f"ran {task.id}: {said}; no valet serve is running here: it goes when one starts")
+        return 0
+    say(f"ran {task.id}: {words[fate.state]}{by or ''}")
+    return 1 if fate.state is MessageState.FAILED else 0
 
 
 _DONE = {"remove": "removed", "pause": "paused", "resume": "resumed"}

@@ -10,6 +10,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pydantic
@@ -325,15 +326,18 @@ def config_path(cli_path: str | None, env: dict[str, str]) -> tuple[Path, bool]:
     return Path("valet.yaml"), False
 
 
-def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None) -> Settings:
-    """The settings, or ConfigError naming every mistake (file:line or variable, key, what)."""
+def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None, *,
+                  missing_ok: bool = False) -> Settings:
+    """The settings, or ConfigError naming every mistake (file:line or variable, key, what).
+    `missing_ok`: a file asked for that does not exist yet is the defaults (`valet onboard
+    --config PATH` creates it)."""
     env = dict(os.environ) if env is None else env
     path, explicit = config_path(cli_path, env)
     raw: dict[str, Any] = {}
     root: yaml.Node | None = None
     if path.exists():
         raw, root = _read_yaml(path)
-    elif explicit:
+    elif explicit and not missing_ok:
         raise ConfigError(f"{path}: configuration file not found")
     from_env: dict[tuple[str, ...], str] = {}
     for var, key_path in ENV_OVERRIDES.items():
@@ -362,6 +366,7 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
     if settings is not None:
         problems += _phone_numbers_in_e164(settings, where)
         problems += _fallback_keys(settings, env, where)
+        problems += _database_password(settings, env)
     if problems:
         raise ConfigError(in_file_order(problems))
     assert settings is not None
@@ -423,6 +428,31 @@ def _fallback_keys(settings: Settings, env: dict[str, str], where: Any) -> list[
         problems.append(Problem(where(at), ".".join(at), f"{fallback.api_key_env} is not set "
                                 "in the environment (it should hold this model's API key)"))
     return problems
+
+
+DATABASE_PASSWORD_ENV = "VALET_DATABASE_PASSWORD"
+
+
+def _database_password(settings: Settings, env: dict[str, str]) -> list[Problem]:
+    """VALET_DATABASE_PASSWORD (or its _FILE: a compose secret) into a Postgres URL that has
+    none, so the password never has to sit in the URL's variable."""
+    password = env.get(DATABASE_PASSWORD_ENV)
+    if not password:
+        return []
+    where = f"environment {DATABASE_PASSWORD_ENV}"
+    url = settings.database_url
+    if not url.startswith(("postgresql://", "postgres://")):
+        return [Problem(where, "database_url", "a password is given but the database is not "
+                        "Postgres (VALET_DATABASE_URL)")]
+    parts = urlsplit(url)
+    if parts.password is not None:
+        return [Problem(where, "database_url", "VALET_DATABASE_URL carries a password too; "
+                        "keep one")]
+    user = quote(unquote(parts.username or ""), safe="")
+    host = parts.netloc.rpartition("@")[2]
+    settings.database_url = urlunsplit(parts._replace(
+        netloc=f"{user}:{quote(password, safe='')}@{host}"))
+    return []
 
 
 def _phone_numbers_in_e164(settings: Settings, where: Any) -> list[Problem]:

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from bot.config import ConfigError
+from bot.plumbing.private import private_dir
 
 
 class DatabaseInUse(ConfigError):
@@ -33,7 +34,7 @@ class SQLiteOwner:
     def acquire(cls, database_file: str) -> SQLiteOwner:
         """Raises DatabaseInUse, with one line saying why and what to use instead."""
         lock_path = Path(f"{database_file}.owner.lock")
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(lock_path.parent)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -41,6 +41,7 @@ from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage
 from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.outbox import OutboxStore
+from bot.gateway.sign_in_links import redacted
 from bot.plumbing.backoff import backoff_delay
 
 log = logging.getLogger(__name__)
@@ -255,14 +256,16 @@ class OutboxDeliverer:
             # also sees the address as unwritable.
             if self.on_permanent is not None and (err.unreachable or err.opted_out):
                 await self.on_permanent(message, err)
-            await self.store.dead(message.id, str(err))
+            await self.store.dead(message.id, str(err), text=redacted(message.text))
             log.error("outbox %s dead: %s", message.id, err)
             return Outcome(Step.DONE)
         except Exception as err:
             if not isinstance(err, TransientSendError):  # an adapter bug: retry, bounded
                 log.exception("outbox %s: sender %s crashed", message.id, message.channel)
             return await self._later(message, attempt, err)
-        await self.store.mark_sent(message.id, channel_id, self.clock.now())
+        # A sign-in link is kept no longer than it takes to send it.
+        await self.store.mark_sent(message.id, channel_id, self.clock.now(),
+                                   text=redacted(message.text))
         if self.health.up(message.channel):
             self.wake()  # every address waiting on it may go now
         return Outcome(Step.DONE)
@@ -287,7 +290,8 @@ class OutboxDeliverer:
         # not use up the attempts and drop the message.
         retry_after = getattr(err, "retry_after", None)
         if retry_after is None and attempt >= self.policy.max_attempts:
-            await self.store.dead(message.id, f"gave up after {attempt} attempts: {err}")
+            await self.store.dead(message.id, f"gave up after {attempt} attempts: {err}",
+                                  text=redacted(message.text))
             log.error("outbox %s dead after %s attempts: %s", message.id, attempt, err)
             return Outcome(Step.DONE)
         # The channel said when (Telegram's retry_after): exactly then, neither earlier (it

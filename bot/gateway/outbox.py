@@ -151,10 +151,13 @@ class OutboxStore:
             message_id, at) == 1
 
     async def mark_sent(self, message_id: int, channel_message_id: str | None,
-                        at: datetime) -> None:
+                        at: datetime, *, text: str | None = None) -> None:
+        """Sent; `text`, when given, replaces what is kept of it (a sign-in link's token
+        taken out: bot.gateway.sign_in_links)."""
         await self.db.execute(
             "UPDATE outbox SET status = 'sent', sent_at = $2, channel_message_id = $3,"
-            " last_error = NULL WHERE id = $1", message_id, at, channel_message_id)
+            " last_error = NULL, text = COALESCE($4, text) WHERE id = $1", message_id, at,
+            channel_message_id, text)
 
     async def retry_at(self, message_id: int, when: datetime, error: str, *,
                        counts: bool = True) -> None:
@@ -173,10 +176,10 @@ class OutboxStore:
             " priority = $4, waits = waits + 1 WHERE id = $1",
             message_id, at, parts_sent, int(Lane.REST))
 
-    async def dead(self, message_id: int, reason: str) -> None:
+    async def dead(self, message_id: int, reason: str, *, text: str | None = None) -> None:
         await self.db.execute(
-            "UPDATE outbox SET status = 'dead', last_error = $2 WHERE id = $1",
-            message_id, reason)
+            "UPDATE outbox SET status = 'dead', last_error = $2, text = COALESCE($3, text)"
+            " WHERE id = $1", message_id, reason, text)
 
     async def retry_dead(self, message_id: int, at: datetime) -> bool:
         """A dead letter back to pending, due now, with a fresh allowance of tries (the owner

@@ -140,8 +140,25 @@ class AccessControl:
                                             at=at)
         if outcome is not ClaimOutcome.CLAIMED:
             return None
+        await self._pairings_after_claim(channel, address, at)
         return Admission(await self.identities.users.get(self.claims.owner_id), handled=True,
                          reply=self.claims.welcome)
+
+    async def _pairings_after_claim(self, channel: str, address: str, at: datetime) -> None:
+        """The new owner's own pairing request (they wrote before they claimed) is settled:
+        they are in. Strangers' requests made while nobody could answer them expire: each gets
+        a fresh code, and the owner a notice, when they write again."""
+        assert self.claims is not None
+        await self.db.execute(
+            "UPDATE pairing_requests SET status = 'approved', decided_at = $3, user_id = $4"
+            " WHERE channel = $1 AND address = $2 AND status = 'pending'",
+            channel, address, at, self.claims.owner_id)
+        expired = await self.db.execute(
+            "UPDATE pairing_requests SET status = 'expired', decided_at = $2"
+            " WHERE status = 'pending' AND created_at <= $1", at, at)
+        if expired:
+            log.warning("%s pairing request(s) made before the owner claimed this Valet "
+                        "expired: they get a new code when they write again", expired)
 
     async def _redeem_link(self, code: str, channel: str, address: str, display_name: str,
                            at: datetime) -> Admission:

@@ -19,6 +19,9 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from bot.plumbing.private import narrow_existing, open_private, private_dir
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 MASK = "***"
@@ -99,12 +102,22 @@ def formatter(log_format: str) -> logging.Formatter:
     return JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating log file created 0600 (the one after each roll-over too), whatever the
+    umask: log lines can quote what people wrote."""
+
+    def _open(self) -> Any:
+        return open_private(Path(self.baseFilename), "a" if "a" in self.mode else "w",
+                            encoding=self.encoding or "utf-8")
+
+
 def file_handler(path: Path, log_format: str) -> logging.Handler | None:
     """The data directory's log file (rolled over at MAX_BYTES); None if it cannot be
     written (the database, which lives there too, then stops start-up with a clear line)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.handlers.RotatingFileHandler(
+        private_dir(path.parent)
+        narrow_existing(*(path.with_name(f"{path.name}.{n}") for n in range(1, BACKUPS + 1)))
+        handler = PrivateRotatingFileHandler(
             path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
     except OSError:
         return None

@@ -37,6 +37,7 @@ class Stall:
 class _Sighting:
     running: str
     stack: str
+    where: str = "(not seen)"  # the innermost frames, on one line
 
 
 class StallMonitor:
@@ -96,8 +97,12 @@ class StallMonitor:
                 if late <= self.threshold or self._seen is not None:
                     continue
                 self._seen = seen = _look(loop, loop_thread)
-            log.warning("event loop blocked for %d ms so far; running: %s\n%s",
-                        int(late * 1000), seen.running, seen.stack)
+            # One line a person reads in `valet logs`: where the loop is, innermost first;
+            # the whole stack at DEBUG (and in the Stall record).
+            log.warning("event loop blocked for %d ms so far; running: %s; at %s",
+                        int(late * 1000), seen.running, seen.where)
+            log.debug("event loop blocked: the loop thread's stack (most recent call "
+                      "last):\n%s", seen.stack)
 
 
 def _look(loop: asyncio.AbstractEventLoop, loop_thread: int) -> _Sighting:
@@ -108,5 +113,20 @@ def _look(loop: asyncio.AbstractEventLoop, loop_thread: int) -> _Sighting:
     else:
         running = f"task {task.get_name()!r} running {task.get_coro()!r}"
     frame = sys._current_frames().get(loop_thread)
-    stack = "".join(traceback.format_stack(frame, limit=12)) if frame is not None else ""
-    return _Sighting(running, stack)
+    if frame is None:
+        return _Sighting(running, "")
+    frames = traceback.extract_stack(frame, limit=12)
+    return _Sighting(running, "".join(traceback.format_list(frames)), where(frames))
+
+
+WHERE_FRAMES = 4  # how many of the innermost frames the one-line warning names
+
+
+def where(frames: traceback.StackSummary) -> str:
+    """`file.py:12 in parse < file.py:40 in handle`: the innermost frames first, each as its
+    file's name, line and function, the asyncio machinery below them left out."""
+    own = [f for f in frames if "/asyncio/" not in f.filename and "/selectors" not in
+           f.filename] or list(frames)
+    shown = [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} in {f.name}"
+             for f in reversed(own[-WHERE_FRAMES:])]
+    return " < ".join(shown) or "(no frame)"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.loop.react import ReactLoopResult
+from bot.plumbing.private import open_private, private_dir
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class TranscriptWriter:
     def __init__(self, directory: str | None) -> None:
         self.directory = Path(directory) if directory else None
         if self.directory:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_dir(self.directory)
         # Whether a record is worth building at all (a turn's hot path asks before it does):
         # a directory to write to, or debug logging on when the writer was made.
         self.wanted = self.directory is not None or log.isEnabledFor(logging.DEBUG)
@@ -45,7 +46,7 @@ class TranscriptWriter:
             return
         path = self.directory / f"transcript-{record['at'][:10]}.jsonl"
         try:
-            with path.open("a", encoding="utf-8") as fh:
+            with open_private(path) as fh:  # every turn, tools and all: 0600
                 fh.write(json.dumps(record, default=str) + "\n")
         except OSError as err:
             log.warning("cannot write transcript %s: %s", path, err)

@@ -5,6 +5,7 @@ nothing here prints a secret."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from twilio.base.exceptions import TwilioException
@@ -19,6 +20,10 @@ NOT_FOUND = 20404
 
 class TwilioUnusable(Exception):
     """One line for the operator: what Twilio said and what to do."""
+
+
+class CredentialsRefused(TwilioUnusable):
+    """Twilio refused the SID and token: every other call would be refused the same way."""
 
 
 @dataclass(frozen=True)
@@ -93,12 +98,28 @@ class TwilioCheck:
 
 
 def _unusable(err: TwilioException, what: str) -> TwilioUnusable:
-    code = getattr(err, "code", None)
-    status = getattr(err, "status", None)
+    code, status = _status_of(err)
     if code == AUTH_FAILED or status == 401:
-        return TwilioUnusable("Twilio refused the credentials (error 20003): check "
+        return CredentialsRefused("Twilio refused the credentials (error 20003): check "
                               "VALET_TWILIO_ACCOUNT_SID and VALET_TWILIO_AUTH_TOKEN (Twilio "
                               "console, Account info)")
     if code == NOT_FOUND or status == 404:
         return TwilioUnusable(f"Twilio does not know {what} on this account (error 20404)")
     return TwilioUnusable(f"Twilio refused to show {what} (HTTP {status}, error {code})")
+
+
+def _status_of(err: TwilioException) -> tuple[int | None, int | None]:
+    """(Twilio error code, HTTP status): a fetch's error carries them; a list's ("Unable to
+    fetch page") carries only the response, whose JSON body has the code."""
+    code, status = getattr(err, "code", None), getattr(err, "status", None)
+    response = err.args[1] if len(err.args) > 1 else None
+    answered = getattr(response, "status_code", None)
+    if status is None and isinstance(answered, int):
+        status = answered
+        try:
+            body = json.loads(getattr(response, "text", "") or "{}")
+        except ValueError:
+            body = {}
+        found = body.get("code") if isinstance(body, dict) else None
+        code = found if isinstance(found, int) else code
+    return code, status

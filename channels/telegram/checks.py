@@ -33,6 +33,10 @@ class TelegramUnusable(Exception):
     """One line for the operator (never the token)."""
 
 
+class TokenRefused(TelegramUnusable):
+    """Telegram refused the token itself: every other call would be refused the same way."""
+
+
 @dataclass(frozen=True)
 class WebhookState:
     url: str  # "" when none is set (polling)
@@ -60,7 +64,7 @@ async def bot_username(bot: Bot) -> str:
     try:
         me = await bot.get_me()
     except InvalidToken:
-        raise TelegramUnusable("Telegram refused the bot token: check VALET_TELEGRAM_TOKEN "
+        raise TokenRefused("Telegram refused the bot token: check VALET_TELEGRAM_TOKEN "
                                "(the token @BotFather gave you, /mybots > API Token)") from None
     except NetworkError as err:
         raise TelegramUnusable(f"cannot reach Telegram: {type(err).__name__}: "

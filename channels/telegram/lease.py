@@ -21,6 +21,8 @@ import secrets
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from bot.plumbing.private import private_file
+
 
 class PollerLease(Protocol):
     async def acquire(self) -> bool:
@@ -44,7 +46,7 @@ class FileLease:
 
     def _try_lock(self) -> bool:
         """A local file and a non-blocking lock: instant, so fine on the event loop."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)
         file = open(self.path, "a+")  # held open as long as the lock
         try:
             fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

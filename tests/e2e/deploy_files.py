@@ -84,3 +84,94 @@ def env_example(path: Path = DEPLOY / ".env.example") -> tuple[dict[str, str], d
             comments[key] = previous if previous.startswith("# ") else ""
         previous = line
     return values, comments
+
+
+def env_example_set_elsewhere(path: Path = DEPLOY / ".env.example") -> dict[str, str]:
+    """The variables .env.example leaves out on purpose (`#NAME=` lines: the units and compose
+    set them), each with the comment line right above it."""
+    found: dict[str, str] = {}
+    previous = ""
+    for line in path.read_text().splitlines():
+        match = re.fullmatch(r"#([A-Z][A-Z0-9_]*)=.*", line)
+        if match:
+            found[match.group(1)] = previous if previous.startswith("# ") else ""
+        previous = line
+    return found
+
+
+# --- the environment a process gets, built as systemd and compose build it ------------------
+
+
+def unit_lines(text: str, section: str = "Service") -> list[tuple[str, str]]:
+    """A unit file's `Key=value` lines of one section, in order (continuations joined)."""
+    joined = re.sub(r"\\\n", " ", text)
+    current, lines = "", []
+    for raw in joined.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            current = line.strip("[]")
+            continue
+        key, _, value = line.partition("=")
+        if current == section:
+            lines.append((key.strip(), value.strip()))
+    return lines
+
+
+def _specifiers(value: str, instance: str) -> str:
+    return value.replace("%%", "\0").replace("%i", instance).replace("\0", "%")
+
+
+def environment_file(text: str) -> dict[str, str]:
+    """An EnvironmentFile= (systemd.exec(5)): KEY=VALUE lines, # and ; comments, quotes; an
+    empty value SETS the variable to "" (which is the whole point of this module)."""
+    values: dict[str, str] = {}
+    for raw in re.sub(r"\\\n", "", text).splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")) or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def systemd_environment(unit: str, instance: str, files: dict[str, str]) -> dict[str, str]:
+    """What a service's process gets from its unit (systemd.exec(5)): every Environment=
+    assignment in order, then every EnvironmentFile= in order, read OVER them ("settings
+    from these files override settings made with Environment="; a later file overrides an
+    earlier one). `files`: path -> content; a missing path prefixed with "-" is skipped, a
+    missing one without it fails the unit."""
+    env: dict[str, str] = {}
+    settings = unit_lines(unit)
+    for key, value in settings:
+        if key == "Environment":
+            for assignment in shlex.split(_specifiers(value, instance)):
+                name, _, val = assignment.partition("=")
+                env[name] = val
+    for key, value in settings:
+        if key != "EnvironmentFile":
+            continue
+        optional = value.startswith("-")
+        path = _specifiers(value.removeprefix("-"), instance)
+        if path not in files:
+            assert optional, f"{path} is required by the unit and missing"
+            continue
+        env.update(environment_file(files[path]))
+    return env
+
+
+def compose_environment(service: dict[str, Any], image_env: dict[str, str], dotenv: str,
+                        interpolate_from: dict[str, str]) -> dict[str, str]:
+    """What a compose service's container gets, in compose's order of precedence: the image's
+    ENV, then `env_file` (every line, an empty value included: set to ""), then the service's
+    `environment:` (interpolated from .env). Paths are the container's."""
+    env = dict(image_env)
+    if service.get("env_file"):
+        env.update(environment_file(dotenv))
+    for key, value in (service.get("environment") or {}).items():
+        env[key] = interpolate(str(value), interpolate_from)
+    return env

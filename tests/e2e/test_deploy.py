@@ -36,8 +36,9 @@ from tests.e2e.deploy_files import (
     SECRET_NAME,
     Dockerfile,
     compose,
+    compose_environment,
     env_example,
-    interpolate,
+    env_example_set_elsewhere,
 )
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
@@ -47,6 +48,7 @@ from tests.servers import free_port
 
 OWNER_CHAT = 42
 OWNER_PHONE = "+15551230000"
+POSTGRES_PASSWORD = "pg-secret-not-used-here"  # the test server trusts its local clients
 # The compose environment's container-only values, mapped to this machine's (see the docstring).
 MAPPED = {"VALET_DATABASE_URL", "VALET_REDIS_URL", "VALET_CONFIG", "VALET_DATA_DIR",
           "VALET_PUBLIC_URL", "VALET_HTTP_HOST", "VALET_HTTP_PORT"}
@@ -113,19 +115,37 @@ ROLES = ("web", "worker", "scheduler")  # the compose services that run Valet
 
 
 def _environment(bin_dir: Path, dotenv: dict[str, str], mapped: dict[str, str],
-                 name: str = "web") -> dict[str, str]:
-    """What a Valet container sees: the image's ENV, then env_file (.env), then the
-    service's `environment:` (compose's order of precedence), container paths mapped."""
+                 name: str, secrets: Path) -> dict[str, str]:
+    """What a Valet container sees (deploy_files.compose_environment: the image's ENV, then
+    env_file with every line, empty ones too, then the service's `environment:`), container
+    paths mapped: this machine's for the MAPPED settings, and /run/secrets/NAME to
+    `secrets`/NAME, checked to be a secret the service is given."""
     service = compose()["services"][name]
     assert service["env_file"] == ".env"
-    env = {**_clean_environ(), **Dockerfile.read().env()}
+    text = "".join(f"{k}={v}\n" for k, v in dotenv.items())
+    env = {**_clean_environ(), **compose_environment(service, Dockerfile.read().env(), text,
+                                                      dotenv)}
     env["PATH"] = env["PATH"].replace("/opt/valet/bin", str(bin_dir)).replace(
         "$PATH", os.environ["PATH"])
-    env.update({k: v for k, v in dotenv.items() if v})
-    for key, value in service["environment"].items():
-        env[key] = mapped[key] if key in mapped else interpolate(str(value), dotenv)
+    for key, value in list(env.items()):
+        if key in mapped:
+            env[key] = mapped[key]
+        elif value.startswith("/run/secrets/"):
+            secret = value.removeprefix("/run/secrets/")
+            assert secret in service["secrets"], f"{name}: {key} names a secret it lacks"
+            env[key] = str(secrets / secret)
     assert set(mapped) <= set(service["environment"]) | {"VALET_PUBLIC_URL"}
     return env
+
+
+def _secrets(base: Path, **values: str) -> Path:
+    """deploy/secrets/ as an operator fills it: one file per secret compose lists, those not
+    given empty (a part the set-up does not use)."""
+    folder = base / "secrets"
+    folder.mkdir(mode=0o700)
+    for name in compose()["secrets"]:
+        (folder / name).write_text(values.get(name, ""))
+    return folder
 
 
 def _dotenv(**values: str) -> dict[str, str]:
@@ -149,7 +169,8 @@ async def _until_ready(url: str, proc: asyncio.subprocess.Process) -> dict:
     async with aiohttp.ClientSession() as http:
         for _ in range(600):
             if proc.returncode is not None:
-                raise AssertionError("valet serve exited early")
+                said = (await proc.stderr.read()).decode() if proc.stderr else ""
+                raise AssertionError(f"valet serve exited early: {said[-2000:]}")
             try:
                 async with http.get(url) as resp:
                     if resp.status == 200:
@@ -174,22 +195,33 @@ async def test_compose_services_answer_a_text_and_a_telegram_update(
     config["memory"] = {"enabled": False}  # its background call would take a scripted reply
     (tmp_path / "valet.yaml").write_text(yaml.safe_dump(config))
     async with FakeTelegram() as tg, FakeTwilio() as twilio, aiohttp.ClientSession() as http:
-        dotenv = _dotenv(
-            VALET_DOMAIN="valet.example.com", POSTGRES_PASSWORD="not-used-here",
+        dotenv = _dotenv(  # settings that are not secret; the secrets are files
+            VALET_DOMAIN="valet.example.com",
             VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="fake-model",
-            VALET_LLM_API_KEY="sk-test-key", VALET_TELEGRAM_TOKEN=TOKEN,
-            VALET_TELEGRAM_WEBHOOK_SECRET="tg-webhook-secret", VALET_TELEGRAM_API_URL=tg.api_url,
-            VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
-            VALET_TWILIO_AUTH_TOKEN=twilio.auth_token, VALET_TWILIO_API_URL=twilio.base_url,
-            VALET_SMS_FROM_NUMBER="+15005550006", VALET_METRICS_TOKEN="metrics-secret",
+            VALET_TELEGRAM_API_URL=tg.api_url, VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
+            VALET_TWILIO_API_URL=twilio.base_url, VALET_SMS_FROM_NUMBER="+15005550006",
             VALET_LOG_LEVEL="INFO")
+        secrets = _secrets(tmp_path, postgres_password=POSTGRES_PASSWORD,
+                           llm_api_key="sk-test-key", telegram_token=TOKEN,
+                           telegram_webhook_secret="tg-webhook-secret",
+                           twilio_auth_token=twilio.auth_token, metrics_token="metrics-secret",
+                           events_token="e" * 32)  # secret_key left empty: not used here
         envs = {role: _environment(installed, dotenv, {
             "VALET_DATABASE_URL": postgres_dsn, "VALET_REDIS_URL": redis_url,
             "VALET_CONFIG": str(tmp_path / "valet.yaml"), "VALET_DATA_DIR": str(tmp_path / "data"),
             "VALET_PUBLIC_URL": base, "VALET_HTTP_HOST": "127.0.0.1",
-            "VALET_HTTP_PORT": str(ports[role])}, role) for role in ROLES}
-        env = envs["web"]
-        assert env["VALET_TELEGRAM_MODE"] == "webhook" and env["VALET_LOG_FORMAT"] == "json"
+            "VALET_HTTP_PORT": str(ports[role])}, role, secrets) for role in ROLES}
+        env = {**_environment(installed, dotenv, {
+            "VALET_DATABASE_URL": postgres_dsn, "VALET_CONFIG": str(tmp_path / "valet.yaml"),
+            "VALET_DATA_DIR": str(tmp_path / "data")}, "migrate", secrets)}
+        assert envs["web"]["VALET_TELEGRAM_MODE"] == "webhook"
+        assert envs["web"]["VALET_LOG_FORMAT"] == "json"
+        for role, role_env in {**envs, "migrate": env}.items():
+            # No secret in any container's environment: only the names of its secret files.
+            for secret in (POSTGRES_PASSWORD, "sk-test-key", TOKEN, "tg-webhook-secret",
+                           twilio.auth_token, "metrics-secret"):
+                assert secret not in "\n".join(role_env.values()), role
+        assert "VALET_LLM_API_KEY_FILE" not in envs["web"]  # web never calls the LLM
 
         status, out, err = await _run(services["migrate"]["command"], env, tmp_path)
         assert status == 0, err
@@ -211,7 +243,7 @@ async def test_compose_services_answer_a_text_and_a_telegram_update(
             assert ready["scheduler"]["checks"] == {"database": True}
             async with http.get(f"{base}/healthz") as resp:
                 assert resp.status == 200
-            status, _, err = await _run(image.healthcheck(), env, tmp_path)
+            status, _, err = await _run(image.healthcheck(), envs["web"], tmp_path)
             assert status == 0, err
 
             params = inbound_params(OWNER_PHONE, "hi", sid="SM" + "3" * 32)
@@ -255,6 +287,10 @@ async def test_compose_services_answer_a_text_and_a_telegram_update(
         assert proc.returncode == 0, log
         lines = log.strip().splitlines()
         assert lines and all(line.startswith("{") and line.endswith("}") for line in lines)
+    # One log stream per process, its output: no log file rotated by three processes in the
+    # shared data volume.
+    assert not list((tmp_path / "data").glob("valet.log*"))
+    for log in logs.values():
         for secret in ("sk-test-key", TOKEN.split(":")[1], "tg-webhook-secret",
                        twilio.auth_token, "metrics-secret"):
             assert secret not in log
@@ -350,8 +386,9 @@ def test_the_compose_file_is_valid(tmp_path):
     for name in ("docker-compose.yml", "Caddyfile", "valet.example.yaml"):
         shutil.copy(DEPLOY / name, tmp_path / name)
     shutil.copy(DEPLOY / "valet.example.yaml", tmp_path / "valet.yaml")
-    dotenv = _dotenv(VALET_DOMAIN="valet.example.com", POSTGRES_PASSWORD="pw")
+    dotenv = _dotenv(VALET_DOMAIN="valet.example.com")
     (tmp_path / ".env").write_text("".join(f"{k}={v}\n" for k, v in dotenv.items()))
+    _secrets(tmp_path, postgres_password="pw")
     done = subprocess.run([tool, "--project-directory", str(tmp_path), "-f",
                            str(tmp_path / "docker-compose.yml"), "config"],
                           capture_output=True, text=True, timeout=120,
@@ -366,6 +403,19 @@ def test_the_compose_file_is_valid(tmp_path):
         assert resolved["services"][role]["depends_on"]["migrate"]["condition"] == \
             "service_completed_successfully"
     assert resolved["services"]["caddy"]["environment"]["VALET_UPSTREAM"] == "web:8080"
+    # Caddy forwards to a web process that answers /healthz, not to one still starting.
+    assert resolved["services"]["caddy"]["depends_on"] == {
+        "web": {"condition": "service_healthy"}}
+    web = resolved["services"]["web"]
+    assert web["healthcheck"]["test"] == ["CMD", *Dockerfile.read().healthcheck()]
+    # Passwords and tokens are compose secrets (files), never values in an environment.
+    for name, service in resolved["services"].items():
+        for key, value in (service.get("environment") or {}).items():
+            assert not (SECRET_NAME.search(key) and not key.endswith("_FILE") and value), \
+                (name, key)
+    assert resolved["services"]["postgres"]["environment"]["POSTGRES_PASSWORD_FILE"] == \
+        "/run/secrets/postgres_password"
+    assert {s["source"] for s in resolved["services"]["caddy"].get("secrets", [])} == set()
     assert resolved["services"]["postgres"]["image"] == "postgres:16"
     assert resolved["services"]["redis"]["image"] == "redis:7"
 
@@ -401,6 +451,7 @@ def test_env_example_names_every_variable_the_readme_names_with_a_comment():
     named -= {"VALET_X_FILE", "VALET_X"}  # the _FILE convention's example
     named = {n for n in named if not n.endswith("_FILE")}
     values, comments = env_example()
-    assert named - set(values) == set()
-    assert [k for k, c in comments.items() if not c] == []
+    elsewhere = env_example_set_elsewhere()  # the units and compose set these: `#NAME=`
+    assert named - set(values) - set(elsewhere) == set()
+    assert [k for k, c in {**comments, **elsewhere}.items() if not c] == []
     assert [k for k, v in values.items() if SECRET_NAME.search(k) and v] == []

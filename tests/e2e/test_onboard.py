@@ -169,3 +169,58 @@ async def test_in_a_terminal_it_asks_each_step_and_asks_again_after_a_refusal(fa
     assert config["timezone"] == "Europe/Paris" and config["owner"] == {"name": "Sam"}
     assert config["llm"] == {"base_url": fake_llm.base_url, "model": "fake-model"}
     assert "VALET_SECRET_KEY" in read_env_file(tmp_path / "valet.env")
+
+
+@pytest.mark.parametrize("how", ["--config", "VALET_CONFIG"])
+async def test_a_configuration_file_that_does_not_exist_yet_is_created(fakes, tmp_path, how):
+    fake_llm, tg, twilio = fakes
+    target = tmp_path / "new" / "place" / "valet.yaml"
+    env = {k: v for k, v in onboard_env(tmp_path, tg, twilio).items()
+           if not k.startswith(("VALET_TELEGRAM", "VALET_TWILIO"))}
+    args = flags(fake_llm, "--no-telegram", "--no-sms")
+    args = [a for a in args if a not in ("--sms-from", DEFAULT_NUMBER, "--owner-phone",
+                                         OWNER_PHONE)]
+    if how == "--config":
+        del env["VALET_CONFIG"]
+        args += ["--config", str(target)]
+    else:
+        env["VALET_CONFIG"] = str(target)
+    code, out, err = await run_valet(args, env)
+    assert code == 0, out + err
+    config = yaml.safe_load(target.read_text())
+    assert config["llm"]["model"] == "fake-model" and config["owner"] == {"name": "Sam"}
+    env_file = target.parent / "valet.env"  # beside the configuration, readable by its owner
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    assert "VALET_SECRET_KEY" in read_env_file(env_file)
+
+
+@pytest.mark.parametrize("status", [502, 404])
+async def test_onboards_last_step_reports_a_failing_bot_api_method_and_ends(fakes, tmp_path,
+                                                                           status):
+    fake_llm, tg, twilio = fakes
+    tg.fail_next("getMyCommands", status,
+                 description="Bad Gateway" if status == 502 else "Not Found")
+    code, out, err = await run_valet(flags(fake_llm), onboard_env(tmp_path, tg, twilio))
+    assert code == 1, out + err
+    assert "Traceback" not in out + err
+    assert "  FAIL  Telegram refused getMyCommands: " in out
+    for later in ("  ok    Twilio account 'Test account'", "  ok    public URL ",
+                  "  ok    VALET_EVENTS_TOKEN set"):
+        assert later in out, later  # the checks after the failing one still ran
+    assert out.rstrip().endswith("(or `valet onboard` again: Enter keeps each answer).")
+    assert yaml.safe_load((tmp_path / "valet.yaml").read_text())["llm"]["model"] == "fake-model"
+
+
+@pytest.mark.parametrize("status", [502, 404])
+async def test_twilio_refusing_to_point_the_webhook_is_a_next_step_not_a_stop(fakes, tmp_path,
+                                                                             status):
+    fake_llm, tg, twilio = fakes
+    twilio.fail_call("update_number", status, None if status == 502 else 20404)
+    code, out, err = await run_valet(flags(fake_llm), onboard_env(tmp_path, tg, twilio))
+    assert "Traceback" not in out + err
+    assert f"next: In the Twilio console, set {DEFAULT_NUMBER}'s 'A message comes in' to " \
+           f"Webhook, HTTP POST, {PUBLIC}/sms/inbound" in out
+    assert yaml.safe_load((tmp_path / "valet.yaml").read_text())["sms"] == {
+        "from_number": DEFAULT_NUMBER}  # the rest is written
+    assert code == 1  # doctor at the end says the webhook is not set yet
+    assert f"{DEFAULT_NUMBER}'s incoming SMS webhook is not set" in out

@@ -138,3 +138,30 @@ async def test_texting_the_code_alone_by_sms_becomes_the_owner(app_factory, tmp_
         assert config["owner"]["phone_numbers"] == [ALICE]
     finally:
         await close()
+
+
+async def test_the_claim_leaves_no_pairing_code_behind(start_telegram, fake_llm):
+    """Written before the claim, the new owner had a pairing code of their own, and so had a
+    stranger: after it, `valet pair list` is empty. The owner's is settled (they are in), the
+    stranger's expires (nobody could answer it) and a new one is made when they write
+    again."""
+    h = await start_telegram(owner_ids=())
+    code = await _open_claim(h.app)
+    for chat in (55, 77):  # a stranger, then the owner-to-be, before the claim
+        h.tg.user_says(chat, "hi")
+        await h.tg.wait_for(lambda chat=chat: bot_messages(h.tg, chat))
+    assert len(await h.app.access.list_pairings(h.app.clock.now())) == 2
+
+    h.tg.user_says(77, f"/start {code}")
+    await h.tg.wait_for(lambda: CLAIMED in bot_messages(h.tg, 77))
+    await h.app.gateway.wait_idle()
+    assert await h.app.access.list_pairings(h.app.clock.now()) == []
+    statuses = {r["address"]: r["status"] for r in await h.app.db.fetch(
+        "SELECT address, status FROM pairing_requests")}
+    assert statuses == {"55": "expired", "77": "approved"}
+
+    h.tg.user_says(55, "hello again")  # the stranger writes again: a fresh code
+    await h.tg.wait_for(lambda: len(bot_messages(h.tg, 55)) >= 2)
+    [fresh] = await h.app.access.list_pairings(h.app.clock.now())
+    assert fresh.address == "55"
+    assert fake_llm.calls == 0  # strangers never reach the LLM

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sqlite3
 import sys
 import time
 
@@ -58,5 +59,43 @@ async def test_run_now_without_a_server_says_what_it_queued_waits(tmp_path):
     task_id = out.split()[1].rstrip(":")
     code, out, _ = await run_valet(["tasks", "run-now", task_id], env)
     assert code == 0
-    assert out.strip() == (f"ran {task_id}: sent; no valet serve is running here: it is "
-                           "delivered when one starts")
+    assert out.strip() == (f"ran {task_id}: queued; no valet serve is running here: it goes "
+                           "when one starts")
+
+
+async def test_a_task_the_model_answers_is_sent_not_submitted(fake_llm, tmp_path):
+    """A task with an instruction becomes a turn in the owner's queue: run-now waits for its
+    answer to go out and says "sent" only then; the run's record says "sent" too (the
+    console's recent runs read it), never "submitted" after the reply went out."""
+    from tests.fakes.fake_openai import Reply
+
+    fake_llm.responder = lambda body: Reply(content="Your summary: all calm.")
+    async with FakeTelegram() as tg:
+        port = free_port()
+        env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m",
+                        VALET_TELEGRAM_TOKEN=TOKEN, VALET_TELEGRAM_API_URL=tg.api_url,
+                        VALET_HTTP_PORT=str(port))
+        (tmp_path / "valet.yaml").write_text(
+            f"memory:\n  enabled: false\nowner:\n  telegram_ids: ['{OWNER_CHAT}']\n")
+        code, out, err = await run_valet(["tasks", "add", "--user", "owner", "--schedule",
+                                          "every day at 9", "--instruction",
+                                          "summarise my day"], env)
+        assert code == 0, out + err
+        task_id = out.split()[1].rstrip(":")
+        serve = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        try:
+            await _until_up(f"http://127.0.0.1:{port}/readyz", serve)
+            tg.started(OWNER_CHAT)
+            code, out, err = await run_valet(["tasks", "run-now", task_id], env)
+            assert code == 0, out + err
+            assert out.strip() == f"ran {task_id}: sent (by the running valet serve)"
+            assert "Your summary: all calm." in tg.texts(OWNER_CHAT)  # it really went out
+            with sqlite3.connect(tmp_path / "valet.db") as db:
+                [(outcome,)] = db.execute("SELECT outcome FROM trigger_runs WHERE task_id = ?",
+                                          (task_id,)).fetchall()
+            assert outcome == "sent"
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(serve.wait(), 60)

@@ -68,6 +68,7 @@ class FakeTelegram:
         # What getWebhookInfo reports as the last failed delivery to the webhook.
         self.webhook_error: str | None = None
         self._failures: dict[str, list[ApiError]] = defaultdict(list)
+        self._garbled: set[str] = set()  # methods whose next answer is ok but malformed
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
@@ -125,6 +126,11 @@ class FakeTelegram:
         self._failures[method].extend(
             ApiError(code, description, retry_after if code == 429 else None)
             for _ in range(times))
+
+    def garble_next(self, method: str) -> None:
+        """The next call of `method` answers `ok` with a result of the wrong shape (a proxy
+        or a Bot API server answering something else): the client cannot read it."""
+        self._garbled.add(method)
 
     def user(self, chat_id: int, name: str = "Alice") -> dict[str, Any]:
         return {"id": chat_id, "is_bot": False, "first_name": name}
@@ -264,6 +270,9 @@ class FakeTelegram:
         try:
             if self._failures.get(method):
                 raise self._failures[method].pop(0)
+            if method in self._garbled:
+                self._garbled.discard(method)
+                return web.json_response({"ok": True, "result": ["garbled"]})
             handler = getattr(self, f"_m_{method}", None)
             if handler is None:
                 raise ApiError(404, "Not Found: method not found")

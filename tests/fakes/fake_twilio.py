@@ -6,6 +6,7 @@ test webhooks that uses twilio's own `RequestValidator` algorithm.
         fake.pass_next(); fake.fail_next(503)     # the second one does
         fake.fail_next(429, retry_after=7)        # ... or 429 with Retry-After
         fake.fail_to("+447700900123", 21610)      # every message to this number: opted out
+        fake.fail_call("numbers", 502)            # the next number lookup: a gateway error
         client = Client(sid, token, http_client=...)  # base URL: fake.base_url
         ...
         fake.sent  # what was accepted, in order
@@ -37,6 +38,9 @@ from tests.fakes.sms_segments import segments
 ERROR_STATUS = {21610: 400, 21211: 400, 21614: 400, 20003: 401, 20404: 404, 20429: 429,
                 20500: 500}
 DEFAULT_NUMBER = "+15005550006"
+# The kinds of request `fail_call` can make fail: the account, the list of its numbers, a
+# number's update (its SMS webhook), a Messaging Service, sending a message.
+CALLS = ("account", "numbers", "update_number", "service", "messages")
 
 
 @dataclass
@@ -69,6 +73,7 @@ class FakeTwilio:
         self.refused_auth = 0
         self._failures: deque[Failure | None] = deque()  # None: this one succeeds
         self._by_number: dict[str, Failure] = {}
+        self._call_failures: dict[str, deque[Failure]] = {}  # by CALLS name
         self._sids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -88,6 +93,25 @@ class FakeTwilio:
                   times: int = 1) -> None:
         for _ in range(times):
             self._failures.append(Failure(status, code, retry_after))
+
+    def fail_call(self, call: str, status: int, code: int | None = None,
+                  times: int = 1) -> None:
+        """The next `times` requests of one kind (CALLS) fail this way; a 5xx without an
+        error code answers as Twilio's edge does, with an HTML page instead of JSON."""
+        assert call in CALLS, call
+        self._call_failures.setdefault(call, deque()).extend(
+            Failure(status, code) for _ in range(times))
+
+    def _call_failure(self, call: str) -> web.Response | None:
+        waiting = self._call_failures.get(call)
+        if not waiting:
+            return None
+        failure = waiting.popleft()
+        if failure.code is None and failure.status >= 500:
+            return web.Response(status=failure.status, content_type="text/html",
+                                text=f"<html><body><h1>{failure.status} Bad Gateway</h1>"
+                                     "</body></html>")
+        return _error(failure)
 
     def pass_next(self, times: int = 1) -> None:
         """The next requests succeed (before failures queued after this)."""
@@ -143,6 +167,8 @@ class FakeTwilio:
 
     async def _account(self, request: web.Request) -> web.Response:
         self.requests += 1
+        if (injected := self._call_failure("account")) is not None:
+            return injected
         if not self._authorised(request):
             self.refused_auth += 1
             return _error(Failure(401, 20003, message="Authenticate"))
@@ -151,6 +177,8 @@ class FakeTwilio:
 
     async def _numbers(self, request: web.Request) -> web.Response:
         self.requests += 1
+        if (injected := self._call_failure("numbers")) is not None:
+            return injected
         if not self._authorised(request):
             self.refused_auth += 1
             return _error(Failure(401, 20003, message="Authenticate"))
@@ -171,6 +199,8 @@ class FakeTwilio:
 
     async def _update_number(self, request: web.Request) -> web.Response:
         self.requests += 1
+        if (injected := self._call_failure("update_number")) is not None:
+            return injected
         if not self._authorised(request):
             self.refused_auth += 1
             return _error(Failure(401, 20003, message="Authenticate"))
@@ -188,6 +218,8 @@ class FakeTwilio:
 
     async def _service(self, request: web.Request) -> web.Response:
         self.requests += 1
+        if (injected := self._call_failure("service")) is not None:
+            return injected
         header = request.headers.get("Authorization", "")
         expected = base64.b64encode(f"{self.account_sid}:{self.auth_token}".encode()).decode()
         if header != f"Basic {expected}":
@@ -201,6 +233,8 @@ class FakeTwilio:
 
     async def _create(self, request: web.Request) -> web.Response:
         self.requests += 1
+        if (injected := self._call_failure("messages")) is not None:
+            return injected
         if not self._authorised(request):
             self.refused_auth += 1
             return _error(Failure(401, 20003, message="Authenticate"))

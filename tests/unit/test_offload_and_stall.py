@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import time
 
 import pytest
@@ -121,6 +122,13 @@ async def test_a_stall_is_logged_with_the_coroutine_that_held_the_loop(caplog):
     logged = caplog.text
     assert "event loop blocked for" in logged and "parse_synchronously" in logged
     assert "event loop stalled for" in logged
+    # Readable in `valet logs`: each warning is one line, saying where, innermost first.
+    [blocked] = [r.getMessage() for r in caplog.records if "blocked for" in r.getMessage()]
+    assert "\n" not in blocked
+    assert re.search(r"; at test_offload_and_stall\.py:\d+ in parse_synchronously( < |$)",
+                     blocked), blocked
+    assert all("\n" not in r.getMessage() for r in caplog.records
+               if r.levelno >= logging.WARNING)
 
 
 async def test_a_loop_that_keeps_awaiting_records_no_stall():

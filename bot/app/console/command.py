@@ -8,6 +8,7 @@ from datetime import datetime
 from bot.config import Settings
 from bot.contracts.people import User
 from bot.contracts.turn import TurnContext
+from bot.gateway.sign_in_links import LOGIN_PATH
 from bot.people.console_login import LINK_TTL, ConsoleLogins
 from bot.turn.commands import Command
 from persona import Persona
@@ -18,7 +19,7 @@ async def login_url(logins: ConsoleLogins, settings: Settings, owner: User,
                     at: datetime) -> str:
     """A fresh one-time link for the owner (bot.people.console_login.NotOwner otherwise)."""
     token = await logins.issue_link(owner, at)
-    return f"{settings.console_url()}/console/login?t={token}"
+    return f"{settings.console_url()}{LOGIN_PATH}?t={token}"
 
 
 def link_line(persona: Persona, url: str) -> str:

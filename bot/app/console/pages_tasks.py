@@ -15,6 +15,7 @@ from bot.app.console.deps import Console, back
 from bot.people.console_login import ConsoleSession
 from triggers.describe import schedule_in_words, when_in_words
 from triggers.model import Task, TaskStatus, TriggerKind
+from triggers.run_fate import settle_submitted
 from triggers.service import TaskError
 
 PAGE = "/console/tasks"
@@ -52,6 +53,7 @@ def routes(console: Console) -> list[web.RouteDef]:
     async def page(request: web.Request, session: ConsoleSession) -> web.Response:
         now = console.now()
         people: list[tuple[Any, list[TaskRow], list[Any], int]] = []
+        await settle_submitted(service.store.db)  # a run's turn answered: say what became of it
         for user in (await console.people()).values():
             tasks = await service.store.of_user(user.id, include_finished=True)
             live = [task_row(t, now) for t in tasks if t.status not in FINISHED]

@@ -3,8 +3,11 @@ editing, a default shown in brackets, secrets without echo), or from flags for s
 (`--yes`: every answer is a flag, the environment, what the configuration already says, or
 the default; a missing one stops with one line naming its flag).
 
-A step gives each answer a check; in a terminal a refused answer is asked again (a few
-times), from flags it stops the wizard: nothing is written."""
+A step gives each answer a check; in a terminal a refused answer is asked again, and any
+question may be answered "skip" (leave this step out: nothing of it changes) or "back" (this
+step again from its start, or the step before from its first question); Ctrl-C or Ctrl-D
+stops (onboard.flow keeps the steps already confirmed). From flags a refused answer stops the
+wizard: nothing is written."""
 
 from __future__ import annotations
 
@@ -16,11 +19,31 @@ from typing import Protocol
 
 # A check says what is wrong with an answer (None: fine); it may look something up.
 Check = Callable[[str], "str | Awaitable[str | None] | None"]
-TRIES = 3
 
 
 class OnboardStop(Exception):
     """The wizard cannot go on; one line saying why and what to do (nothing is written)."""
+
+
+class Navigate(Exception):  # not an error: where the person wants to go
+    """The person answered a question with a word that moves between steps."""
+
+
+class SkipStep(Navigate):
+    """"skip": leave this step out (nothing of it changes)."""
+
+
+class GoBack(Navigate):
+    """"back": this step again from its start, or the one before."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C or Ctrl-D at a question: stop, keeping the steps already confirmed."""
+
+
+SKIP, BACK = "skip", "back"
+NAVIGATION_HINT = ("(at any question: skip leaves the step out, back goes back; Ctrl-C stops "
+                   "and keeps the steps you confirmed)")
 
 
 @dataclass(frozen=True)
@@ -35,6 +58,7 @@ class Question:
 
 class Questions(Protocol):
     interactive: bool
+    asked: int  # questions answered in the current step (the flow resets it)
 
     def say(self, text: str) -> None: ...
 
@@ -57,6 +81,7 @@ class Scripted:
 
     def __init__(self, say: Callable[[str], None] = print) -> None:
         self._say = say
+        self.asked = 0
 
     def say(self, text: str) -> None:
         self._say(text)
@@ -85,15 +110,21 @@ class Interactive:
         from prompt_toolkit import PromptSession
 
         self._session: PromptSession[str] = PromptSession()
+        self.asked = 0
 
     def say(self, text: str) -> None:
         print(text, flush=True)
 
     async def _read(self, prompt: str, *, secret: bool) -> str:
         try:
-            return await self._session.prompt_async(prompt, is_password=secret)
+            value = (await self._session.prompt_async(prompt, is_password=secret)).strip()
         except (EOFError, KeyboardInterrupt):
-            raise OnboardStop("stopped; nothing was written") from None
+            raise Interrupted() from None
+        if value == SKIP:
+            raise SkipStep()
+        if value == BACK:
+            raise GoBack()
+        return value
 
     async def answer(self, question: Question, check: Check | None = None) -> str:
         if question.given is not None:
@@ -106,23 +137,22 @@ class Interactive:
             shown = f" [{question.default}]"
         elif question.default:
             shown = " [Enter keeps the current one]"
-        for _ in range(TRIES):
-            value = (await self._read(f"{question.text}{shown}: ",
-                                      secret=question.secret)).strip()
+        while True:  # never a dead end: skip, back and Ctrl-C are always there
+            value = await self._read(f"{question.text}{shown}: ", secret=question.secret)
             value = value or (question.default or "")
             if question.required and not value:
-                print("  (an answer is needed here)")
+                print(f"  (an answer is needed here; or {SKIP} / {BACK})")
                 continue
             problem = await _problem(check, value) if value else None
             if not problem:
+                self.asked += 1
                 return value
-            print(f"  {problem}")
-        raise OnboardStop(f"{question.text}: no usable answer after {TRIES} tries; nothing "
-                          "was written")
+            print(f"  {problem}\n  (try again; or {SKIP} / {BACK})")
 
     async def confirm(self, text: str, default: bool) -> bool:
         hint = "Y/n" if default else "y/N"
-        value = (await self._read(f"{text} [{hint}] ", secret=False)).strip().lower()
+        value = (await self._read(f"{text} [{hint}] ", secret=False)).lower()
+        self.asked += 1
         return default if not value else value.startswith("y")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from bot.config.env_file import read_env_file, write_env_file
 from bot.config.yaml_edit import add_to_list, edit_config
 from bot.credentials import KEY_ENV, new_key
+from channels.sms.checks import NumberState
 
 EVENTS_TOKEN_ENV = "VALET_EVENTS_TOKEN"
 WEBHOOK_SECRET_ENV = "VALET_TELEGRAM_WEBHOOK_SECRET"
@@ -25,6 +26,12 @@ class Draft:
     owner_phones: list[str] = field(default_factory=list)
     telegram_webhook: bool = False
     next_steps: list[str] = field(default_factory=list)  # printed at the end
+    owner_name_hint: str | None = None  # the name of whoever sent /start (Telegram)
+    sms_number: NumberState | None = None  # Valet's number, for its webhook (public URL)
+
+    def has_changes(self) -> bool:
+        """Anything to write (a step that was confirmed)."""
+        return bool(self.config or self.env or self.owner_telegram or self.owner_phones)
 
     def generate_secrets(self, env: Mapping[str, str]) -> list[str]:
         """The secrets Valet needs that do not exist yet; the names generated."""
@@ -42,6 +49,8 @@ class Draft:
         return made
 
     def write(self, config: Path, env_file: Path) -> None:
+        config.parent.mkdir(parents=True, exist_ok=True)
+        env_file.parent.mkdir(parents=True, exist_ok=True)
         edit_config(config, self.config)
         for telegram_id in self.owner_telegram:
             add_to_list(config, ("owner", "telegram_ids"), telegram_id)

@@ -15,9 +15,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import openai
 
-from bot.cli.onboard.ask import OnboardStop, Question, Questions
+from bot.cli.onboard.ask import OnboardStop, Question, Questions, SkipStep
 from bot.cli.onboard.draft import Draft
-from bot.config import Settings
+from bot.config import OwnerSettings, Settings
 from bot.config.sections import plain_http_problem
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLMAuthError, LLMError, LLMModelNotFoundError, LLMTimeoutError
@@ -72,7 +72,6 @@ async def _probe(base_url: str, key: str) -> _Probe:
 
 
 async def llm_step(c: Context) -> None:
-    c.q.say("\n1. The LLM (any OpenAI-compatible endpoint)")
     current_key = c.env.get("VALET_LLM_API_KEY") or c.env.get("OPENAI_API_KEY") or ""
 
     async def reachable(url: str) -> str | None:
@@ -138,7 +137,6 @@ async def _try_model(base_url: str, key: str, model: str) -> str | None:
 
 
 async def telegram_step(c: Context) -> None:
-    c.q.say("\n2. Telegram (a bot from @BotFather: /newbot gives its token)")
     if c.args.no_telegram:
         c.q.say("   skipped")
         return
@@ -204,25 +202,26 @@ async def _telegram_owner(c: Context, token: str, api_url: str | None, name: str
         return
     c.q.say(f"   ok: the owner is {found.name} (Telegram id {found.user_id})")
     c.draft.owner_telegram.append(str(found.user_id))
+    c.draft.owner_name_hint = (found.name.split() or [""])[0] or None
 
 
 # --- SMS ------------------------------------------------------------------------------------
 
 
-async def sms_step(c: Context) -> NumberState | None:
+async def sms_step(c: Context) -> None:
     """The Twilio account, Valet's number (or Messaging Service) and the owner's phone; the
-    number as Twilio holds it, for its webhook once the public URL is known."""
-    c.q.say("\n3. SMS (Twilio: Account SID and Auth Token from the console's Account info)")
+    number as Twilio holds it (`draft.sms_number`), for its webhook once the public URL is
+    known."""
     if c.args.no_sms:
         c.q.say("   skipped")
-        return None
+        return
     sid = await c.q.answer(Question(
         "Account SID (AC...; Enter to skip SMS)", "VALET_TWILIO_ACCOUNT_SID",
         default=c.env.get("VALET_TWILIO_ACCOUNT_SID") or "", required=False),
         lambda s: None if s.startswith("AC") else "an Account SID starts with AC")
     if not sid:
         c.q.say("   skipped: no SMS")
-        return None
+        return
     api_url = c.env.get("VALET_TWILIO_API_URL") or None
     account = ""
 
@@ -251,7 +250,7 @@ async def sms_step(c: Context) -> NumberState | None:
         required=False), lambda p: _phone_problem(p, region))
     if owner:
         c.draft.owner_phones.append(normalize(owner, region))
-    return number
+    c.draft.sms_number = number
 
 
 async def _sender(c: Context, twilio: TwilioCheck) -> NumberState | None:
@@ -273,14 +272,17 @@ async def _sender(c: Context, twilio: TwilioCheck) -> NumberState | None:
         found = state
         return None
 
+    leave = "; Enter leaves SMS out" if c.q.interactive else ""
     try:
         sender = await c.q.answer(Question(
-            "Valet's Twilio number (E.164, e.g. +15551234567) or Messaging Service SID (MG...)",
-            "--sms-from",
+            "Valet's Twilio number (E.164, e.g. +15551234567) or Messaging Service SID (MG..."
+            f"{leave})", "--sms-from",
             default=c.settings.sms.from_number or c.settings.sms.messaging_service_sid,
-            given=c.args.sms_from), usable)
+            given=c.args.sms_from, required=not c.q.interactive), usable)
     finally:
         await twilio.close()
+    if not sender:  # a number not on the account, a service Twilio does not know: not stuck
+        raise SkipStep()
     if found is not None:
         c.q.say(f"   ok: {found.number} sends SMS")
         c.draft.config[("sms", "from_number")] = found.number
@@ -303,11 +305,16 @@ def _phone_problem(raw: str, region: str | None) -> str | None:
 # --- where it is reached, and whose it is ---------------------------------------------------
 
 
-async def public_url_step(c: Context, number: NumberState | None) -> None:
-    needed = [what for what, on in (("SMS", bool(c.draft.env.get("VALET_TWILIO_ACCOUNT_SID"))),
-                                    ("the Telegram webhook", c.draft.telegram_webhook)) if on]
-    c.q.say("\n4. The public address" + (f" ({' and '.join(needed)} need one)" if needed
-                                         else " (none needed: Telegram polls)"))
+async def public_url_step(c: Context) -> None:
+    number = c.draft.sms_number
+    sms = c.draft.env.get("VALET_TWILIO_ACCOUNT_SID") or c.env.get("VALET_TWILIO_ACCOUNT_SID")
+    webhook = c.draft.telegram_webhook or (
+        "VALET_TELEGRAM_TOKEN" not in c.draft.env and bool(c.env.get("VALET_TELEGRAM_TOKEN"))
+        and c.settings.telegram.mode == "webhook")
+    needed = [what for what, on in (("SMS", bool(sms)), ("the Telegram webhook", webhook))
+              if on]
+    c.q.say("   " + (f"{' and '.join(needed)} need(s) one" if needed
+                     else "none needed: Telegram polls"))
     url = await c.q.answer(Question(
         "Public https address of this server (e.g. https://valet.example.com)"
         + ("" if needed else "; Enter for none"), "--public-url",
@@ -319,31 +326,39 @@ async def public_url_step(c: Context, number: NumberState | None) -> None:
     inbound = url.rstrip("/") + "/sms/inbound"
     if number.sms_url == inbound:
         return
-    if await c.q.confirm(f"   Point {number.number}'s incoming SMS at {inbound}?", True):
-        twilio = TwilioCheck(c.draft.env["VALET_TWILIO_ACCOUNT_SID"] or "",
-                             c.draft.env["VALET_TWILIO_AUTH_TOKEN"] or "",
-                             c.env.get("VALET_TWILIO_API_URL") or None)
-        try:
-            await twilio.point_sms_webhook(number, inbound)
-        except TwilioUnusable as err:
-            raise OnboardStop(str(err)) from None
-        finally:
-            await twilio.close()
-        c.q.say(f"   ok: Twilio posts {number.number}'s messages to {inbound}")
-    else:
+    asked = f"   Point {number.number}'s incoming SMS at {inbound}?"
+    if not (await c.q.confirm(asked, True) and await _point_webhook(c, number, inbound)):
         c.draft.next_steps.append(f"In the Twilio console, set {number.number}'s 'A message "
                                   f"comes in' to Webhook, HTTP POST, {inbound}")
 
 
+async def _point_webhook(c: Context, number: NumberState, inbound: str) -> bool:
+    """True when Twilio took it; otherwise the reason is said (the rest stands: this one is
+    then done by hand)."""
+    twilio = TwilioCheck(c.draft.env["VALET_TWILIO_ACCOUNT_SID"] or "",
+                         c.draft.env["VALET_TWILIO_AUTH_TOKEN"] or "",
+                         c.env.get("VALET_TWILIO_API_URL") or None)
+    try:
+        await twilio.point_sms_webhook(number, inbound)
+    except TwilioUnusable as err:
+        c.q.say(f"   {err}")
+        return False
+    finally:
+        await twilio.close()
+    c.q.say(f"   ok: Twilio posts {number.number}'s messages to {inbound}")
+    return True
+
+
 async def person_step(c: Context) -> None:
-    c.q.say("\n5. You")
     zone = await c.q.answer(Question(
         "Your timezone (an IANA name such as Europe/Paris)", "--timezone",
         default=c.settings.timezone if c.settings.timezone != "UTC" else local_zone(),
         given=c.args.timezone), _zone_problem)
+    named = c.settings.owner.name
     name = await c.q.answer(Question(
-        "What should Valet call you", "--owner-name", default=c.settings.owner.name,
-        given=c.args.owner_name))
+        "What should Valet call you", "--owner-name",
+        default=c.draft.owner_name_hint if named == OwnerSettings().name and
+        c.draft.owner_name_hint else named, given=c.args.owner_name))
     c.draft.config[("timezone",)] = zone
     c.draft.config[("owner", "name")] = name
 
