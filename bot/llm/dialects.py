@@ -337,13 +337,19 @@ def _bare_json(text: str, offered: frozenset[str]) -> TextCalls | None:
 def _names_an_offered_tool(obj: Any, offered: frozenset[str]) -> bool:
     if not isinstance(obj, dict):
         return False
-    function = obj.get("function") if isinstance(obj.get("function"), dict) else obj
+    function = _function_of(obj)
     return function.get("name") in offered and (
         "arguments" in function or "parameters" in function)
 
 
+def _function_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """The call's own fields: top level, or under `function` (OpenAI's shape, written out)."""
+    inner = obj.get("function")
+    return inner if isinstance(inner, dict) else obj
+
+
 def _call_of(obj: dict[str, Any]) -> TextCall | None:
-    function = obj.get("function") if isinstance(obj.get("function"), dict) else obj
+    function = _function_of(obj)
     name = function.get("name")
     if not isinstance(name, str):
         return None
