@@ -253,11 +253,12 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk], visible: Vis
                     slot["name"] += tc.function.name
                 if tc.function and tc.function.arguments:
                     objects = objects or not isinstance(tc.function.arguments, str)
-                    slot["arguments"] += arguments_text(tc.function.arguments)
+                    slot["arguments"] += arguments_text(tc.function.arguments) \
+                        if objects else tc.function.arguments
             if choice.finish_reason:
                 finish = choice.finish_reason
     tool_calls = [ToolCall(s["id"] or f"call_{i}", clean_text(s["name"]),
-                           clean_json_text(s["arguments"]))
+                           clean_json_text(arguments_text(s["arguments"])))
                   for i, s in sorted(calls.items())]
     # Cleaned whole, not per chunk: an emoji's two surrogate halves may come in two chunks.
     reading = read_answer(clean_text("".join(text)) or None, tool_calls,
