@@ -23,6 +23,7 @@ from bot.cli.doctor_setup import (
     check_sms,
     check_telegram,
 )
+from bot.cli.endpoint import check_endpoint
 from bot.config import ConfigError, Settings
 from bot.db import Database
 from bot.db.migrate import apply_migrations, refuse_newer, schema_state
@@ -79,7 +80,10 @@ async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
     else:
         llm = build_llm(settings)
         try:
+            answered = report.problems
             await _check_llm(settings, llm, ok, bad)
+            if report.problems == answered:  # it answers: what it does (bot/cli/endpoint.py)
+                await check_endpoint(settings, llm, report)
         finally:
             await llm.close()
         await _check_fallbacks(settings, ok, bad)

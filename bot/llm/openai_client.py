@@ -133,6 +133,15 @@ class OpenAILLM:
         except openai.OpenAIError as err:
             raise classify_openai_error(err) from err
 
+    async def model_entries(self) -> list[dict[str, Any]]:
+        """The server's /models entries whole, with the fields a server adds (a context
+        length: bot.llm.probe)."""
+        try:
+            page = await self._client.models.list()
+            return [m.to_dict() async for m in page]
+        except openai.OpenAIError as err:
+            raise classify_openai_error(err) from err
+
     async def close(self) -> None:
         await self._client.close()
 
