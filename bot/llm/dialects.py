@@ -94,6 +94,19 @@ class TextCalls:
     quirk: str
 
 
+# A tool name as OpenAI's API takes it back in the history. A name written as text that is
+# not one (empty, spaces, dots) is stored as this instead: the loop answers "no tool named
+# unreadable_tool_call", the model writes the call again, and the stored call stays valid
+# for any server (it is never changed into a name that exists).
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+UNREADABLE = "unreadable_tool_call"
+
+
+def call_name(written: str) -> str:
+    name = written.strip()
+    return name if TOOL_NAME.fullmatch(name) else UNREADABLE
+
+
 def new_call_id() -> str:
     """An id for a call that came without one: nine letters and digits, the one shape every
     server accepts back (Mistral's validator wants exactly that)."""

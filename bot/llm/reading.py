@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bot.llm.dialects import Quirk, answer_text, new_call_id, read_text_calls
+from bot.llm.dialects import Quirk, answer_text, call_name, new_call_id, read_text_calls
 from bot.llm.port import ToolCall
 from bot.llm.reasoning import join_reasoning, split_reasoning
 from bot.text.sanitize import clean_text
@@ -35,7 +35,7 @@ def read_answer(content: str | None, calls: list[ToolCall], reasoning: str | Non
     if not calls and offered and visible:
         text_calls = read_text_calls(visible, offered)
         if text_calls is not None and text_calls.calls:
-            calls = [ToolCall(new_call_id(), clean_text(c.name), c.arguments)
+            calls = [ToolCall(new_call_id(), call_name(clean_text(c.name)), c.arguments)
                      for c in text_calls.calls]
             visible = answer_text(text_calls.rest)
             found.append(text_calls.quirk)

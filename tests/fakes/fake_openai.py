@@ -34,6 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.dialects import REFUSALS, Wire, render
+from tests.openai_schema import problems
 
 __all__ = ["ContextOverflow", "Fail", "FakeOpenAI", "Hang", "Raw", "Reply", "ToolCall"]
 
@@ -187,6 +188,10 @@ class FakeOpenAI:
         self.chunk_size: int | None = None
         self.refuse_tools: str | None = None
         self.model_card: dict[str, Any] = {}
+        # As strict as OpenAI about a request's messages (tests/openai_schema.py): a call
+        # without its result, a result without its call, arguments that are not a string.
+        self.strict = False
+        self.refused: list[str] = []  # what strictness refused, for the test to show
 
     # -- public API -------------------------------------------------------
     @property
@@ -280,6 +285,10 @@ class FakeOpenAI:
         except ValueError as err:
             self.images.append([])
             return _error(400, str(err), type_="invalid_request_error")
+        if self.strict and (found := problems(body.get("messages"))):
+            self.refused.append(found[0])
+            return _error(400, f"Invalid request: {found[0]}", type_="invalid_request_error",
+                          param="messages")
         if self.refuse_tools and body.get("tools"):
             status, error = REFUSALS[self.refuse_tools]
             return web.json_response(error, status=status)
