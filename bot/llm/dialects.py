@@ -173,6 +173,7 @@ def _hermes(text: str) -> TextCalls:
     calls: list[TextCall] = []
     rest: list[str] = []
     pos = 0
+    quirk = Quirk.HERMES
     while True:
         start = text.find("<tool_call>", pos)
         if start == -1:
@@ -181,11 +182,14 @@ def _hermes(text: str) -> TextCalls:
         rest.append(text[pos:start])
         body_at = start + len("<tool_call>")
         end = text.find("</tool_call>", body_at)
-        calls.extend(_calls_in_body(text[body_at:] if end == -1 else text[body_at:end]))
+        body = text[body_at:] if end == -1 else text[body_at:end]
+        if body.lstrip().startswith("<function="):
+            quirk = Quirk.FUNCTION_TAGS  # Qwen3-Coder's form inside the Hermes tags
+        calls.extend(_calls_in_body(body))
         if end == -1:  # the last one unclosed: the answer ended inside it
             break
         pos = end + len("</tool_call>")
-    return TextCalls(calls, "".join(rest), Quirk.HERMES)
+    return TextCalls(calls, "".join(rest), quirk)
 
 
 def _calls_in_body(body: str) -> list[TextCall]:
