@@ -22,9 +22,11 @@ class Line:
     kind: str = "ok"  # "ok", "note" (worth knowing, nothing broken) or "bad"
 
 
-def describe(profile: EndpointProfile, context_limit: int) -> list[Line]:
-    """The probe's findings, one line each; `context_limit`: loop.context_token_limit."""
-    lines = [_tools_line(profile)]
+def describe(profile: EndpointProfile, context_limit: int, *, chat_only: bool = False
+             ) -> list[Line]:
+    """The probe's findings, one line each; `context_limit`: loop.context_token_limit;
+    `chat_only`: loop.mode is simple (no tools are offered)."""
+    lines = [_tools_line(profile, chat_only)]
     if profile.thinking is not None:
         apart = profile.thinking == Quirk.REASONING_FIELD
         lines.append(Line(f"{DESCRIBED[profile.thinking]}; Valet keeps it out of "
@@ -40,7 +42,9 @@ def describe(profile: EndpointProfile, context_limit: int) -> list[Line]:
     return lines
 
 
-def _tools_line(profile: EndpointProfile) -> Line:
+def _tools_line(profile: EndpointProfile, chat_only: bool) -> Line:
+    if chat_only and profile.tools in (NONE, REFUSED):
+        return Line(f"{NO_TOOLS} (loop.mode: simple)")
     if profile.tools == NATIVE:
         return Line("tool calls: native (structured tool_calls)")
     if profile.tools == TEXT and profile.text_form is not None:
@@ -69,8 +73,8 @@ def runs_without_tools(profile: EndpointProfile) -> bool:
     return profile.tools in (NONE, REFUSED)
 
 
-async def probe_lines(llm: OpenAILLM, context_limit: int) -> tuple[EndpointProfile | None,
-                                                                   list[Line]]:
+async def probe_lines(llm: OpenAILLM, context_limit: int, *, chat_only: bool = False
+                      ) -> tuple[EndpointProfile | None, list[Line]]:
     """Probe `llm` and describe it; a failed probe is one bad line (what every turn with
     tools would meet)."""
     try:
@@ -78,14 +82,15 @@ async def probe_lines(llm: OpenAILLM, context_limit: int) -> tuple[EndpointProfi
     except LLMError as err:
         return None, [Line(f"the endpoint failed a request offering a tool: "
                            f"{type(err).__name__}: {short_error(err)}", "bad")]
-    return profile, describe(profile, context_limit)
+    return profile, describe(profile, context_limit, chat_only=chat_only)
 
 
 async def check_endpoint(settings: Settings, llm: LLM, report: Report) -> None:
     """`valet doctor`'s lines about the endpoint (after its first request was answered)."""
     if not isinstance(llm, OpenAILLM):
         return
-    _, lines = await probe_lines(llm, settings.loop_config().context_token_limit)
+    loop = settings.loop_config()
+    _, lines = await probe_lines(llm, loop.context_token_limit, chat_only=loop.mode == "simple")
     for line in lines:
         {"ok": report.ok, "note": report.note, "bad": report.bad}[line.kind](
             f"LLM endpoint: {line.text}")

@@ -55,8 +55,9 @@ class OpenAILLM:
             base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
         # What this endpoint was seen to do, learned from its answers (never configured):
         self.tools_refused = False  # it refused a request with tools: ask without them
-        # It writes its thinking with no opening tag (None: not seen an answer yet, so a
-        # streamed answer shows nothing until it is clear; bot.llm.visible).
+        # Streamed text is shown only after a closing thinking tag (bot.llm.visible): until
+        # an answer shows how the model writes (None), and for good once it thought aloud in
+        # the text (a template may open the tag in the prompt, so no opening tag comes).
         self.thought_first: bool | None = None
 
     async def complete(
@@ -88,8 +89,10 @@ class OpenAILLM:
             response = await self._request(messages, None, frozenset(), on_text)
         if self.tools_refused and tools:
             response.quirks = (*response.quirks, Quirk.TOOLS_REFUSED)
-        if response.content or {Quirk.THINK_BLOCKS, Quirk.THINK_UNOPENED} & set(response.quirks):
-            self.thought_first = Quirk.THINK_UNOPENED in response.quirks
+        if {Quirk.THINK_BLOCKS, Quirk.THINK_UNOPENED} & set(response.quirks):
+            self.thought_first = True  # for good: a model that thinks aloud may drop the tag
+        elif response.content and self.thought_first is None:
+            self.thought_first = False
         return response
 
     async def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,

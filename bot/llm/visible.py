@@ -8,9 +8,10 @@ safe to show early. So when in doubt it holds text back: the final reply brings 
   until it is whole (a `<thi` at a chunk's end is not shown).
 - With tools offered, `<tool_call>`, `<function=`, `[TOOL_CALLS]` and `<|python_tag|>` end what
   is shown; an answer that starts like JSON (`{`, `[`, a fence) is held whole: it may be a call.
-- `thought_first`: the model writes its thinking with no opening tag (the DeepSeek-R1 template
-  opens it in the prompt): nothing is shown until a closing tag. The port sets it until it
-  has seen how the model answers, and keeps it for a model that answers that way.
+- `thought_first`: the model may write its thinking with no opening tag (the DeepSeek-R1
+  template opens it in the prompt): nothing is shown before a closing tag, or an opening one
+  at the start. The port sets it until it has seen how the model answers, and for good once
+  the model thought aloud in its text.
 """
 
 from __future__ import annotations

@@ -89,8 +89,9 @@ async def test_a_recorded_answer_is_read(path: Path, fake_llm: FakeOpenAI, llm: 
 async def test_a_recorded_answer_streamed_in_pieces_is_read_the_same_and_shows_no_markup(
         path: Path, chunk_size: int, fake_llm: FakeOpenAI, llm: OpenAILLM):
     case = load(path)
-    # As the port knows the model by now (bot.llm.visible): R1's template writes no opening tag.
-    llm.thought_first = "think_unopened" in case["expect"]["quirks"]
+    # As the port knows the model by now (bot.llm.visible): one that thinks aloud in the text
+    # is shown nothing before a closing tag.
+    llm.thought_first = bool({"think_unopened", "think_blocks"} & set(case["expect"]["quirks"]))
     script(fake_llm, case, chunk_size)
     shown: list[str] = []
 
