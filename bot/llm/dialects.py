@@ -17,7 +17,8 @@ template writes (every case, with its source, in tests/unit/dialect_corpus/):
   #13519, llama3.2). Only when it is the whole answer and every name is an offered tool: a
   JSON answer that merely looks like a call is the person's answer.
 
-Markup (the first three) is a call whatever the name: the loop answers a name it does not
+Markup (the first three) is a call whatever the name, and whether or not tools were offered
+(bot.llm.reading says why): the loop answers a name it does not
 know with a result the model reads ("unknown tool"), as it does for structured calls. A body
 that is not JSON becomes a call whose arguments are not JSON: the tool's error says so and the
 model can write it again. Nothing here guesses a name.

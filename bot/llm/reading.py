@@ -1,7 +1,12 @@
 """The one place a server's answer is read into an `LLMResponse`: structured tool calls as
-sent (arguments as a string or an object); otherwise, when the request offered tools, calls
-written into the text (bot.llm.dialects); thinking in the text taken out (bot.llm.reasoning).
-What is left as `content` is only words for a person, or None."""
+sent (arguments as a string or an object); otherwise calls written into the text
+(bot.llm.dialects); thinking in the text taken out (bot.llm.reasoning). What is left as
+`content` is only words for a person, or None.
+
+Markup (`<tool_call>`, `[TOOL_CALLS]`, `<|python_tag|>`, `<function=`) is read as calls even
+when the request offered no tools: the loop closes such calls unrun, as it does structured
+ones, so the markup never reaches a person. Bare JSON is a call only when tools were offered
+and it names one of them."""
 
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ def read_answer(content: str | None, calls: list[ToolCall], reasoning: str | Non
     if thought.blocks:
         found.append(Quirk.THINK_UNOPENED if thought.unopened else Quirk.THINK_BLOCKS)
     visible: str | None = thought.visible
-    if not calls and offered and visible:
+    if not calls and visible:
         text_calls = read_text_calls(visible, offered)
         if text_calls is not None and text_calls.calls:
             calls = [ToolCall(new_call_id(), call_name(clean_text(c.name)), c.arguments)

@@ -6,8 +6,9 @@ safe to show early. So when in doubt it holds text back: the final reply brings 
 
 - `<think>`, `<thinking>`, `<reasoning>` blocks are skipped; a tag split across chunks is held
   until it is whole (a `<thi` at a chunk's end is not shown).
-- With tools offered, `<tool_call>`, `<function=`, `[TOOL_CALLS]` and `<|python_tag|>` end what
-  is shown; an answer that starts like JSON (`{`, `[`, a fence) is held whole: it may be a call.
+- `<tool_call>`, `<function=`, `[TOOL_CALLS]` and `<|python_tag|>` end what is shown; with
+  tools offered, an answer that starts like JSON (`{`, `[`, a fence) is held whole: it may be
+  a call.
 - `thought_first`: the model may write its thinking with no opening tag (the DeepSeek-R1
   template opens it in the prompt): nothing is shown before a closing tag, or an opening one
   at the start. The port sets it until it has seen how the model answers, and for good once
@@ -95,10 +96,10 @@ class VisibleText:
             self._pos += lead
         markers = [m for m in (OPENING.search(self._text, self._pos),
                                CLOSING.search(self._text, self._pos),
-                               _TOOL.search(self._text, self._pos) if self._tools else None)
+                               _TOOL.search(self._text, self._pos))
                    if m is not None]
         if not markers:
-            end = len(self._text) - _partial_marker(self._text[self._pos:], self._tools)
+            end = len(self._text) - _partial_marker(self._text[self._pos:])
             self._show(out, end)
             return False
         first = min(markers, key=lambda m: m.start())
@@ -118,9 +119,9 @@ class VisibleText:
             self._pos = end
 
 
-def _partial_marker(text: str, tools: bool) -> int:
+def _partial_marker(text: str) -> int:
     """How many characters at the end of `text` could be the start of a marker."""
-    markers = THINK_MARKERS + (TOOL_MARKERS if tools else ())
+    markers = THINK_MARKERS + TOOL_MARKERS
     lowered = text[-max(len(m) for m in markers):].lower()
     for size in range(len(lowered), 0, -1):
         tail = lowered[-size:]

@@ -166,3 +166,39 @@ async def test_thinking_never_reaches_a_summary_or_a_memory(app_factory, fake_ll
     facts = [f.text for f in await app.memory.service.store.open_facts(me)]
     assert facts == ["Locker code is 4812"]
     assert "PRIVATE" not in json.dumps(await app.history.load(me, 1000))
+
+
+async def test_markup_in_an_answer_to_a_request_without_tools_is_never_shown(app_factory,
+                                                                            fake_llm):
+    """loop.mode simple offers no tools; a model that writes a call anyway (in text) has it
+    closed unrun, as a structured one would be: the person reads the words, not the call."""
+    fake_llm.dialect, fake_llm.strict = "hermes", True
+    app = await app_factory(loop={"mode": "simple"})
+    me = (await app.ensure_owner()).id
+    fake_llm.script(Reply(content="Let me work that out.",
+                          tool_calls=[ToolCall("calculate", {"expression": "6*7"})]),
+                    Reply(content="You're welcome."))
+    reply = await said(app, me, "what is six times seven")
+    assert reply.text == "Let me work that out."
+    assert "tools" not in fake_llm.requests[0]
+    await said(app, me, "thanks")
+    replayed = fake_llm.requests[1]["messages"]
+    assert_valid(replayed)
+    call, result = replayed[-4], replayed[-3]
+    assert call["tool_calls"][0]["function"]["name"] == "calculate"
+    assert result["role"] == "tool" and result["content"].startswith("Not run")
+    assert fake_llm.refused == []
+
+
+async def test_a_greeting_answered_with_a_written_call_gets_its_tools(app_factory, fake_llm):
+    """In auto mode a greeting is asked without tools; a call written in the answer anyway
+    gives the turn its tools and runs (bot.turn.modes), as a structured call does."""
+    fake_llm.dialect = "python_tag"
+    app = await app_factory()
+    me = (await app.ensure_owner()).id
+    fake_llm.script(Reply(tool_calls=[ToolCall("calculate", {"expression": "6*7"})]),
+                    Reply(content="Hello! Six times seven is 42, by the way."))
+    reply = await said(app, me, "hi")
+    assert "tools" not in fake_llm.requests[0]
+    assert reply.text == "Hello! Six times seven is 42, by the way."
+    assert fake_llm.requests[1]["messages"][-1]["content"] == "6 * 7 = 42"
