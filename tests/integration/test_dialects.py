@@ -106,6 +106,9 @@ async def test_an_empty_answer_is_asked_again_and_the_second_is_delivered(app_fa
     [row] = await app.db.fetch("SELECT prompt_tokens, completion_tokens, llm_requests "
                                "FROM turn_usage")
     assert (row["prompt_tokens"], row["completion_tokens"], row["llm_requests"]) == (100, 8, 2)
+    assert app.metrics.total("valet_llm_requests") == 2
+    trace = await app.orchestrator.deps.traces.last(me)
+    assert trace.entries[0]["read"] == ["an empty answer, asked again"]
 
 
 async def test_two_empty_answers_get_the_personas_line_never_an_empty_message(app_factory,
