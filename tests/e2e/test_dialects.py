@@ -21,7 +21,7 @@ from tests.e2e.test_sms_restart import ALICE, PUBLIC, start_server, text
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio
-from tests.integration.test_dialects import DIALECTS, NEVER_SHOWN, six_times_seven
+from tests.integration.test_dialect_turns import DIALECTS, NEVER_SHOWN, six_times_seven
 
 ANSWER = "Six times seven is 42."
 OWNER = 42
