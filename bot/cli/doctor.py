@@ -24,6 +24,7 @@ from bot.cli.doctor_setup import (
     check_sms,
     check_telegram,
 )
+from bot.cli.endpoint import check_endpoint
 from bot.config import ConfigError, Settings
 from bot.db import Database
 from bot.db.migrate import apply_migrations, refuse_newer, schema_state
@@ -125,7 +126,10 @@ async def _check_models(settings: Settings, report: Report) -> None:
         return
     llm = build_llm(settings)
     try:
+        answered = report.problems
         await _check_llm(settings, llm, report.ok, report.bad)
+        if report.problems == answered:  # it answers: what it does (bot/cli/endpoint.py)
+            await check_endpoint(settings, llm, report)
     finally:
         await llm.close()
     await report.guarded("fallback LLMs", lambda: _check_fallbacks(settings, report.ok,

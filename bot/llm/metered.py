@@ -30,7 +30,8 @@ class MeteredLLM:
             raise
         self.metrics.llm_request(self.model, time.perf_counter() - started,
                                  input_tokens=response.usage.input_tokens,
-                                 output_tokens=response.usage.output_tokens)
+                                 output_tokens=response.usage.output_tokens,
+                                 requests=response.requests)
         return response
 
     async def list_models(self) -> list[str]:

@@ -1,16 +1,22 @@
 """The LLM port's implementation over any OpenAI-compatible endpoint: `OpenAILLM` on the
 `openai` client, and the checks that turn whatever the endpoint answered into an
-`LLMResponse` or an `LLMMalformedResponseError`."""
+`LLMResponse` or an `LLMMalformedResponseError`.
+
+Servers answer in dialects (bot.llm.dialects, bot.llm.reasoning): every answer is read by
+bot.llm.reading, streamed text reaches the sink through bot.llm.visible, an empty answer is
+asked again once, and a server that refuses tools is asked without them from then on."""
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from bot.llm.dialects import Quirk, arguments_text, refuses_tools, tool_names
 from bot.llm.port import (
     LLMMalformedResponseError,
     LLMResponse,
@@ -21,7 +27,15 @@ from bot.llm.port import (
     classify_openai_error,
     short_error,
 )
+from bot.llm.reading import read_answer
+from bot.llm.visible import VisibleText
 from bot.text.sanitize import clean_json_text, clean_text
+
+log = logging.getLogger(__name__)
+
+
+class _ToolsRefused(Exception):
+    """The server will not take a request with tools (the model has no tool template)."""
 
 
 class OpenAILLM:
@@ -39,11 +53,50 @@ class OpenAILLM:
         self._extra = dict(extra_body or {})
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+        # What this endpoint was seen to do, learned from its answers (never configured):
+        self.tools_refused = False  # it refused a request with tools: ask without them
+        # Streamed text is shown only after a closing thinking tag (bot.llm.visible): until
+        # an answer shows how the model writes (None), and for good once it thought aloud in
+        # the text (a template may open the tag in the prompt, so no opening tag comes).
+        self.thought_first: bool | None = None
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
         on_text: TextSink | None = None,
     ) -> LLMResponse:
+        response = await self._answer(messages, tools, on_text)
+        if response.empty:
+            # Local servers sometimes answer nothing at all (ollama #10899): the same request
+            # once more, its tokens counted with the first's; then the caller's own words.
+            log.info("the LLM %s answered nothing; asking once more", self.model)
+            again = await self._answer(messages, tools, on_text)
+            again.usage.add(response.usage)
+            again.requests += response.requests
+            again.quirks = tuple(dict.fromkeys((*again.quirks, Quirk.ASKED_AGAIN)))
+            response = again
+        return response
+
+    async def _answer(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+                      on_text: TextSink | None) -> LLMResponse:
+        offered = frozenset() if self.tools_refused else tool_names(tools)
+        try:
+            response = await self._request(messages, tools if offered else None, offered,
+                                           on_text)
+        except _ToolsRefused as err:
+            self.tools_refused = True
+            log.warning("the LLM %s refuses requests with tools (%s): Valet goes on without "
+                        "tools, it will only chat (valet doctor says more)", self.model, err)
+            response = await self._request(messages, None, frozenset(), on_text)
+        if self.tools_refused and tools:
+            response.quirks = (*response.quirks, Quirk.TOOLS_REFUSED)
+        if {Quirk.THINK_BLOCKS, Quirk.THINK_UNOPENED} & set(response.quirks):
+            self.thought_first = True  # for good: a model that thinks aloud may drop the tag
+        elif response.content and self.thought_first is None:
+            self.thought_first = False
+        return response
+
+    async def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+                       offered: frozenset[str], on_text: TextSink | None) -> LLMResponse:
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self._extra}
         if tools:
             body["tools"] = tools
@@ -51,16 +104,22 @@ class OpenAILLM:
             if on_text is None:
                 completion = await self._client.post(
                     "/chat/completions", body=body, cast_to=ChatCompletion)
-                return _from_completion(completion)
+                return _from_completion(completion, offered)
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
             stream = await self._client.post(
                 "/chat/completions", body=body, cast_to=ChatCompletion,
                 stream=True, stream_cls=AsyncStream[ChatCompletionChunk])
-            return await _collect_stream(stream, on_text)
+            visible = VisibleText(on_text, tools_offered=bool(offered),
+                                  thought_first=self.thought_first is not False)
+            return await _collect_stream(stream, visible, offered)
         except openai.APIResponseValidationError as err:
             raise LLMMalformedResponseError(f"the endpoint's answer is not a completion: "
                                             f"{short_error(err)}") from err
+        except openai.APIStatusError as err:
+            if tools and refuses_tools(str(err)):
+                raise _ToolsRefused(short_error(err)) from err
+            raise classify_openai_error(err) from err
         except openai.OpenAIError as err:
             raise classify_openai_error(err) from err
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -77,6 +136,15 @@ class OpenAILLM:
         except openai.OpenAIError as err:
             raise classify_openai_error(err) from err
 
+    async def model_entries(self) -> list[dict[str, Any]]:
+        """The server's /models entries whole, with the fields a server adds (a context
+        length: bot.llm.probe)."""
+        try:
+            page = await self._client.models.list()
+            return [m.to_dict() async for m in page]
+        except openai.OpenAIError as err:
+            raise classify_openai_error(err) from err
+
     async def close(self) -> None:
         await self._client.close()
 
@@ -86,10 +154,10 @@ class OpenAILLM:
 MAX_ARGUMENT_DEPTH = 32
 
 
-def _from_completion(completion: Any) -> LLMResponse:
+def _from_completion(completion: Any, offered: frozenset[str]) -> LLMResponse:
     """Our response from the client's parse. Without strict validation the client hands back
     whatever the body held (a str for a non-JSON body, None for `null`, a model missing
-    fields), so every part is checked here."""
+    fields, arguments as an object), so every part is checked here."""
     if not isinstance(completion, ChatCompletion):
         raise LLMMalformedResponseError(
             f"the endpoint's answer is not a completion ({type(completion).__name__})")
@@ -101,18 +169,25 @@ def _from_completion(completion: Any) -> LLMResponse:
     if message is None:
         raise LLMMalformedResponseError("the endpoint returned a choice without a message")
     calls: list[ToolCall] = []
+    objects = False
     for tc in getattr(message, "tool_calls", None) or []:
         function = getattr(tc, "function", None)
         if function is None:
             continue
+        raw = getattr(function, "arguments", "")
+        objects = objects or not isinstance(raw, str | None)
         calls.append(ToolCall(getattr(tc, "id", "") or f"call_{len(calls)}",
                               clean_text(getattr(function, "name", "") or ""),
-                              clean_json_text(getattr(function, "arguments", "") or "")))
-    _check_depth(calls)
+                              clean_json_text(arguments_text(raw))))
     usage = usage_of(getattr(completion, "usage", None))
     content = getattr(message, "content", None)
-    return LLMResponse(None if content is None else clean_text(content), calls, usage,
-                       getattr(choice, "finish_reason", None), _reasoning(message))
+    reading = read_answer(None if content is None else clean_text(content), calls,
+                          _reasoning(message), offered,
+                          (Quirk.ARGUMENTS_OBJECT,) if objects else ())
+    _check_depth(reading.tool_calls)
+    return LLMResponse(reading.content, reading.tool_calls, usage,
+                       getattr(choice, "finish_reason", None), reading.reasoning,
+                       reading.quirks)
 
 
 def usage_of(raw: Any) -> TokenUsage:
@@ -171,11 +246,12 @@ def json_depth(text: str) -> int:
     return deepest
 
 
-async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
-                          on_text: TextSink) -> LLMResponse:
+async def _collect_stream(stream: AsyncStream[ChatCompletionChunk], visible: VisibleText,
+                          offered: frozenset[str]) -> LLMResponse:
     text: list[str] = []
     thought: list[str] = []
     calls: dict[int, dict[str, str]] = {}
+    objects = False
     usage = TokenUsage()
     finish: str | None = None
     async for chunk in stream:
@@ -185,7 +261,7 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
             delta = choice.delta
             if delta.content:
                 text.append(delta.content)
-                await on_text(clean_text(delta.content))
+                await visible.feed(clean_text(delta.content))
             if (reasoning := _reasoning(delta)) is not None:
                 thought.append(reasoning)
             for tc in delta.tool_calls or []:
@@ -195,15 +271,18 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk],
                 if tc.function and tc.function.name:
                     slot["name"] += tc.function.name
                 if tc.function and tc.function.arguments:
-                    slot["arguments"] += tc.function.arguments
+                    objects = objects or not isinstance(tc.function.arguments, str)
+                    slot["arguments"] += arguments_text(tc.function.arguments) \
+                        if objects else tc.function.arguments
             if choice.finish_reason:
                 finish = choice.finish_reason
     tool_calls = [ToolCall(s["id"] or f"call_{i}", clean_text(s["name"]),
-                           clean_json_text(s["arguments"]))
+                           clean_json_text(arguments_text(s["arguments"])))
                   for i, s in sorted(calls.items())]
-    _check_depth(tool_calls)
     # Cleaned whole, not per chunk: an emoji's two surrogate halves may come in two chunks.
-    return LLMResponse(clean_text("".join(text)) or None, tool_calls, usage, finish,
-                       "".join(thought) or None)
-
-
+    reading = read_answer(clean_text("".join(text)) or None, tool_calls,
+                          "".join(thought) or None, offered,
+                          (Quirk.ARGUMENTS_OBJECT,) if objects else ())
+    _check_depth(reading.tool_calls)
+    return LLMResponse(reading.content, reading.tool_calls, usage, finish, reading.reasoning,
+                       reading.quirks)

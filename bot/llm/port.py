@@ -58,9 +58,19 @@ class LLMResponse:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
-    # What a reasoning model said it thought (`reasoning_content`), when the endpoint returns
-    # it: shown in the turn's trace (/debug), never sent back to the model.
+    # What a reasoning model said it thought (`reasoning_content`, or `<think>` blocks taken
+    # out of the content), when the endpoint returns it: shown in the turn's trace (/debug),
+    # never sent back to the model and never to a person.
     reasoning: str | None = None
+    # How the answer departed from the OpenAI wire format and was read anyway
+    # (bot.llm.dialects.Quirk): calls written as text, think blocks, an empty answer asked again.
+    quirks: tuple[str, ...] = ()
+    requests: int = 1  # the requests this answer took (2: an empty answer was asked again)
+
+    @property
+    def empty(self) -> bool:
+        """No call and nothing a person could read."""
+        return not self.tool_calls and not (self.content or "").strip()
 
     def assistant_message(self) -> Message:
         msg: Message = {"role": "assistant", "content": self.content or ""}

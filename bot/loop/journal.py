@@ -50,14 +50,16 @@ def response_to_json(response: LLMResponse) -> dict[str, Any]:
     return {"content": response.content,
             "tool_calls": [[c.id, c.name, c.arguments] for c in response.tool_calls],
             "usage": [response.usage.input_tokens, response.usage.output_tokens],
-            "finish_reason": response.finish_reason, "reasoning": response.reasoning}
+            "finish_reason": response.finish_reason, "reasoning": response.reasoning,
+            "quirks": list(response.quirks), "requests": response.requests}
 
 
 def response_from_json(data: dict[str, Any]) -> LLMResponse:
     calls = [ToolCall(str(i), str(n), str(a)) for i, n, a in data.get("tool_calls") or []]
     usage = TokenUsage(*(int(x) for x in data.get("usage") or (0, 0)))
     return LLMResponse(data.get("content"), calls, usage, data.get("finish_reason"),
-                       data.get("reasoning"))
+                       data.get("reasoning"), tuple(str(q) for q in data.get("quirks") or ()),
+                       int(data.get("requests") or 1))
 
 
 def pause_to_json(pause: Any) -> dict[str, Any] | None:

@@ -84,7 +84,7 @@ async def react_loop(
         response=text, turns=run.turns, tool_calls=run.records, token_usage=run.usage,
         duration_ms=int((time.perf_counter() - started) * 1000), stop_reason=stop,
         pauses=pauses, new_messages=run.new, diagnostics=run.diagnostics, trace=run.trace,
-        mode=run.mode, llm_requests=run.llm_step + run.sub_requests)
+        mode=run.mode, llm_requests=run.llm_step + run.sub_requests + run.asked_again)
 
 
 async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
@@ -143,6 +143,7 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
         response, run.level = replayed
         run.model = min(run.journal.model(run.llm_step), len(models) - 1)
         run.usage.add(response.usage)
+        run.asked_again += response.requests - 1
         run.trace.append(llm_entry(run.llm_step, models[run.model].llm.model, response,
                                    latency_ms=0, tools_offered=len(tools or ()),
                                    replayed=True))
@@ -185,6 +186,7 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     await run.journal.responded(run.llm_step, response, outcome.recovery_level, run.model)
     run.level = outcome.recovery_level
     run.usage.add(response.usage)
+    run.asked_again += response.requests - 1
     run.trace.append(llm_entry(run.llm_step, models[run.model].llm.model, response,
                                latency_ms=int((time.perf_counter() - asked) * 1000),
                                tools_offered=len(tools or ())))

@@ -91,6 +91,7 @@ class LoopRun:
     steering: Steering | None = None  # messages the person adds while the turn runs
     token_budget: int = 0  # tokens the run may spend (0: no limit but its steps)
     sub_requests: int = 0  # LLM calls its sub-tasks made (bot.loop.subtasks)
+    asked_again: int = 0  # requests beyond one per answer (an empty answer asked again)
 
     def append(self, msg: Message) -> None:
         self.messages.append(msg)

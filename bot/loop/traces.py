@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.llm.dialects import DESCRIBED
 from bot.llm.port import LLMResponse, ToolCall
 from bot.tools import ToolOutcome
 
@@ -38,7 +39,8 @@ def llm_entry(step: int, model: str, response: LLMResponse, *, latency_ms: int,
             "tools_offered": tools_offered, "replayed": replayed,
             "reasoning": shorten(response.reasoning, KEPT_REASONING),
             "text": shorten(response.content, KEPT_TEXT),
-            "calls": [c.name for c in response.tool_calls]}
+            "calls": [c.name for c in response.tool_calls],
+            "read": [DESCRIBED.get(q, q) for q in response.quirks]}
 
 
 def tool_entry(step: int, call: ToolCall, outcome: ToolOutcome) -> Entry:
@@ -109,6 +111,8 @@ def _entry_lines(entry: Entry, width: int) -> list[str]:
                  f"{entry.get('output_tokens')} out, {entry.get('latency_ms')} ms, "
                  f"{entry.get('tools_offered')} tools offered"
                  f"{' (from the journal)' if entry.get('replayed') else ''}; {said}"]
+        if entry.get("read"):
+            lines.append(f"read: {'; '.join(entry['read'])}")
         if entry.get("reasoning"):
             lines.append(f"thinking: {shorten(entry['reasoning'], width)}")
         return lines

@@ -112,8 +112,9 @@ class Metrics:
             self.model_switches.labels(from_model=left, to_model=taken).inc()
 
     def llm_request(self, model: str, seconds: float, *, input_tokens: int = 0,
-                    output_tokens: int = 0, error: str | None = None) -> None:
-        self.llm_requests.labels(model=model).inc()
+                    output_tokens: int = 0, error: str | None = None,
+                    requests: int = 1) -> None:
+        self.llm_requests.labels(model=model).inc(requests)
         self.llm_seconds.labels(model=model).observe(seconds)
         if input_tokens:
             self.llm_tokens.labels(model=model, direction="input").inc(input_tokens)

@@ -78,7 +78,7 @@ async def test_a_malformed_config_stops_start_up_with_file_and_line(tmp_path):
 
 
 async def test_doctor_reports_a_healthy_setup_and_a_missing_llm(fake_llm, tmp_path):
-    fake_llm.script(Reply(content="ready"))
+    fake_llm.responder = lambda body: Reply(content="ready")
     env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="fake-model")
     code, out, err = await run_valet(["doctor"], env)
     assert code == 0, out + err

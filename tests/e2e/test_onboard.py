@@ -12,7 +12,7 @@ import yaml
 
 from bot.config.env_file import read_env_file
 from tests.e2e.test_console_pipe import clean_env, run_valet
-from tests.fakes.fake_openai import FakeOpenAI, Reply
+from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import DEFAULT_NUMBER, FakeTwilio
 from tests.servers import free_port
@@ -23,7 +23,9 @@ OWNER_PHONE = "+12125550123"
 
 @pytest.fixture
 async def fakes(fake_llm: FakeOpenAI):
-    fake_llm.responder = lambda body: Reply(content="ready")
+    # A model that calls tools: the probe offering one gets a call (bot.llm.probe).
+    fake_llm.responder = lambda body: Reply(tool_calls=[ToolCall("multiply", {"a": 6, "b": 7})]) \
+        if body.get("tools") else Reply(content="ready")
     async with FakeTelegram() as tg, FakeTwilio() as twilio:
         yield fake_llm, tg, twilio
 

@@ -109,7 +109,7 @@ async def test_redis_unreachable_stops_chat_and_doctor_says_so(tmp_path, fake_ll
     assert line.startswith("valet: cannot reach Redis at redis://***@127.0.0.1")
     assert fake_llm.calls == 0
 
-    fake_llm.script(Reply(content="ready"))
+    fake_llm.responder = lambda body: Reply(content="ready")
     code, out, err = await run_valet(["doctor"], env)
     assert code == 1, out + err
     assert "FAIL  cannot reach Redis at redis://***@127.0.0.1" in out
@@ -118,7 +118,7 @@ async def test_redis_unreachable_stops_chat_and_doctor_says_so(tmp_path, fake_ll
 
 
 async def test_doctor_checks_a_redis_that_is_there(tmp_path, fake_llm, redis_url):
-    fake_llm.script(Reply(content="ready"))
+    fake_llm.responder = lambda body: Reply(content="ready")
     code, out, err = await run_valet(["doctor"], llm_env(tmp_path, fake_llm,
                                                          VALET_REDIS_URL=redis_url))
     assert code == 0, out + err
@@ -136,7 +136,8 @@ async def test_doctor_names_a_model_the_server_does_not_offer(tmp_path, fake_llm
 
 
 async def test_credentials_in_the_llm_url_never_reach_the_screen_or_the_log(tmp_path, fake_llm):
-    fake_llm.script(Reply(content="Hello."), Reply(content="ready"))
+    fake_llm.script(Reply(content="Hello."))
+    fake_llm.responder = lambda body: Reply(content="ready")  # doctor's requests
     url = fake_llm.base_url.replace("http://", f"http://valet:{SECRET}@")
     env = llm_env(tmp_path, fake_llm, VALET_LOG_LEVEL="DEBUG", VALET_LLM_API_KEY="sk-KEY-42")
     env["VALET_LLM_BASE_URL"] = url

@@ -33,6 +33,9 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.dialects import REFUSALS, Wire, render
+from tests.openai_schema import problems
+
 __all__ = ["ContextOverflow", "Fail", "FakeOpenAI", "Hang", "Raw", "Reply", "ToolCall"]
 
 
@@ -57,7 +60,11 @@ class Reply:
     usage: tuple[int, int] | tuple[int, int, int] | None = None
     delay: float = 0.0
     finish_reason: str | None = None  # auto: "tool_calls" if tool_calls else "stop"
-    reasoning: str | None = None  # sent as `reasoning_content` (a reasoning model's thinking)
+    reasoning: str | None = None  # the model's thinking: where it goes is FakeOpenAI.thinking
+    # A recorded answer: the assistant message exactly as a server sent it (content,
+    # tool_calls, reasoning fields); the fields above it then only give usage and delay.
+    message: dict[str, Any] | None = None
+    chunk_size: int | None = None  # streamed content in pieces this long (None: by word)
 
 
 @dataclass
@@ -175,6 +182,18 @@ class FakeOpenAI:
         self.vector_for: Callable[[str], list[float]] = bag_of_words
         self.embedding_requests: list[dict[str, Any]] = []
         self.embeddings_down: int | None = None  # an HTTP status (503...) while set
+        # The server's dialect (tests/fakes/dialects.py): how it writes tool calls and the
+        # model's thinking; a refusal of tools ("ollama", "vllm", "llama.cpp"); extra fields
+        # of its /v1/models entry (a context length: vLLM's max_model_len, llama.cpp's meta).
+        self.dialect = "openai"
+        self.thinking = "field"
+        self.chunk_size: int | None = None
+        self.refuse_tools: str | None = None
+        self.model_card: dict[str, Any] = {}
+        # As strict as OpenAI about a request's messages (tests/openai_schema.py): a call
+        # without its result, a result without its call, arguments that are not a string.
+        self.strict = False
+        self.refused: list[str] = []  # what strictness refused, for the test to show
 
     # -- public API -------------------------------------------------------
     @property
@@ -223,7 +242,8 @@ class FakeOpenAI:
                 await asyncio.wait_for(self._closing.wait(), seconds)
 
     async def _models(self, _: web.Request) -> web.Response:
-        model = {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}
+        model = {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake",
+                 **self.model_card}
         return web.json_response({"object": "list", "data": [model]})
 
     async def _transcribe(self, request: web.Request) -> web.Response:
@@ -267,6 +287,13 @@ class FakeOpenAI:
         except ValueError as err:
             self.images.append([])
             return _error(400, str(err), type_="invalid_request_error")
+        if self.strict and (found := problems(body.get("messages"))):
+            self.refused.append(found[0])
+            return _error(400, f"Invalid request: {found[0]}", type_="invalid_request_error",
+                          param="messages")
+        if self.refuse_tools and body.get("tools"):
+            status, error = REFUSALS[self.refuse_tools]
+            return web.json_response(error, status=status)
         item: Item | None = None
         if self._script:
             item = self._script.popleft()
@@ -307,16 +334,21 @@ class FakeOpenAI:
         msgs = body.get("messages") or []
         return sum(_text_len(m.get("content")) for m in msgs if isinstance(m, dict)) // 4
 
-    def _tool_calls(self, reply: Reply) -> list[dict[str, Any]]:
-        return [
-            {"id": tc.id or f"call_{next(self._ids)}", "type": "function",
-             "function": {"name": tc.name, "arguments": tc.arguments_json}}
-            for tc in reply.tool_calls
-        ]  # fmt: skip
+    def _wire(self, reply: Reply) -> Wire:
+        """The answer as this server writes it: a recorded message as it is, else the
+        scripted one in the server's dialect."""
+        if reply.message is not None:
+            m = reply.message
+            return Wire(m.get("content"), list(m.get("tool_calls") or []),
+                        m.get("reasoning_content") or m.get("reasoning"))
+        calls = [(tc.id or f"call_{next(self._ids)}", tc.name, tc.arguments)
+                 for tc in reply.tool_calls]
+        return render(reply.content, calls, reply.reasoning, dialect=self.dialect,
+                      thinking=self.thinking)
 
-    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    def _usage(self, body: dict[str, Any], reply: Reply, wire: Wire) -> dict[str, Any]:
         p, c, *cached = reply.usage or (self._prompt_tokens(body),
-                                        len(reply.content or "") // 4 + 1)
+                                        len(wire.content or "") // 4 + 1)
         usage: dict[str, Any] = {"prompt_tokens": p, "completion_tokens": c,
                                  "total_tokens": p + c}
         if cached:
@@ -324,22 +356,27 @@ class FakeOpenAI:
         return usage
 
     @staticmethod
-    def _finish(reply: Reply) -> str:
-        return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    def _finish(reply: Reply, wire: Wire) -> str:
+        return reply.finish_reason or wire.finish_reason
 
     def _completion(self, body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
-        if reply.reasoning:
-            message["reasoning_content"] = reply.reasoning
-        if reply.tool_calls:
-            message["tool_calls"] = self._tool_calls(reply)
+        wire = self._wire(reply)
+        message: dict[str, Any] = {"role": "assistant", "content": wire.content, "refusal": None}
+        if reply.message is not None:
+            message = {"role": "assistant", **reply.message}
+        else:
+            if wire.reasoning:
+                message["reasoning_content"] = wire.reasoning
+            if wire.tool_calls:
+                message["tool_calls"] = wire.tool_calls
         return {
             "id": f"chatcmpl-fake{n}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or "fake-model",
-            "choices": [{"index": 0, "message": message, "finish_reason": self._finish(reply)}],
-            "usage": self._usage(body, reply),
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": self._finish(reply, wire)}],
+            "usage": self._usage(body, reply, wire),
         }
 
     async def _stream(
@@ -355,24 +392,30 @@ class FakeOpenAI:
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
             return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
+        wire = self._wire(reply)
         chunks = [chunk({"role": "assistant", "content": ""})]
-        if reply.reasoning:
-            chunks.append(chunk({"reasoning_content": reply.reasoning}))
-        if reply.content:
-            chunks += [chunk({"content": w}) for w in re.split(r"(?<=\s)(?=\S)", reply.content)]
-        for i, tc in enumerate(self._tool_calls(reply)):
+        if wire.reasoning:
+            chunks.append(chunk({"reasoning_content": wire.reasoning}))
+        if wire.content:
+            chunks += [chunk({"content": piece})
+                       for piece in _pieces(wire.content, reply.chunk_size or self.chunk_size)]
+        for i, tc in enumerate(wire.tool_calls):
             fn, args = tc["function"], tc["function"]["arguments"]
-            head = {"index": i, "id": tc["id"], "type": "function",
+            head = {"index": i, "id": tc.get("id"), "type": "function",
                     "function": {"name": fn["name"], "arguments": ""}}  # fmt: skip
             chunks.append(chunk({"tool_calls": [head]}))
+            if not isinstance(args, str):  # an object: sent whole, as such a server does
+                whole = {"index": i, "function": {"arguments": args}}
+                chunks.append(chunk({"tool_calls": [whole]}))
+                continue
             mid = max(1, len(args) // 2)
             chunks += [
                 chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
                 for part in (args[:mid], args[mid:])
             ]
-        chunks.append(chunk({}, self._finish(reply)))
+        chunks.append(chunk({}, self._finish(reply, wire)))
         if (body.get("stream_options") or {}).get("include_usage"):
-            chunks.append({**base, "choices": [], "usage": self._usage(body, reply)})
+            chunks.append({**base, "choices": [], "usage": self._usage(body, reply, wire)})
 
         headers = {"Content-Type": "text/event-stream", "x-request-id": f"req_{n}"}
         resp = web.StreamResponse(headers=headers)
@@ -383,6 +426,13 @@ class FakeOpenAI:
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
         return resp
+
+
+def _pieces(text: str, size: int | None) -> list[str]:
+    """Streamed content: by word, or in pieces of `size` characters (a tag split in two)."""
+    if size:
+        return [text[i:i + size] for i in range(0, len(text), size)]
+    return re.split(r"(?<=\s)(?=\S)", text)
 
 
 async def _serve(port: int, text: str) -> None:

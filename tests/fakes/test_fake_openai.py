@@ -278,3 +278,82 @@ async def test_concurrent_requests(fake: FakeOpenAI, client: AsyncOpenAI) -> Non
 async def test_models_endpoint(client: AsyncOpenAI) -> None:
     models = [m async for m in client.models.list()]
     assert [(m.id, m.owned_by) for m in models] == [("fake-model", "fake")]
+
+
+# --- dialects: the fake writes calls and thinking as a server without a parser does ---------
+
+CALC = ToolCall("calculate", {"expression": "6*7"})
+
+
+@pytest.mark.parametrize(("dialect", "written"), [
+    ("hermes", '<tool_call>\n{"name": "calculate", "arguments": {"expression": "6*7"}}\n'
+               "</tool_call>"),
+    ("bare_json", '{"name": "calculate", "arguments": {"expression": "6*7"}}'),
+    ("fenced_parameters", '```json\n{"name": "calculate", "parameters": {"expression": '
+                          '"6*7"}}\n```'),
+    ("mistral", '[TOOL_CALLS] [{"name": "calculate", "arguments": {"expression": "6*7"}}]'),
+    ("mistral_v11", '[TOOL_CALLS]calculate{"expression": "6*7"}'),
+    ("python_tag", '<|python_tag|>{"name": "calculate", "parameters": {"expression": "6*7"}}'),
+    ("qwen3_coder", "<tool_call>\n<function=calculate>\n<parameter=expression>\n6*7\n"
+                    "</parameter>\n</function>\n</tool_call>"),
+])
+async def test_a_dialect_writes_the_call_into_the_content(
+        fake: FakeOpenAI, client: AsyncOpenAI, dialect: str, written: str) -> None:
+    fake.dialect = dialect
+    fake.script(Reply(tool_calls=[CALC]))
+    r = await client.chat.completions.create(model="m", messages=MSGS)
+    assert r.choices[0].message.content == written and not r.choices[0].message.tool_calls
+    assert r.choices[0].finish_reason == "stop"
+
+
+async def test_arguments_as_an_object_and_thinking_in_tags(fake: FakeOpenAI,
+                                                           client: AsyncOpenAI) -> None:
+    fake.dialect, fake.thinking = "arguments_object", "tags"
+    fake.script(Reply(content="Working.", tool_calls=[CALC], reasoning="6*7, so calculate."))
+    r = await client.chat.completions.create(model="m", messages=MSGS)
+    msg = r.choices[0].message
+    assert msg.content == "<think>\n6*7, so calculate.\n</think>\n\nWorking."
+    assert msg.tool_calls[0].function.arguments == {"expression": "6*7"}  # type: ignore[comparison-overlap,union-attr]
+    fake.thinking = "unopened"
+    fake.script(Reply(content="42.", reasoning="Easy."))
+    r = await client.chat.completions.create(model="m", messages=MSGS)
+    assert r.choices[0].message.content == "Easy.\n</think>\n\n42."
+
+
+async def test_a_recorded_message_is_streamed_in_pieces_as_sent(fake: FakeOpenAI,
+                                                               client: AsyncOpenAI) -> None:
+    fake.script(Reply(message={"content": "<think>x</think>Hi"}, chunk_size=3))
+    stream = await client.chat.completions.create(model="m", messages=MSGS, stream=True)
+    pieces = [c.choices[0].delta.content async for c in stream
+              if c.choices and c.choices[0].delta.content]
+    assert pieces == ["<th", "ink", ">x<", "/th", "ink", ">Hi"]
+
+
+@pytest.mark.parametrize(("server", "status", "words"), [
+    ("ollama", 400, "does not support tools"), ("vllm", 400, "--enable-auto-tool-choice"),
+    ("llama.cpp", 500, "tools param requires --jinja flag")])
+async def test_a_server_refuses_tools_as_it_does(fake: FakeOpenAI, client: AsyncOpenAI,
+                                                 server: str, status: int, words: str) -> None:
+    fake.refuse_tools = server
+    tools: Any = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    with pytest.raises(openai.APIStatusError) as refused:
+        await client.chat.completions.create(model="m", messages=MSGS, tools=tools)
+    assert refused.value.status_code == status and words in str(refused.value)
+    fake.script(Reply(content="fine"))
+    r = await client.chat.completions.create(model="m", messages=MSGS)  # without tools
+    assert r.choices[0].message.content == "fine"
+
+
+async def test_strict_refuses_a_call_without_its_result(fake: FakeOpenAI,
+                                                        client: AsyncOpenAI) -> None:
+    fake.strict = True
+    call: Any = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.chat.completions.create(model="m", messages=[*MSGS, call, *MSGS])
+    assert "must be followed by tool messages responding to each 'tool_call_id'" \
+        in str(refused.value)
+    fake.script(Reply(content="ok"))
+    answered: Any = {"role": "tool", "tool_call_id": "c1", "content": "done"}
+    r = await client.chat.completions.create(model="m", messages=[*MSGS, call, answered])
+    assert r.choices[0].message.content == "ok" and len(fake.refused) == 1

@@ -13,7 +13,7 @@ from tests.fakes.fake_openai import Reply
 
 
 async def doctor_lines(settings, fake_llm) -> list[str]:
-    fake_llm.script(Reply(content="ready"))
+    fake_llm.responder = lambda body: Reply(content="ready")  # every request doctor makes
     lines: list[str] = []
     await run_doctor(settings, lines.append)
     return [line for line in lines if "capability" in line]

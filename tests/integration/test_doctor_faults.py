@@ -50,7 +50,7 @@ async def _doctor(tmp_path, fake_llm, tg: FakeTelegram, twilio: FakeTwilio, *,
            "VALET_TWILIO_ACCOUNT_SID": twilio.account_sid,
            "VALET_TWILIO_AUTH_TOKEN": twilio.auth_token,
            "VALET_TWILIO_API_URL": twilio.base_url, **sms}
-    fake_llm.script(Reply(content="ready"))
+    fake_llm.responder = lambda body: Reply(content="ready")  # every request doctor makes
     lines: list[str] = []
     code = await run_doctor(load_settings(str(config), env=env), lines.append, fix=fix,
                             env=env)

@@ -41,7 +41,7 @@ def doctor(tmp_path, fake_llm):
                 "VALET_LLM_BASE_URL": fake_llm.base_url, "VALET_LLM_MODEL": "fake-model",
                 "VALET_SECRET_KEY": new_key(), "VALET_EVENTS_TOKEN": GOOD_TOKEN, **env}
         settings = load_settings(str(config), env=full)
-        fake_llm.script(Reply(content="ready"))
+        fake_llm.responder = lambda body: Reply(content="ready")  # every request doctor makes
         lines: list[str] = []
         code = await run_doctor(settings, lines.append, fix=fix, env=full)
         return code, lines

@@ -277,7 +277,7 @@ async def test_the_headers_a_reply_needs_are_read_without_marking_it_read(mailbo
 
 
 async def doctor_email_lines(app_settings, fake_llm) -> list[str]:
-    fake_llm.script(Reply(content="ready"))
+    fake_llm.responder = lambda body: Reply(content="ready")  # every request doctor makes
     lines: list[str] = []
     await run_doctor(app_settings(), lines.append)
     return [line for line in lines if "email for" in line]

@@ -112,7 +112,7 @@ async def test_doctor_asks_each_fallback_model_once(app_settings, fake_llm, back
     llm = settings.llm.model_copy(update={"fallback_models": [
         FallbackModelSettings(model="backup-model", base_url=backup.base_url),
         FallbackModelSettings(model="gone-model", base_url=backup.base_url)]})
-    fake_llm.script(Reply(content="ready"))
+    fake_llm.responder = lambda body: Reply(content="ready")  # every request doctor makes
     backup.script(Reply(content="ready"), Fail(404))
     lines: list[str] = []
     await run_doctor(settings.model_copy(update={"llm": llm}), lines.append)

@@ -17,6 +17,7 @@ import openai
 
 from bot.cli.onboard.ask import OnboardStop, Question, Questions, SkipStep
 from bot.cli.onboard.draft import Draft
+from bot.cli.onboard.endpoint_step import describe_endpoint
 from bot.config import OwnerSettings, Settings
 from bot.config.sections import plain_http_problem
 from bot.llm.openai_client import OpenAILLM
@@ -114,6 +115,9 @@ async def llm_step(c: Context) -> None:
     c.draft.config[("llm", "base_url")] = None if base_url == OPENAI_URL else base_url
     c.draft.config[("llm", "model")] = model
     c.draft.env["VALET_LLM_API_KEY"] = key or None
+    await describe_endpoint(c.q, c.draft, OpenAILLM(
+        base_url=None if base_url == OPENAI_URL else base_url, api_key=key or "not-needed",
+        model=model, timeout=60.0), c.settings.loop_config().context_token_limit)
 
 
 async def _try_model(base_url: str, key: str, model: str) -> str | None:

@@ -1,0 +1,31 @@
+"""The LLM step's last part: one probe of the endpoint (bot.llm.probe), what it does said in
+the wizard's words, and what Valet should then be set to: no tools for a model that does not
+call them, no streaming where it fails, the context the server reports."""
+
+from __future__ import annotations
+
+from bot.cli.endpoint import probe_lines, runs_without_tools
+from bot.cli.onboard.ask import Questions
+from bot.cli.onboard.draft import Draft
+from bot.llm.openai_client import OpenAILLM
+
+
+async def describe_endpoint(q: Questions, draft: Draft, llm: OpenAILLM,
+                            context_limit: int) -> None:
+    try:
+        profile, lines = await probe_lines(llm, context_limit)
+    finally:
+        await llm.close()
+    for line in lines:
+        q.say(f"   {'ok: ' if line.kind == 'ok' else 'note: '}{line.text}")
+    if profile is None:
+        return
+    if runs_without_tools(profile):
+        draft.config[("loop", "mode")] = "simple"
+        q.say("   Valet will run without tools (loop.mode: simple)")
+    if not profile.streaming:
+        draft.config[("loop", "stream")] = False
+    if profile.context_length is not None and profile.context_length < context_limit:
+        draft.config[("loop", "context_token_limit")] = profile.context_length
+        q.say(f"   loop.context_token_limit set to {profile.context_length}, as the server "
+              "reports")

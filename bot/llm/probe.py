@@ -1,0 +1,97 @@
+"""What an endpoint does, found with one tiny request (`valet doctor`, `valet onboard`): a
+streamed question offering one harmless tool (it is never run), read by the port like any
+answer. From its quirks: whether the model calls tools natively, writes them as text, or does
+not call them at all (or the server refuses tools); whether it thinks aloud and how; whether
+streaming works; and the context length the server reports for the model, if it does."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from bot.llm.dialects import TEXT_CALLS, Quirk
+from bot.llm.openai_client import OpenAILLM
+from bot.llm.port import LLMError, LLMResponse, short_error
+
+log = logging.getLogger(__name__)
+
+PROBE_TOOL: dict[str, Any] = {"type": "function", "function": {
+    "name": "multiply", "description": "Multiply two whole numbers and return the product.",
+    "parameters": {"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
+PROBE_MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "You answer by calling the multiply tool."},
+    {"role": "user", "content": "What is 6 times 7? Call the multiply tool to work it out."}]
+
+NATIVE, TEXT, NONE, REFUSED = "native", "text", "none", "refused"
+THINKING = (Quirk.THINK_UNOPENED, Quirk.THINK_BLOCKS, Quirk.REASONING_FIELD)
+
+
+@dataclass(frozen=True)
+class EndpointProfile:
+    tools: str  # NATIVE, TEXT (in `text_form`), NONE (answered without a call), REFUSED
+    text_form: str | None = None  # the Quirk of the text form
+    thinking: str | None = None  # the Quirk of how it thinks aloud, if it does
+    streaming: bool = True
+    stream_error: str | None = None  # why streaming failed (the probe then asked whole)
+    context_length: int | None = None
+    context_source: str | None = None  # the field that said it
+    quirks: tuple[str, ...] = ()
+
+
+async def probe_endpoint(llm: OpenAILLM) -> EndpointProfile:
+    """One streamed request (and, only if streaming fails, the same one whole). LLMError
+    when the endpoint answers neither way."""
+    streaming, stream_error = True, None
+    try:
+        response = await llm.complete(PROBE_MESSAGES, [PROBE_TOOL], on_text=_ignore)
+    except LLMError as err:
+        streaming, stream_error = False, f"{type(err).__name__}: {short_error(err)}"
+        response = await llm.complete(PROBE_MESSAGES, [PROBE_TOOL])
+    length, source = await context_length(llm)
+    return EndpointProfile(
+        tools=_tools(response), text_form=next((q for q in response.quirks
+                                                if q in TEXT_CALLS), None),
+        thinking=next((q for q in THINKING if q in response.quirks), None),
+        streaming=streaming, stream_error=stream_error, context_length=length,
+        context_source=source, quirks=response.quirks)
+
+
+async def _ignore(chunk: str) -> None:
+    return None
+
+
+def _tools(response: LLMResponse) -> str:
+    if Quirk.TOOLS_REFUSED in response.quirks:
+        return REFUSED
+    if not response.tool_calls:
+        return NONE
+    return TEXT if any(q in TEXT_CALLS for q in response.quirks) else NATIVE
+
+
+# Where servers put a model's context length in their /v1/models entry: vLLM
+# (max_model_len), llama.cpp (meta.n_ctx, the loaded size, before meta.n_ctx_train), LM Studio
+# (loaded_context_length, max_context_length), OpenRouter and others (context_length).
+_FIELDS = ("max_model_len", "meta.n_ctx", "loaded_context_length", "context_length",
+           "max_context_length", "context_window", "meta.n_ctx_train")
+
+
+async def context_length(llm: OpenAILLM) -> tuple[int | None, str | None]:
+    """The context length the server reports for the model, and the field that said it;
+    (None, None) when it says nothing (OpenAI does not)."""
+    try:
+        entries = await llm.model_entries()
+    except LLMError as err:
+        log.debug("no model list: %s", err)
+        return None, None
+    entry = next((e for e in entries if e.get("id") == llm.model), None)
+    if entry is None and len(entries) == 1:
+        entry = entries[0]  # a server with one model answers to any name (llama.cpp)
+    for name in _FIELDS if entry else ():
+        value: Any = entry
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, name
+    return None, None
