@@ -9,6 +9,7 @@ by mistake still would not publish it.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
@@ -28,6 +29,7 @@ from bot.db import Database
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
 from bot.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
+from bot.outages import DATABASE, REDIS, about, recovered
 from channels.sms.store import SmsStore
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,7 @@ log = logging.getLogger(__name__)
 METRICS_TOKEN_ENV = "VALET_METRICS_TOKEN"
 # The first path segment of a route that a channel or a sender outside calls.
 WEBHOOK_PREFIXES = {"telegram": "telegram", "sms": "sms", "events": "events"}
+REACHABLE_SECONDS = 2.0  # a health check that waits longer says "unreachable"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -79,11 +82,14 @@ async def readings(app: Observed) -> Readings:
 async def database_reachable(app: Observed) -> bool:
     """The database answers a query now (readiness, the console's Health page)."""
     try:
-        await app.db.fetchval("SELECT 1")
-        return True
+        async with asyncio.timeout(REACHABLE_SECONDS):
+            await app.db.fetchval("SELECT 1")
     except Exception:
-        log.warning("database unreachable", exc_info=True)
+        log.warning("database unreachable", exc_info=True,
+                    extra=about(DATABASE))  # once a minute (bot.outages)
         return False
+    recovered(DATABASE)
+    return True
 
 
 async def redis_reachable(app: Observed) -> bool | None:
@@ -92,10 +98,13 @@ async def redis_reachable(app: Observed) -> bool | None:
     if client is None:
         return None
     try:
-        return bool(await client.ping())
+        async with asyncio.timeout(REACHABLE_SECONDS):
+            answered = bool(await client.ping())
     except Exception:
-        log.warning("redis unreachable", exc_info=True)
+        log.warning("redis unreachable", exc_info=True, extra=about(REDIS))  # once a minute
         return False
+    recovered(REDIS)
+    return answered
 
 
 def metrics_routes(app: Observed, token: str | None) -> list[web.RouteDef]:

@@ -311,7 +311,8 @@ class App:
     def channel_host(self) -> ChannelHost:
         """What a channel may use of Valet (never the App itself)."""
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db, lines=self.persona.lines, commands=self.commands)
+                           db=self.db, lines=self.persona.lines, commands=self.commands,
+                           health=self.outbound)
 
     def add_channel(self, sender: ChannelSender) -> None:
         """Register a channel's sender: the outbox delivers its messages through it."""

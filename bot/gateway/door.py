@@ -6,7 +6,7 @@ composition root builds one `ChannelHost` and each configured channel from it.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bot.channel import CommandMenu
 from bot.clock import Clock
@@ -14,6 +14,9 @@ from bot.db import Database
 from bot.envelopes import IncomingMessage
 from bot.gateway.identity import IdentityStore
 from persona.lines import Lines
+
+if TYPE_CHECKING:
+    from bot.spool import Spool
 
 
 class Door(Protocol):
@@ -45,6 +48,17 @@ class Door(Protocol):
         ...
 
 
+class ChannelStatus(Protocol):
+    """Where a channel says that it cannot be used at all (its API out of reach at start, its
+    credentials refused) and when it can again (bot.gateway.outbound.Outbound): `/readyz`
+    names it, notifications go around it, and the owner is told once on another channel
+    (`tell`: a process that receives; a worker only marks it)."""
+
+    async def channel_down(self, channel: str, reason: str, *, tell: bool = True) -> None: ...
+
+    def channel_up(self, channel: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class ChannelHost:
     door: Door
@@ -53,3 +67,7 @@ class ChannelHost:
     db: Database  # for the channel's own store (its own tables and migrations)
     lines: Lines  # the persona's: a channel says its own group (SmsLines, TelegramLines...)
     commands: CommandMenu  # the slash commands a channel's menu lists (Telegram's `/`)
+    # Where a receiving process keeps webhooks while the database is away (bot.spool);
+    # None: a process that receives none, or a test that needs none.
+    spool: Spool | None = None
+    health: ChannelStatus | None = None  # None: nobody to tell (tests)
