@@ -69,7 +69,28 @@ def _direct(err: BaseException) -> str | None:
     if redis_errors is not None and isinstance(
             err, redis_errors.ConnectionError | redis_errors.TimeoutError):
         return REDIS
+    asyncpg = sys.modules.get("asyncpg")  # the driver's own (its pool's log lines)
+    if asyncpg is not None and isinstance(
+            err, asyncpg.PostgresConnectionError | asyncpg.exceptions.OperatorInterventionError):
+        return DATABASE
     return None
+
+
+# Libraries that log their own connection trouble: an OSError in their lines is their server's.
+_LIBRARY_OF = {"asyncpg": DATABASE, "redis": REDIS}
+
+
+def _of_record(record: logging.LogRecord) -> str | None:
+    about_it = getattr(record, _ABOUT, None)
+    if isinstance(about_it, str):
+        return about_it
+    if not record.exc_info:
+        return None
+    err = record.exc_info[1]
+    found = dependency_of(err)
+    if found is None and isinstance(err, OSError):
+        found = _LIBRARY_OF.get(record.name.split(".", 1)[0])
+    return found
 
 
 @dataclass
@@ -88,9 +109,8 @@ class OutageState:
         self._lock = threading.Lock()  # handlers may be called from other threads
 
     def decide(self, record: logging.LogRecord) -> bool:
-        dependency = getattr(record, _ABOUT, None) or \
-            (dependency_of(record.exc_info[1]) if record.exc_info else None)
-        if not isinstance(dependency, str) or record.levelno < logging.INFO:
+        dependency = _of_record(record)
+        if dependency is None or record.levelno < logging.INFO:
             return True
         now = self.clock()
         with self._lock:

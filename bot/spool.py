@@ -190,7 +190,7 @@ class Spool:
         except Exception as err:
             dependency = dependency_of(err)
             if dependency is not None:  # said once a minute (bot.outages)
-                log.warning("spool: %s waits: %s", entry.kind, err)
+                log.warning("spool: %s waits: %s", entry.kind, err, extra=about(dependency))
                 return _Moved.DATABASE_DOWN if dependency == DATABASE else _Moved.LATER
             failures = self._failures[path.name] = self._failures.get(path.name, 0) + 1
             log.warning("spool: %s %s not stored (try %d): %s: %s", entry.kind, path.name,

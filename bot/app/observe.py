@@ -20,6 +20,7 @@ from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
+from redis.exceptions import ConnectionError
 
 from bot import logs
 from bot.approvals.store import ApprovalStore
@@ -99,7 +100,10 @@ async def redis_reachable(app: Observed) -> bool | None:
         return None
     try:
         async with asyncio.timeout(REACHABLE_SECONDS):
-            answered = bool(await client.ping())
+            try:
+                answered = bool(await client.ping())
+            except ConnectionError:  # (redis's) a pooled connection from before a restart
+                answered = bool(await client.ping())
     except Exception:
         log.warning("redis unreachable", exc_info=True, extra=about(REDIS))  # once a minute
         return False
