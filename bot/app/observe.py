@@ -20,7 +20,7 @@ from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from redis.exceptions import ConnectionError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bot import logs
 from bot.approvals.store import ApprovalStore
@@ -102,7 +102,7 @@ async def redis_reachable(app: Observed) -> bool | None:
         async with asyncio.timeout(REACHABLE_SECONDS):
             try:
                 answered = bool(await client.ping())
-            except ConnectionError:  # (redis's) a pooled connection from before a restart
+            except RedisConnectionError:  # a pooled connection from before a restart
                 answered = bool(await client.ping())
     except Exception:
         log.warning("redis unreachable", exc_info=True, extra=about(REDIS))  # once a minute

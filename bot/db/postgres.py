@@ -74,41 +74,50 @@ def unavailable(err: BaseException) -> DatabaseUnavailable:
                                + (f": {reason}" if reason else ""))
 
 
-async def _reached(call: Awaitable[T]) -> T:
-    try:
-        return await call
-    except Exception as err:
-        if lost_connection(err):
-            raise unavailable(err) from err
-        raise
-
-
 class _Queries:
     """The four query methods over a transaction's connection, or over the pool (which has
     the same methods: each statement then borrows a connection for itself)."""
 
-    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool) -> None:
+    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool,
+                 pool: asyncpg.Pool | None = None) -> None:
         self._conn = conn
+        self._pool = pool
 
     async def execute(self, sql: str, *args: Any) -> int:
-        return rowcount(await _reached(self._conn.execute(sql, *_check(args))))
+        return rowcount(await self._reached(self._conn.execute(sql, *_check(args))))
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        return [dict(r) for r in await _reached(self._conn.fetch(sql, *_check(args)))]
+        return [dict(r) for r in await self._reached(self._conn.fetch(sql, *_check(args)))]
 
     async def fetchrow(self, sql: str, *args: Any) -> Row | None:
-        record = await _reached(self._conn.fetchrow(sql, *_check(args)))
+        record = await self._reached(self._conn.fetchrow(sql, *_check(args)))
         return dict(record) if record is not None else None
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await _reached(self._conn.fetchval(sql, *_check(args)))
+        return await self._reached(self._conn.fetchval(sql, *_check(args)))
+
+    async def _reached(self, call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except Exception as err:
+            if not lost_connection(err):
+                raise
+            await self.lost()
+            raise unavailable(err) from err
+
+    async def lost(self) -> None:
+        """A connection turned out dead (the server restarted): every connection the pool
+        holds is from before, so each is replaced at its next use, rather than each failing
+        one statement first."""
+        if self._pool is not None:
+            await self._pool.expire_connections()
 
 
 class PostgresDatabase(_Queries):
     dialect = "postgres"
 
     def __init__(self, pool: asyncpg.Pool, size: int = DEFAULT_POOL_SIZE) -> None:
-        super().__init__(pool)
+        super().__init__(pool, pool)
         self._pool = pool
         self.pool_size = size
 
@@ -140,12 +149,13 @@ class PostgresDatabase(_Queries):
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 try:
-                    yield _Queries(conn)
+                    yield _Queries(conn, self._pool)
                 except BaseException as err:
                     raised = err
                     raise
         except Exception as err:
             if err is not raised and lost_connection(err):
+                await self.lost()
                 raise unavailable(err) from err
             raise
 

@@ -234,7 +234,7 @@ async def test_texts_sent_while_postgres_is_down_are_each_answered_once_after_it
             await until(lambda i=i, expected=expected:
                         d.twilio.bodies_to(phone_of(i))[1 if i == 0 else 0:] == expected,
                         f"p{i}'s answers, each once, in order",
-                        seen=lambda: d.inboxes(i))
+                        seen=lambda i=i: d.inboxes(i))
         await until(lambda: d.tg.texts(CHAT) == ["re: hello while the database is away"],
                     "the Telegram message kept by Telegram")
         await asyncio.sleep(3.0)  # a second answer to anything would show by now
