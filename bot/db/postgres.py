@@ -81,7 +81,7 @@ class _Queries:
     def __init__(self, conn: asyncpg.Connection | asyncpg.Pool,
                  pool: asyncpg.Pool | None = None) -> None:
         self._conn = conn
-        self._pool = pool
+        self._pool_of = pool  # whose connections are replaced when one turns out dead
 
     async def execute(self, sql: str, *args: Any) -> int:
         return rowcount(await self._reached(self._conn.execute(sql, *_check(args))))
@@ -109,8 +109,8 @@ class _Queries:
         """A connection turned out dead (the server restarted): every connection the pool
         holds is from before, so each is replaced at its next use, rather than each failing
         one statement first."""
-        if self._pool is not None:
-            await self._pool.expire_connections()
+        if self._pool_of is not None:
+            await self._pool_of.expire_connections()
 
 
 class PostgresDatabase(_Queries):
