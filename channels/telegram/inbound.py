@@ -1,14 +1,20 @@
 """Telegram updates as the gateway's `IncomingMessage`s.
 
-`classify` is pure: it says what an update is (text, a button press, a voice note, a photo,
-something Valet cannot read, or nothing for Valet). `InboundHandler` does what that needs,
-and nothing slow: media Valet cannot read get one short sentence (queued through the
-gateway's outbox once per update, like every reply), and everything else goes through the
-door (the gateway), which stores it (duplicates stop on the update id) and applies the access
-policy. A voice note or a photo is stored as the file's id; its bytes are fetched (and a
-voice note transcribed) when its turn runs (bot.media), never before the update is stored.
-Media from an unknown sender go to the door as a placeholder, so a stranger gets the pairing
-reply and costs no download.
+`classify` is pure: it says what an update is (text, a button press, a voice note, an audio
+file, a photo, a file Valet cannot open with its caption, something Valet cannot read, or
+nothing for Valet). `InboundHandler` does what that needs, and nothing slow: what Valet
+cannot read gets one short sentence (queued through the gateway's outbox once per update,
+like every reply), and everything else goes through the door (the gateway), which stores it
+(duplicates stop on the update id) and applies the access policy. A voice note, an audio file
+or a photo is stored as the file's id; its bytes are fetched (and a voice note or an audio
+file transcribed) when its turn runs (bot.media), never before the update is stored. Media
+from an unknown sender go to the door as a placeholder, so a stranger gets the pairing reply
+and costs no download.
+
+What a message is comes from what it carries (`CONTENT`, Telegram's fields for what a person
+sends). A message that carries none of them is a service message (a pin, a member joining,
+the auto-delete timer, a chat background, a payment...) or an edit's shell: nothing to
+answer, and no reply. A caption is read with whatever it came with.
 """
 
 from __future__ import annotations
@@ -123,6 +129,18 @@ class Voice:
 
 
 @dataclass(frozen=True)
+class Audio:
+    """An audio file (music, a recording): not the person talking to Valet."""
+
+    origin: Origin
+    file_id: str
+    size: int
+    mime: str
+    name: str  # its title (and performer), or its file name
+    caption: str
+
+
+@dataclass(frozen=True)
 class Photo:
     origin: Origin
     file_id: str  # of the largest size under MAX_PHOTO_BYTES
@@ -131,12 +149,36 @@ class Photo:
 
 
 @dataclass(frozen=True)
+class Attached:
+    """Something Valet cannot open (a file, a video, a GIF...), with a caption to read."""
+
+    origin: Origin
+    what: str  # "a file “report.pdf”", "a video"
+    caption: str
+
+
+@dataclass(frozen=True)
 class Unreadable:
     origin: Origin
-    what: str  # "a sticker", "a file", "a location"
+    what: str  # "a sticker", "a location"
 
 
-Classified = Text | Press | Voice | Photo | Unreadable
+Classified = Text | Press | Voice | Audio | Photo | Attached | Unreadable
+
+# What a person can send, by the Message field that carries it (checked in this order: a
+# venue carries a location too, a GIF a document, a live photo a photo), and how Valet names
+# it. Everything else a message carries is about the chat (service messages) or about the
+# message (a reply, a forward, an edit): never answered on its own.
+CONTENT: tuple[tuple[str, str], ...] = (
+    ("text", "a message"), ("voice", "a voice note"), ("audio", "an audio file"),
+    ("live_photo", "a live photo"), ("photo", "a photo"), ("animation", "a GIF"),
+    ("document", "a file"), ("video", "a video"), ("video_note", "a video message"),
+    ("paid_media", "paid media"), ("sticker", "a sticker"), ("venue", "a place"),
+    ("location", "a location"), ("contact", "a contact"), ("poll", "a poll"),
+    ("dice", "a dice"), ("game", "a game"), ("story", "a story"),
+    ("checklist", "a checklist"), ("invoice", "an invoice"), ("giveaway", "a giveaway"))
+# Of those, the ones that may come with a caption Valet reads (whatever it cannot open).
+CAPTIONED = frozenset({"live_photo", "animation", "document", "video", "paid_media"})
 
 
 @dataclass(frozen=True)
@@ -157,7 +199,11 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
         return Press(origin, query.id, pressed(query.data))
     message = update.message
     if message is None or message.from_user is None:
-        return None  # edits, channel posts, joins: nothing for Valet
+        return None  # edits, channel posts, business messages: nothing for Valet
+    kind = content_of(message)
+    if kind is None:
+        log.debug("telegram update %s: a service message; no reply", update.update_id)
+        return None
     text = message.text or message.caption or ""
     if message.chat.type != "private":
         if not groups or not _addressed(message, text, me):
@@ -166,16 +212,38 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
     origin = Origin(update.update_id, message.chat.id, message.from_user.full_name,
                     message.date or now(),
                     message.from_user.id if message.chat.type != "private" else None)
-    media = message.voice or message.audio
-    if media is not None:
-        return Voice(origin, media.file_id, media.file_size or 0)
-    if message.photo:
-        best = largest_photo(message.photo)
-        return Photo(origin, best.file_id, best.file_size or 0, text)
-    if message.text is not None:
+    return _classified(message, kind, origin, text, me)
+
+
+def content_of(message: Message) -> str | None:
+    """The field of `CONTENT` this message carries ("caption" for a caption with something
+    Telegram added after this version of python-telegram-bot); None for a service message."""
+    for field, _ in CONTENT:
+        if getattr(message, field, None):
+            return field
+    return "caption" if message.caption else None
+
+
+def _classified(message: Message, kind: str, origin: Origin, text: str, me: BotIdentity
+                ) -> Classified | None:
+    if kind == "text":
         command = normalise_command(text, me.username)
         return None if command is None else Text(origin, command)
-    return Unreadable(origin, _what(message))
+    if message.voice is not None:
+        return Voice(origin, message.voice.file_id, message.voice.file_size or 0)
+    if message.audio is not None:
+        audio = message.audio
+        name = " - ".join(p for p in (audio.performer, audio.title) if p) or \
+            audio.file_name or ""
+        return Audio(origin, audio.file_id, audio.file_size or 0,
+                     audio.mime_type or "audio/mpeg", name, text)
+    if message.photo:  # (a live photo's still, too)
+        best = largest_photo(message.photo)
+        return Photo(origin, best.file_id, best.file_size or 0, text)
+    what = _what(message, kind)
+    if text.strip() and (kind in CAPTIONED or kind == "caption"):
+        return Attached(origin, what, text)
+    return Unreadable(origin, what)
 
 
 def largest_photo(sizes: tuple[PhotoSize, ...]) -> PhotoSize:
@@ -206,14 +274,13 @@ def _addressed(message: Message, text: str, me: BotIdentity) -> bool:
     return f"@{me.username}".lower() in text.lower()
 
 
-def _what(message: Message) -> str:
-    for attr, name in (("sticker", "a sticker"), ("document", "a file"),
-                       ("location", "a location"), ("video", "a video"),
-                       ("video_note", "a video message"), ("contact", "a contact"),
-                       ("animation", "a GIF"), ("poll", "a poll")):
-        if getattr(message, attr, None) is not None:
-            return name
-    return "that kind of message"
+def _what(message: Message, kind: str) -> str:
+    """How Valet names what came ("a file “report.pdf”")."""
+    what = dict(CONTENT).get(kind, "something")
+    document = message.document
+    if kind == "document" and document is not None and document.file_name:
+        return f"{what} “{document.file_name}”"
+    return what
 
 
 # --- doing what the update needs -----------------------------------------------------------
@@ -263,8 +330,16 @@ class InboundHandler:
             await self._receive(item.origin, f"({_kind(item)})")  # the access policy answers
         elif isinstance(item, Voice):
             await self._voice(item)
+        elif isinstance(item, Audio):
+            await self._audio(item)
         elif isinstance(item, Photo):
             await self._photo(item)
+        elif isinstance(item, Attached):
+            # Read with what it came with: the model knows what it could not open.
+            await self._say(item.origin, fill(self.lines.telegram_cannot_open_caption,
+                                              what=item.what))
+            await self._receive(item.origin, f"{item.caption}\n({_a(item.what)} came with "
+                                "this message; I could not open it.)")
         else:
             await self._say(item.origin, fill(self.lines.telegram_unreadable, what=item.what))
 
@@ -291,6 +366,20 @@ class InboundHandler:
         await self._receive(item.origin, "", media=(
             MediaRef("voice", item.file_id, VOICE_MIME, item.size),))
 
+    async def _audio(self, item: Audio) -> None:
+        """An audio file is not the person talking: heard (when Valet hears) as a file with
+        its caption; else said so, and its caption read."""
+        if self.settings.hears_voice:
+            await self._receive(item.origin, item.caption, media=(MediaRef(
+                "audio", item.file_id, item.mime, item.size, name=item.name),))
+        elif item.caption.strip():
+            await self._say(item.origin, self.lines.telegram_cannot_hear_audio_caption)
+            named = f"An audio file (“{item.name}”)" if item.name else "An audio file"
+            await self._receive(item.origin, f"{item.caption}\n({named} came with this "
+                                "message; I could not listen to it.)")
+        else:
+            await self._say(item.origin, self.lines.telegram_cannot_hear_audio)
+
     async def give_up(self, update_id: int, address: str | None, reason: str) -> None:
         """An update that kept failing (or could not even be read): recorded as failed, its
         sender (a chat, or a group's member) told once when Valet knows them (the gateway
@@ -316,6 +405,13 @@ class InboundHandler:
 def _kind(item: Classified) -> str:
     if isinstance(item, Voice):
         return "a voice note"
+    if isinstance(item, Audio):
+        return "an audio file"
     if isinstance(item, Photo):
         return "a photo"
-    return item.what if isinstance(item, Unreadable) else "a message"
+    return item.what if isinstance(item, Unreadable | Attached) else "a message"
+
+
+def _a(what: str) -> str:
+    """"a file “x.pdf”" -> "A file “x.pdf”" (the start of a sentence)."""
+    return what[:1].upper() + what[1:]

@@ -141,6 +141,7 @@ class TelegramService:
         self.reach_retry_seconds = REACH_RETRY_SECONDS
         self.status = "not started"  # what receiving does now, as /readyz says it
         self._receiving = False  # as far as this process can tell, updates reach Valet
+        self._poll_failing = False  # the last poll failed: not receiving until one works
         self._accepting = False
         self._poller: asyncio.Task[None] | None = None
         self._reaching: asyncio.Task[None] | None = None
@@ -343,21 +344,25 @@ class TelegramService:
             except Exception as err:
                 self._not_receiving("not polling: the poller's lease cannot be taken "
                                     f"({type(err).__name__}: {err})")
+                self._poll_failing = False  # taking the lease again says it works
                 log.warning("telegram: poller lease unavailable; trying again", exc_info=True)
                 await asyncio.sleep(self.standby_seconds)
                 continue
             if not held:
                 self._receiving, self.status = True, "standing by: another process polls"
+                self._poll_failing = False
                 if not waiting_logged:
                     log.info("telegram: another process polls this bot; standing by")
                     waiting_logged = True
                 await asyncio.sleep(self.standby_seconds)
                 continue
             waiting_logged = False
+            if not self._poll_failing:  # (a failing poll says so until one succeeds)
+                self._receiving, self.status = True, "polling"
             await self._poll_once()
 
     def _not_receiving(self, status: str) -> None:
-        self._receiving, self.status = False, status
+        self._receiving, self.status, self._poll_failing = False, status, True
 
     async def _fetch(self) -> list[dict[str, Any]]:
         """getUpdates, each update left as JSON (PTB's get_updates parses the batch as one:
@@ -384,7 +389,7 @@ class TelegramService:
             log.warning("telegram: polling failed (%s); trying again", err)
             await asyncio.sleep(2.0)
             return
-        self._receiving, self.status = True, "polling"
+        self._receiving, self.status, self._poll_failing = True, "polling", False
         by_chat: dict[int, list[Update]] = {}
         dealt_with = True
         try:
