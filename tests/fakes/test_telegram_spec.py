@@ -12,12 +12,14 @@ from tests.fakes.telegram_spec import problems_of, spec
 pytestmark = pytest.mark.skipif(spec() is None, reason="the Bot API spec is not beside the "
                                 "project (../shared/data or VALET_REFERENCE_DATA)")
 
-KEYBOARD = json.dumps({"inline_keyboard": [[{"text": "✅ Approve", "callback_data": "a:1:approve"}]]})
+KEYBOARD = json.dumps({"inline_keyboard": [[{"text": "✅ Approve",
+                                              "callback_data": "a:1:approve"}]]})
 
 
 def test_a_message_as_python_telegram_bot_sends_it_passes():
-    assert problems_of("sendMessage", {"chat_id": "42", "text": "<b>hi</b>", "parse_mode": "HTML",
-                                       "reply_markup": KEYBOARD}, {"text"}) == []
+    assert problems_of("sendMessage", {"chat_id": "42", "text": "<b>hi</b>",
+                                       "parse_mode": "HTML", "reply_markup": KEYBOARD},
+                       {"text"}) == []
     assert problems_of("setMyCommands", {
         "commands": json.dumps([{"command": "help", "description": "What I can do"}]),
         "scope": json.dumps({"type": "chat", "chat_id": 42})}) == []
