@@ -88,9 +88,10 @@ class Spool:
         """Entries of this kind wait to be moved: one that arrives now goes behind them."""
         return kind in self._pending or self._writing[kind] > 0
 
-    async def put(self, kind: str, payload: Mapping[str, Any],
-                  at: datetime | None = None) -> Path:
-        """Durable when this returns (the caller may acknowledge its webhook)."""
+    async def put(self, kind: str, payload: Mapping[str, Any], at: datetime | None = None,
+                  because: str = DATABASE) -> Path:
+        """Durable when this returns (the caller may acknowledge its webhook). `because`: what
+        could not be reached (its outage's log line of the minute says this one too)."""
         if kind not in self._replayers:
             raise ValueError(f"the spool cannot replay {kind!r}")
         at = at or datetime.now(UTC)
@@ -107,7 +108,7 @@ class Spool:
         # A line per webhook would be a line per request: this one joins the outage's line
         # of the minute (bot.outages).
         log.warning("spool: %s kept in %s until it can be stored", kind, path.name,
-                    extra=about(DATABASE))
+                    extra=about(because))
         return path
 
     # --- the mover -----------------------------------------------------------------------------
@@ -273,17 +274,18 @@ def _read(path: Path) -> Entry:
 
 async def store_or_keep(spool: Spool | None, kind: str, payload: Mapping[str, Any],
                         at: datetime, store: Callable[[], Awaitable[object]]) -> bool:
-    """A webhook made durable: `store()` (the inbox) now, or, when the database cannot be
-    reached (or entries wait before it), kept in the spool. True when kept. Any other failure
-    is the caller's (raised)."""
+    """A webhook made durable: `store()` (the inbox) now, or, when what it needs cannot be
+    reached (the database; a channel not started yet), or entries of its kind wait before it,
+    kept in the spool. True when kept. Any other failure is the caller's (raised)."""
     if spool is not None and spool.waiting(kind):
         await spool.put(kind, payload, at)
         return True
     try:
         await store()
     except Exception as err:
-        if spool is None or dependency_of(err) != DATABASE:
+        dependency = dependency_of(err)
+        if spool is None or dependency is None:
             raise
-        await spool.put(kind, payload, at)
+        await spool.put(kind, payload, at, because=dependency)
         return True
     return False
