@@ -349,11 +349,17 @@ class ThrowawayPostgres:
         _untrack(self)
 
     def pause(self) -> None:
-        """Stop the server as an outage does (connections refused), keeping its data and its
-        port: `resume()` brings it back where clients look for it."""
+        """Stop the server as an operator does (`pg_ctl stop -m fast`: clients disconnected,
+        every commit on disk; connections refused from then on), keeping its data and its
+        port: `resume()` brings it back where clients look for it. (Not `immediate`: this
+        cluster runs with synchronous_commit off, so a crash would lose commits a client was
+        told of, which a real server does not.)"""
         if self.port is None or self.tmpdir is None:
             raise RuntimeError("server is not running")
-        self._pg_ctl_stop()
+        proc = self._run([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir),
+                          "-m", "fast", "-w", "-t", "30"], timeout=45)
+        if proc.returncode != 0:
+            raise RuntimeError(f"pg_ctl stop (pause) failed:\n{proc.stdout}\n{proc.stderr}")
 
     def resume(self) -> None:
         """Start a paused server again on the same port."""

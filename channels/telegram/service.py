@@ -1,13 +1,9 @@
 """The Telegram channel as `valet serve` runs it: python-telegram-bot inside Valet's own event
 loop (never `run_polling`, which owns the loop), long polling or a webhook on Valet's server.
 
-Polling is our own small loop over getUpdates: an update is confirmed to Telegram (the next
-call's offset) only after the gateway has stored it, so a crash never loses one (PTB's
-`Updater` confirms a batch as soon as it is queued, before anything has handled it). Within a
-batch, chats are handled concurrently and one chat's updates in order; the handling itself is
-quick (the gateway stores the message; turns, downloads and transcription come later, in the
-person's queue), so one person's slow turn never delays another's button press. Only the
-holder of the bot's lease polls.
+Polling is our own small loop over getUpdates (channels.telegram.polling): an update is
+confirmed to Telegram only after the gateway has stored it. Only the holder of the bot's lease
+polls.
 
 Nothing one update does can stop the others (channels.telegram.updates: each parsed on its
 own, tried a few times, then given up and recorded). Only when the database is away does the
@@ -41,8 +37,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
-from telegram import Bot, Update
-from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
+from telegram import Bot
+from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
 
@@ -50,10 +46,10 @@ from bot.backoff import backoff_delay
 from bot.channel import MenuCommand
 from bot.config import ConfigError, Settings, TelegramSettings
 from bot.gateway.door import ChannelHost, ChannelStatus, Door
-from bot.outages import DependencyDown, about, dependency_of, recovered
+from bot.outages import DependencyDown, dependency_of
 from bot.request_body import BodyError, BodyLimits, read_json_object, refused
 from bot.spool import Spool, store_or_keep
-from channels.telegram.adapter import TelegramChannel, retry_after_seconds
+from channels.telegram.adapter import TelegramChannel
 from channels.telegram.checks import ALLOWED_UPDATES as ALLOWED_UPDATES
 from channels.telegram.checks import DEFAULT_API_URL, register_webhook, set_menu
 from channels.telegram.checks import WEBHOOK_PATH as WEBHOOK_PATH
@@ -62,7 +58,8 @@ from channels.telegram.checks import webhook_url as webhook_url
 from channels.telegram.inbound import CHANNEL, BotIdentity, InboundHandler, InboundSettings
 from channels.telegram.lease import FileLease, PollerLease, RedisLease, bot_id, lease_file
 from channels.telegram.limiter import OutboundLimiter
-from channels.telegram.updates import Updates, parse_update
+from channels.telegram.polling import Poller
+from channels.telegram.updates import Updates
 from channels.telegram.updates import UpdateTries as UpdateTries
 from persona.lines import TelegramLines
 
@@ -129,9 +126,9 @@ class TelegramService:
         self.menu = list(menu)  # the command table's commands for Telegram (bot.commands)
         self.owner_chats = list(owner_chats)  # their menu lists the owner's commands too
         self.lease = lease
-        self.poll_timeout = poll_timeout
         # How often a process that stands by looks whether the poller's lease is free.
-        self.standby_seconds = min(5.0, poll_timeout / 2)
+        self.poller = Poller(self.bot, lease, self.updates, poll_timeout=poll_timeout,
+                             standby_seconds=min(5.0, poll_timeout / 2))
         self.body_limits = body_limits or BodyLimits()
         self.health = health  # told when the Bot API cannot be reached at start, and after
         self.spool = spool
@@ -139,13 +136,11 @@ class TelegramService:
             spool.replays(UPDATE_KIND, self._replay)
         self.now = now
         self.reach_retry_seconds = REACH_RETRY_SECONDS
-        self.status = "not started"  # what receiving does now, as /readyz says it
+        self._status = "not started"  # what receiving does, until the poller says it
         self._receiving = False  # as far as this process can tell, updates reach Valet
-        self._poll_failing = False  # the last poll failed: not receiving until one works
         self._accepting = False
         self._poller: asyncio.Task[None] | None = None
         self._reaching: asyncio.Task[None] | None = None
-        self._offset: int | None = None  # the first update not yet stored
 
     @classmethod
     def build(cls, host: ChannelHost, settings: Settings, **kwargs: Any) -> TelegramService:
@@ -186,7 +181,12 @@ class TelegramService:
     def ready(self) -> bool:
         """Updates reach Valet through this process now (it polls, or stands by for the
         process that polls, or Telegram posts to its webhook)."""
-        return self._receiving
+        return self.poller.receiving if self._poller is not None else self._receiving
+
+    @property
+    def status(self) -> str:
+        """What receiving does now, as /readyz says it."""
+        return self.poller.status if self._poller is not None else self._status
 
     # --- ServedChannel ---------------------------------------------------------------------
 
@@ -216,7 +216,7 @@ class TelegramService:
         while True:
             delay = backoff_delay(attempt, base=self.reach_retry_seconds,
                                   cap=REACH_RETRY_CAP_SECONDS)
-            self.status += f"; trying again in {delay:.0f}s"
+            self._status += f"; trying again in {delay:.0f}s"
             await asyncio.sleep(delay)
             attempt += 1
             if await self._reach(receiving=receiving, attempt=attempt):
@@ -237,7 +237,7 @@ class TelegramService:
                 log.info("telegram: @%s receives updates by webhook at %s", me.username, url)
         except TelegramError as err:
             reason = unreachable_reason(err)
-            self.status = f"down: {reason}"
+            self._status = f"down: {reason}"
             if attempt == 1 and self.health is not None:
                 await self.health.channel_down(CHANNEL, reason, tell=receiving)
             elif attempt > 1:
@@ -246,12 +246,11 @@ class TelegramService:
         if self.health is not None:
             self.health.channel_up(CHANNEL)
         if not receiving:
-            self.status = "sending (a process that does not receive)"
+            self._status = "sending (a process that does not receive)"
         elif self.settings.mode == "webhook":
-            self._receiving, self.status = True, "receiving by webhook"
+            self._receiving, self._status = True, "receiving by webhook"
         else:
-            self.status = "starting the poller"
-            self._poller = asyncio.create_task(self._poll_while_leased())
+            self._poller = asyncio.create_task(self.poller.run())
             log.info("telegram: @%s receives updates by long polling", me.username)
         if attempt > 1:
             log.warning("telegram: the Bot API answers again: the channel works")
@@ -277,7 +276,7 @@ class TelegramService:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._reaching = self._poller = None
-        self._receiving, self.status = False, "stopped"
+        self._receiving, self._status = False, "stopped"
         await self.lease.release()
 
     async def close(self) -> None:
@@ -333,106 +332,6 @@ class TelegramService:
         if not await self._deal_with_now(dict(raw)):
             raise RuntimeError(f"update {raw.get('update_id')}: not even its failure could "
                                "be recorded")
-
-    # --- polling ---------------------------------------------------------------------------
-
-    async def _poll_while_leased(self) -> None:
-        waiting_logged = False
-        while True:
-            try:
-                held = await self.lease.acquire()
-            except Exception as err:
-                self._not_receiving("not polling: the poller's lease cannot be taken "
-                                    f"({type(err).__name__}: {err})")
-                self._poll_failing = False  # taking the lease again says it works
-                log.warning("telegram: poller lease unavailable; trying again", exc_info=True)
-                await asyncio.sleep(self.standby_seconds)
-                continue
-            if not held:
-                self._receiving, self.status = True, "standing by: another process polls"
-                self._poll_failing = False
-                if not waiting_logged:
-                    log.info("telegram: another process polls this bot; standing by")
-                    waiting_logged = True
-                await asyncio.sleep(self.standby_seconds)
-                continue
-            waiting_logged = False
-            if not self._poll_failing:  # (a failing poll says so until one succeeds)
-                self._receiving, self.status = True, "polling"
-            await self._poll_once()
-
-    def _not_receiving(self, status: str) -> None:
-        self._receiving, self.status, self._poll_failing = False, status, True
-
-    async def _fetch(self) -> list[dict[str, Any]]:
-        """getUpdates, each update left as JSON (PTB's get_updates parses the batch as one:
-        one update it cannot read would stop every one behind it)."""
-        result = await self.bot.do_api_request(
-            "getUpdates", api_kwargs={"offset": self._offset, "timeout": self.poll_timeout,
-                                      "allowed_updates": ALLOWED_UPDATES},
-            read_timeout=self.poll_timeout + 10.0)
-        return [u for u in result if isinstance(u, dict)] if isinstance(result, list) else []
-
-    async def _poll_once(self) -> None:
-        try:
-            raw_updates = await self._fetch()
-        except RetryAfter as err:
-            await asyncio.sleep(retry_after_seconds(err))
-            return
-        except Conflict as err:
-            self._not_receiving(f"not polling: {err.message}")
-            log.warning("telegram: %s", err.message)
-            await asyncio.sleep(5.0)
-            return
-        except TelegramError as err:
-            self._not_receiving(f"not polling: getUpdates failed ({err})")
-            log.warning("telegram: polling failed (%s); trying again", err)
-            await asyncio.sleep(2.0)
-            return
-        self._receiving, self.status, self._poll_failing = True, "polling", False
-        by_chat: dict[int, list[Update]] = {}
-        dealt_with = True
-        try:
-            for raw in raw_updates:
-                update = parse_update(raw, self.bot)
-                if update is None:
-                    dealt_with = await self.updates.unreadable(raw) and dealt_with
-                    continue
-                chat = update.effective_chat.id if update.effective_chat else 0
-                by_chat.setdefault(chat, []).append(update)
-            results = await asyncio.gather(*(self._handle_in_order(u)
-                                             for u in by_chat.values()))
-        except Exception as err:
-            dependency = dependency_of(err)
-            if dependency is None:
-                raise
-            results = [False]
-            self._not_receiving(f"not polling: the {dependency} cannot be reached (updates "
-                                "wait in Telegram)")
-        last = max((u["update_id"] for u in raw_updates if isinstance(u.get("update_id"), int)),
-                   default=None)
-        if dealt_with and all(results) and last is not None:
-            self._offset = last + 1  # confirmed only once stored (or given up, recorded)
-            recovered("database")
-        elif raw_updates:
-            # Not even a failure could be recorded (the database is away): the batch comes
-            # again (what was stored is a duplicate then).
-            await asyncio.sleep(1.0)
-
-    async def _handle_in_order(self, updates: list[Update]) -> bool:
-        for update in updates:
-            try:
-                if not await self.updates.deal_with(update):
-                    return False
-            except Exception as err:
-                dependency = dependency_of(err)
-                if dependency is None:
-                    raise
-                log.warning("telegram update %s waits in Telegram: %s", update.update_id,
-                            err, extra=about(dependency))
-                return False
-        return True
-
 
 def unreachable_reason(err: TelegramError) -> str:
     """Why the Bot API cannot be used, in one line that never holds the token (PTB's own
