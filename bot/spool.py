@@ -14,7 +14,7 @@ written here instead, and answered as if stored:
                         removed once that returns. A crash between the two replays it again:
                         the inbox's dedupe by the channel's own id (a MessageSid, an update id,
                         an event id) makes that a duplicate, so each reaches the inbox once.
-                        Still unreachable: the mover waits (1 s, growing to 10 s) and tries the
+                        Still unreachable: the mover waits (1 s, growing to 5 s) and tries the
                         same entry again. Any other failure is tried `tries` times, then the
                         entry is kept aside in `failed/` with an ERROR line (never dropped).
     waiting(kind)       entries of that kind wait: a new webhook of the kind goes behind them,
@@ -62,7 +62,7 @@ class Entry:
 
 class Spool:
     def __init__(self, directory: Path, *, tries: int = 3, retry_seconds: float = 1.0,
-                 max_wait_seconds: float = 10.0) -> None:
+                 max_wait_seconds: float = 5.0) -> None:
         self.directory = directory
         self.tries = tries
         self.retry_seconds = retry_seconds
