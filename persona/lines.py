@@ -387,6 +387,11 @@ class TelegramLines(LineGroup):
     telegram_cannot_see: str = ("Sorry, I can't look at photos yet: could you tell me in words "
                                 "what it shows?")
     telegram_cannot_see_caption: str = "I can't look at photos yet, so I've only read your caption."
+    telegram_cannot_hear_audio: str = ("Sorry, I can't listen to audio files yet: could you tell "
+                                       "me in words what you need?")
+    telegram_cannot_hear_audio_caption: str = ("I can't listen to audio files yet, so I've only "
+                                               "read your caption.")
+    telegram_cannot_open_caption: str = "I can't open {what} yet, so I've only read your caption."
     telegram_unreadable: str = "I can't read {what} yet: please write to me."
     telegram_invalid_button: str = "This button is no longer valid."
     telegram_button_approve: str = "✅ Approve"

@@ -348,6 +348,43 @@ class ThrowawayPostgres:
         self.tmpdir = None
         _untrack(self)
 
+    def pause(self) -> None:
+        """Stop the server as an operator does (`pg_ctl stop -m fast`: clients disconnected,
+        every commit on disk; connections refused from then on), keeping its data and its
+        port: `resume()` brings it back where clients look for it. (Not `immediate`: this
+        cluster runs with synchronous_commit off, so a crash would lose commits a client was
+        told of, which a real server does not.)"""
+        if self.port is None or self.tmpdir is None:
+            raise RuntimeError("server is not running")
+        proc = self._run([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir),
+                          "-m", "fast", "-w", "-t", "30"], timeout=45)
+        if proc.returncode != 0:
+            raise RuntimeError(f"pg_ctl stop (pause) failed:\n{proc.stdout}\n{proc.stderr}")
+
+    def resume(self) -> None:
+        """Start a paused server again on the same port."""
+        if self.port is None or self.tmpdir is None:
+            raise RuntimeError("server was never started")
+        proc = self._run(
+            [
+                str(self.bindir / "pg_ctl"),
+                "start",
+                "-D",
+                str(self.datadir),
+                "-w",
+                "-t",
+                str(self.start_timeout),
+                "-l",
+                str(self.logfile),
+                "-o",
+                f"-p {self.port}",
+            ],
+            timeout=self.start_timeout + 15,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"pg_ctl start (resume) failed:\n{proc.stdout}\n{proc.stderr}\n"
+                               f"--- postgres.log ---\n{_tail(self.logfile)}")
+
     def execute(self, sql: str, dbname: str = "postgres") -> None:
         """Run a utility statement (e.g. CREATE DATABASE) outside a transaction."""
         if self._psql:
@@ -674,6 +711,20 @@ class ThrowawayRedis:
         if self.port is None:
             raise RuntimeError("server is not running")
         return _redis_command(self.port, *args)
+
+    def pause(self) -> None:
+        """Stop the server as an outage does (connections refused), keeping its port:
+        `resume()` starts it again there, empty (persistence is off)."""
+        if self.port is None:
+            raise RuntimeError("server is not running")
+        self._terminate()
+
+    def resume(self) -> None:
+        """Start a paused server again on the same port."""
+        if self.port is None or self.tmpdir is None:
+            raise RuntimeError("server was never started")
+        if not self._try_start(self.port):
+            raise RuntimeError(f"redis-server did not start again:\n{_tail(self.logfile)}")
 
     def flushall(self) -> None:
         reply = self.command("FLUSHALL")

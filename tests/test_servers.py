@@ -83,3 +83,46 @@ async def test_redis_set_get_and_clean_between_tests(redis_url: str, value: str)
         assert await client.get("greeting") == value
     finally:
         await client.aclose()
+
+
+def test_a_paused_postgres_refuses_connections_and_resumes_on_its_port() -> None:
+    import asyncio
+    import socket
+
+    server = ThrowawayPostgres().start()
+    try:
+        dsn = server.create_database("paused")
+        port = server.port
+        server.pause()
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+        server.resume()
+        assert server.port == port
+
+        async def select() -> int:
+            conn = await asyncpg.connect(dsn)
+            try:
+                return int(await conn.fetchval("SELECT 1"))
+            finally:
+                await conn.close()
+
+        assert asyncio.run(select()) == 1
+    finally:
+        server.stop()
+
+
+def test_a_paused_redis_refuses_connections_and_resumes_on_its_port() -> None:
+    import socket
+
+    from tests.servers import ThrowawayRedis
+
+    server = ThrowawayRedis().start()
+    try:
+        port = server.port
+        server.pause()
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+        server.resume()
+        assert server.port == port and server.command("PING").startswith(b"+PONG")
+    finally:
+        server.stop()

@@ -55,13 +55,15 @@ class StoredEventBus:
 
     async def publish(self, event: Event) -> bool:
         """Store the event (durable when this returns); False when its id was stored
-        before (nothing new: it runs once)."""
+        before (nothing new: it runs once). It was received at `event.at` when given (an
+        event kept in the spool while the database was away), else now."""
         now = self.clock.now()
+        received = min(event.at, now) if event.at is not None else now
         seq = await self.db.fetchval(
             "INSERT INTO events (id, source, type, data, status, received_at, next_attempt_at)"
             " VALUES ($1, $2, $3, $4, 'received', $5, $5) ON CONFLICT (id) DO NOTHING"
             " RETURNING seq", event.id, event.source, event.type,
-            json.dumps(dict(event.data), default=str), now)
+            json.dumps(dict(event.data), default=str), received)
         self._wake.set()
         if seq is not None and self.signals is not None:
             await self.signals.say("event")

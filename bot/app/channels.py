@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from aiohttp import web
@@ -15,6 +16,7 @@ from bot.gateway.door import ChannelHost
 from persona import Persona
 
 if TYPE_CHECKING:  # imported when SMS is configured: a deployment without it never loads it
+    from bot.plumbing.spool import Spool
     from channels.sms.channel import SmsChannel
 
 
@@ -22,7 +24,16 @@ class ServedChannel(Protocol):
     """What a channel gives `valet serve`: its HTTP routes (webhooks) and its lifecycle."""
 
     name: str
-    ready: bool  # started and receiving
+
+    @property
+    def ready(self) -> bool:
+        """Receiving works now, as far as this process can tell."""
+        ...
+
+    @property
+    def status(self) -> str:
+        """What receiving does now, in a few words (/readyz says it when not ready)."""
+        ...
 
     def routes(self) -> list[web.RouteDef]: ...
 
@@ -59,28 +70,31 @@ class Hosts(Protocol):
 
 
 async def configured_channels(settings: Settings, app: Hosts,
-                              env: Mapping[str, str] | None = None) -> list[ServedChannel]:
+                              env: Mapping[str, str] | None = None, *,
+                              spool: Spool | None = None) -> list[ServedChannel]:
     """Every channel whose settings turn it on: Telegram with VALET_TELEGRAM_TOKEN, SMS with
     VALET_TWILIO_ACCOUNT_SID (the rest of its settings are then required). Each one's sender
-    is registered with the outbox."""
+    is registered with the outbox. `spool`: where a receiving process keeps webhooks while
+    the database is away (bot.plumbing.spool)."""
     env = os.environ if env is None else env
     channels: list[ServedChannel] = []
     if settings.telegram.token:
         from channels.telegram.service import TelegramService
 
-        telegram = TelegramService.build(app.channel_host(), settings)
+        telegram = TelegramService.build(replace(app.channel_host(), spool=spool), settings)
         app.add_channel(telegram.channel)
         channels.append(telegram)
     if env.get("VALET_TWILIO_ACCOUNT_SID"):
-        channels.append(sms_channel(app, env))
+        channels.append(sms_channel(app, env, spool=spool))
     return channels
 
 
-def sms_channel(app: Hosts, env: Mapping[str, str] | None = None) -> SmsChannel:
+def sms_channel(app: Hosts, env: Mapping[str, str] | None = None, *,
+                spool: Spool | None = None) -> SmsChannel:
     """The SMS channel on the app's door, its sender registered with the outbox."""
     from channels.sms.channel import build_sms_channel
 
-    channel = build_sms_channel(app.channel_host(), app.settings, env,
+    channel = build_sms_channel(replace(app.channel_host(), spool=spool), app.settings, env,
                                 emoji=app.persona.emoji)
     app.add_channel(channel.sender)
     return channel

@@ -32,6 +32,7 @@ from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.gateway.delivery import ChannelSender, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
+from bot.gateway.health import ChannelHealth
 from bot.gateway.inbox import InboxStore
 from bot.gateway.notify import Notifier
 from bot.gateway.outbound import Outbound
@@ -93,11 +94,15 @@ class Front:
         access = access_with_claims(settings, db, identities, persona.lines)
         senders: dict[str, ChannelSender] = {}
         outbox = OutboxStore(db)
+        # One view of which channels work: what /readyz says is what the notices route by.
+        health = ChannelHealth(settings.delivery_policy().channel_probe_seconds)
         outbound = Outbound(
             db=db, clock=clock, users=users, outbox=outbox,
-            deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy()),
-            notifier=Notifier(db, users, identities, outbox, clock, senders), senders=senders,
-            wake_elsewhere=plane.relay.wake_elsewhere())
+            deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
+                                      health=health),
+            notifier=Notifier(db, users, identities, outbox, clock, senders, health=health),
+            senders=senders, wake_elsewhere=plane.relay.wake_elsewhere(),
+            channel_down_line=persona.lines.channel_down)
         approvals = ApprovalStore(
             db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
             lease=timedelta(seconds=settings.approvals.lease_seconds))
@@ -119,7 +124,8 @@ class Front:
 
     def channel_host(self) -> ChannelHost:
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db, lines=self.persona.lines, commands=NoMenu())
+                           db=self.db, lines=self.persona.lines, commands=NoMenu(),
+                           health=self.outbound)
 
     def add_channel(self, sender: ChannelSender) -> None:
         self.outbound.add_channel(sender)

@@ -9,6 +9,7 @@ by mistake still would not publish it.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
@@ -19,6 +20,7 @@ from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bot.approvals.store import ApprovalStore
 from bot.config import Settings
@@ -28,6 +30,7 @@ from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
 from bot.plumbing import logs
 from bot.plumbing.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
+from bot.plumbing.outages import DATABASE, REDIS, about, recovered
 from channels.sms.store import SmsStore
 
 log = logging.getLogger(__name__)
@@ -35,6 +38,7 @@ log = logging.getLogger(__name__)
 METRICS_TOKEN_ENV = "VALET_METRICS_TOKEN"
 # The first path segment of a route that a channel or a sender outside calls.
 WEBHOOK_PREFIXES = {"telegram": "telegram", "sms": "sms", "events": "events"}
+REACHABLE_SECONDS = 2.0  # a health check that waits longer says "unreachable"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -79,11 +83,14 @@ async def readings(app: Observed) -> Readings:
 async def database_reachable(app: Observed) -> bool:
     """The database answers a query now (readiness, the console's Health page)."""
     try:
-        await app.db.fetchval("SELECT 1")
-        return True
+        async with asyncio.timeout(REACHABLE_SECONDS):
+            await app.db.fetchval("SELECT 1")
     except Exception:
-        log.warning("database unreachable", exc_info=True)
+        log.warning("database unreachable", exc_info=True,
+                    extra=about(DATABASE))  # once a minute (bot.plumbing.outages)
         return False
+    recovered(DATABASE)
+    return True
 
 
 async def redis_reachable(app: Observed) -> bool | None:
@@ -92,10 +99,16 @@ async def redis_reachable(app: Observed) -> bool | None:
     if client is None:
         return None
     try:
-        return bool(await client.ping())
+        async with asyncio.timeout(REACHABLE_SECONDS):
+            try:
+                answered = bool(await client.ping())
+            except RedisConnectionError:  # a pooled connection from before a restart
+                answered = bool(await client.ping())
     except Exception:
-        log.warning("redis unreachable", exc_info=True)
+        log.warning("redis unreachable", exc_info=True, extra=about(REDIS))  # once a minute
         return False
+    recovered(REDIS)
+    return answered
 
 
 def metrics_routes(app: Observed, token: str | None) -> list[web.RouteDef]:

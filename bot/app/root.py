@@ -163,7 +163,8 @@ class App:
         budget = self.budget
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
                            db=self.db, lines=self.persona.lines, commands=self.commands,
-                           spending=budget.spending if budget else None)
+                           spending=budget.spending if budget else None,
+                           health=self.outbound)
 
     def add_channel(self, sender: ChannelSender) -> None:
         """Register a channel's sender: the outbox delivers its messages through it."""

@@ -16,7 +16,7 @@ import logging
 import os
 import signal
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from aiohttp import web
 
@@ -27,6 +27,7 @@ from bot.app.roles import Roles
 from bot.config import Settings
 from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
+from bot.plumbing.spool import Spool
 from triggers.event_store import StoredEventBus
 
 if TYPE_CHECKING:
@@ -60,27 +61,56 @@ def events_bus(app: Served) -> StoredEventBus:
     return bus
 
 
-def extra_routes(app: Served, env: Mapping[str, str] | None = None) -> list[web.RouteDef]:
+def extra_routes(app: Served, env: Mapping[str, str] | None = None,
+                 spool: Spool | None = None) -> list[web.RouteDef]:
     """Routes that are not a channel's: `POST /events` for the trigger engine (bearer token
-    VALET_EVENTS_TOKEN; without one every request gets 401)."""
+    VALET_EVENTS_TOKEN; without one every request gets 401), kept in the spool while the
+    database is away."""
     env = os.environ if env is None else env
     from bot.plumbing.request_body import BodyLimits
     from triggers.http import MAX_BODY, events_routes
 
     limits = BodyLimits(max_bytes=MAX_BODY,
                         timeout_seconds=app.settings.http.body_timeout_seconds)
-    return events_routes(events_bus(app), env.get("VALET_EVENTS_TOKEN") or None, limits)
+    return events_routes(events_bus(app), env.get("VALET_EVENTS_TOKEN") or None, limits,
+                         spool=spool)
+
+
+async def readiness(app: Served, channels: list[ServedChannel]) -> tuple[bool, dict[str, Any]]:
+    """What /readyz answers: every part this process depends on, checked now, and for each
+    that fails what is wrong (a channel's own words for what its receiving does)."""
+    from bot.app.observe import database_reachable, redis_reachable
+
+    receives = app.roles.web
+    checks: dict[str, bool] = {"database": await database_reachable(app)}
+    problems: dict[str, str] = {}
+    redis = await redis_reachable(app)
+    if redis is not None:
+        checks["redis"] = redis
+        if not redis:
+            problems["redis"] = "Redis cannot be reached: no work moves between processes"
+    outages = app.outbound.health.outages()
+    for channel in channels if receives or app.roles.worker else []:
+        # A web process receives on it; a worker sends on it (rejected credentials).
+        checks[channel.name] = (channel.ready or not receives) \
+            and channel.name not in outages
+        if channel.name in outages:
+            problems[channel.name] = outages[channel.name].reason
+        elif not checks[channel.name]:
+            problems[channel.name] = channel.status
+    stream = getattr(getattr(app, "plane", None), "stream", None)
+    if app.roles.worker and stream is not None:
+        checks["work stream"] = stream.claiming  # a worker that lost Redis claims nothing
+    if not checks["database"]:
+        problems["database"] = "the database cannot be reached" + (
+            "; webhooks are kept in the spool until it can" if receives else "")
+    return all(checks.values()), {"checks": checks, "problems": problems}
 
 
 def build_web_app(app: Served, channels: list[ServedChannel],
-                  env: Mapping[str, str] | None = None) -> web.Application:
-    from bot.app.observe import (
-        METRICS_TOKEN_ENV,
-        database_reachable,
-        metrics_routes,
-        request_ids,
-        webhook_counter,
-    )
+                  env: Mapping[str, str] | None = None,
+                  spool: Spool | None = None) -> web.Application:
+    from bot.app.observe import METRICS_TOKEN_ENV, metrics_routes, request_ids, webhook_counter
 
     env = os.environ if env is None else env
     receives = app.roles.web
@@ -92,26 +122,17 @@ def build_web_app(app: Served, channels: list[ServedChannel],
         return web.json_response({"status": "alive"})
 
     async def readyz(_: web.Request) -> web.Response:
-        checks: dict[str, bool] = {"database": await database_reachable(app)}
-        outages = app.outbound.health.outages()
-        for channel in channels if receives or app.roles.worker else []:
-            # A web process receives on it; a worker sends on it (rejected credentials).
-            checks[channel.name] = (channel.ready or not receives) \
-                and channel.name not in outages
-        stream = getattr(getattr(app, "plane", None), "stream", None)
-        if app.roles.worker and stream is not None:
-            checks["work stream"] = stream.claiming  # a worker that lost Redis claims nothing
-        ready = all(checks.values())
-        problems = {name: outage.reason for name, outage in outages.items()}
-        return web.json_response({"ready": ready, "checks": checks, "problems": problems},
-                                 status=200 if ready else 503)
+        ready, said = await readiness(app, channels)
+        if spool is not None:
+            said["spooled"] = spool.count()  # webhooks waiting for the database
+        return web.json_response({"ready": ready, **said}, status=200 if ready else 503)
 
     web_app.router.add_get("/healthz", healthz)
     web_app.router.add_get("/readyz", readyz)
     if receives:
         for channel in channels:
             web_app.router.add_routes(channel.routes())
-        web_app.router.add_routes(extra_routes(app, env))
+        web_app.router.add_routes(extra_routes(app, env, spool))
     web_app.router.add_routes(metrics_routes(app, env.get(METRICS_TOKEN_ENV) or None))
     from bot.app.root import App
 
@@ -128,7 +149,8 @@ def build_web_app(app: Served, channels: list[ServedChannel],
 def _service_logging() -> None:
     """Start-up and shutdown lines always show; request URLs never do (a Telegram request
     URL contains the bot token)."""
-    for name in ("bot.app.serve", "channels.telegram"):
+    for name in ("bot.app.serve", "channels.telegram", "bot.plumbing.outages",
+                 "bot.plumbing.spool"):
         logger = logging.getLogger(name)
         logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
     for name in ("httpx", "httpcore", "telegram"):
@@ -160,8 +182,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     channels: list[ServedChannel] = []
     runner: web.AppRunner | None = None
     terminal: TerminalEndpoint | None = None
+    # A process that receives keeps webhooks here while the database is away (bot.plumbing.spool).
+    spool = Spool(settings.data_dir() / "spool") if roles.web else None
     try:
-        channels = await configured_channels(settings, app)
+        channels = await configured_channels(settings, app, spool=spool)
         if app.roles.everything:
             # The owner's `valet chat` beside the bot: the one process that runs every part
             # (with several, a reply to the terminal could be delivered by another worker).
@@ -170,13 +194,15 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
 
             assert isinstance(app, App)
             terminal = TerminalEndpoint.build(app)
-        runner = web.AppRunner(build_web_app(app, channels), access_log=None)
+        runner = web.AppRunner(build_web_app(app, channels, spool=spool), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, settings.http.host, settings.http.port).start()
         log.info("valet serve (%s): listening on http://%s:%s (/healthz, /readyz)", roles,
                  settings.http.host, settings.http.port)
         await app.start()
         await _start_channels(app, channels)
+        if spool is not None:
+            spool.start()  # what an earlier run kept is stored first
         if terminal is not None:
             await terminal.open()
         if app.roles.web:  # it knows how to reach each channel: the claim is said there
@@ -184,6 +210,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
         await stop.wait()
         await _drain(app, channels, settings.http.shutdown_grace_seconds)
     finally:
+        if spool is not None:
+            await spool.stop()  # what it holds stays on disk for the next start
         if terminal is not None:
             await terminal.close()
         for channel in channels:

@@ -30,7 +30,7 @@ from bot.contracts.approvals import (
     ExecutionOutcome,
     ExecutionStatus,
 )
-from bot.contracts.envelopes import ButtonPress, TurnStop
+from bot.contracts.envelopes import ButtonPress, TriggerMessage, TurnStop, Urgency
 from bot.contracts.options import Option
 from bot.contracts.people import User
 from bot.contracts.tool_context import ToolExecutionContext
@@ -359,6 +359,10 @@ class BehalfOutcome:
     execution: ExecutionOutcome | None = None
 
 
+# What the request's conversation hears of a cancellation made for them by the owner.
+CANCELLED_FOR = "The owner cancelled this action: it was not run."
+
+
 async def decide_on_behalf(flow: ApprovalFlow, users: UserStore, approval: ApprovalRequest, *,
                            approve: bool, by: str,
                            context_for: Callable[[User], ToolExecutionContext]
@@ -366,15 +370,15 @@ async def decide_on_behalf(flow: ApprovalFlow, users: UserStore, approval: Appro
     """Approve or cancel a person's request for them: the same compare-and-set as their own
     tap, and an approved call runs its stored arguments once, as that person
     (`context_for(requester)`). Its outcome reaches their conversation with their next turn
-    (the request stays unreported until then); edit the prompt's message with
-    Outbound.settle_prompts."""
+    (the request stays unreported until then), or at once with `telling_turn`; edit the
+    prompt's message with Outbound.settle_prompts."""
     now = flow.clock.now()
     status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
     if not await flow.store.decide(approval.id, status, by=by, at=now):
         current = await flow.store.get(approval.id) or approval
         return BehalfOutcome(Behalf.ALREADY, current, state_word(current, flow.lines, now))
     if not approve:
-        await flow.store.finish_rejected(approval.id, CANCELLED)
+        await flow.store.finish_rejected(approval.id, CANCELLED_FOR)
         return BehalfOutcome(Behalf.CANCELLED, approval)
     requester = await users.get(approval.user_id)
     if requester is None:
@@ -384,6 +388,26 @@ async def decide_on_behalf(flow: ApprovalFlow, users: UserStore, approval: Appro
         return BehalfOutcome(Behalf.GONE, approval)
     ran = await flow.execute(None, approval, context_for(requester))
     return BehalfOutcome(Behalf.RAN, approval, ran.content, ran)
+
+
+def telling_turn(done: BehalfOutcome, *, decided_by: str, where: str
+                 ) -> TriggerMessage | None:
+    """The turn that tells a person at once what was decided for them (`where`: "from the
+    web console"; `decided_by`: who decided), as a button press of their own would: it enters
+    their queue (the gateway's entry by user), the decision's outcome joins it (unreported
+    until then: the approvals step flows it back), and the model says it in the persona's
+    voice, urgently, on their channel. The outcome is then reported: it is not mixed into
+    their next request. None when nothing changed, or nobody is left to tell."""
+    if done.result not in (Behalf.RAN, Behalf.CANCELLED):
+        return None
+    approval = done.approval
+    who = "The user" if decided_by == approval.user_id else "The owner"
+    verdict = "approved" if done.result is Behalf.RAN else "cancelled"
+    return TriggerMessage(
+        approval.user_id, key=f"decided:{approval.id}", task_id=f"approval:{approval.id}",
+        urgency=Urgency.URGENT,
+        text=(f"[Approval decided] {who} {verdict} the waiting request “{approval.summary}” "
+              f"{where}. Tell the user what became of it."))
 
 
 def _joined(approval: ApprovalRequest, arguments: dict[str, Any], content: str, *,

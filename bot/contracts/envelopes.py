@@ -62,18 +62,30 @@ class MediaRef:
     file_id), not its bytes: the inbox row stays small, and the bytes are fetched from the
     channel when the turn runs (again, if a crash made the turn run twice)."""
 
-    kind: str  # "photo"
+    kind: str  # "photo", "voice" (a voice note), "audio" (an audio file)
     ref: str  # the channel's id for the file
     mime: str = "image/jpeg"
     size: int = 0  # bytes, as the channel announced them (0: unknown)
+    name: str = ""  # an audio file's title or file name, as the sender's app gave it
+    # An audio file's words once heard (bot.turn.media), kept with the row: a turn redone after a
+    # crash does not transcribe it again. (A voice note's words are the row's text.)
+    heard: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.name:
+            del data["name"]
+        if self.heard is None:
+            del data["heard"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MediaRef:
+        heard = data.get("heard")
         return cls(kind=str(data["kind"]), ref=str(data["ref"]),
-                   mime=str(data.get("mime") or "image/jpeg"), size=int(data.get("size") or 0))
+                   mime=str(data.get("mime") or "image/jpeg"), size=int(data.get("size") or 0),
+                   name=str(data.get("name") or ""),
+                   heard=str(heard) if heard is not None else None)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from bot.plumbing.outages import DATABASE, Unreachable
+
 Row = dict[str, Any]
 
 
@@ -35,8 +37,10 @@ class Database(Queries, Protocol):
     async def close(self) -> None: ...
 
 
-class DatabaseUnavailable(Exception):
+class DatabaseUnavailable(Unreachable):
     """The database cannot be opened or written: said in one line, with what to check."""
+
+    dependency = DATABASE
 
 
 class DatabaseURLError(ValueError):

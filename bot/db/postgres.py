@@ -3,19 +3,27 @@
 SQL arrives with `$1, $2` placeholders already, so it passes through untouched. Every
 connection runs with `timezone = 'UTC'`: asyncpg returns TIMESTAMPTZ as aware UTC datetimes
 anyway, and this keeps text casts, date_trunc and friends in UTC too.
+
+A server that cannot be reached (refused, shut down, a connection lost mid-statement) is
+`DatabaseUnavailable` for every caller, whatever asyncpg or the socket raised: the callers
+that keep going through an outage (the webhooks' spool, the pollers, the log's once-a-minute
+line: bot.plumbing.outages) recognise one type. The pool opens new connections once it is back.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
-from bot.db.port import Row
+from bot.db.port import DatabaseUnavailable, Row
+from bot.text.redact import redact_text
+
+T = TypeVar("T")
 
 DEFAULT_POOL_SIZE = 10
 DEFAULT_STATEMENT_CACHE = 512  # prepared statements per connection: Valet issues ~200 kinds
@@ -49,32 +57,67 @@ def _check(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return args
 
 
+def lost_connection(err: BaseException) -> bool:
+    """The server is not there (refused, shut down, the connection gone), as opposed to a
+    statement it refused."""
+    if isinstance(err, OSError | asyncpg.PostgresConnectionError
+                  | asyncpg.exceptions.OperatorInterventionError):
+        return True
+    # asyncpg says a connection that died under it is closed; its other interface errors
+    # (a connection used after release...) are bugs of ours.
+    return isinstance(err, asyncpg.InterfaceError) and "closed" in str(err)
+
+
+def unavailable(err: BaseException) -> DatabaseUnavailable:
+    reason = redact_text(str(err).strip().splitlines()[0] if str(err).strip() else "")
+    return DatabaseUnavailable(f"the Postgres server cannot be reached: {type(err).__name__}"
+                               + (f": {reason}" if reason else ""))
+
+
 class _Queries:
     """The four query methods over a transaction's connection, or over the pool (which has
     the same methods: each statement then borrows a connection for itself)."""
 
-    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool) -> None:
+    def __init__(self, conn: asyncpg.Connection | asyncpg.Pool,
+                 pool: asyncpg.Pool | None = None) -> None:
         self._conn = conn
+        self._pool_of = pool  # whose connections are replaced when one turns out dead
 
     async def execute(self, sql: str, *args: Any) -> int:
-        return rowcount(await self._conn.execute(sql, *_check(args)))
+        return rowcount(await self._reached(self._conn.execute(sql, *_check(args))))
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        return [dict(r) for r in await self._conn.fetch(sql, *_check(args))]
+        return [dict(r) for r in await self._reached(self._conn.fetch(sql, *_check(args)))]
 
     async def fetchrow(self, sql: str, *args: Any) -> Row | None:
-        record = await self._conn.fetchrow(sql, *_check(args))
+        record = await self._reached(self._conn.fetchrow(sql, *_check(args)))
         return dict(record) if record is not None else None
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self._conn.fetchval(sql, *_check(args))
+        return await self._reached(self._conn.fetchval(sql, *_check(args)))
+
+    async def _reached(self, call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except Exception as err:
+            if not lost_connection(err):
+                raise
+            await self.lost()
+            raise unavailable(err) from err
+
+    async def lost(self) -> None:
+        """A connection turned out dead (the server restarted): every connection the pool
+        holds is from before, so each is replaced at its next use, rather than each failing
+        one statement first."""
+        if self._pool_of is not None:
+            await self._pool_of.expire_connections()
 
 
 class PostgresDatabase(_Queries):
     dialect = "postgres"
 
     def __init__(self, pool: asyncpg.Pool, size: int = DEFAULT_POOL_SIZE) -> None:
-        super().__init__(pool)
+        super().__init__(pool, pool)
         self._pool = pool
         self.pool_size = size
 
@@ -102,8 +145,19 @@ class PostgresDatabase(_Queries):
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Queries]:
-        async with self._pool.acquire() as conn, conn.transaction():
-            yield _Queries(conn)
+        raised: BaseException | None = None  # by the caller's block: never translated
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                try:
+                    yield _Queries(conn, self._pool)
+                except BaseException as err:
+                    raised = err
+                    raise
+        except Exception as err:
+            if err is not raised and lost_connection(err):
+                await self.lost()
+                raise unavailable(err) from err
+            raise
 
     async def close(self) -> None:
         await self._pool.close()

@@ -6,7 +6,7 @@ composition root builds one `ChannelHost` and each configured channel from it.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bot.channel import CommandMenu
 from bot.contracts.clock import Clock
@@ -15,6 +15,9 @@ from bot.db import Database
 from bot.people.identity import IdentityStore
 from bot.spend import Spending
 from persona.lines import Lines
+
+if TYPE_CHECKING:
+    from bot.plumbing.spool import Spool
 
 
 class Door(Protocol):
@@ -46,6 +49,17 @@ class Door(Protocol):
         ...
 
 
+class ChannelStatus(Protocol):
+    """Where a channel says that it cannot be used at all (its API out of reach at start, its
+    credentials refused) and when it can again (bot.gateway.outbound.Outbound): `/readyz`
+    names it, notifications go around it, and the owner is told once on another channel
+    (`tell`: a process that receives; a worker only marks it)."""
+
+    async def channel_down(self, channel: str, reason: str, *, tell: bool = True) -> None: ...
+
+    def channel_up(self, channel: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class ChannelHost:
     door: Door
@@ -56,3 +70,7 @@ class ChannelHost:
     commands: CommandMenu  # the slash commands a channel's menu lists (Telegram's `/`)
     # What a channel that costs money adds to a person's day (SMS: each part's price).
     spending: Spending | None = None
+    # Where a receiving process keeps webhooks while the database is away (bot.plumbing.spool);
+    # None: a process that receives none, or a test that needs none.
+    spool: Spool | None = None
+    health: ChannelStatus | None = None  # None: nobody to tell (tests)

@@ -327,6 +327,9 @@ class Gateway:
         if media.transcript is not None and media.transcript != row.text:
             await deps.inbox.set_text(row.id, media.transcript)
             row = replace(row, text=media.transcript)
+        if media.heard is not None:  # an audio file's words, kept for a redone turn
+            await deps.inbox.set_media(row.id, media.heard)
+            row = replace(row, media=media.heard)
         stop, mailbox = self.running.begin(user.id, turn_id,
                                            own_message=row.trigger_task_id is None)
         writes = Batch()  # the stored turn, committed with its reply and the row's close

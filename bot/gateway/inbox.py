@@ -108,6 +108,11 @@ class InboxStore:
             msg.key, msg.user_id, msg.text, at, msg.task_id, msg.channel, msg.urgency.value,
             msg.origin_channel)
 
+    async def set_media(self, row_id: int, media: tuple[MediaRef, ...]) -> None:
+        """An audio file's words, once heard, kept with its reference (bot.turn.media)."""
+        await self.db.execute("UPDATE inbox SET media = $1 WHERE id = $2", _media_json(media),
+                              row_id)
+
     async def set_text(self, row_id: int, text: str) -> None:
         """A voice note's transcript, once heard: a turn redone after a crash reuses it."""
         await self.db.execute("UPDATE inbox SET text = $1 WHERE id = $2", text, row_id)

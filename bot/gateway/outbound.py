@@ -66,6 +66,23 @@ class Outbound:
                 fill(self.channel_down_line, channel=channel, reason=outage.reason),
                 dedupe_key=f"channel-down:{channel}:{outage.since.isoformat()}")
 
+    async def channel_down(self, channel: str, reason: str, *, tell: bool = True) -> None:
+        """A channel that cannot be used at all (its API out of reach at start, its token
+        refused): down until `channel_up` or a message goes through it; owners told once
+        (`tell`), on another channel where they have one (bot.gateway.door.ChannelStatus)."""
+        outage = self.health.down(channel, reason, self.clock.now())
+        if outage is None or not tell:
+            return
+        try:
+            await self._channel_down(channel, outage)
+        except Exception:  # telling is a courtesy; the channel is tried again all the same
+            log.warning("telling the owner that %s is down failed", channel, exc_info=True)
+
+    def channel_up(self, channel: str) -> None:
+        """The channel works again: its waiting messages go."""
+        if self.health.up(channel):
+            self.wake()
+
     # --- lifecycle -------------------------------------------------------------------------
 
     def add_channel(self, sender: ChannelSender) -> None:

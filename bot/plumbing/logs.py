@@ -126,6 +126,11 @@ def file_handler(path: Path, log_format: str) -> logging.Handler | None:
 
 
 def add_handler(handler: logging.Handler, level: str) -> None:
+    from bot.plumbing.outages import OutageLog
+
+    # An outage of the database or Redis: one line a minute per dependency, not a traceback
+    # per request (bot.plumbing.outages); before the secrets filter, which formats the traceback.
+    handler.addFilter(OutageLog())
     handler.addFilter(SecretValuesFilter())
     root = logging.getLogger()
     root.setLevel(level)

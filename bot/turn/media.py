@@ -1,13 +1,16 @@
-"""Media that came with a person's message (a photo, a voice note), from the inbox row to the
-LLM request and the reply.
+"""Media that came with a person's message (a photo, a voice note, an audio file), from the
+inbox row to the LLM request and the reply.
 
     inbox row: MediaRef (the channel's durable file id; the bytes are not stored)
     -> the gateway, when the turn runs (`MediaReader.read`): photos' bytes from the channel;
        a voice note's bytes from the channel, then its words from the transcriber (the
-       transcript is written to the inbox row, so a turn redone after a crash reuses it)
+       transcript is written to the inbox row, so a turn redone after a crash reuses it); an
+       audio file (music, a recording: not the person speaking to Valet) likewise, its words
+       kept with its MediaRef (`heard`), and the row's text stays its caption
     -> this turn's requests: the user message as content parts, text + data-URL images
-    -> the stored history: a placeholder ("[photo] the caption", "[voice] the words"), so
-       later requests never carry megabytes of base64 again
+    -> the stored history: a placeholder ("[photo] the caption", "[voice] the words",
+       "[audio file “name”: “its words”] the caption"), so later requests never carry
+       megabytes of base64 again
 
 Why references and not bytes in the inbox, and why at turn time: a Telegram file_id is
 durable, a few dozen bytes, and fetching again after a crash costs one getFile; the channel
@@ -22,7 +25,7 @@ import asyncio
 import base64
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from bot.contracts.envelopes import Image, Inbound, MediaRef
@@ -79,6 +82,7 @@ class ReadMedia:
     images: tuple[Image, ...] = ()
     transcript: str | None = None  # a voice note's words
     unreadable: str | None = None  # why a voice note could not be heard: no turn runs
+    heard: tuple[MediaRef, ...] | None = None  # the refs with an audio file's words (to keep)
 
 
 class MediaReader:
@@ -95,34 +99,81 @@ class MediaReader:
                    text: str) -> ReadMedia:
         """`text` is the inbox row's: for a voice note, its transcript once it was heard."""
         images = await fetch_images(source, media)
+        heard = await self._audio(source, media) \
+            if any(ref.kind == "audio" and ref.heard is None for ref in media) else None
         voice = next((ref for ref in media if ref.kind == "voice"), None)
         if voice is None:
-            return ReadMedia(images)
+            return ReadMedia(images, heard=heard)
         if text.strip():
             return ReadMedia(images, transcript=text)  # heard before (a turn redone)
         if self.transcribe is None or source is None:
             return ReadMedia(images, unreadable="no transcription model is configured")
+        words, problem = await self._hear(self.transcribe, source, voice, "voice.ogg")
+        if words is None:
+            return ReadMedia(images, unreadable=problem)
+        return ReadMedia(images, transcript=words)
+
+    async def _audio(self, source: MediaSource | None, media: tuple[MediaRef, ...]
+                     ) -> tuple[MediaRef, ...]:
+        """The refs again, each audio file's words heard (an empty `heard` when they could
+        not be made out: the turn runs on the caption, and says so)."""
+        refs = []
+        for ref in media:
+            if ref.kind == "audio" and ref.heard is None and self.transcribe is not None \
+                    and source is not None:
+                words, _ = await self._hear(self.transcribe, source, ref, audio_file_name(ref))
+                ref = replace(ref, heard=(words or "").strip())
+            refs.append(ref)
+        return tuple(refs)
+
+    async def _hear(self, transcribe: Transcribe, source: MediaSource, ref: MediaRef,
+                    file_name: str) -> tuple[str | None, str]:
+        """(the words, "") or (None, why not), after `tries` tries."""
         problem = ""
         for attempt in range(1, self.tries + 1):
             try:
-                words = await self.transcribe(await source.fetch_media(voice), "voice.ogg")
-                return ReadMedia(images, transcript=words)
+                return await transcribe(await source.fetch_media(ref), file_name), ""
             except Exception as err:  # the channel's or the transcriber's trouble, alike
                 problem = f"{type(err).__name__}: {err}"
-                log.warning("voice note %s not heard (try %d of %d): %s", voice.ref, attempt,
+                log.warning("%s %s not heard (try %d of %d): %s", ref.kind, ref.ref, attempt,
                             self.tries, problem)
             if attempt < self.tries:
                 await asyncio.sleep(backoff_delay(attempt, base=self.retry_seconds,
                                                   cap=10 * self.retry_seconds))
-        return ReadMedia(images, unreadable=problem)
+        return None, problem
+
+
+# An audio file's type as a file name ending: the transcription endpoint reads the format
+# from the name it is given.
+_AUDIO_ENDINGS = {"audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/mp4": "m4a",
+                  "audio/x-m4a": "m4a", "audio/m4a": "m4a", "audio/ogg": "ogg",
+                  "audio/opus": "ogg", "audio/wav": "wav", "audio/x-wav": "wav",
+                  "audio/wave": "wav", "audio/flac": "flac", "audio/x-flac": "flac",
+                  "audio/webm": "webm", "audio/aac": "m4a"}
+
+
+def audio_file_name(ref: MediaRef) -> str:
+    return f"audio.{_AUDIO_ENDINGS.get(ref.mime.lower(), 'mp3')}"
 
 
 def stored_text(msg: Inbound) -> str:
-    """The person's message as the history keeps it: "[photo] caption" for a photo."""
+    """The person's message as the history keeps it: "[photo] caption" for a photo; an
+    audio file with what was heard of it."""
     if not msg.media:
         return msg.text
-    marks = " ".join(f"[{ref.kind}]" for ref in msg.media)
+    marks = " ".join(_mark(ref) for ref in msg.media)
     return f"{marks} {msg.text}".strip()
+
+
+def _mark(ref: MediaRef) -> str:
+    if ref.kind != "audio":
+        return f"[{ref.kind}]"
+    named = f"audio file “{ref.name}”" if ref.name else "audio file"
+    if ref.heard:
+        return f"[{named}; its words: “{ref.heard}”]"
+    if ref.heard is None:
+        return f"[{named}; not listened to]"
+    return f"[{named}; its words could not be made out]"
 
 
 def request_content(msg: Inbound) -> str | list[dict[str, Any]]:

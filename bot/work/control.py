@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.outages import REDIS, about, recovered
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class RedisSignals(_Listeners):
         try:
             await self.redis.publish(self.channel, json.dumps({"kind": kind, **fields}))
         except Exception as err:  # a wake-up lost: the heartbeat or a scan does it later
-            log.warning("signal %s not sent (Redis: %s)", kind, err)
+            log.warning("signal %s not sent (Redis: %s)", kind, err, extra=about(REDIS))
 
     async def ask(self, kind: str, timeout: float, **fields: str) -> dict[str, str] | None:
         """Say a signal that one listener answers (`answer`), and wait for that answer up to
@@ -124,6 +125,7 @@ class RedisSignals(_Listeners):
                 self._subscribed.set()
                 if failures:
                     log.warning("Redis answers again: signals are heard again")
+                    recovered(REDIS)
                 failures = 0
                 async for message in pubsub.listen():
                     await self._dispatch(message)
@@ -132,8 +134,9 @@ class RedisSignals(_Listeners):
             except Exception as err:
                 failures += 1
                 if failures == 1:
-                    log.error("lost Redis (%s): signals from other processes are not heard "
-                              "until it answers again", err)
+                    log.warning("lost Redis (%s): signals from other processes are not "
+                                "heard until it answers again", err,
+                                extra=about(REDIS))  # one line a minute (bot.plumbing.outages)
                 await asyncio.sleep(backoff_delay(failures, base=0.5, cap=10.0))
             finally:
                 with contextlib.suppress(Exception):

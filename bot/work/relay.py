@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bot.plumbing.outages import REDIS, about
 from bot.work.control import Signals
 from bot.work.streams import WorkStream
 
@@ -28,7 +29,7 @@ class Relay:
             await self.stream.announce(user_id, row_id)
         except Exception as err:
             log.warning("work stream: row %d for %s not announced (Redis: %s); a worker's "
-                        "sweep will find it", row_id, user_id, err)
+                        "sweep will find it", row_id, user_id, err, extra=about(REDIS))
 
     async def stop(self, user_id: str, row_id: int) -> None:
         await self.signals.say("stop", user=user_id, row=str(row_id))

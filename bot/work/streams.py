@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.outages import REDIS, about, recovered
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +140,9 @@ class WorkStream:
             except Exception as err:
                 failures += 1
                 if self.claiming or failures == 1:
-                    log.error("lost Redis (%s): this worker claims no work until it answers "
-                              "again; stored messages wait in the database", err)
+                    log.warning("lost Redis (%s): this worker claims no work until it answers "
+                                "again; stored messages wait in the database", err,
+                                extra=about(REDIS))  # one line a minute (bot.plumbing.outages)
                 self.claiming = False
                 await asyncio.sleep(backoff_delay(failures, base=0.5, cap=10.0))
                 continue
@@ -148,6 +150,7 @@ class WorkStream:
                 log.info("work stream: claiming as %s", self.consumer)
                 if failures:
                     log.warning("Redis answers again: this worker claims work again")
+                    recovered(REDIS)
                 self.claiming, failures = True, 0
             for _stream, entries in answer or []:
                 self._take(entries)

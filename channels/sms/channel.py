@@ -50,6 +50,7 @@ class SmsChannel:
     webhook: SmsWebhook
     name: str = "sms"
     ready: bool = False
+    status: str = "not started"
 
     def routes(self) -> list[web.RouteDef]:
         return self.webhook.routes()
@@ -62,6 +63,7 @@ class SmsChannel:
 
     async def start(self) -> None:
         self.ready = True  # nothing runs in the background: the outbox calls the sender
+        self.status = "receiving by webhook"
 
     async def prepare(self) -> None:
         """A process that only sends (a worker): nothing to prepare."""
@@ -70,6 +72,7 @@ class SmsChannel:
         """Take no new messages (a webhook arriving now is stored all the same: Twilio has
         sent it and would retry; the turn is left for the next start if it cannot run)."""
         self.ready = False
+        self.status = "stopped"
 
     async def close(self) -> None:
         await self.sender.close()
@@ -97,5 +100,6 @@ def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, s
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,
                          inbound=inbound, store=store, identities=host.identities,
                          clock=host.clock, max_bytes=settings.sms.max_request_bytes,
-                         body_timeout_seconds=settings.http.body_timeout_seconds)
+                         body_timeout_seconds=settings.http.body_timeout_seconds,
+                         spool=host.spool)
     return SmsChannel(sender, webhook)

@@ -18,6 +18,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import datetime
 
 from bot.contracts.envelopes import IncomingMessage
 from bot.contracts.options import Option
@@ -61,9 +62,11 @@ class SmsInbound:
         self.store = store
         self.more = more_words(host.lines)
 
-    async def handle(self, form: Mapping[str, str]) -> None:
+    async def handle(self, form: Mapping[str, str], *,
+                     received_at: datetime | None = None) -> None:
         """Everything to do before Twilio is answered: when this returns, the message is
-        durable (or was seen before)."""
+        durable (or was seen before). `received_at`: when the webhook came (a message kept in
+        the spool while the database was away is stored later, bot.plumbing.spool)."""
         sid = form.get("MessageSid") or form.get("SmsSid") or ""
         if not sid:
             log.warning("SMS webhook without a MessageSid: ignored")
@@ -72,7 +75,7 @@ class SmsInbound:
         body = form.get("Body", "")
         media = _count(form.get("NumMedia"))
         msg = IncomingMessage(channel=CHANNEL, address=address, external_id=sid, text=body,
-                              received_at=self.clock.now())
+                              received_at=received_at or self.clock.now())
         identity = await self.identities.get(CHANNEL, address)
         word = keyword(body)
         if word in STOP_WORDS:

@@ -144,9 +144,9 @@ class TelegramChannel:
     # --- media (bot.turn.media.MediaSource) ------------------------------------------------------
 
     async def fetch_media(self, ref: MediaRef) -> bytes:
-        """A photo's or a voice note's bytes, by its file id (getFile, then the file's
-        address)."""
-        limit = MAX_VOICE_BYTES if ref.kind == "voice" else MAX_PHOTO_BYTES
+        """A photo's, a voice note's or an audio file's bytes, by its file id (getFile, then
+        the file's address)."""
+        limit = MAX_PHOTO_BYTES if ref.kind == "photo" else MAX_VOICE_BYTES
         if ref.size > limit:
             raise MediaUnavailable(f"{ref.size} bytes is over {limit}")
         try:

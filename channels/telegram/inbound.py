@@ -1,222 +1,56 @@
 """Telegram updates as the gateway's `IncomingMessage`s.
 
-`classify` is pure: it says what an update is (text, a button press, a voice note, a photo,
-something Valet cannot read, or nothing for Valet). `InboundHandler` does what that needs,
-and nothing slow: media Valet cannot read get one short sentence (queued through the
-gateway's outbox once per update, like every reply), and everything else goes through the
-door (the gateway), which stores it (duplicates stop on the update id) and applies the access
-policy. A voice note or a photo is stored as the file's id; its bytes are fetched (and a
-voice note transcribed) when its turn runs (bot.turn.media), never before the update is stored.
-Media from an unknown sender go to the door as a placeholder, so a stranger gets the pairing
-reply and costs no download.
+`classify` is pure: it says what an update is (text, a button press, a voice note, an audio
+file, a photo, a file Valet cannot open with its caption, something Valet cannot read, or
+nothing for Valet). `InboundHandler` does what that needs, and nothing slow: what Valet
+cannot read gets one short sentence (queued through the gateway's outbox once per update,
+like every reply), and everything else goes through the door (the gateway), which stores it
+(duplicates stop on the update id) and applies the access policy. A voice note, an audio file
+or a photo is stored as the file's id; its bytes are fetched (and a voice note or an audio
+file transcribed) when its turn runs (bot.turn.media), never before the update is stored. Media
+from an unknown sender go to the door as a placeholder, so a stranger gets the pairing reply
+and costs no download.
+
+What an update is: channels.telegram.kinds (a service message gets no reply at all).
 """
 
 from __future__ import annotations
 
-import logging
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from telegram import Message, PhotoSize, Update
+from telegram import Update
 
-from bot.contracts.envelopes import ButtonPress, IncomingMessage, MediaRef, PromptKind
+from bot.contracts.envelopes import ButtonPress, IncomingMessage, MediaRef
 from bot.gateway.door import Door
+from channels.telegram.kinds import MAX_PHOTO_BYTES as MAX_PHOTO_BYTES
+from channels.telegram.kinds import (
+    Attached,
+    Audio,
+    BotIdentity,
+    Classified,
+    Origin,
+    Photo,
+    Press,
+    Text,
+    Unreadable,
+    Voice,
+    classify,
+)
+from channels.telegram.kinds import callback_data as callback_data
+from channels.telegram.kinds import chat_of_address as chat_of_address
+from channels.telegram.kinds import member_address as member_address
+from channels.telegram.kinds import normalise_command as normalise_command
+from channels.telegram.kinds import parse_callback as parse_callback
+from channels.telegram.kinds import pressed as pressed
 from persona.lines import TelegramLines, fill
 
-log = logging.getLogger(__name__)
-
 CHANNEL = "telegram"
-# A button's data starts with what kind of prompt it answers: an approval, or the owner
-# letting a stranger in.
-CALLBACK_PREFIXES = {PromptKind.APPROVAL: "a", PromptKind.PAIRING: "p"}
 MAX_VOICE_BYTES = 20 * 1024 * 1024  # the Bot API's own download limit
-# The largest of a photo's sizes under this is the one the model sees: Telegram's biggest
-# rendition is usually well under it, and a few megabytes of base64 per request is plenty.
-MAX_PHOTO_BYTES = 5 * 1024 * 1024
 PHOTO_MIME = "image/jpeg"  # Telegram re-encodes every photo (not a file) as JPEG
 VOICE_MIME = "audio/ogg"  # Telegram voice notes are OGG/Opus
-
-
-
-def callback_data(prompt_id: str, option: str, kind: PromptKind = PromptKind.APPROVAL) -> str:
-    """What a prompt's button carries: the prompt's kind and id and the option, never a
-    position."""
-    data = f"{CALLBACK_PREFIXES[kind]}:{prompt_id}:{option}"
-    if len(data.encode()) > 64:
-        raise ValueError(f"prompt id too long for a Telegram button: {prompt_id!r}")
-    return data
-
-
-def parse_callback(data: str | None, kind: PromptKind = PromptKind.APPROVAL
-                   ) -> tuple[str, str] | None:
-    """(prompt id, option) of a button of a `kind` prompt; None for any other data."""
-    parts = (data or "").split(":")
-    if len(parts) != 3 or parts[0] != CALLBACK_PREFIXES[kind] or not parts[1] or not parts[2]:
-        return None
-    return parts[1], parts[2]
-
-
-def pressed(data: str | None) -> tuple[PromptKind, str, str] | None:
-    """Which prompt a button answers, and how: (kind, prompt id, option); None for data
-    Valet cannot read."""
-    for kind in PromptKind:
-        parsed = parse_callback(data, kind)
-        if parsed is not None:
-            return kind, *parsed
-    return None
-
-
-# --- what an update is ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Origin:
-    update_id: int
-    chat_id: int
-    display_name: str
-    received_at: datetime
-    user_id: int | None = None  # in a group: the member who wrote or pressed
-
-    @property
-    def address(self) -> str:
-        """Who this is to Valet: a private chat, or one member of a group ("chat:user"), so
-        each member is a person of their own (their approvals, pairing, history)."""
-        return member_address(self.chat_id, self.user_id)
-
-    @property
-    def account(self) -> str | None:
-        """In a group, the member's own Telegram account (their private chat's id): a person
-        Valet knows there is the same person in the group."""
-        return str(self.user_id) if self.user_id is not None else None
-
-
-def member_address(chat_id: int, user_id: int | None) -> str:
-    return f"{chat_id}:{user_id}" if user_id is not None else str(chat_id)
-
-
-def chat_of_address(address: str) -> int:
-    """The chat a message to this address goes to (a group member's: their group)."""
-    return int(address.split(":", 1)[0])
-
-
-@dataclass(frozen=True)
-class Text:
-    origin: Origin
-    text: str
-
-
-@dataclass(frozen=True)
-class Press:
-    origin: Origin
-    callback_id: str
-    parsed: tuple[PromptKind, str, str] | None  # (kind, prompt id, option); None: unreadable
-
-
-@dataclass(frozen=True)
-class Voice:
-    origin: Origin
-    file_id: str
-    size: int
-
-
-@dataclass(frozen=True)
-class Photo:
-    origin: Origin
-    file_id: str  # of the largest size under MAX_PHOTO_BYTES
-    size: int
-    caption: str
-
-
-@dataclass(frozen=True)
-class Unreadable:
-    origin: Origin
-    what: str  # "a sticker", "a file", "a location"
-
-
-Classified = Text | Press | Voice | Photo | Unreadable
-
-
-@dataclass(frozen=True)
-class BotIdentity:
-    id: int
-    username: str
-
-
-def classify(update: Update, me: BotIdentity, *, groups: bool,
-             now: Callable[[], datetime]) -> Classified | None:
-    if update.callback_query is not None:
-        query = update.callback_query
-        chat = query.message.chat if query.message is not None else None
-        in_group = chat is not None and chat.type != "private"
-        origin = Origin(update.update_id, chat.id if chat is not None else query.from_user.id,
-                        query.from_user.full_name, now(),
-                        query.from_user.id if in_group else None)
-        return Press(origin, query.id, pressed(query.data))
-    message = update.message
-    if message is None or message.from_user is None:
-        return None  # edits, channel posts, joins: nothing for Valet
-    text = message.text or message.caption or ""
-    if message.chat.type != "private":
-        if not groups or not _addressed(message, text, me):
-            return None
-        text = re.sub(rf"@{re.escape(me.username)}\b", "", text, flags=re.I).strip()
-    origin = Origin(update.update_id, message.chat.id, message.from_user.full_name,
-                    message.date or now(),
-                    message.from_user.id if message.chat.type != "private" else None)
-    media = message.voice or message.audio
-    if media is not None:
-        return Voice(origin, media.file_id, media.file_size or 0)
-    if message.photo:
-        best = largest_photo(message.photo)
-        return Photo(origin, best.file_id, best.file_size or 0, text)
-    if message.text is not None:
-        command = normalise_command(text, me.username)
-        return None if command is None else Text(origin, command)
-    return Unreadable(origin, _what(message))
-
-
-def largest_photo(sizes: tuple[PhotoSize, ...]) -> PhotoSize:
-    """The biggest rendition whose announced size is under the cap (the smallest when none
-    is: fetching it then refuses it, and the model is told the photo could not be loaded)."""
-    fitting = [p for p in sizes if (p.file_size or 0) <= MAX_PHOTO_BYTES]
-    return max(fitting or sizes[:1], key=lambda p: (p.width * p.height, p.file_size or 0))
-
-
-def normalise_command(text: str, bot_username: str) -> str | None:
-    """Commands pass through as text ("/start link-CODE" becomes "/link CODE"); a command
-    for another bot in a group is not for Valet (None)."""
-    if not text.startswith("/"):
-        return text
-    head, _, rest = text.partition(" ")
-    name, _, addressee = head.partition("@")
-    if addressee and addressee.lower() != bot_username.lower():
-        return None
-    if name.lower() == "/start" and rest.strip().lower().startswith("link-"):
-        return f"/link {rest.strip()[5:]}"
-    return f"{name} {rest}".strip()
-
-
-def _addressed(message: Message, text: str, me: BotIdentity) -> bool:
-    replied = message.reply_to_message
-    if replied is not None and replied.from_user is not None and replied.from_user.id == me.id:
-        return True
-    return f"@{me.username}".lower() in text.lower()
-
-
-def _what(message: Message) -> str:
-    for attr, name in (("sticker", "a sticker"), ("document", "a file"),
-                       ("location", "a location"), ("video", "a video"),
-                       ("video_note", "a video message"), ("contact", "a contact"),
-                       ("animation", "a GIF"), ("poll", "a poll")):
-        if getattr(message, attr, None) is not None:
-            return name
-    return "that kind of message"
-
-
-# --- doing what the update needs -----------------------------------------------------------
 
 
 class Replier(Protocol):
@@ -263,8 +97,16 @@ class InboundHandler:
             await self._receive(item.origin, f"({_kind(item)})")  # the access policy answers
         elif isinstance(item, Voice):
             await self._voice(item)
+        elif isinstance(item, Audio):
+            await self._audio(item)
         elif isinstance(item, Photo):
             await self._photo(item)
+        elif isinstance(item, Attached):
+            # Read with what it came with: the model knows what it could not open.
+            await self._say(item.origin, fill(self.lines.telegram_cannot_open_caption,
+                                              what=item.what))
+            await self._receive(item.origin, f"{item.caption}\n({_a(item.what)} came with "
+                                "this message; I could not open it.)")
         else:
             await self._say(item.origin, fill(self.lines.telegram_unreadable, what=item.what))
 
@@ -291,6 +133,20 @@ class InboundHandler:
         await self._receive(item.origin, "", media=(
             MediaRef("voice", item.file_id, VOICE_MIME, item.size),))
 
+    async def _audio(self, item: Audio) -> None:
+        """An audio file is not the person talking: heard (when Valet hears) as a file with
+        its caption; else said so, and its caption read."""
+        if self.settings.hears_voice:
+            await self._receive(item.origin, item.caption, media=(MediaRef(
+                "audio", item.file_id, item.mime, item.size, name=item.name),))
+        elif item.caption.strip():
+            await self._say(item.origin, self.lines.telegram_cannot_hear_audio_caption)
+            named = f"An audio file (“{item.name}”)" if item.name else "An audio file"
+            await self._receive(item.origin, f"{item.caption}\n({named} came with this "
+                                "message; I could not listen to it.)")
+        else:
+            await self._say(item.origin, self.lines.telegram_cannot_hear_audio)
+
     async def give_up(self, update_id: int, address: str | None, reason: str) -> None:
         """An update that kept failing (or could not even be read): recorded as failed, its
         sender (a chat, or a group's member) told once when Valet knows them (the gateway
@@ -316,6 +172,13 @@ class InboundHandler:
 def _kind(item: Classified) -> str:
     if isinstance(item, Voice):
         return "a voice note"
+    if isinstance(item, Audio):
+        return "an audio file"
     if isinstance(item, Photo):
         return "a photo"
-    return item.what if isinstance(item, Unreadable) else "a message"
+    return item.what if isinstance(item, Unreadable | Attached) else "a message"
+
+
+def _a(what: str) -> str:
+    """"a file “x.pdf”" -> "A file “x.pdf”" (the start of a sentence)."""
+    return what[:1].upper() + what[1:]

@@ -109,11 +109,15 @@ async def _story(app, tg, twilio, fake_llm, page, expect) -> None:  # type: igno
     await page.goto(page.url.split("/console")[0] + "/console/approvals")
     # Every argument is shown, in full.
     await expect(page.get_by_text("Numbers attached.", exact=True)).to_be_visible()
+    fake_llm.script(Reply(content="The email to the team about Q3 went out."))
     await page.get_by_role("button", name="Approve").click()
     await expect(page.get_by_role("status")).to_contain_text("Approved")
     assert [e["to"] for e in risky_tools.SENT] == ["team@corp.example"]
     await tg.wait_for(lambda: not card.buttons, timeout=30)
     assert "Done: send email" in card.text
+    # The conversation hears it at once, as after a tap on the card.
+    await tg.wait_for(lambda: "The email to the team about Q3 went out."
+                      in bot_messages(tg, OWNER_CHAT), timeout=30)
 
     # 3. Pause a task.
     owner = await app.ensure_owner()

@@ -237,10 +237,12 @@ async def test_compose_services_answer_a_text_and_a_telegram_update(
         try:
             ready = {role: await _until_ready(f"http://127.0.0.1:{ports[role]}/readyz", proc)
                      for role, proc in procs.items()}
-            assert ready["web"]["checks"] == {"database": True, "telegram": True, "sms": True}
-            assert ready["worker"]["checks"] == {"database": True, "telegram": True, "sms": True,
+            assert ready["web"]["checks"] == {"database": True, "redis": True,
+                                              "telegram": True, "sms": True}
+            assert ready["worker"]["checks"] == {"database": True, "redis": True,
+                                                 "telegram": True, "sms": True,
                                                  "work stream": True}
-            assert ready["scheduler"]["checks"] == {"database": True}
+            assert ready["scheduler"]["checks"] == {"database": True, "redis": True}
             async with http.get(f"{base}/healthz") as resp:
                 assert resp.status == 200
             status, _, err = await _run(image.healthcheck(), envs["web"], tmp_path)

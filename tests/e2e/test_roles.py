@@ -197,7 +197,8 @@ async def test_web_worker_and_scheduler_processes_answer_texts_telegram_and_remi
                 assert (resp.status == 404) == (proc.roles != ["web"]), proc.roles
         async with http.get(procs["worker"].base + "/readyz") as resp:
             assert json.loads(await resp.text())["checks"] == {
-                "database": True, "telegram": True, "sms": True, "work stream": True}
+                "database": True, "redis": True, "telegram": True, "sms": True,
+                "work stream": True}
         async with http.get(procs["worker"].base + "/metrics") as resp:
             worker_metrics = await resp.text()
         async with http.get(web.base + "/metrics") as resp:

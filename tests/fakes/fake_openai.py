@@ -178,6 +178,7 @@ class FakeOpenAI:
         self.transcript = "This is a voice note."
         self.transcriptions: list[dict[str, Any]] = []
         self.transcription_auth: list[str] = []  # the Authorization header of each upload
+        self.transcription_files: list[str] = []  # the file name each upload was given
         # Embeddings: how texts become vectors, what was asked, and a failure to answer with.
         self.vector_for: Callable[[str], list[float]] = bag_of_words
         self.embedding_requests: list[dict[str, Any]] = []
@@ -251,6 +252,7 @@ class FakeOpenAI:
         form = await request.post()
         upload = form.get("file")
         audio = upload.file.read() if hasattr(upload, "file") else b""
+        self.transcription_files.append(str(getattr(upload, "filename", "") or ""))
         self.transcriptions.append({"model": form.get("model"), "audio": audio})
         if not audio:
             return _error(400, "No audio file was uploaded.", type_="invalid_request_error")

@@ -28,6 +28,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.telegram_rules import MAX_CALLBACK_DATA, MAX_TEXT, ApiError, parse_html
+from tests.fakes.telegram_spec import problems_of
 
 TOKEN = "123456:TEST-token"
 BOT_USER = {"id": 123456, "is_bot": True, "first_name": "Valet", "username": "valet_test_bot"}
@@ -53,6 +54,7 @@ class Call:
     method: str
     params: dict[str, Any]
     at: float
+    raw: dict[str, Any] = field(default_factory=dict)  # as sent: form strings, or JSON
 
 
 class FakeTelegram:
@@ -79,6 +81,9 @@ class FakeTelegram:
         # sender is killed); `held` counts the requests caught so.
         self.holding: set[int] = set()
         self.held = 0
+        # Requests that are not what the Bot API takes (tests/fakes/telegram_spec.py): a
+        # missing or unknown parameter, a value of the wrong type or past its limits.
+        self.spec_problems: list[str] = []
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -107,6 +112,9 @@ class FakeTelegram:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+        if exc[0] is None and self.spec_problems:  # (a failing test's own error goes first)
+            raise AssertionError("requests the Bot API would not take:\n"
+                                 + "\n".join(dict.fromkeys(self.spec_problems)))
 
     # -- what tests do ---------------------------------------------------------------------
     def unconfirmed(self) -> int:
@@ -244,18 +252,22 @@ class FakeTelegram:
         async with self._new_update:
             self._new_update.notify_all()
 
-    async def _params(self, request: web.Request) -> dict[str, Any]:
+    async def _params(self, request: web.Request) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the parameters read, the parameters as sent)."""
         if request.content_type == "application/json":
-            return dict(await request.json())
+            body = dict(await request.json())
+            return body, body
         form = await request.post()
         params: dict[str, Any] = {}
+        raw: dict[str, Any] = {}
         for key, value in form.items():
             if isinstance(value, str):
+                raw[key] = value
                 try:
                     params[key] = json.loads(value)
                 except ValueError:
                     params[key] = value
-        return params
+        return params, raw
 
     async def _api(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
@@ -263,10 +275,12 @@ class FakeTelegram:
                                       "description": "Unauthorized"}, status=401)
         method = request.match_info["method"]
         try:
-            params = await self._params(request)
+            params, raw = await self._params(request)
         except ConnectionResetError:  # the client went away mid-request (a bot shutting down)
             return web.Response(status=499)
-        self.calls.append(Call(method, params, time.monotonic()))
+        self.calls.append(Call(method, params, time.monotonic(), raw))
+        parsed = {"text", "caption"} if raw.get("parse_mode") else set()
+        self.spec_problems += problems_of(method, raw, parsed)
         try:
             if self._failures.get(method):
                 raise self._failures[method].pop(0)

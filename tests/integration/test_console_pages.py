@@ -4,7 +4,9 @@ usage and health."""
 
 from __future__ import annotations
 
+import asyncio
 import html
+import json
 import re
 
 import pytest
@@ -15,7 +17,7 @@ from bot.gateway.outbox import Lane
 from bot.people.console_login import ConsoleLogins
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
-from tests.helpers import requests_of
+from tests.helpers import RecordingSender, requests_of
 from tests.integration.console_harness import console_client, say, sign_in
 from tests.integration.test_approvals import EMAIL, registry_file
 
@@ -48,16 +50,25 @@ def said(response_url) -> str:  # type: ignore[no-untyped-def]
     return parse_qs(urlsplit(str(response_url)).query).get("said", [""])[0]
 
 
+def tool_results(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
 async def test_an_approval_decided_in_the_console_runs_once_as_its_person(world, fake_llm):
     app, client, csrf = world
     kim = await app.users.ensure("kim", display_name="Kim", timezone="Europe/Paris",
                                  at=app.clock.now())
+    sender = RecordingSender("test")
+    app.add_channel(sender)
+    await app.identities.link("test", "kim-phone", kim.id, at=app.clock.now())
+    await app.start()
     fake_llm.script(Reply(tool_calls=[ToolCall("send_email", EMAIL)]))
     [approval] = await requests_of(app, await say(app, kim.id, "email the team"))
     page = await text_of(client, "/console/approvals")
     assert "Kim" in page and approval.summary in page
     for key, value in EMAIL.items():  # every argument, in full
         assert key in page and value in page
+    fake_llm.script(Reply(content="Good news: your email to the team went out."))
     responses = [await client.post(f"/console/approvals/{approval.id}/decide",
                                    data={"csrf": csrf, "choice": "approve"}) for _ in range(2)]
     assert said(responses[0].url).startswith(f"Approved “{approval.summary}”: Email sent")
@@ -67,11 +78,22 @@ async def test_an_approval_decided_in_the_console_runs_once_as_its_person(world,
         "Europe/Paris"
     stored = await app.approvals.store.get(approval.id)
     assert stored.status is ApprovalStatus.EXECUTED and stored.decided_by == "console:owner"
-    # Kim's conversation hears the outcome with her next message, once.
-    fake_llm.script(Reply(content="Your email went out."))
-    await say(app, kim.id, "did it go?")
-    results = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
-    assert any("Email sent to team@corp.example" in r for r in results)
+    # Kim hears it at once, in a turn of her own (as after a press of her own button), not
+    # with her next message.
+    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    assert sender.texts("kim-phone") == ["Good news: your email to the team went out."]
+    told = fake_llm.requests[-1]
+    assert any("Email sent to team@corp.example" in r for r in tool_results(told))
+    assert f"The owner approved the waiting request “{approval.summary}” from the web " \
+        "console" in json.dumps(told["messages"], ensure_ascii=False)
+    # ...and it is not mixed into her next request: her history has it, before her message;
+    # nothing joins after it.
+    fake_llm.script(Reply(content="You're welcome."))
+    await say(app, kim.id, "thanks")
+    messages = fake_llm.requests[-1]["messages"]
+    assert messages[-1] == {"role": "user", "content": "thanks"}
+    assert sum("Email sent" in (m.get("content") or "") for m in messages
+               if m["role"] == "tool") == 1
     actions = await ConsoleLogins(app.db).recent_actions()
     assert actions[0].action == "approve" and approval.id in actions[0].target
 
@@ -81,12 +103,24 @@ async def test_cancel_in_the_console_runs_nothing(world, fake_llm):
     owner = await app.ensure_owner()
     fake_llm.script(Reply(tool_calls=[ToolCall("send_email", EMAIL)]))
     [approval] = await requests_of(app, await say(app, owner.id, "email the team"))
+    fake_llm.script(Reply(content="I've dropped that email."))
     response = await client.post(f"/console/approvals/{approval.id}/decide",
                                  data={"csrf": csrf, "choice": "cancel"})
     assert said(response.url) == f"Cancelled “{approval.summary}”."
     assert risky_tools.SENT == []
     assert (await app.approvals.store.get(approval.id)).status is ApprovalStatus.REJECTED
     assert "Nothing waits for anyone's approval." in await text_of(client, "/console/approvals")
+    # The conversation hears it now: the owner's own request, cancelled by them.
+    await asyncio.wait_for(_asked(fake_llm, 2), 10)
+    told = fake_llm.requests[-1]
+    assert tool_results(told)[-1] == "The owner cancelled this action: it was not run."
+    assert "The user cancelled the waiting request" in json.dumps(told["messages"],
+                                                                  ensure_ascii=False)
+
+
+async def _asked(fake_llm, count: int) -> None:  # type: ignore[no-untyped-def]
+    while len(fake_llm.requests) < count:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
 
 
 async def test_tasks_pause_resume_run_now_and_delete(world):

@@ -8,6 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from bot.plumbing.outages import OutageLog
 from bot.text.redact import redact_text
 
 KEPT = 20
@@ -26,6 +27,9 @@ class RecentErrors(logging.Handler):
     def __init__(self, kept: int = KEPT) -> None:
         super().__init__(logging.ERROR)
         self.records: deque[LoggedError] = deque(maxlen=kept)
+        # An outage is a warning a minute, here as in the log (bot.plumbing.outages), not an error a
+        # request pushing every other error out.
+        self.addFilter(OutageLog())
 
     def emit(self, record: logging.LogRecord) -> None:
         try:

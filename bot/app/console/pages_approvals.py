@@ -1,6 +1,7 @@
 """Approvals: what waits for anyone's OK, with every argument; Approve or Cancel through the
 approvals package's own decision path (the same compare-and-set as a tap in the chat; an
-approved action runs once, as its person), then the person's prompt message is edited."""
+approved action runs once, as its person), then the person's prompt message is edited and a
+turn of theirs tells them at once what became of it (bot.approvals.decide.telling_turn)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from aiohttp import web
 
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
-from bot.approvals.decide import Behalf, BehalfOutcome, decide_on_behalf
+from bot.approvals.decide import Behalf, BehalfOutcome, decide_on_behalf, telling_turn
 from bot.contracts.approvals import ExecutionStatus
 from bot.contracts.people import User
 from bot.contracts.tool_context import ToolExecutionContext
@@ -46,6 +47,9 @@ def routes(console: Console) -> list[web.RouteDef]:
             app.approvals, app.users, approval, approve=choice == "approve",
             by=f"console:{session.user_id}", context_for=acting_as(console))
         await app.outbound.settle_prompts(approval.user_id)  # their card shows the outcome
+        told = telling_turn(done, decided_by=session.user_id, where="from the web console")
+        if told is not None:  # the person hears it now, not with their next message
+            await app.gateway.submit(told)
         said, failed = outcome_line(done)
         await console.record(request, session, choice,
                              f"approval {approval.id} ({approval.summary})", said)
