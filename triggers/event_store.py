@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from bot.contracts.clock import Clock
 from bot.db import Database, Row
 from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.wake import woken
 from bot.work.control import Signals
 from triggers.events import Event, EventPattern, Handler
 
@@ -112,8 +113,7 @@ class StoredEventBus:
                 await self.dispatch_due()
             except Exception:
                 log.exception("event dispatch failed; trying again")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+            await woken(self._wake, self.poll_seconds)
             self._wake.clear()
 
     async def _claim(self) -> Row | None:

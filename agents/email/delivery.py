@@ -32,6 +32,7 @@ from bot.contracts.clock import Clock
 from bot.contracts.envelopes import Notification, Urgency
 from bot.credentials import CredentialsLocked, CredentialStore
 from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.wake import woken
 from persona.lines import MailLines, fill
 
 log = logging.getLogger(__name__)
@@ -196,8 +197,7 @@ class MailDelivery:
                 log.exception("mail delivery pass failed; trying again")
             if self._stopping:
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.policy.poll_seconds)
+            await woken(self._wake, self.policy.poll_seconds)
 
     async def close(self) -> None:
         """Stop the loop. An attempt under way may finish (it is bounded); one that does not

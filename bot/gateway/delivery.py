@@ -21,7 +21,6 @@ address's order. What this class keeps in memory is only who to look at next.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -43,6 +42,7 @@ from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.sign_in_links import redacted
 from bot.plumbing.backoff import backoff_delay
+from bot.plumbing.wake import woken
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +116,7 @@ class OutboxDeliverer:
         try:
             while self._running:
                 await self._scan()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.policy.poll_seconds)
+                await woken(self._wake, self.policy.poll_seconds)
                 self._wake.clear()
         finally:
             # A worker in the middle of a send finishes it (a cancelled send would leave its

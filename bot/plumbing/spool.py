@@ -44,6 +44,7 @@ from typing import Any
 
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import DATABASE, about, dependency_of, recovered
+from bot.plumbing.wake import woken
 
 log = logging.getLogger(__name__)
 
@@ -129,8 +130,7 @@ class Spool:
         waits = 0
         while True:
             if not self._pending:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), 5.0)
+                await woken(self._wake, 5.0)
             self._wake.clear()
             if await self.move_all() is None:  # something could not be stored yet
                 waits += 1

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import REDIS, about, recovered
+from bot.plumbing.wake import woken
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +107,7 @@ class RedisSignals(_Listeners):
     async def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._listen())
-            with contextlib.suppress(TimeoutError):  # Redis away: listening starts later
-                await asyncio.wait_for(self._subscribed.wait(), 5.0)
+            await woken(self._subscribed, 5.0)  # Redis away: listening starts later
 
     async def stop(self) -> None:
         if self._task is not None:
