@@ -52,7 +52,8 @@ from agents.mcp.config import McpServerConfig
 from agents.mcp.config import problems as mcp_problems
 from agents.mcp.source import McpToolSource
 from agents.runtime import AgentSpec, AgentTasks, agent_tool
-from bot.capabilities import CapabilitySpec
+from agents.routing import CapabilityWords, check_words
+from bot.capabilities import CapabilityPart, CapabilitySpec
 from bot.config import ConfigError, yaml_line
 from bot.config.registries import BUILTIN_REGISTRY as BUILTIN_REGISTRY
 from bot.config.registries import registry_paths as registry_paths
@@ -78,10 +79,24 @@ class _AgentEntry(_Strict):
     capability: str | None = pydantic.Field(None, pattern=_NAME)
 
 
+_KEYWORD = pydantic.constr(min_length=1, max_length=80)
+
+
+class _PartEntry(_Strict):
+    tools: list[str] = pydantic.Field(min_length=1)
+    keywords: list[_KEYWORD] = []  # type: ignore[valid-type]
+    examples: list[str] = []
+
+
 class _CapabilityEntry(_Strict):
     name: str = pydantic.Field(pattern=_NAME)
-    summary: str = pydantic.Field(min_length=1, max_length=120)
+    # None: the entry adds words to a capability declared elsewhere (a deployment's file
+    # extending a built-in one); it then has nothing but `keywords`, `examples` and `parts`.
+    summary: str | None = pydantic.Field(None, min_length=1, max_length=120)
     check: str | None = pydantic.Field(None, pattern=r"^[\w.]+:\w+$")
+    keywords: list[_KEYWORD] = []  # type: ignore[valid-type]
+    examples: list[str] = []
+    parts: list[_PartEntry] = []
 
 
 class _ToolEntry(_Strict):
@@ -134,6 +149,9 @@ class _Loader:
         self.defined: dict[str, str] = {}  # name -> file:line where it was first defined
         self.grouped: dict[str, list[tuple[str, str]]] = {}  # capability -> [(tool, where)]
         self.mcp_where: dict[str, str] = {}  # MCP server -> file:line of its name
+        self.declared: dict[str, _Where] = {}  # capability -> where its entry is
+        # Words added to a capability declared elsewhere, where they are.
+        self.words: list[tuple[CapabilityWords, _Where]] = []
 
     def load_file(self, path: Path) -> None:
         try:
@@ -241,11 +259,23 @@ class _Loader:
             self._group(entry.capability, name, where("capability"))
 
     def _capability(self, entry: _CapabilityEntry, where: _Where) -> None:
+        parts = tuple(CapabilityPart(tuple(p.tools), tuple(p.keywords), tuple(p.examples))
+                      for p in entry.parts)
+        if entry.summary is None:  # words for a capability declared elsewhere
+            if entry.check is not None:
+                self.errors.append(f"{where('check')}: a capability's check goes with its "
+                                   "summary, where it is declared")
+                return
+            self.words.append((CapabilityWords(entry.name, tuple(entry.keywords),
+                                               tuple(entry.examples), parts), where))
+            return
         if entry.name in self.registry.capabilities:
             self.errors.append(f"{where('name')}: duplicate capability {entry.name!r}")
             return
         self.registry.capabilities[entry.name] = CapabilitySpec(
-            entry.name, entry.summary, check=entry.check)
+            entry.name, entry.summary, check=entry.check, keywords=tuple(entry.keywords),
+            examples=tuple(entry.examples), parts=parts)
+        self.declared[entry.name] = where
 
     def _mcp_server(self, entry: McpServerConfig, where: _Where) -> None:
         found = mcp_problems(entry)
@@ -263,6 +293,7 @@ class _Loader:
             entry.name, entry.description, source=source)
         self.registry.tools.add_source(source)  # its tools found by name once it runs
         self.mcp_where[entry.name] = where("name")
+        self.declared[entry.name] = where
 
     def _group(self, capability: str | None, tool_name: str, where: str) -> None:
         if capability is not None:
@@ -291,6 +322,7 @@ class _Loader:
                 continue
             self.registry.capabilities[name] = replace(
                 spec, tools=(*spec.tools, *(tool for tool, _ in members)))
+        self.errors += check_words(self.registry.capabilities, self.words, self.declared)
 
     def _agent_class(self, target: str, where: str) -> type[StandardAgent] | None:
         module_name, class_name = target.split(":", 1)

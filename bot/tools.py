@@ -174,6 +174,9 @@ class Tool:
     # Running it twice does no harm (it only reads): a call cut short by a crash runs again
     # when its turn is redone. Otherwise it gets an "interrupted, outcome unknown" result.
     safe_to_repeat: bool = False
+    # Offered only in a triggered run (a scheduled task, an event, a condition): a person's
+    # own turns never need it, and every request would carry its schema for nothing.
+    triggered_only: bool = False
     # Risk policy from the registry, enforced in code (the loop's approval gate): the LLM
     # cannot skip it, whatever its arguments or any tool result say.
     requires_approval: bool = False
@@ -239,16 +242,18 @@ def tool(fn: ToolFunction | None = None, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None,
          progress: str = "", safe_to_repeat: bool = False,
          describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None,
-         prepare: Check | None = None) -> Any:
+         prepare: Check | None = None, triggered_only: bool = False) -> Any:
     """Mark an async function as a tool. Use bare (`@tool`) or with options.
     `safe_to_repeat=True` only for tools without side effects (they only read). `describe`:
     how a call reads on an approval card, naming what it acts on. `prepare`: the check before
-    a call is offered for approval (see Tool.prepare)."""
+    a call is offered for approval (see Tool.prepare). `triggered_only`: offered only in a
+    triggered run."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         f.__valet_tool__ = replace(build_tool(  # type: ignore[attr-defined]
             f, name=name, description=description, timeout=timeout, progress=progress,
-            safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare)
+            safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare,
+            triggered_only=triggered_only)
         return f
 
     return wrap(fn) if fn is not None else wrap

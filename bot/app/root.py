@@ -44,6 +44,7 @@ from bot.approvals.outcomes import card_outcomes
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper, Notice
 from bot.capabilities import build_exposure
+from bot.capability_router import CapabilityRouter
 from bot.config import Settings
 from bot.config.registries import registry_paths
 from bot.contracts.envelopes import (
@@ -263,6 +264,7 @@ class App:
                          AskTimezoneOnce(users))).in_order(),
             journal=journal,
             exposure=exposure if settings.tool_exposure == "capabilities" else None,
+            router=CapabilityRouter(exposure.on) if settings.capability_router else None,
             after_turn=[*([memory.extractor.after_turn] if memory else []),
                         compactor.after_turn], metrics=metrics,
             traces=traces, summaries=summaries, provider=models.provider,

@@ -117,6 +117,9 @@ class Settings(_Section):
     # Which tools each request carries: "capabilities" (a small core; a capability's tools once
     # the model opens it: few tokens a message) or "all" (every tool on every request).
     tool_exposure: Literal["capabilities", "all"] = "capabilities"
+    # With "capabilities": the capabilities a message names in so many words (the registry's
+    # `keywords:`) are open in its first request, with no LLM call (bot.capability_router).
+    capability_router: bool = True
     approvals: ApprovalSettings = ApprovalSettings()
     triggers: TriggerSettings = TriggerSettings()
     memory: MemorySettings = MemorySettings()
@@ -274,6 +277,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
     "VALET_AGENTS_FILES": ("agents", "registries"),
     "VALET_TOOL_EXPOSURE": ("tool_exposure",),
+    "VALET_CAPABILITY_ROUTER": ("capability_router",),
     "VALET_REDIS_URL": ("redis_url",),
     "VALET_PUBLIC_URL": ("public_url",),
     "VALET_SMS_FROM_NUMBER": ("sms", "from_number"),

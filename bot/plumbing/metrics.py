@@ -2,10 +2,10 @@
 
 Each App owns a `Metrics` with its own `CollectorRegistry` (never the library's global one), so
 several Apps in one process (the tests) never share or double-register a metric. The parts of
-Valet report through one-line calls (`turn_finished`, `tools_ran`, `llm_request`, `webhook`,
-`scheduler_fired`); what the database already knows (outbox depth, dead letters, approvals,
-SMS segments, people active today) is read from the stores at scrape time (bot.app.observe) and
-handed to `refresh`, so it is true across processes and restarts.
+Valet report through one-line calls (`turn_finished`, `tools_ran`, `routed`, `llm_request`,
+`webhook`, `scheduler_fired`); what the database already knows (outbox depth, dead letters,
+approvals, SMS segments, people active today) is read from the stores at scrape time
+(bot.app.observe) and handed to `refresh`, so it is true across processes and restarts.
 """
 
 from __future__ import annotations
@@ -72,6 +72,12 @@ class Metrics:
         self.model_switches = Counter("valet_llm_model_switches", "Turns that went on with a "
                                       "fallback model, by the model left and the one taken",
                                       ["from_model", "to_model"], registry=r)
+        self.router_opened = Counter("valet_router_opened", "Capabilities the router opened "
+                                     "before a turn's first request, from the person's words",
+                                     ["capability"], registry=r)
+        self.router_misses = Counter("valet_router_misses", "Capabilities the model had to "
+                                     "open itself (the router had not): one LLM request more",
+                                     ["capability"], registry=r)
         self.webhooks = Counter("valet_webhook_requests",
                                 "Webhook requests: acknowledged (2xx), rejected (4xx: bad "
                                 "signature or secret, too large) or unavailable (5xx)",
@@ -112,6 +118,13 @@ class Metrics:
         self.turn_modes.labels(mode=mode).inc()
         for left, taken in switches:
             self.model_switches.labels(from_model=left, to_model=taken).inc()
+
+    def routed(self, opened: Iterable[str], missed: Iterable[str]) -> None:
+        """A turn's capability route: what it opened, and what the model opened itself."""
+        for capability in opened:
+            self.router_opened.labels(capability=capability).inc()
+        for capability in missed:
+            self.router_misses.labels(capability=capability).inc()
 
     def llm_request(self, model: str, seconds: float, *, input_tokens: int = 0,
                     output_tokens: int = 0, error: str | None = None) -> None:
