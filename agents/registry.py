@@ -51,8 +51,8 @@ from agents.base import RESERVED_FIELD_NAMES, StandardAgent
 from agents.mcp.config import McpServerConfig
 from agents.mcp.config import problems as mcp_problems
 from agents.mcp.source import McpToolSource
-from agents.runtime import AgentSpec, AgentTasks, agent_tool
 from agents.routing import CapabilityWords, check_words
+from agents.runtime import AgentSpec, AgentTasks, agent_tool
 from bot.capabilities import CapabilityPart, CapabilitySpec
 from bot.config import ConfigError, yaml_line
 from bot.config.registries import BUILTIN_REGISTRY as BUILTIN_REGISTRY

@@ -7,7 +7,7 @@ for, so the examples are the router's own test, for the built-in words and a dep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -18,7 +18,8 @@ from bot.capability_router import CapabilityRouter, Route, phrase_pattern
 class Where(Protocol):
     """`file:line` of a registry entry, or of one of its keys."""
 
-    entry: tuple[str, ...]
+    @property
+    def entry(self) -> tuple[str, ...]: ...
 
     def __call__(self, *keys: str) -> str: ...
 
@@ -35,45 +36,49 @@ class CapabilityWords:
 
 def check_words(capabilities: MutableMapping[str, CapabilitySpec],
                 added: Sequence[tuple[CapabilityWords, Where]],
-                declared: dict[str, Where]) -> list[str]:
-    """Merge the added words into `capabilities`; every problem as `file:line: key: what`."""
+                declared: Mapping[str, Where]) -> list[str]:
+    """Merge the added words into `capabilities`; every problem as `file:line: key: what`,
+    an example's at the entry that gives it."""
     errors: list[str] = []
+    # Whose examples are checked where: each declaration's own, then each added entry's.
+    sources = [(CapabilityWords(name, (), spec.examples, spec.parts), declared[name])
+               for name, spec in capabilities.items() if name in declared]
+    for name, spec in capabilities.items():
+        if name in declared:
+            errors += _words_problems(name, spec.keywords, spec.parts, spec, declared[name])
     for words, where in added:
-        spec = capabilities.get(words.name)
-        if spec is None:
+        found = capabilities.get(words.name)
+        if found is None:
             known = ", ".join(capabilities) or "none declared"
             errors.append(f"{where('name')}: {_key(where, 'name')}: unknown capability "
                           f"{words.name!r} (declared: {known}); a new capability needs a "
                           "summary")
             continue
         capabilities[words.name] = replace(
-            spec, keywords=(*spec.keywords, *words.keywords),
-            examples=(*spec.examples, *words.examples), parts=(*spec.parts, *words.parts))
-        declared.setdefault(words.name, where)
-    for name, spec in capabilities.items():
-        where = declared.get(name)
-        if where is not None:
-            errors += _spec_problems(spec, where)
+            found, keywords=(*found.keywords, *words.keywords),
+            examples=(*found.examples, *words.examples), parts=(*found.parts, *words.parts))
+        errors += _words_problems(words.name, words.keywords, words.parts, found, where)
+        sources.append((words, where))
     router = CapabilityRouter(capabilities)
-    for name, spec in capabilities.items():
-        where = declared.get(name)
-        if where is not None:
-            errors += _example_problems(router, spec, where)
+    for words, where in sources:
+        errors += _example_problems(router, words, where)
     return errors
 
 
-def _spec_problems(spec: CapabilitySpec, where: Where) -> list[str]:
+def _words_problems(name: str, keywords: Sequence[str], parts: Sequence[CapabilityPart],
+                    spec: CapabilitySpec, where: Where) -> list[str]:
+    """Problems of the words one entry gives (`spec`: the capability they are for)."""
     errors = []
-    for keyword in (*spec.keywords, *(k for p in spec.parts for k in p.keywords)):
+    for keyword in (*keywords, *(k for p in parts for k in p.keywords)):
         if not phrase_pattern(keyword):
             errors.append(f"{where('keywords')}: {_key(where, 'keywords')}: {keyword!r} has "
                           "no word the router can match")
-    for i, part in enumerate(spec.parts):
+    for i, part in enumerate(parts):
         strangers = [t for t in part.tools if not _is_tool_of(spec, t)]
         if strangers:
             errors.append(f"{where('parts', str(i), 'tools')}: "
                           f"{_key(where, 'parts', str(i), 'tools')}: "
-                          f"{', '.join(map(repr, strangers))} not a tool of {spec.name} (its "
+                          f"{', '.join(map(repr, strangers))} not a tool of {name} (its "
                           f"tools: {', '.join(spec.tools) or 'none'})")
     return errors
 
@@ -82,19 +87,19 @@ def _is_tool_of(spec: CapabilitySpec, tool: str) -> bool:
     return tool in spec.tools or (spec.source is not None and tool.startswith(spec.source.prefix))
 
 
-def _example_problems(router: CapabilityRouter, spec: CapabilitySpec, where: Where
+def _example_problems(router: CapabilityRouter, words: CapabilityWords, where: Where
                       ) -> list[str]:
     errors = []
-    for example in spec.examples:
+    for example in words.examples:
         route = router.route(example)
-        if spec.name not in route.opened:  # whole, or one of its parts
-            errors.append(_unopened(where, ("examples",), example, spec.name, route))
-    for i, part in enumerate(spec.parts):
+        if words.name not in route.opened:  # whole, or one of its parts
+            errors.append(_unopened(where, ("examples",), example, words.name, route))
+    for i, part in enumerate(words.parts):
         for example in part.examples:
             route = router.route(example)
-            if spec.name not in route.groups and not set(part.tools) <= route.tools:
+            if words.name not in route.groups and not set(part.tools) <= route.tools:
                 errors.append(_unopened(where, ("parts", str(i), "examples"), example,
-                                        f"{spec.name} ({', '.join(part.tools)})", route))
+                                        f"{words.name} ({', '.join(part.tools)})", route))
     return errors
 
 

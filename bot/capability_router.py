@@ -220,7 +220,7 @@ class RoutedTools:
     def refusal(self, tool_name: str, messages: list[Message]) -> str | None:
         why = self.exposure.refusal(tool_name, messages, self.route.groups, self.route.tools)
         group = self.exposure.group_of(tool_name)
-        if why is not None and group in self.exposure.on:
+        if why is not None and group is not None and group in self.exposure.on:
             self.refused.add(group)
         return why
 
