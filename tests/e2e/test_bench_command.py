@@ -38,7 +38,7 @@ async def test_each_benchmark_runs_to_the_end_with_its_floor_and_goal(name):
     assert "Unclosed" not in err, err  # every session, connector and server closed
 
 
-async def test_make_bench_prints_a_benchmarks_numbers():
+async def test_make_bench_runs_a_benchmark_and_prints_its_numbers():
     code, out, err = await bench("statements")
     assert code == 0, err
     assert "SQLite:" in out and "statements per plain turn" in out
