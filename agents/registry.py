@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
 import yaml
@@ -50,14 +50,17 @@ import yaml
 from agents.base import RESERVED_FIELD_NAMES, StandardAgent
 from agents.mcp.config import McpServerConfig
 from agents.mcp.config import problems as mcp_problems
-from agents.mcp.source import McpToolSource
 from agents.routing import CapabilityWords, check_words
 from agents.runtime import AgentSpec, AgentTasks, agent_tool
 from bot.capabilities import CapabilityPart, CapabilitySpec
 from bot.config import ConfigError, yaml_line
+from bot.config.problems import parse_yaml
 from bot.config.registries import BUILTIN_REGISTRY as BUILTIN_REGISTRY
 from bot.config.registries import registry_paths as registry_paths
 from bot.tools import ToolRegistry, tools_in_module
+
+if TYPE_CHECKING:
+    from agents.mcp.source import McpToolSource
 
 _NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 
@@ -120,8 +123,14 @@ class Registry:
 
     @property
     def mcp_servers(self) -> dict[str, McpToolSource]:
-        return {name: spec.source for name, spec in self.capabilities.items()
-                if isinstance(spec.source, McpToolSource)}
+        sources = {name: spec.source for name, spec in self.capabilities.items()
+                   if spec.source is not None}
+        if not sources:
+            return {}
+        from agents.mcp.source import McpToolSource  # loaded only with an `mcp:` entry
+
+        return {name: source for name, source in sources.items()
+                if isinstance(source, McpToolSource)}
 
     async def close(self) -> None:
         """Stop what the capabilities started (MCP servers' sessions and processes)."""
@@ -156,8 +165,8 @@ class _Loader:
     def load_file(self, path: Path) -> None:
         try:
             text = path.read_text(encoding="utf-8")
-            root = yaml.compose(text)
-            data = yaml.safe_load(text) or {}
+            data, root = parse_yaml(text)
+            data = data or {}
         except yaml.MarkedYAMLError as err:
             mark = err.problem_mark or err.context_mark
             self.errors.append(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML: "
@@ -216,6 +225,18 @@ class _Loader:
             self.errors.append(f"{where('module')}: module {entry.module!r} has no @tool "
                                "functions")
             return
+        if where.path != BUILTIN_REGISTRY:  # a deployment's tools: their types checked now
+            # (the built-in ones are checked by the tests, and shaped when first needed)
+            for t in found:
+                if entry.only is not None and t.name not in entry.only:
+                    continue
+                try:
+                    t.parameters_schema()
+                except Exception as err:
+                    self.errors.append(f"{where('module')}: {entry.module}.{t.name}: its "
+                                       f"arguments cannot be described: "
+                                       f"{type(err).__name__}: {err}")
+                    return
         names = [t.name for t in found]
         unknown = [n for n in entry.only or () if n not in names]
         if unknown:
@@ -288,6 +309,8 @@ class _Loader:
             self.errors.append(f"{where('name')}: {'.'.join((*where.entry, 'name'))}: "
                                f"duplicate capability {entry.name!r}")
             return
+        from agents.mcp.source import McpToolSource  # loaded only with an `mcp:` entry
+
         source = McpToolSource(entry)
         self.registry.capabilities[entry.name] = CapabilitySpec(
             entry.name, entry.description, source=source)

@@ -71,10 +71,12 @@ class _Phrase:
     capability: str
     tools: frozenset[str] | None  # a part's tools; None: the whole capability
 
-    def matches_at(self, said: Sequence[str], i: int) -> bool:
+    def matches_at(self, said: Sequence[str], i: int, start: int = 0) -> bool:
+        """Whether the phrase is at `said[i]` (its first `start` words known to match)."""
         if i + len(self.pattern) > len(said):
             return False
-        for want, word in zip(self.pattern, said[i:i + len(self.pattern)], strict=True):
+        for want, word in zip(self.pattern[start:], said[i + start:i + len(self.pattern)],
+                              strict=True):
             if want == NUMBER:
                 if not _is_number(word):
                     return False
@@ -131,9 +133,12 @@ class CapabilityRouter:
 
     def __init__(self, specs: Mapping[str, CapabilitySpec], max_open: int = MAX_OPEN) -> None:
         self.max_open = max_open
-        self.whole: dict[str, bool] = {}
+        # Phrases by what their first word must be: the word itself; a number (then by their
+        # second word); the first two letters of a `word*` (shorter ones: tried everywhere).
         self._by_first: dict[str, list[_Phrase]] = {}
-        self._anywhere: list[_Phrase] = []  # phrases that begin with `#` or a `word*`
+        self._numeric: dict[str, list[_Phrase]] = {}
+        self._by_prefix: dict[str, list[_Phrase]] = {}
+        self._anywhere: list[_Phrase] = []
         for spec in specs.values():
             self._add(spec.name, spec.keywords, None)
             for part in spec.parts:
@@ -147,7 +152,13 @@ class CapabilityRouter:
                 continue
             phrase = _Phrase(keyword, pattern, capability, tools)
             first = pattern[0]
-            if first == NUMBER or first.endswith("*"):
+            if first == NUMBER:
+                second = pattern[1] if len(pattern) > 1 and pattern[1] != NUMBER \
+                    and not pattern[1].endswith("*") else ""
+                self._numeric.setdefault(second, []).append(phrase)
+            elif first.endswith("*") and len(first) > 2:
+                self._by_prefix.setdefault(first[:2], []).append(phrase)
+            elif first.endswith("*") and len(first) > 1:
                 self._anywhere.append(phrase)
             else:
                 self._by_first.setdefault(first, []).append(phrase)
@@ -157,9 +168,17 @@ class CapabilityRouter:
         said = words(text)
         found: list[_Phrase] = []
         for i, word in enumerate(said):
-            for phrase in (*self._by_first.get(word, ()), *self._anywhere):
-                if phrase.matches_at(said, i):
+            for phrase in self._by_first.get(word, ()):  # its first word is this one
+                if len(phrase.pattern) == 1 or phrase.matches_at(said, i, 1):
                     found.append(phrase)
+            numeric = _is_number(word)
+            after = said[i + 1] if numeric and i + 1 < len(said) else ""
+            for group in (self._by_prefix.get(word[:2]), self._anywhere,
+                          self._numeric.get(after) if numeric else None,
+                          self._numeric.get("") if numeric else None):
+                for phrase in group or ():
+                    if phrase.matches_at(said, i):
+                        found.append(phrase)
         return found
 
     def route(self, text: str, history: Sequence[Message] = ()) -> Route:

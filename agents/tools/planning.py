@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 import pydantic
 
@@ -118,22 +118,3 @@ async def cancel_task(ctx: ToolExecutionContext, task_id: str) -> str:
         raise ValueError(f"no waiting task has the id {task_id!r}")
     return f"Cancelled the waiting {task.label} (it had asked “{task.question}”)."
 
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """Some OpenAI-compatible servers reject $ref: put the definitions in place."""
-    defs = schema.pop("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {k: walk(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    return walk(schema)
-
-
-update_plan.__valet_tool__.parameters = _inline_refs(
-    update_plan.__valet_tool__.parameters)

@@ -15,7 +15,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pydantic
 import yaml
 
-from bot.config.problems import Problem, did_you_mean, in_file_order, validation_problems
+from bot.config.problems import (
+    Problem,
+    did_you_mean,
+    in_file_order,
+    parse_yaml,
+    validation_problems,
+)
 from bot.config.problems import yaml_line as yaml_line  # re-exported for persona files
 from bot.config.registries import registry_paths
 from bot.config.sections import (
@@ -376,7 +382,7 @@ def known_tool_modules(raw: dict[str, Any], path: Path | None) -> set[str] | Non
     names: set[str] = set()
     try:
         for registry in registry_paths([str(e) for e in extra], base):
-            data = yaml.safe_load(registry.read_text(encoding="utf-8")) or {}
+            data = parse_yaml(registry.read_text(encoding="utf-8"))[0] or {}
             for entry in data.get("tools") or []:
                 if isinstance(entry, dict) and isinstance(entry.get("module"), str):
                     names.add(entry["module"].rsplit(".", 1)[-1])
@@ -427,8 +433,7 @@ def _phone_numbers_in_e164(settings: Settings, where: Any) -> list[Problem]:
 def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
     try:
         text = path.read_text(encoding="utf-8")
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data, root = parse_yaml(text)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f":{mark.line + 1}" if mark else ""

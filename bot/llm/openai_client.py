@@ -30,7 +30,9 @@ class OpenAILLM:
     Requests go through the client's documented low-level `post()`: it keeps the client's
     auth, error types and connection pool, but skips the per-message TypedDict transform that
     `chat.completions.create` runs on every call (about 0.2 ms per message; see `make bench`).
-    The client's own retries are off: ERROR_HANDLERS decide.
+    The client's own retries are off: ERROR_HANDLERS decide. Its transport is aiohttp (the
+    client's documented `DefaultAioHttpClient`), the HTTP stack the rest of Valet runs on: the
+    default one would load a second (httpx's httpcore, h11, anyio: a good part of start-up).
     """
 
     def __init__(self, *, base_url: str | None, api_key: str, model: str,
@@ -38,7 +40,8 @@ class OpenAILLM:
         self.model = model
         self._extra = dict(extra_body or {})
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout,
+            http_client=openai.DefaultAioHttpClient(timeout=timeout))
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, *,

@@ -5,7 +5,8 @@ An instant fake LLM on loopback answers every call. Per message we time:
            call), history write, outbox, delivery through the console channel's `send`, and
            the chat's waiter resolved by that delivery (an event, not a poll);
   polled   the same path ended by `Gateway.wait_idle()` (a 10 ms poll), as the console did;
-  floor    the bare client's low-level post() of the exact body Valet sent for that message.
+  floor    the bare client's low-level post() of the exact body Valet sent for that message
+           (on the aiohttp transport Valet's client uses).
 valet - floor is what Valet's durable path adds per message (issue 9's target: under 1 ms).
 The console's own part (waiting for the reply) is an event now; what remains is the turn
 itself (history load, the turn's steps, journal and history writes: about 35 SQL statements
@@ -51,7 +52,8 @@ async def _timed(fake: FakeOpenAI, url: str, *, polled: bool
     """(valet, floor) per message, interleaved: the bare post of the body Valet just sent
     runs right after it, so both see the same machine load."""
     app, chat = await _app(fake, url)
-    bare = openai.AsyncOpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+    bare = openai.AsyncOpenAI(base_url=fake.base_url, api_key="k", max_retries=0,
+                              http_client=openai.DefaultAioHttpClient())  # as Valet's
     try:
         for i in range(WARM_UP):
             await chat.say(f"warm up {i}")

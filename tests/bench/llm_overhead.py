@@ -2,7 +2,8 @@
 
 An instant fake LLM on loopback answers every call. For a conversation that grows to a few
 hundred messages we time, per call:
-  floor   the bare `openai` client's low-level post() of the exact body the loop sent;
+  floor   the bare `openai` client's low-level post() of the exact body the loop sent (on the
+          aiohttp transport Valet's client uses);
   create  the same body through `chat.completions.create` (what a naive port would do);
   valet   one whole `react_loop` run: request view, LLM call, parsing, result.
 valet - floor is what the framework adds (goal: under 1 ms, p50 and p99).
@@ -50,7 +51,8 @@ async def run(sizes: range | None = None, repeats: int | None = None) -> list[st
     async with FakeOpenAI() as fake:
         fake.responder = lambda req: Reply(content="ok", usage=(10, 1))
         llm = OpenAILLM(base_url=fake.base_url, api_key="k", model="m")
-        bare = openai.AsyncOpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+        bare = openai.AsyncOpenAI(base_url=fake.base_url, api_key="k", max_retries=0,
+                              http_client=openai.DefaultAioHttpClient())  # as Valet's
         cfg = ReactLoopConfig()
         deps = LoopDeps(llm, CountingTools().registry(), ContextManager(cfg), SystemClock())
         system = [{"role": "system", "content": "You are a benchmark." * 20}]
