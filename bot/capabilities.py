@@ -257,8 +257,12 @@ class ToolExposure:
                 f"It is open now: call {tool_name} again.")
 
     def prompt_lines(self) -> list[str]:
-        """One line per capability that is on, for the system prompt."""
-        return [f"{spec.name} ({spec.summary})" for spec in self.on.values()]
+        """One line per capability that is on, for the system prompt (every turn's)."""
+        lines = self._memo.get("prompt")
+        if lines is None:
+            lines = self._memo["prompt"] = [f"{spec.name} ({spec.summary})"
+                                            for spec in self.on.values()]
+        return list(lines)
 
     def open_tool(self) -> Tool | None:
         """The `open_capability` tool over the capabilities that are on (None: none are)."""

@@ -253,6 +253,8 @@ class RoutedTools:
                 fn = call.get("function") or {}
                 if fn.get("name") == OPEN_TOOL:
                     missed.add(call_argument(fn.get("arguments"), "name"))
+        if not missed:  # (most turns: the history is not read again)
+            return []
         already = self.route.groups | self.exposure.open_in(history)
         return sorted(c for c in missed - already if c in self.exposure.on)
 

@@ -49,6 +49,7 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.turns = Counter("valet_turns", "Turns finished, by how they stopped",
                              ["stop"], registry=r)
@@ -104,18 +105,27 @@ class Metrics:
 
     # --- reported as it happens ---------------------------------------------------------------
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        """`metric.labels(*values)`, kept: several are counted every turn, and the library
+        checks the labels and looks the child up again on each call."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def turn_finished(self, stop: Any, seconds: float) -> None:
         """One turn, its stop reason (a TurnStop or a word) and how long it took."""
-        self.turns.labels(stop=str(getattr(stop, "value", stop) or "none")).inc()
+        self._child(self.turns, str(getattr(stop, "value", stop) or "none")).inc()
         self.turn_seconds.observe(seconds)
 
     def tools_ran(self, calls: Iterable[_ToolCall]) -> None:
         for call in calls:
-            self.tool_calls.labels(tool=call.name, outcome=call.outcome or "unknown").inc()
+            self._child(self.tool_calls, call.name, call.outcome or "unknown").inc()
 
     def loop_ran(self, mode: str, switches: Iterable[tuple[str, str]] = ()) -> None:
         """A turn's loop: its mode, and each switch to a fallback model (from, to)."""
-        self.turn_modes.labels(mode=mode).inc()
+        self._child(self.turn_modes, mode).inc()
         for left, taken in switches:
             self.model_switches.labels(from_model=left, to_model=taken).inc()
 
@@ -128,12 +138,12 @@ class Metrics:
 
     def llm_request(self, model: str, seconds: float, *, input_tokens: int = 0,
                     output_tokens: int = 0, error: str | None = None) -> None:
-        self.llm_requests.labels(model=model).inc()
-        self.llm_seconds.labels(model=model).observe(seconds)
+        self._child(self.llm_requests, model).inc()
+        self._child(self.llm_seconds, model).observe(seconds)
         if input_tokens:
-            self.llm_tokens.labels(model=model, direction="input").inc(input_tokens)
+            self._child(self.llm_tokens, model, "input").inc(input_tokens)
         if output_tokens:
-            self.llm_tokens.labels(model=model, direction="output").inc(output_tokens)
+            self._child(self.llm_tokens, model, "output").inc(output_tokens)
         if error is not None:
             self.llm_errors.labels(model=model, error=error).inc()
 
