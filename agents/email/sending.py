@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
 
-from agents.email import imap
 from agents.email.account import MailAccount, MailError, mail_account
 from agents.email.message import (
     Draft,
@@ -183,6 +182,8 @@ def _lookup(ctx: ToolExecutionContext) -> HeadersLookup:
     if given is not None:
         return given
     async def over_imap(account: MailAccount, uid: int) -> OriginalMessage:
+        from agents.email import imap  # aioimaplib: loaded when a mailbox is first read
+
         return await imap.message_headers(account, str(uid))
 
     return over_imap

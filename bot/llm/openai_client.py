@@ -31,8 +31,9 @@ class OpenAILLM:
     auth, error types and connection pool, but skips the per-message TypedDict transform that
     `chat.completions.create` runs on every call (about 0.2 ms per message; see `make bench`).
     The client's own retries are off: ERROR_HANDLERS decide. Its transport is aiohttp (the
-    client's documented `DefaultAioHttpClient`), the HTTP stack the rest of Valet runs on: the
-    default one would load a second (httpx's httpcore, h11, anyio: a good part of start-up).
+    client's documented `DefaultAioHttpClient`), the HTTP stack the rest of Valet runs on: a
+    request costs about a quarter less CPU than on the default transport (measured with the
+    same bodies against the fake server: 1.1-1.5 ms against 1.6-1.9 ms, server included).
     """
 
     def __init__(self, *, base_url: str | None, api_key: str, model: str,
