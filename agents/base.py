@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 
 import pydantic
 
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.tool_schema import clean_schema
-from bot.tools import ToolExecutionContext
 
 RESERVED_FIELD_NAMES = frozenset({"task_instruction", "ctx"})
 

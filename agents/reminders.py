@@ -8,44 +8,16 @@ time already past) is asked again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from agents.base import AgentResult, InputField, StandardAgent
+from agents.reminder_store import ReminderStore
 from agents.services import services_of
-from bot.db import Database
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.when import UNREADABLE, parse_when
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import tool
 from triggers.service import Owner
-
-
-@dataclass(frozen=True)
-class Reminder:
-    id: int
-    text: str
-    due_at: datetime
-    timezone: str
-    status: str
-
-
-class ReminderStore:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    async def add(self, user_id: str, text: str, due_at: datetime, timezone: str, *,
-                  status: str, source_text: str, at: datetime) -> Reminder:
-        reminder_id = await self.db.fetchval(
-            "INSERT INTO reminders (user_id, text, due_at, timezone, status, source_text,"
-            " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-            user_id, text, due_at.astimezone(UTC), timezone, status, source_text, at)
-        return Reminder(int(reminder_id), text, due_at, timezone, status)
-
-    async def upcoming(self, user_id: str, limit: int = 20) -> list[Reminder]:
-        rows = await self.db.fetch(
-            "SELECT id, text, due_at, timezone, status FROM reminders WHERE user_id = $1"
-            " AND status IN ('draft', 'pending') ORDER BY due_at LIMIT $2", user_id, limit)
-        return [Reminder(**r) for r in rows]
 
 
 def reminders_of(ctx: ToolExecutionContext) -> ReminderStore:

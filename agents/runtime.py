@@ -18,9 +18,11 @@ from typing import Any
 import pydantic
 
 from agents.base import AgentResult, AgentStatus, InputField, StandardAgent
-from bot.approvals.model import ApprovalDraft, waiting_result
-from bot.tasks.model import Fit, PausedTask, Resumed, Verdict
-from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolStatus, render_result
+from bot.contracts.approvals import ApprovalDraft, waiting_result
+from bot.contracts.pause import PausedTask
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tasks.model import Fit, Resumed, Verdict
+from bot.tools import Tool, ToolOutcome, ToolStatus, render_result
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ from datetime import timedelta
 from typing import Any
 
 from agents.services import services_of
-from bot.tools import ToolExecutionContext, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import tool
 from triggers.describe import task_line
 from triggers.model import ConditionCheck
 from triggers.service import Owner, TaskError, TaskService

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.tools import ToolExecutionContext
+from bot.contracts.tool_context import ToolExecutionContext
 
 if TYPE_CHECKING:  # the modules that use the services import this one
     from agents.email.delivery import MailDelivery
@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # the modules that use the services import this one
     from agents.stores import AgentStores
     from bot.credentials import CredentialStore
     from bot.gateway.others import OutboxMessenger
-    from bot.gateway.users import UserStore
     from bot.memory.service import MemoryService
+    from bot.people.users import UserStore
     from bot.tasks.pool import AgentPool
     from triggers.service import TaskService
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.contacts.store import ContactStore
-from agents.notes import NoteStore
-from agents.reminders import ReminderStore
-from agents.tools.planning import PlanStore
+from agents.note_store import NoteStore
+from agents.reminder_store import ReminderStore
+from agents.tools.plan_store import PlanStore
 from bot.db import Database
 
 

@@ -20,7 +20,8 @@ from typing import Any, Literal, Protocol
 
 import pydantic
 
-from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus
 
 OPEN_TOOL = "open_capability"
 # A group stays open for the turn it was opened in and this many turns after it: follow-ups

@@ -8,11 +8,19 @@ message or show typing) it does as a no-op, and says so in `features`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from bot.contracts.envelopes import LoopEvent, OutboundMessage
-from bot.turn.brief import Brevity
+
+
+@dataclass(frozen=True)
+class Brevity:
+    """What "brief" means on a channel, for a reply that must fit (bot.turn.brief)."""
+
+    fits: Callable[[str], bool]  # the text, as written, fits once the channel renders it
+    about_chars: int  # what to ask the model for
 
 
 class TransientSendError(Exception):

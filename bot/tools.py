@@ -14,18 +14,16 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Protocol, get_type_hints
-from zoneinfo import ZoneInfo
 
-import aiohttp
 import pydantic
 
+from bot.contracts.pause import Pauses
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import TokenUsage, ToolCall
 from bot.llm.tool_schema import clean_schema, inline_refs, parse_docstring
-from bot.plumbing.clock import Clock, SystemClock
 from bot.text.sanitize import clean_text
 
 log = logging.getLogger(__name__)
@@ -58,7 +56,7 @@ class ToolOutcome:
     synthetic: bool = False
     truncated_from: int | None = None
     # What a paused call leaves for the orchestrator to store (an agent or an approval).
-    pause: Any = None
+    pause: Pauses | None = None
     # Agent-Tools report their agent's status here ("COMPLETED", "WAITING_FOR_INPUT", ...).
     result_status: str | None = None
     # A call that made LLM calls of its own (a sub-task, bot.loop.subtasks): their tokens, counted
@@ -92,50 +90,6 @@ class ToolOutcome:
         """The tool-result message for the conversation."""
         return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
 
-
-@dataclass(frozen=True)
-class ToolExecutionContext:
-    """Everything one call may use. Built per call, never stored on a tool."""
-
-    user_id: str
-    timezone: str = "UTC"
-    clock: Clock = field(default_factory=SystemClock)
-    http: aiohttp.ClientSession | None = None  # shared by the app's tools
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    channel: str = ""
-    call_id: str = ""
-    # The message key of the triggered run this turn answers (None: a person wrote).
-    triggered_by: str | None = None
-    turn_id: str = ""  # the turn this call belongs to (a sub-task's journal hangs off it)
-    # Text a third party wrote (a page, a mail, an event) is in this request's context: tools
-    # that change how Valet reaches the person or set up lasting work ask first (the loop sets
-    # it each round; bot.text.untrusted).
-    untrusted_context: bool = False
-    # What the composition root hands to tools (agents.services.Services): the core carries
-    # it without looking inside; a tool reads it typed with agents.services.services_of.
-    services: object = None
-    # This call runs a request the person approved (set by the approval flow, nowhere else):
-    # a tool that must never act unasked (sending mail) checks it as defence in depth.
-    approved: bool = False
-
-    @property
-    def tz(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
-
-    def now(self) -> datetime:
-        """Now, in the user's timezone (never the server's)."""
-        return self.clock.now().astimezone(self.tz)
-
-    def session(self) -> aiohttp.ClientSession:
-        """The app's shared HTTP client; RuntimeError (a tool error) where there is none."""
-        if self.http is None:
-            raise RuntimeError("web access is not available here")
-        return self.http
-
-    def for_call(self, call_id: str, settings: Mapping[str, Any] | None = None
-                 ) -> ToolExecutionContext:
-        return replace(self, call_id=call_id,
-                       settings=settings if settings is not None else self.settings)
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
@@ -183,6 +137,9 @@ class Tool:
     # Offered only in a triggered run (a scheduled task, an event, a condition): a person's
     # own turns never need it, and every request would carry its schema for nothing.
     triggered_only: bool = False
+    # The durable record an approved call's effect waits in (an outbox row, a stored mail),
+    # named by the record's `key` (bot.approvals.effects): the approval follows it there.
+    effect: str | None = None
     # Risk policy from the registry, enforced in code (the loop's approval gate): the LLM
     # cannot skip it, whatever its arguments or any tool result say.
     requires_approval: bool = False
@@ -269,17 +226,19 @@ def tool(fn: ToolFunction | None = None, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None,
          progress: str = "", safe_to_repeat: bool = False,
          describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None,
-         prepare: Check | None = None, triggered_only: bool = False) -> Any:
+         prepare: Check | None = None, effect: str | None = None,
+         triggered_only: bool = False) -> Any:
     """Mark an async function as a tool. Use bare (`@tool`) or with options.
     `safe_to_repeat=True` only for tools without side effects (they only read). `describe`:
     how a call reads on an approval card, naming what it acts on. `prepare`: the check before
-    a call is offered for approval (see Tool.prepare). `triggered_only`: offered only in a
-    triggered run."""
+    a call is offered for approval (see Tool.prepare). `effect`: the key of the record its
+    approved effect settles in (Tool.effect). `triggered_only`: offered only in a triggered
+    run."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         f.__valet_tool__ = replace(build_tool(  # type: ignore[attr-defined]
             f, name=name, description=description, timeout=timeout, progress=progress,
-            safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare,
+            safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare, effect=effect,
             triggered_only=triggered_only)
         return f
 

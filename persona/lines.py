@@ -238,7 +238,7 @@ class CommandLines(LineGroup):
 
 class AccessLines(LineGroup):
     """Who may talk to Valet: linking channels, strangers asking in, the owner letting them
-    in (bot/gateway/access.py, /link, /pair)."""
+    in (bot/people/access.py, /link, /pair)."""
 
     link_done: str = "Linked. I'll know you here too from now on."
     link_unknown_code: str = "That link code is unknown or has expired."

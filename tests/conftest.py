@@ -53,7 +53,7 @@ def app_settings(tmp_path, fake_llm: FakeOpenAI):
 async def app_factory(app_settings):
     """Build apps (several, to simulate restarts); all closed at the end."""
     from bot.app import App
-    from bot.plumbing.clock import FakeClock
+    from bot.contracts.clock import FakeClock
 
     apps = []
 

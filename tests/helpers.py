@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.channel import ChannelFeatures
+from bot.config.policies import ReactLoopConfig
+from bot.contracts.clock import FakeClock
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import LLM
 from bot.loop.context import ContextManager
-from bot.loop.react import LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
-from bot.plumbing.clock import FakeClock
-from bot.tools import ToolExecutionContext, ToolRegistry, tool
+from bot.loop.react import LoopDeps, ReactLoopResult, react_loop
+from bot.tools import ToolRegistry, tool
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bot.tools import ToolExecutionContext, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import tool
 
 
 @tool

@@ -19,9 +19,9 @@ from bot.app import App
 from bot.app.database import open_database
 from bot.channel import ChannelFeatures
 from bot.config import load_settings
+from bot.config.policies import AccessSettings, ChannelAccess
 from bot.contracts.envelopes import IncomingMessage, OutboundMessage
 from bot.db.counting import CountingDatabase, Statement
-from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.llm.port import LLMResponse, TokenUsage
 
 TURN = ("Gateway.receive_row", "Gateway._drain")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from bot.approvals.model import ApprovalStatus
 from bot.approvals.triggered import TriggerApprovals
+from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.envelopes import Notification, Urgency
 from persona.lines import ScheduleLines, fill
 from triggers.executors import TriggerGateway

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
 
-from bot.gateway.users import UserStore
+from bot.people.users import UserStore
 from persona.lines import fill
 from triggers.model import Task, TaskStatus, TriggerKind
 from triggers.store import TaskStore

@@ -13,8 +13,9 @@ from typing import Any
 
 import aiohttp
 
-from bot.plumbing.clock import Clock
-from bot.tools import ToolExecutionContext, ToolRegistry
+from bot.contracts.clock import Clock
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import ToolRegistry
 from triggers.model import ConditionCheck, Task
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {

@@ -31,8 +31,8 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.approvals.triggered import TriggerApprovals
+from bot.contracts.clock import Clock
 from bot.db import Database
-from bot.plumbing.clock import Clock
 from persona.lines import ScheduleLines
 from triggers.approval_watch import ApprovalWatch
 from triggers.changes import TaskChanges

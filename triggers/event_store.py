@@ -24,9 +24,9 @@ import json
 import logging
 from datetime import datetime, timedelta
 
+from bot.contracts.clock import Clock
 from bot.db import Database, Row
 from bot.plumbing.backoff import backoff_delay
-from bot.plumbing.clock import Clock
 from bot.work.control import Signals
 from triggers.events import Event, EventPattern, Handler
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.plumbing.clock import Clock
+from bot.contracts.clock import Clock
 from persona.lines import ScheduleLines
 from triggers.budget import BudgetCheck, OverBudget
 from triggers.changes import TaskChanges

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
+from bot.contracts.clock import Clock
 from bot.db import Database
-from bot.gateway.users import UserStore
-from bot.plumbing.clock import Clock
+from bot.people.users import UserStore
 from bot.tools import ToolRegistry
 from bot.work.control import RedisSignals, Signals
 from persona.lines import ScheduleLines

@@ -20,9 +20,10 @@ from agents.calendar.sources import (
 )
 from agents.connected import NotConnected, connected_secret, connected_status
 from bot.capabilities import CapabilityStatus
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
 from bot.text.when import parse_when
-from bot.tools import ToolExecutionContext, ToolOutcome, tool
+from bot.tools import ToolOutcome, tool
 
 NEXT_EVENT_HORIZON = timedelta(days=30)
 MAX_RANGE_DAYS = 62

@@ -13,7 +13,8 @@ from typing import Any
 
 from agents.contacts.store import Contact, ContactStore, Saved, clean_fields
 from agents.services import services_of
-from bot.tools import ToolExecutionContext, ToolOutcome, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import ToolOutcome, tool
 
 
 def contacts_of(ctx: ToolExecutionContext) -> ContactStore:

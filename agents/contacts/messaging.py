@@ -22,8 +22,9 @@ from typing import Any, Protocol
 from agents.contacts.contacts import contacts_of, several
 from agents.contacts.store import Contact
 from agents.services import services_of
-from bot.gateway.others import SendOutcome, Sent
-from bot.tools import ToolExecutionContext, ToolOutcome, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.gateway.others import MessageEffects, SendOutcome, Sent
+from bot.tools import ToolOutcome, tool
 
 MAX_TEXT = 1000
 SERVICE = "messages_to_others"
@@ -184,7 +185,7 @@ async def run_approved(arguments: dict[str, Any], ctx: ToolExecutionContext) -> 
     return await deliver(ctx, Plan(*(str(arguments[k]) for k in PINNED)))
 
 
-@tool(progress="sending your message")
+@tool(progress="sending your message", effect=MessageEffects.key)
 async def message_someone(ctx: ToolExecutionContext, to: str, text: str,
                           sign_as: str | None = None) -> ToolOutcome:
     """Send someone in the user's address book a text message for the user: an SMS from

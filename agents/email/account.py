@@ -10,9 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agents.connected import NotConnected, connected_secret
-from bot.tools import ToolExecutionContext
-
 SERVICE = "email"
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
@@ -69,10 +66,3 @@ class MailAccount:
         return "starttls"
 
 
-async def mail_account(ctx: ToolExecutionContext) -> MailAccount:
-    """The person's account, or MailError saying what to do (never a secret)."""
-    try:
-        secret = await connected_secret(ctx, SERVICE, what="email account")
-    except NotConnected as err:
-        raise MailError(str(err)) from None
-    return MailAccount.from_secret(secret)

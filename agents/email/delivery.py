@@ -28,10 +28,10 @@ from agents.email.account import SERVICE, MailAccount, MailError
 from agents.email.message import Draft, compose
 from agents.email.outbox import MailOutbox, MailStatus, OutgoingMail
 from agents.email.smtp import SmtpOutcome, SmtpResult, deliver
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import Notification, Urgency
 from bot.credentials import CredentialsLocked, CredentialStore
 from bot.plumbing.backoff import backoff_delay
-from bot.plumbing.clock import Clock
 from persona.lines import MailLines, fill
 
 log = logging.getLogger(__name__)

@@ -13,11 +13,15 @@ from __future__ import annotations
 from agents.email.delivery import outcome_line
 from agents.email.outbox import MailOutbox, MailStatus
 from bot.approvals.effects import Effect
-from bot.approvals.model import ApprovalRequest, ExecutionStatus
+from bot.contracts.approvals import ApprovalRequest, ExecutionStatus
 from persona.lines import MailLines
 
 
 class MailEffects:
+    """Where an approved mail waits: its `mail_outbox` row, keyed by the approval id."""
+
+    key = "mail_outbox"
+
     def __init__(self, outbox: MailOutbox, lines: MailLines) -> None:
         self.outbox = outbox
         self.lines = lines

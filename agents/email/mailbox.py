@@ -11,12 +11,13 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from agents.connected import connected_status
-from agents.email.account import SERVICE, MailError, mail_account
+from agents.connected import NotConnected, connected_secret, connected_status
+from agents.email.account import SERVICE, MailAccount, MailError
 from agents.email.mime import Attachment, MailSummary, MessageText
 from bot.capabilities import CapabilityStatus
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import tool
 
 if TYPE_CHECKING:
     from agents.email.imap import Listing
@@ -168,3 +169,12 @@ async def read_email(ctx: ToolExecutionContext, uid: str) -> str:
 async def capability_status(settings: Any, db: Any) -> CapabilityStatus:
     """On once an email account is connected and the key opens it."""
     return await connected_status(db, SERVICE)
+
+
+async def mail_account(ctx: ToolExecutionContext) -> MailAccount:
+    """The person's account, or MailError saying what to do (never a secret)."""
+    try:
+        secret = await connected_secret(ctx, SERVICE, what="email account")
+    except NotConnected as err:
+        raise MailError(str(err)) from None
+    return MailAccount.from_secret(secret)

@@ -17,7 +17,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
 
-from agents.email.account import MailAccount, MailError, mail_account
+from agents.email.account import MailAccount, MailError
+from agents.email.effects import MailEffects
+from agents.email.mailbox import mail_account
 from agents.email.message import (
     Draft,
     HeadersLookup,
@@ -29,7 +31,8 @@ from agents.email.message import (
 )
 from agents.email.outbox import MailStatus, OutgoingMail
 from agents.services import services_of
-from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import ToolOutcome, ToolStatus, tool
 
 PREVIEW_CHARS = 100  # of the body, on the card's one line
 QUEUED = ("Queued: the mail server did not answer; it will go out as soon as it does "
@@ -103,7 +106,8 @@ async def check_reply(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[s
     return args
 
 
-@tool(progress="sending the email", describe=_describe_send, prepare=check_send)
+@tool(progress="sending the email", describe=_describe_send, prepare=check_send,
+      effect=MailEffects.key)
 async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject, body: Body,
                     cc: CopyTo | None = None) -> ToolOutcome:
     """Send a new email from the user's account (the user approves it first).
@@ -122,7 +126,8 @@ async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject,
         return _failed(ctx, f"Error: {err}")
 
 
-@tool(progress="sending the reply", describe=_describe_reply, prepare=check_reply)
+@tool(progress="sending the reply", describe=_describe_reply, prepare=check_reply,
+      effect=MailEffects.key)
 async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
                         reply_all: bool = False) -> ToolOutcome:
     """Reply to an email in the user's inbox, in its thread (the user approves it first).

@@ -25,7 +25,8 @@ from agents.mcp.connection import CallInterrupted, McpConnection, McpUnavailable
 from agents.mcp.results import error_text, result_text
 from agents.mcp.secrets import SecretReader
 from bot.capabilities import CapabilityStatus
-from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolStatus, decode_arguments
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import Tool, ToolOutcome, ToolStatus, decode_arguments
 
 if TYPE_CHECKING:
     import mcp_types

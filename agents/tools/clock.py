@@ -13,7 +13,8 @@ import re
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from bot.tools import ToolExecutionContext, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import tool
 
 
 @functools.cache

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from agents.services import services_of
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.memory.facts import Kind
 from bot.memory.service import MemoryService
-from bot.tools import ToolExecutionContext, ToolOutcome, tool
+from bot.tools import ToolOutcome, tool
 
 
 def _memory(ctx: ToolExecutionContext) -> MemoryService:

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 from agents.services import services_of
 from agents.tools.clock import resolve_zone
-from bot.tools import ToolExecutionContext, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import tool
 
 if TYPE_CHECKING:
-    from bot.gateway.users import UserStore
+    from bot.people.users import UserStore
 
 _HHMM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 CHANNELS = ("telegram", "sms", "console")

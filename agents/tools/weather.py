@@ -18,7 +18,8 @@ import aiohttp
 
 from agents.services import services_of
 from bot.capabilities import CapabilityStatus
-from bot.tools import ToolExecutionContext, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import tool
 
 GEOCODING_URL = "https://geocoding-api.open-meteo.com"
 FORECAST_URL = "https://api.open-meteo.com"

@@ -28,10 +28,11 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 from yarl import URL
 
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.plumbing.streams import read_capped
 from bot.text.untrusted import quote_untrusted
-from bot.tools import ToolExecutionContext, tool
+from bot.tools import tool
 
 __all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
 

@@ -24,21 +24,21 @@ from bot.approvals.buttons import ButtonAnswers
 from bot.approvals.store import ApprovalStore
 from bot.channel import MenuCommand
 from bot.config import Settings
+from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.envelopes import Reply
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.gateway.access import AccessControl
 from bot.gateway.delivery import ChannelSender, OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
-from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.notify import Notifier
 from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import OutboxStore
-from bot.gateway.users import UserStore
 from bot.memory.history import HistoryStore
-from bot.plumbing.clock import Clock, SystemClock
+from bot.people.access import AccessControl
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 from bot.plumbing.metrics import Metrics
 from bot.turn.media import MediaReader
 from persona import Persona, load_persona

@@ -22,11 +22,11 @@ from aiohttp.typedefs import Middleware
 
 from bot.approvals.store import ApprovalStore
 from bot.config import Settings
+from bot.contracts.clock import Clock
 from bot.db import Database
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
 from bot.plumbing import logs
-from bot.plumbing.clock import Clock
 from bot.plumbing.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
 from channels.sms.store import SmsStore
 

@@ -2,7 +2,7 @@
 listed ids (every process that receives messages makes sure of it before the first one: a
 web process too, the access policy must know the owner), a claimed address written into
 valet.yaml (`owner.telegram_ids`, `owner.phone_numbers`), and whether any owner address is
-known at all (if not, `valet serve` opens a claim code: bot.gateway.claims)."""
+known at all (if not, `valet serve` opens a claim code: bot.people.claims)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from datetime import datetime
 from pathlib import Path
 
 from bot.config import Settings
+from bot.contracts.clock import Clock
+from bot.contracts.people import User
 from bot.db import Database
-from bot.gateway.access import AccessControl
-from bot.gateway.claims import OwnerClaims, OwnerRecorder
-from bot.gateway.identity import IdentityStore
-from bot.gateway.users import User, UserStore
-from bot.plumbing.clock import Clock
+from bot.people.access import AccessControl
+from bot.people.claims import OwnerClaims, OwnerRecorder
+from bot.people.guesses import guess_limiter
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 from persona.lines import Lines
 
 log = logging.getLogger(__name__)
@@ -32,7 +34,7 @@ def access_with_claims(settings: Settings, db: Database, identities: IdentitySto
     """The access policy of a process that receives messages, with the owner's claim code
     (the first sender of the code serving prints becomes the owner, written to valet.yaml)."""
     return AccessControl(db, identities, settings.access, settings.timezone, lines=lines,
-                         claims=OwnerClaims(db, identities, settings.access.guess_limiter(db),
+                         claims=OwnerClaims(db, identities, guess_limiter(settings.access, db),
                                             OWNER_ID, welcome=lines.owner_claimed,
                                             record=record_owner(settings)))
 

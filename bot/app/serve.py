@@ -25,8 +25,8 @@ from bot.app.observe import Observed
 from bot.app.owner import OWNER_ID
 from bot.app.roles import Roles
 from bot.config import Settings
-from bot.gateway.access import AccessControl
-from bot.gateway.identity import IdentityStore
+from bot.people.access import AccessControl
+from bot.people.identity import IdentityStore
 from bot.plumbing.startup import started
 from triggers.event_store import StoredEventBus
 
@@ -203,7 +203,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
 
 
 async def _claim_if_ownerless(app: Served, channels: list[ServedChannel]) -> None:
-    """No owner address known: print the one-time claim code (bot.gateway.claims)."""
+    """No owner address known: print the one-time claim code (bot.people.claims)."""
     from bot.app.owner import open_claim_if_ownerless
 
     reach = []

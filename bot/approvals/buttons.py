@@ -5,13 +5,13 @@ the decision itself is the turn's (bot.approvals.decide), a compare-and-set."""
 
 from __future__ import annotations
 
-from bot.approvals.model import ApprovalRequest, ApprovalStatus
 from bot.approvals.outcomes import state_word
 from bot.approvals.store import ApprovalStore
+from bot.contracts.approvals import ApprovalRequest, ApprovalStatus
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ButtonPress, PromptKind
 from bot.contracts.options import Option
-from bot.gateway.users import User
-from bot.plumbing.clock import Clock
+from bot.contracts.people import User
 from persona.lines import Lines, fill
 
 

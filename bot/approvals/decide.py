@@ -19,21 +19,24 @@ from typing import Any
 from bot.approvals.buttons import ButtonAnswers
 from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, named_summary
 from bot.approvals.listing import pending_lines
-from bot.approvals.model import (
+from bot.approvals.outcomes import card_line, state_word
+from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
+from bot.approvals.retry import answerable
+from bot.approvals.store import HOLDING
+from bot.contracts.approvals import (
     ApprovalRequest,
     ApprovalStatus,
     ExecutionOutcome,
     ExecutionStatus,
 )
-from bot.approvals.outcomes import card_line, state_word
-from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
-from bot.approvals.retry import answerable
 from bot.contracts.envelopes import ButtonPress, TurnStop
 from bot.contracts.options import Option
-from bot.gateway.users import User, UserStore
+from bot.contracts.people import User
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.contracts.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
 from bot.llm.port import LLMError
-from bot.tools import Tool, ToolExecutionContext
-from bot.turn.model import Answered, Continue, Joined, StepResult, TurnContext, merge
+from bot.people.users import UserStore
+from bot.tools import Tool
 from persona.lines import Lines, fill
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,7 @@ class ApprovalStep:
     """Step: pending approvals get the message first."""
 
     name = "approvals"
+    reads = HOLDING.name  # pending requests, and outcomes the conversation has not heard
 
     def __init__(self, flow: ApprovalFlow, users: UserStore, *, lines: Lines,
                  can_edit: Callable[[str], bool] = lambda channel: False) -> None:

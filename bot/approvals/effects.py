@@ -3,8 +3,8 @@
 An approved `message_someone` queues one outbox row keyed by the approval id, and an approved
 mail one `mail_outbox` row; the action returns once the row is stored, and the row is sent
 later (at once, after retries, after a restart). Such an approval is recorded `executed` with
-`effect_pending`, and whoever keeps the record (`EffectRecords`, given per tool name by the
-composition root) is asked what became of it, by the sweeper and at the person's next turn:
+`effect_pending`, and whoever keeps the record (`EffectRecords`, named by the tool's
+`effect` key) is asked what became of it, by the sweeper and at the person's next turn:
 
     still on its way        nothing changes
     sent                    it stays executed (done)
@@ -21,12 +21,12 @@ processes look; the conversation hears it at their next turn as the call's corre
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.approvals.model import ApprovalRequest, ApprovalStatus, ExecutionStatus
 from bot.approvals.store import ApprovalStore
+from bot.contracts.approvals import ApprovalRequest, ApprovalStatus, ExecutionStatus
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,10 @@ class Effect:
 
 
 class EffectRecords(Protocol):
-    """Where an approved action's effect waits, keyed by its approval id."""
+    """Where an approved action's effect waits, keyed by its approval id. A tool whose
+    approved effect waits here names the records' `key` (`@tool(effect=...)`)."""
+
+    key: str
 
     async def effect(self, approval: ApprovalRequest) -> Effect | None:
         """None while it is still on its way."""
@@ -67,19 +70,26 @@ def corrected_result(effect: Effect) -> str:
 
 
 class EffectWatch:
-    def __init__(self, store: ApprovalStore, records: Mapping[str, EffectRecords]) -> None:
+    def __init__(self, store: ApprovalStore, effect_of: Callable[[str], str | None],
+                 records: Sequence[EffectRecords]) -> None:
         self.store = store
-        self.records = records  # by tool name
+        self.effect_of = effect_of  # a tool's name -> its effect's key (Tool.effect)
+        self.by_key = {r.key: r for r in records}
+
+    def records(self, tool_name: str) -> EffectRecords | None:
+        """Where the effect of an approved call of this tool settles; None: when it returns."""
+        key = self.effect_of(tool_name)
+        return self.by_key.get(key) if key is not None else None
 
     def follows(self, tool_name: str) -> bool:
-        return tool_name in self.records
+        return self.records(tool_name) is not None
 
     async def follow(self, user_id: str | None = None) -> list[Followed]:
         """One look at every pending effect (one user's, or everyone's); returns the ones that
         settled badly now (each once, whoever else is looking)."""
         bad = []
         for approval in await self.store.effects_pending(user_id):
-            records = self.records.get(approval.tool_name)
+            records = self.records(approval.tool_name)
             try:
                 effect = await records.effect(approval) if records is not None else \
                     Effect(ExecutionStatus.EXECUTED)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,10 @@ from typing import TYPE_CHECKING, Any
 from bot.approvals.effects import Effect, EffectRecords, EffectWatch
 from bot.approvals.lease import LeaseLost, run_leased
 from bot.approvals.listing import pending_lines
-from bot.approvals.model import (
+from bot.approvals.outcomes import NOT_DONE, card_line, expired_line
+from bot.approvals.retry import not_done_line, offer_again
+from bot.approvals.store import INTERRUPTED, ApprovalStore
+from bot.contracts.approvals import (
     ApprovalDraft,
     ApprovalRequest,
     ApprovalStatus,
@@ -39,24 +42,15 @@ from bot.approvals.model import (
     ExecutionStatus,
     waiting_result,
 )
-from bot.approvals.outcomes import NOT_DONE, card_line, expired_line
-from bot.approvals.retry import not_done_line, offer_again
-from bot.approvals.store import INTERRUPTED, ApprovalStore
+from bot.contracts.clock import Clock
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.db import Queries
 from bot.llm.port import LLM, ToolCall
-from bot.plumbing.clock import Clock
-from bot.tools import (
-    Tool,
-    ToolExecutionContext,
-    ToolOutcome,
-    ToolRegistry,
-    ToolStatus,
-    render_result,
-)
+from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus, render_result
 from persona.lines import ApprovalLines, fill
 
 if TYPE_CHECKING:
-    from bot.turn.model import TurnContext
+    from bot.contracts.turn import TurnContext
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +118,7 @@ class ApprovalFlow:
     def __init__(self, store: ApprovalStore, registry: ToolRegistry, clock: Clock, llm: LLM, *,
                  lines: ApprovalLines, confirm_edits: bool = True,
                  tool_timeout: float = 30.0, agent_timeout: float = 120.0,
-                 effects: Mapping[str, EffectRecords] | None = None) -> None:
+                 effects: Sequence[EffectRecords] = ()) -> None:
         self.store = store
         self.registry = registry
         self.clock = clock
@@ -133,8 +127,9 @@ class ApprovalFlow:
         self.confirm_edits = confirm_edits
         self.tool_timeout = tool_timeout
         self.agent_timeout = agent_timeout
-        # Where approved actions' effects settle later, by tool name (bot.approvals.effects).
-        self.effects = EffectWatch(store, effects or {})
+        # Where approved actions' effects settle later: the records a tool names by its
+        # `effect` key (bot.approvals.effects).
+        self.effects = EffectWatch(store, self._effect_key, effects)
 
     # --- 1. the gate (the loop's CallGate) ------------------------------------------------
 
@@ -256,8 +251,12 @@ class ApprovalFlow:
             if approval.status is ApprovalStatus.UNKNOWN else None
         return not_done_line(approval, self.lines, effect), again
 
+    def _effect_key(self, tool_name: str) -> str | None:
+        tool = self.registry.get(tool_name)
+        return tool.effect if tool is not None else None
+
     async def _effect(self, approval: ApprovalRequest) -> Effect | None:
-        records = self.effects.records.get(approval.tool_name)
+        records = self.effects.records(approval.tool_name)
         try:
             return await records.effect(approval) if records is not None else None
         except Exception:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from bot.approvals.model import ApprovalRequest, ApprovalStatus
+from bot.contracts.approvals import ApprovalRequest, ApprovalStatus
 
 TABLE_HEADER = ("CREATED (UTC)", "USER", "CODE", "STATUS", "ACTION", "RESULT")
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
-from bot.approvals.model import ApprovalRequest, ApprovalStatus
 from bot.approvals.store import ApprovalStore
+from bot.contracts.approvals import ApprovalRequest, ApprovalStatus
 from persona.lines import ApprovalLines, fill
 
 # Settled requests whose action was approved but not done as asked.

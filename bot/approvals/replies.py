@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from bot.approvals.listing import pending_lines
-from bot.approvals.model import ApprovalRequest
+from bot.contracts.approvals import ApprovalRequest
 from bot.contracts.options import APPROVE_WORDS, CANCEL_WORDS, Option
 from persona.lines import DEFAULT, ApprovalLines, fill
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.approvals.effects import Effect
-from bot.approvals.model import ApprovalRequest, ApprovalStatus
 from bot.approvals.outcomes import card_line
 from bot.approvals.store import ApprovalStore
+from bot.contracts.approvals import ApprovalRequest, ApprovalStatus
 from bot.tools import ToolRegistry
 from persona.lines import ApprovalLines, fill
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.approvals.model import (
+from bot.contracts.approvals import (
     OUTCOMES,
     ApprovalRequest,
     ApprovalStatus,

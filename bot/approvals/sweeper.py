@@ -9,23 +9,31 @@ not.
              (bot.approvals.effects)
 
 Each change becomes a Notice for the request's owner; an unknown outcome's notice carries the
-same action as a new approval to decide (bot.approvals.retry). The composition root hands
-notices to the outbound side, which delivers each once (its dedupe key), and edits the cards
-they settle. The conversation hears of the same outcomes as the calls' results at the owner's
-next message (`ApprovalStep` flows them back).
+same action as a new approval to decide (bot.approvals.retry). The sweeper hands its notices
+to the outbound side (`NoticeDesk`), which delivers each once (its dedupe key), and edits the
+cards they settle; it runs every `every` seconds in a worker (`start`, `stop`). The
+conversation hears of the same outcomes as the calls' results at the owner's next message
+(`ApprovalStep` flows them back).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from bot.approvals.effects import Followed
-from bot.approvals.model import ApprovalRequest
 from bot.approvals.outcomes import expired_line
+from bot.contracts.approvals import ApprovalRequest
+from bot.contracts.envelopes import Delivery, Notification, Urgency
+from bot.contracts.people import User
 
 if TYPE_CHECKING:
     from bot.approvals.flow import ApprovalFlow
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -37,12 +45,67 @@ class Notice:
     corrected: tuple[str, ...] = ()  # requests whose card said otherwise before: edit again
 
 
+class NoticeDesk(Protocol):
+    """How a notice reaches its person (the outbound side)."""
+
+    async def notify(self, note: Notification) -> Delivery: ...
+
+    async def settle_prompts(self, user_id: str, *, corrected: tuple[str, ...] = ()) -> None:
+        ...
+
+
+class People(Protocol):
+    async def get(self, user_id: str) -> User | None: ...
+
+
 class ApprovalSweeper:
-    def __init__(self, flow: ApprovalFlow) -> None:
+    def __init__(self, flow: ApprovalFlow, desk: NoticeDesk | None = None,
+                 people: People | None = None, every: float = 30.0) -> None:
         self.flow = flow
         self.store = flow.store
         self.clock = flow.clock
         self.lines = flow.lines
+        self.desk = desk  # None: notices are returned, told by nobody (a bare flow in tests)
+        self.people = people
+        self.every = every
+        self._task: asyncio.Task[None] | None = None
+
+    async def sweep_and_tell(self) -> None:
+        """One pass; owners are told without waiting for them to write (the conversation
+        hears of it at their next message)."""
+        await self.tell(await self.sweep())
+
+    async def start(self, *, sole_owner: bool) -> None:
+        """Settle what a dead process left (told at once), then sweep every `every` s."""
+        await self.tell(await self.at_startup(sole_owner=sole_owner))
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.sweep_and_tell()
+            except Exception:
+                log.exception("approval sweep failed; trying again")
+            await asyncio.sleep(self.every)
+
+    async def tell(self, notices: list[Notice]) -> None:
+        if self.desk is None:
+            return
+        for notice in notices:
+            if self.people is not None and await self.people.get(notice.user_id) is None:
+                continue
+            if notice.line or notice.again:  # with the action offered again, as a card
+                await self.desk.notify(Notification(
+                    notice.user_id, notice.line, notice.dedupe_key, urgency=Urgency.URGENT,
+                    prompts=tuple(a.prompt(i) for i, a in enumerate(notice.again, 1))))
+            await self.desk.settle_prompts(notice.user_id, corrected=notice.corrected)
 
     async def sweep(self) -> list[Notice]:
         """One pass while the service runs: expire what is due, settle lapsed leases, follow

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.approvals.model import ApprovalStatus
+from bot.contracts.approvals import ApprovalStatus
 from bot.db import Database
 
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.approvals.listing import TABLE_HEADER, table_rows
-from bot.approvals.model import ApprovalStatus
 from bot.config import Settings
-from bot.gateway.users import User
+from bot.contracts.approvals import ApprovalStatus
+from bot.contracts.people import User
 from channels.sms.store import SmsStore
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ async def run_console_link(settings: Settings, args: argparse.Namespace,
     from bot.app import App
     from bot.app.console.command import link_line, login_url
     from bot.cli.admin import _NoLLM
-    from bot.gateway.console_login import ConsoleLogins
+    from bot.people.console_login import ConsoleLogins
 
     app = await App.build(settings, llm=_NoLLM() if not settings.llm.configured else None)
     try:

@@ -11,11 +11,12 @@ from collections.abc import Callable
 
 from bot.app.database import open_database
 from bot.config import Settings
+from bot.contracts.clock import Clock, SystemClock
+from bot.contracts.people import User
 from bot.db import Database
-from bot.gateway.identity import IdentityStore
-from bot.gateway.users import User, UserStore
 from bot.memory.facts import Closed, FactStore
-from bot.plumbing.clock import Clock, SystemClock
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 
 
 def add_memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 from bot.app.database import open_database
 from bot.cli.admin import table
 from bot.config import Settings
-from bot.gateway.identity import IdentityStore
 from bot.gateway.outbox import OutboxStore
-from bot.gateway.users import UserStore
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 
 Say = Callable[[str], None]
 TEXT_SHOWN = 40  # characters of a message's text in the listing

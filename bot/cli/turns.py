@@ -10,9 +10,9 @@ from collections.abc import Callable
 from bot.app.database import open_database
 from bot.cli.memory import _find_user
 from bot.config import Settings
+from bot.contracts.clock import SystemClock
 from bot.loop.journal import JournalReplay, TurnJournal
 from bot.loop.traces import SHOWN, render, shorten
-from bot.plumbing.clock import SystemClock
 from bot.turn.trace_store import TraceStore
 
 

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pydantic
 import yaml
 
+from bot.config.policies import AccessSettings, DeliveryPolicy, ReactLoopConfig
 from bot.config.problems import (
     Problem,
     did_you_mean,
@@ -79,10 +80,7 @@ from bot.config.sections import (
     _Section as _Section,
 )
 from bot.config.sections import plain_http_problem as plain_http_problem
-from bot.db import database_url_problem
-from bot.gateway.access import AccessSettings
-from bot.gateway.delivery import DeliveryPolicy
-from bot.loop.react import ReactLoopConfig
+from bot.config.urls import database_url_problem
 from bot.plumbing.redis import redis_url_problem
 from bot.text.phones import PhoneNumberError, normalize
 

@@ -11,8 +11,7 @@ from urllib.parse import urlsplit
 
 import pydantic
 
-from bot.gateway.delivery import DeliveryPolicy
-from bot.loop.react import ReactLoopConfig
+from bot.config.policies import DeliveryPolicy, ReactLoopConfig
 
 # Keys of llm.extra_body that would put a credential into the file (and every request log).
 SECRET_WORDS = re.compile(r"api.?key|authori[sz]ation|token|password|passwd|secret|cookie"
@@ -218,7 +217,7 @@ class GatewaySettings(_Section):
     user_lock_ttl_seconds: float = pydantic.Field(6.0, gt=0)
     # The work stream (several processes): an entry a worker held this long without touching
     # it belongs to a dead worker and is taken over; every sweep_seconds each worker looks in
-    # the inbox for messages no entry named (bot.work.sweep).
+    # the inbox for messages no entry named (bot.gateway.sweep).
     claim_idle_seconds: float = pydantic.Field(4.0, gt=0)
     sweep_seconds: float = pydantic.Field(5.0, gt=0)
     http_timeout_seconds: float = pydantic.Field(30.0, gt=0)  # the tools' shared session

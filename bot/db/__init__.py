@@ -1,4 +1,6 @@
-"""The Database port: a handful of methods over SQL that both SQLite and Postgres run.
+"""The database: `connect` opens the one a URL names and applies (or checks) migrations; the
+port itself (bot.db.port: a handful of methods over SQL that SQLite and Postgres both run) is
+re-exported here.
 
 SQL is written once, with `$1, $2...` placeholders (Postgres style); the SQLite implementation
 translates them. Times are timezone-aware datetimes in UTC on both.
@@ -7,71 +9,16 @@ translates them. Times are timezone-aware datetimes in UTC on both.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit
+from typing import Literal
 
+from bot.config.urls import database_url_problem
+from bot.db.port import Database as Database
+from bot.db.port import DatabaseUnavailable as DatabaseUnavailable
+from bot.db.port import DatabaseURLError as DatabaseURLError
+from bot.db.port import Queries as Queries
+from bot.db.port import Row as Row
 from bot.text.redact import redact_text
 from bot.text.redact import redact_url as redact_url  # re-exported: older imports use bot.db
-
-Row = dict[str, Any]
-
-
-class Queries(Protocol):
-    async def execute(self, sql: str, *args: Any) -> int:
-        """Run a statement; returns the number of rows it changed."""
-        ...
-
-    async def fetch(self, sql: str, *args: Any) -> list[Row]: ...
-
-    async def fetchrow(self, sql: str, *args: Any) -> Row | None: ...
-
-    async def fetchval(self, sql: str, *args: Any) -> Any: ...
-
-
-class Database(Queries, Protocol):
-    dialect: str  # "sqlite" or "postgres"
-
-    def transaction(self) -> AbstractAsyncContextManager[Queries]:
-        """All statements on the yielded object commit together or not at all."""
-        ...
-
-    async def close(self) -> None: ...
-
-
-class DatabaseUnavailable(Exception):
-    """The database cannot be opened or written: said in one line, with what to check."""
-
-
-class DatabaseURLError(ValueError):
-    """The database URL is not one Valet can use."""
-
-
-def database_url_problem(url: str) -> str | None:
-    """What is wrong with the form of a database URL, in plain words; None if it is usable."""
-    if url.startswith("sqlite:"):
-        if not url.startswith("sqlite://"):
-            return (f"{redact_url(url)!r} is not a SQLite URL: write sqlite:///relative/path.db "
-                    "or sqlite:////absolute/path.db (three or four slashes)")
-        rest = url.removeprefix("sqlite://")
-        if rest and not rest.startswith("/"):
-            return (f"{redact_url(url)!r} names a host; SQLite has none: write "
-                    f"sqlite:///{rest} (three slashes) for a file")
-        if rest.strip("/") == "":
-            return "names no file: write sqlite:///path/to/valet.db or sqlite:///:memory:"
-        return None
-    if url.startswith(("postgres://", "postgresql://")):
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018  (raises on a port that is not a number)
-        except ValueError as err:
-            return f"{redact_url(url)!r} is not a valid Postgres URL ({err})"
-        if not parts.hostname and "host=" not in parts.query:
-            return f"{redact_url(url)!r} names no server: write postgresql://user@host/dbname"
-        return None
-    scheme = url.split(":", 1)[0] if ":" in url else url
-    return (f"{scheme!r} databases are not supported: use sqlite:///path/to/valet.db "
-            "(embedded) or postgresql://user@host/dbname")
 
 
 async def connect(url: str, *, migrate: bool | Literal["check"] = True,

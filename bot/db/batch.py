@@ -18,7 +18,7 @@ import functools
 import re
 from typing import Any
 
-from bot.db import Database, Queries, Row
+from bot.db.port import Database, Queries, Row
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")
 _LITERAL = re.compile(r"'(?:[^']|'')*'")

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bot.db import Database, Queries, Row
+from bot.db.port import Database, Queries, Row
 from bot.plumbing import logs
 
 _DB_DIR = str(Path(__file__).resolve().parent)

@@ -4,8 +4,11 @@ others refuse an old schema with one line saying to run `valet migrate`. A schem
 the code (a rollback after an upgrade) is refused by every process.
 
 A migration file is `NNNN_name.sql`, in the `migrations` folder of the package that owns its
-tables: the core's (`bot.db`), or a part's own (the SMS channel's). One numbering for all: the
-composition root names the packages (bot.app.database), and two files may not share a number.
+tables: the core's (`bot.db`), a channel's (`channels.sms`), the trigger side's (`triggers`),
+the agents' (`agents`). One numbering for all, in the order the composition root names the
+packages (bot.app.database: the core first). Files of several packages may share a number:
+they are the parts of one migration (written when it was one file), applied together in that
+package order and recorded once; two files of one package may not share a number.
 
 The few types the two dialects spell differently are written as placeholders: {autoid} (an
 auto-increment primary key) and {blob}. A statement
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 
-from bot.db import Database, DatabaseUnavailable, Queries
+from bot.db.port import Database, DatabaseUnavailable, Queries
 
 log = logging.getLogger(__name__)
 
@@ -39,19 +42,24 @@ CORE = ("bot.db",)
 
 
 def migration_files(packages: Sequence[str] = CORE) -> list[tuple[int, str, str]]:
-    """(version, name, sql) in order, from every package's `migrations` folder."""
-    found = []
+    """(version, name, sql) in order, from every package's `migrations` folder: a version's
+    parts in several packages joined in package order, under the first part's name."""
+    parts: dict[int, list[tuple[str, str]]] = {}
     for package in packages:
-        for entry in resources.files(package).joinpath("migrations").iterdir():
+        versions: set[int] = set()
+        for entry in sorted(resources.files(package).joinpath("migrations").iterdir(),
+                            key=lambda e: e.name):
             match = _NAME.match(entry.name)
-            if match:
-                found.append((int(match.group(1)), entry.name,
-                              entry.read_text(encoding="utf-8")))
-    found.sort()
-    versions = [v for v, _, _ in found]
-    if len(versions) != len(set(versions)):
-        raise RuntimeError(f"two migrations share a number: {versions}")
-    return found
+            if not match:
+                continue
+            version = int(match.group(1))
+            if version in versions:
+                raise RuntimeError(f"two migrations of {package} share the number {version}")
+            versions.add(version)
+            parts.setdefault(version, []).append(
+                (entry.name, entry.read_text(encoding="utf-8")))
+    return [(version, found[0][0], ";\n".join(sql.rstrip().rstrip(";") for _, sql in found))
+            for version, found in sorted(parts.items())]
 
 
 def render(sql: str, dialect: str) -> list[str]:

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
-from bot.db import Row
+from bot.db.port import Row
 
 DEFAULT_POOL_SIZE = 10
 DEFAULT_STATEMENT_CACHE = 512  # prepared statements per connection: Valet issues ~200 kinds

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.db import Row
+from bot.db.port import Row
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")
 _TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f+00:00"

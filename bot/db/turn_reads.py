@@ -7,7 +7,7 @@ The gateway opens a scope around each turn it runs (`turn_scope`). Inside it:
   changes what it read calls `forget(key)`.
 - holdings: which of the person's stores hold anything a turn reads (pending approvals,
   waiting tasks, a plan, remembered facts, prompt messages to settle), learnt with their row
-  in the same statement (bot.gateway.users). A store asked for what it does not hold answers
+  in the same statement (bot.people.users). A store asked for what it does not hold answers
   "nothing" without a statement (`may_hold`); a store that adds such a row says so
   (`now_holds`), so later reads in the turn look again.
 - a first run: the turn never ran before (its inbox row was claimed for the first time), so

@@ -35,11 +35,12 @@ from bot.channel import (
     PermanentSendError,
     TransientSendError,
 )
+from bot.config.policies import DeliveryPolicy
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage
 from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.outbox import OutboxStore
 from bot.plumbing.backoff import backoff_delay
-from bot.plumbing.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +52,6 @@ OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
 OnDown = Callable[[str, Outage], Awaitable[None]]
 Address = tuple[str, str]  # (channel, address)
 
-
-@dataclass
-class DeliveryPolicy:
-    max_attempts: int = 6
-    base_delay: float = 2.0
-    max_delay: float = 600.0
-    poll_seconds: float = 1.0
-    stale_sending_seconds: float = 120.0
-    concurrency: int = 32  # messages being sent at once, to different addresses
-    batch: int = 200  # addresses one scan readies (the rest at the next)
-    channel_probe_seconds: float = 30.0  # a channel that is down is tried again this often
 
 
 class Step(Enum):

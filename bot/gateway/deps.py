@@ -6,16 +6,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ButtonPress, Reply
+from bot.contracts.people import User
 from bot.db import Database
-from bot.gateway.access import AccessControl
-from bot.gateway.identity import IdentityStore
 from bot.gateway.inbox import InboxStore
 from bot.gateway.locks import UserLocks
 from bot.gateway.outbound import Outbound
-from bot.gateway.users import User, UserStore
 from bot.memory.history import HistoryStore
-from bot.plumbing.clock import Clock
+from bot.people.access import AccessControl
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 from bot.turn.media import MediaReader
 from bot.work.relay import Relay
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.channel import CommandMenu
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import IncomingMessage
 from bot.db import Database
-from bot.gateway.identity import IdentityStore
-from bot.plumbing.clock import Clock
+from bot.people.identity import IdentityStore
 from persona.lines import Lines
 
 

@@ -24,14 +24,15 @@ from bot.contracts.envelopes import (
     TurnStop,
     payload_of,
 )
+from bot.contracts.people import User
 from bot.db.batch import Batch
-from bot.db.turn_reads import turn_scope
-from bot.gateway.access import Admission, pairing_prompt
+from bot.db.turn_reads import may_hold, turn_scope
 from bot.gateway.deps import GatewayDeps as GatewayDeps  # re-exported: built beside Gateway
 from bot.gateway.deps import ReceiveResult as ReceiveResult
 from bot.gateway.inbox import InboxRow
+from bot.gateway.prompt_edits import HOLDING as PROMPTS
 from bot.gateway.running import RunningTurns
-from bot.gateway.users import User
+from bot.people.access import Admission, pairing_prompt
 from bot.text.sanitize import clean_incoming
 from bot.turn.commands import command_word
 from bot.turn.media import MediaSource, ReadMedia, heard_line
@@ -344,7 +345,8 @@ class Gateway:
         finally:
             self.running.end(user.id, mailbox)
         await self._finish(row, reply, writes=writes)
-        await self.outbound.settle_prompts(user.id)
+        if may_hold(user.id, PROMPTS.name):  # a prompt message whose requests may be settled
+            await self.outbound.settle_prompts(user.id)
 
     async def _reply_target(self, row: InboxRow) -> tuple[str, str] | None:
         """Where the turn's reply goes: back where the message came from, or, for a

@@ -21,7 +21,7 @@ from bot.contracts.envelopes import (
     Urgency,
 )
 from bot.db import Database, Queries, Row
-from bot.gateway.identity import writer
+from bot.people.identity import writer
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ class InboxStore:
                                  limit: int) -> list[str]:
         """People with a message nobody is working on (received before `received_before`,
         none of theirs `processing`), or one left `processing` since before `stale_before`:
-        what the workers' sweep looks at (bot.work.sweep), at most `limit` of them."""
+        what the workers' sweep looks at (bot.gateway.sweep), at most `limit` of them."""
         rows = await self.db.fetch(
             "SELECT DISTINCT user_id FROM inbox AS w WHERE w.user_id IS NOT NULL AND ("
             " (w.status = 'received' AND w.received_at < $1 AND NOT EXISTS (SELECT 1 FROM"

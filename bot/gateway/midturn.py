@@ -13,9 +13,9 @@ joins the turn only if it is newer than the turn's own row.
 
 from __future__ import annotations
 
+from bot.contracts.clock import Clock
+from bot.contracts.steering import Steered
 from bot.gateway.inbox import InboxStore
-from bot.loop.steering import Steered
-from bot.plumbing.clock import Clock
 
 
 class TurnMailbox:

@@ -17,13 +17,14 @@ from datetime import datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import Delivery, Notification, Urgency, payload_of
+from bot.contracts.people import User
 from bot.db import Database, Queries
 from bot.gateway.health import ChannelHealth
-from bot.gateway.identity import IdentityStore
 from bot.gateway.outbox import Lane, OutboxStore
-from bot.gateway.users import User, UserStore
-from bot.plumbing.clock import Clock
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 
 log = logging.getLogger(__name__)
 

@@ -25,12 +25,12 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from bot.approvals.effects import Effect
-from bot.approvals.model import ApprovalRequest, ExecutionStatus
+from bot.contracts.approvals import ApprovalRequest, ExecutionStatus
+from bot.contracts.clock import Clock
 from bot.db import Database
-from bot.gateway.identity import IdentityStore
 from bot.gateway.notify import quiet_until
 from bot.gateway.outbox import FateStatus, Lane, OutboxStore
-from bot.plumbing.clock import Clock
+from bot.people.identity import IdentityStore
 from persona.lines import ApprovalLines, fill
 
 KEY_PREFIX = "others:"
@@ -144,6 +144,8 @@ class OutboxMessenger:
 class MessageEffects:
     """Where an approved message to someone waits: its outbox row, keyed by the approval id
     (bot.approvals.effects.EffectRecords)."""
+
+    key = "outbox"
 
     def __init__(self, outbox: OutboxStore, lines: ApprovalLines) -> None:
         self.outbox = outbox

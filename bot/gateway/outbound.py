@@ -18,15 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ApprovalPrompt, Delivery, Notification, Urgency
+from bot.contracts.people import User
 from bot.db import Database, Queries
 from bot.gateway.delivery import ChannelSender, OutboxDeliverer
 from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.notify import Notifier, Reachable
 from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.prompt_edits import PromptEdits
-from bot.gateway.users import User, UserStore
-from bot.plumbing.clock import Clock
+from bot.people.users import UserStore
 from persona.lines import fill
 
 log = logging.getLogger(__name__)

@@ -24,6 +24,7 @@ from typing import Any
 
 from bot.contracts.envelopes import OutboundMessage, prompts_of, stop_of
 from bot.db import Database, Queries, Row
+from bot.plumbing.metrics import Waiting
 
 
 class Lane(IntEnum):
@@ -61,11 +62,6 @@ class Fate:
     status: FateStatus
     error: str = ""
 
-
-@dataclass(frozen=True)
-class Waiting:
-    count: int
-    oldest: datetime | str | None  # SQLite gives an aggregate's time back as text
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ApprovalPrompt, PromptKind, prompts_of
 from bot.db import Database
 from bot.db.turn_reads import Holding, may_hold
 from bot.gateway.outbox import Lane, OutboxStore
-from bot.plumbing.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import IncomingMessage
+from bot.contracts.steering import Steered
 from bot.gateway.inbox import InboxStore
 from bot.gateway.midturn import MidTurnQueue, TurnMailbox
-from bot.loop.steering import Steered
-from bot.plumbing.clock import Clock
 from bot.turn.commands import command_word
 
 AnswersApproval = Callable[[str, str], Awaitable[bool]]

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 import openai
 
+from bot.contracts.clock import Clock
 from bot.plumbing.backoff import backoff_delay
-from bot.plumbing.clock import Clock
 
 log = logging.getLogger(__name__)
 

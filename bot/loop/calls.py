@@ -8,14 +8,16 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from bot.config.policies import ReactLoopConfig
 from bot.contracts.envelopes import EventSink, EventType, LoopEvent
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import LLMResponse, ToolCall, summarize_args
 from bot.loop.context import ContextManager
 from bot.loop.state import LoopDeps, LoopRun
 from bot.loop.traces import tool_entry
-from bot.loop.types import ReactLoopConfig, ToolCallRecord
+from bot.loop.types import ToolCallRecord
 from bot.text.untrusted import holds_untrusted
-from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus, run_tool_call
+from bot.tools import ToolOutcome, ToolStatus, run_tool_call
 
 
 def synthetic(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:

@@ -25,12 +25,12 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from bot.approvals.model import ApprovalDraft
+from bot.contracts.approvals import ApprovalDraft
+from bot.contracts.clock import Clock
+from bot.contracts.pause import PausedTask
 from bot.db import Database, Queries
 from bot.db.turn_reads import journal_is_empty, journal_written
 from bot.llm.port import LLMResponse, TokenUsage, ToolCall
-from bot.plumbing.clock import Clock
-from bot.tasks.model import PausedTask
 from bot.tools import Tool, ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,10 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
+from bot.config.policies import ReactLoopConfig
 from bot.contracts.envelopes import EventSink, EventType, LoopEvent, TurnStop
+from bot.contracts.steering import Steering
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import (
     CallOutcome,
     LLMContextExhaustedError,
@@ -28,17 +31,10 @@ from bot.loop.fallback import ModelSlot, on_models
 from bot.loop.journal import TurnRecorder
 from bot.loop.masking import WRITTEN_BY
 from bot.loop.state import CallGate, LoopDeps, LoopRun, ToolChoice
-from bot.loop.steering import Steering, steer
+from bot.loop.steering import steer
 from bot.loop.traces import llm_entry, switch_entry
-from bot.loop.types import (
-    REACT,
-    SIMPLE,
-    FallbackLines,
-    ReactLoopConfig,
-    ReactLoopResult,
-    ToolCallRecord,
-)
-from bot.tools import ToolExecutionContext, ToolOutcome, ToolStatus
+from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, ToolCallRecord
+from bot.tools import ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]

@@ -8,16 +8,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bot.config.policies import ReactLoopConfig
+from bot.contracts.clock import Clock
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import LLM, TokenUsage, ToolCall
 from bot.loop.context import ContextManager
 from bot.loop.fallback import ModelSlot
 from bot.loop.journal import TurnJournal, TurnRecorder
-from bot.loop.types import ReactLoopConfig, ToolCallRecord
-from bot.plumbing.clock import Clock
-from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolRegistry
+from bot.loop.types import ToolCallRecord
+from bot.tools import Tool, ToolOutcome, ToolRegistry
 
 if TYPE_CHECKING:
-    from bot.loop.steering import Steering
+    from bot.contracts.steering import Steering
 
 Message = dict[str, Any]
 

@@ -10,42 +10,15 @@ rows closed as part of this turn, and appends them to the conversation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
+from bot.contracts.steering import Steered, Steering
 from bot.loop.traces import steered_entry
 from bot.loop.types import REACT
 
 if TYPE_CHECKING:
     from bot.loop.state import LoopRun
 
-
-@dataclass(frozen=True)
-class Steered:
-    """A message added to a running turn: its inbox row, and what the person wrote."""
-
-    row_id: int
-    text: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"row_id": self.row_id, "text": self.text}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Steered:
-        return cls(int(data["row_id"]), str(data["text"]))
-
-
-class Steering(Protocol):
-    """A running turn's side of the mid-turn queue."""
-
-    def take(self) -> list[Steered]:
-        """What arrived for this turn since the last take, in arrival order (removed)."""
-        ...
-
-    async def consumed(self, items: list[Steered]) -> None:
-        """These are part of the turn now (its journal says so): their inbox rows are closed
-        as consumed by it. Called again on a redo: a row already closed stays closed."""
-        ...
 
 
 async def steer(run: LoopRun, steering: Steering | None) -> bool:

@@ -18,14 +18,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from bot.approvals.model import ApprovalDraft, waiting_result
 from bot.capabilities import OPEN_TOOL, CapabilitySpec, SourceUnavailable
+from bot.config.policies import ReactLoopConfig
+from bot.contracts.approvals import ApprovalDraft, waiting_result
 from bot.contracts.envelopes import TurnStop
+from bot.contracts.pause import each_pause
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
-from bot.loop.react import CallGate, LoopDeps, ReactLoopConfig, react_loop
+from bot.loop.react import CallGate, LoopDeps, react_loop
 from bot.loop.traces import KEPT_TEXT, shorten
 from bot.loop.types import ReactLoopResult
-from bot.tools import Tool, ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus, build_tool
+from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus, build_tool
 from persona import FRAMEWORK_NOTES
 from persona.lines import fill
 
@@ -150,7 +153,7 @@ def _outcome(call_id: str, task: str, tools: list[str], result: ReactLoopResult
              "stop": result.stop_reason.value, "input_tokens": usage.input_tokens,
              "output_tokens": usage.output_tokens, "entries": result.trace}
     if result.pauses:  # an action it proposed waits for the person's OK
-        pauses = tuple(p.pause for p in result.pauses if p.pause is not None)
+        pauses = tuple(p for o in result.pauses for p in each_pause(o.pause))
         waiting = "\n".join(p.content for p in result.pauses)
         return ToolOutcome(call_id, DELEGATE, ToolStatus.WAITING,
                            f"Not finished: the sub-task waits for the person.\n{waiting}",

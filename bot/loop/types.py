@@ -5,7 +5,7 @@ re-exports them; it holds how the loop runs.)"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from bot.contracts.envelopes import TurnStop
 from bot.llm.port import TokenUsage
@@ -15,51 +15,6 @@ from persona.lines import ConversationLines
 Message = dict[str, Any]
 SIMPLE, REACT = "simple", "react"  # how a turn runs (bot.turn.modes): without tools, or with them
 
-
-@dataclass
-class ReactLoopConfig:
-    """Every knob of the loop, in one place."""
-
-    # auto: a greeting or a thanks is answered from a request without tool schemas, anything
-    # else with tools; react: always tools; simple: never (bot.turn.modes).
-    mode: Literal["auto", "react", "simple"] = "auto"
-    max_turns: int = 10
-    turn_deadline_seconds: float = 300.0
-    repeat_guard_limit: int = 2  # identical calls allowed per turn before the guard stops it
-    stream: bool = False
-
-    tool_execution_timeout: float = 30.0
-    agent_tool_execution_timeout: float = 120.0
-    max_tool_result_share: float = 0.3
-    max_tool_result_chars: int = 400_000
-    truncate_all_tool_result_chars: int = 2_000
-
-    context_token_limit: int = 128_000
-    context_trim_threshold: float = 0.8
-    max_history_messages: int = 40
-    force_trim_messages: int = 5
-    chars_per_token: float = 4.0
-    # The running summary of messages older than the view (bot.memory.compaction) is carried
-    # ahead of the recent messages within this many tokens.
-    summary_tokens: int = 600
-    # What one image in a request is counted as (endpoints bill a picture by its tiles, not
-    # by its base64 length): a fixed estimate that keeps trimming honest about photos.
-    image_tokens: int = 1_000
-
-    # The `delegate` tool (bot.loop.subtasks): a sub-task in a fresh context with the tools named,
-    # its own step limit, tokens and time; its cost counts in the turn's.
-    subtasks: bool = True
-    subtask_max_turns: int = 6
-    subtask_token_budget: int = 40_000
-    subtask_timeout_seconds: float = 120.0
-
-    llm_max_retries: int = 3
-    llm_retry_base_delay: float = 1.0
-    llm_retry_max_delay: float = 30.0
-
-    final_answer_instruction: str = (
-        "You have used all the steps available for this request. Give your final answer now "
-        "from what you have gathered, and say plainly what you could not finish.")
 
 
 # What the person reads when the LLM cannot give the answer (too_long, deadline, no_answer,

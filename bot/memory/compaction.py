@@ -25,16 +25,16 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from bot.config.policies import ReactLoopConfig
+from bot.contracts.clock import Clock
+from bot.contracts.turn import ComposedTurn, TurnContext
 from bot.llm.port import LLM
 from bot.loop.context import ContextManager
-from bot.loop.types import ReactLoopConfig
 from bot.memory.extract import MAX_SAID_CHARS, MemoryExtractor, speaks_of_themselves
 from bot.memory.history import HistoryStore
 from bot.memory.queue import Job
 from bot.memory.summaries import Summary, SummaryStore
 from bot.plumbing.background import Background
-from bot.plumbing.clock import Clock
-from bot.turn.model import ComposedTurn, TurnContext
 
 log = logging.getLogger(__name__)
 

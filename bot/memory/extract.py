@@ -20,14 +20,14 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import TurnStop
+from bot.contracts.turn import ComposedTurn, TurnContext
 from bot.llm.port import LLM
 from bot.memory.facts import MAX_FACT_CHARS, Fact, Kind, normalised
 from bot.memory.queue import ExtractionQueue, Job
 from bot.memory.service import MemoryService
 from bot.plumbing.background import Background
-from bot.plumbing.clock import Clock
-from bot.turn.model import ComposedTurn, TurnContext
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
+from bot.contracts.clock import Clock
 from bot.db import Database, Queries, Row
 from bot.db.turn_reads import Holding, may_hold, now_holds
-from bot.plumbing.clock import Clock
 
 MAX_FACT_CHARS = 300
 _WORD = re.compile(r"\w+", re.UNICODE)

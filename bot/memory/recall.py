@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from bot.contracts.turn import Continue, StepResult, TurnContext
 from bot.db.turn_reads import may_hold
 from bot.memory.facts import HOLDING, Fact, FactStore
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
-from bot.turn.model import Continue, StepResult, TurnContext
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,7 @@ class MemoryRecall:
     """Step: the facts most relevant to the message, as a context line for this turn."""
 
     name = "memory recall"
+    reads = HOLDING.name  # what Valet remembers of the person
 
     def __init__(self, recaller: Recaller, budget_tokens: int = 300) -> None:
         self.recaller = recaller

@@ -28,8 +28,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import openai
 
+from bot.contracts.clock import Clock
 from bot.memory.facts import FactStore
-from bot.plumbing.clock import Clock
 
 if TYPE_CHECKING:
     import numpy as np

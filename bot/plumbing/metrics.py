@@ -19,8 +19,6 @@ from zoneinfo import ZoneInfo
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE_LATEST
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bot.gateway.outbox import Waiting
-
 # Seconds; a turn with tools and an LLM that thinks can take a minute.
 TURN_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 LLM_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
@@ -203,3 +201,9 @@ def _set(gauge: Gauge, values: dict[str, float]) -> None:
     gauge.clear()
     for label, value in values.items():
         gauge.labels(label).set(value)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    count: int
+    oldest: datetime | str | None  # SQLite gives an aggregate's time back as text

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bot.contracts.pause import PausedTask
+
 if TYPE_CHECKING:
-    from bot.tools import ToolExecutionContext, ToolOutcome
+    from bot.contracts.tool_context import ToolExecutionContext
+    from bot.tools import ToolOutcome
 
-
-@dataclass
-class PausedTask:
-    """One waiting task. Made by an Agent-Tool (or `ask_user`) as its outcome's `pause`."""
-
-    kind: str  # "agent" or "ask_user"
-    name: str  # the tool name the LLM called
-    status: str  # "WAITING_FOR_INPUT" or "WAITING_FOR_APPROVAL"
-    question: str  # what the user was asked, word for word
-    label: str = "task"  # how the user hears about it: "note", "reminder"
-    call_id: str = ""  # the tool call that paused (it got a "waiting" result)
-    schema_version: str = ""
-    fields: dict[str, Any] = field(default_factory=dict)  # collected so far (JSON data)
-    state: dict[str, Any] = field(default_factory=dict)  # anything else to resume with
-    id: str = ""
-    user_id: str = ""
-    position: int = 0  # order among the tasks paused in the same turn
-    created_at: datetime | None = None
-    asked_at: datetime | None = None
-    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)

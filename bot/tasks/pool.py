@@ -15,10 +15,11 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from bot.contracts.clock import Clock
+from bot.contracts.pause import PausedTask
 from bot.db import Database, Row
 from bot.db.turn_reads import Holding, may_hold, now_holds
-from bot.plumbing.clock import Clock
-from bot.tasks.model import PausedTask, PoolNotice
+from bot.tasks.model import PoolNotice
 
 log = logging.getLogger(__name__)
 

@@ -23,14 +23,16 @@ import uuid
 from dataclasses import replace
 from datetime import datetime
 
-from bot.approvals.model import ApprovalDraft
+from bot.contracts.approvals import ApprovalDraft
 from bot.contracts.envelopes import TurnStop
+from bot.contracts.pause import PausedTask
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.contracts.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
 from bot.llm.port import LLM, LLMError
 from bot.loop.journal import TurnJournal
-from bot.tasks.model import Fit, PausedTask, PoolNotice, TaskHandler, Verdict
-from bot.tasks.pool import AgentPool
-from bot.tools import ToolExecutionContext, ToolStatus
-from bot.turn.model import Answered, Continue, Joined, StepResult, TurnContext, merge
+from bot.tasks.model import Fit, PoolNotice, TaskHandler, Verdict
+from bot.tasks.pool import HOLDING, AgentPool
+from bot.tools import ToolStatus
 from persona.lines import TaskLines, fill
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,7 @@ class Resumer:
     # --- before the loop ----------------------------------------------------------------------
 
     name = "tasks"
+    reads = HOLDING.name  # the person's waiting tasks
 
     async def before(self, ctx: TurnContext) -> StepResult:
         """Step: a waiting task gets the message first. Answered when the turn ends here (a

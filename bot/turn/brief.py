@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from bot.channel import Brevity
 from bot.llm.port import LLM, LLMError
 
 log = logging.getLogger(__name__)
@@ -23,11 +23,6 @@ SHORTEN = ("Shorten this message so that it fits in about {chars} characters. Ke
            "repeated. Plain text, no markdown. Answer with the shortened message only.")
 _SENTENCE = re.compile(r"(?<=[.!?…])[\"')\]]*\s+")
 
-
-@dataclass(frozen=True)
-class Brevity:
-    fits: Callable[[str], bool]  # the text, as written, fits once the channel renders it
-    about_chars: int  # what to ask the model for
 
 
 async def made_brief(text: str, brevity: Brevity, llm: LLM) -> str:

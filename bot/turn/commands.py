@@ -15,11 +15,11 @@ from bot.approvals.flow import ApprovalFlow
 from bot.channel import MenuCommand
 from bot.contracts.envelopes import ButtonPress, PromptKind, TurnStop
 from bot.contracts.options import Option
-from bot.gateway.access import AccessControl, one_line, quoted
-from bot.gateway.identity import IdentityStore
-from bot.gateway.users import User
+from bot.contracts.people import User
+from bot.contracts.turn import Answered, Continue, StepResult, TurnContext
+from bot.people.access import AccessControl, one_line, quoted
+from bot.people.identity import IdentityStore
 from bot.tasks.resume import Resumer
-from bot.turn.model import Answered, Continue, StepResult, TurnContext
 from persona.lines import Lines, fill
 
 # A handler says what to answer (a command turn), or answers with its own stop reason.
@@ -51,6 +51,7 @@ class Commands:
     """Step: slash commands answer at once."""
 
     name = "commands"
+    reads = None
 
     def __init__(self, *, access: AccessControl, identities: IdentityStore,
                  approvals: ApprovalFlow | None, tasks: Resumer | None, notify_user: Notify,

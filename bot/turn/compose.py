@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.approvals.listing import pending_lines
-from bot.approvals.model import ApprovalRequest
+from bot.contracts.approvals import ApprovalRequest
 from bot.contracts.envelopes import TurnStop
+from bot.contracts.turn import Answered, ComposedTurn, StepResult, TurnContext
 from bot.loop.react import ReactLoopResult
-from bot.turn.model import Answered, ComposedTurn, StepResult, TurnContext
+from bot.turn.media import stored_user_message
 
 Message = dict[str, Any]
 
@@ -50,7 +51,7 @@ def compose_turn(ctx: TurnContext, before: StepResult, run: ReactLoopResult | LL
     stored: list[Message] = []
     if before.notices:  # said before the person's message is answered: stored in that place
         stored.append({"role": "assistant", "content": "\n\n".join(before.notices)})
-    stored.append(ctx.stored_user_message)  # a photo's bytes are never stored
+    stored.append(stored_user_message(ctx.msg))  # a photo's bytes are never stored
     for late in before.joined:
         stored.extend(late.messages())
     text, stop, last_word = _outcome(before, run, waits)

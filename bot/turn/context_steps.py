@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from bot.gateway.users import UserStore
-from bot.turn.model import Continue, StepResult, TurnContext
+from bot.contracts.turn import Continue, StepResult, TurnContext
+from bot.people.users import UserStore
 
 NoteFor = Callable[[str], Awaitable[str | None]]
 
@@ -13,9 +13,10 @@ NoteFor = Callable[[str], Awaitable[str | None]]
 class ContextStep:
     """Adds one system-context line for this turn when `note_for(user_id)` has one."""
 
-    def __init__(self, name: str, note_for: NoteFor) -> None:
+    def __init__(self, name: str, note_for: NoteFor, *, reads: str | None = None) -> None:
         self.name = name
         self.note_for = note_for
+        self.reads = reads
 
     async def before(self, ctx: TurnContext) -> StepResult:
         note = await self.note_for(ctx.user.id)
@@ -28,6 +29,7 @@ class AskTimezoneOnce:
     set_my_timezone); after that the guess stands until they say otherwise."""
 
     name = "timezone question"
+    reads = None  # the person's own row, read with the turn
 
     def __init__(self, users: UserStore) -> None:
         self.users = users

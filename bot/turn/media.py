@@ -148,3 +148,13 @@ def heard_line(media: tuple[MediaRef, ...], text: str) -> str | None:
     if not any(ref.kind == "voice" for ref in media) or not text.strip():
         return None
     return f"🎤 “{text.strip()}”"
+
+
+def user_message(msg: Inbound) -> dict[str, Any]:
+    """The person's message as this turn's requests carry it (a photo as an image)."""
+    return {"role": "user", "content": request_content(msg)}
+
+
+def stored_user_message(msg: Inbound) -> dict[str, Any]:
+    """The person's message as the history keeps it (a photo as "[photo] caption")."""
+    return {"role": "user", "content": stored_text(msg)}

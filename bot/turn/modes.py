@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from bot.contracts.turn import StepResult, TurnContext
 from bot.loop.types import REACT, SIMPLE
-from bot.turn.model import StepResult, TurnContext
 
 Mode = Literal["auto", "react", "simple"]
 

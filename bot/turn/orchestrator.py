@@ -21,14 +21,27 @@ from typing import Any
 import aiohttp
 
 from bot.approvals.flow import ApprovalFlow
-from bot.approvals.model import ApprovalDraft
 from bot.capabilities import OPEN_TOOL, ToolExposure
 from bot.capability_router import NOTHING, CapabilityRouter, RoutedTools, settle
 from bot.channel import Channel
+from bot.config.policies import ReactLoopConfig
+from bot.contracts.approvals import ApprovalDraft
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
+from bot.contracts.pause import PausedTask, each_pause
+from bot.contracts.steering import Steering
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.contracts.turn import (
+    Answered,
+    ComposedTurn,
+    Continue,
+    Step,
+    StepResult,
+    TurnContext,
+    merge,
+)
 from bot.db import Queries
-from bot.gateway.ratelimit import SlidingWindowLimiter
-from bot.gateway.users import UserStore
+from bot.db.turn_reads import may_hold
 from bot.llm.port import (
     LLM,
     LLMError,
@@ -39,20 +52,20 @@ from bot.llm.port import (
 from bot.loop.context import ContextManager
 from bot.loop.fallback import ModelSlot
 from bot.loop.journal import TurnJournal
-from bot.loop.react import FallbackLines, LoopDeps, ReactLoopConfig, ReactLoopResult, react_loop
-from bot.loop.steering import Steering
-from bot.loop.types import REACT
+from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
+from bot.loop.types import REACT, SIMPLE
 from bot.memory.history import HistoryStore
+from bot.memory.summaries import HOLDING as SUMMARY
 from bot.memory.summaries import SummaryStore
+from bot.people.ratelimit import SlidingWindowLimiter
+from bot.people.users import UserStore
 from bot.plumbing import logs
-from bot.plumbing.clock import Clock
 from bot.plumbing.metrics import Metrics
-from bot.tasks.model import PausedTask
 from bot.tasks.resume import Resumer
-from bot.tools import ToolExecutionContext, ToolRegistry
+from bot.tools import ToolRegistry
 from bot.turn.brief import made_brief
 from bot.turn.compose import LLMFailure, Waits, compose_turn
-from bot.turn.model import Answered, ComposedTurn, Continue, Step, StepResult, TurnContext, merge
+from bot.turn.media import user_message
 from bot.turn.modes import choose_mode
 from bot.turn.telemetry import TranscriptWriter, turn_record
 from bot.turn.trace_store import TraceStore, turn_trace
@@ -60,6 +73,15 @@ from bot.turn.usage import UsageStore
 from persona import Persona
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AfterTurn:
+    """Work started once a turn is stored, never waited for (memory extraction, compaction).
+    `after_small_talk`: False for work a greeting or a thanks gives nothing to (learning)."""
+
+    run: Callable[[TurnContext, ComposedTurn], None]
+    after_small_talk: bool = True
 
 
 @dataclass
@@ -87,7 +109,7 @@ class OrchestratorDeps:
     router: CapabilityRouter | None = None
     # Called with the stored turn before the reply goes out; each only schedules its work
     # (memory extraction runs in the background), so none may delay the reply.
-    after_turn: list[Callable[[TurnContext, ComposedTurn], None]] = field(default_factory=list)
+    after_turn: list[AfterTurn] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
     traces: TraceStore | None = None  # what each turn did, for /debug and `valet turns`
     # The running summary of older messages (bot.memory.compaction): a turn loads the latest
@@ -145,8 +167,11 @@ class Orchestrator:
         await self.post_process(ctx, turn, run, writes)
         if run is not None:
             await self._keep_trace(ctx, before, run, waits, turn, writes)
+        small_talk = isinstance(run, ReactLoopResult) and run.mode == SIMPLE \
+            and self.deps.loop_config.mode == "auto"  # a greeting, a thanks (bot.turn.modes)
         for hook in self.deps.after_turn:
-            hook(ctx, turn)
+            if hook.after_small_talk or not small_talk:
+                hook.run(ctx, turn)
         return Reply(turn.text, prompts=tuple(a.prompt(i) for i, a in
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)
@@ -185,7 +210,8 @@ class Orchestrator:
             capabilities=self.capabilities(),
             opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
         logs.turn_id.set(turn_id)
-        summary = await deps.summaries.latest(user.id) if deps.summaries else None
+        summary = await deps.summaries.latest(user.id) \
+            if deps.summaries and may_hold(user.id, SUMMARY.name) else None
         history = await deps.history.load(user.id,
                                           after_seq=summary.through_seq if summary else 0)
         return TurnContext(msg, user, turn_id, system, history, tool_ctx,
@@ -211,6 +237,9 @@ class Orchestrator:
         """Each step in order gets the turn; the first that answers ends the turn there."""
         outcome: StepResult = Continue()
         for step in self.deps.steps:
+            if step.reads is not None and ctx.msg.button is None \
+                    and not may_hold(ctx.user.id, step.reads):
+                continue  # nothing waits there: a plain chat does only what it needs
             outcome = merge(outcome, await step.before(ctx))
             if isinstance(outcome, Answered):
                 break
@@ -219,7 +248,7 @@ class Orchestrator:
     async def run_loop(self, ctx: TurnContext, before: StepResult, emit: EventSink | None
                        ) -> ReactLoopResult | LLMFailure:
         system = "\n\n".join([ctx.system, *before.context])
-        conversation = [*ctx.history, *_said_before(before), ctx.user_message,
+        conversation = [*ctx.history, *_said_before(before), user_message(ctx.msg),
                         *(m for late in before.joined for m in late.messages())]
         mode = choose_mode(self.deps.loop_config.mode, ctx, before, self.deps.persona.name)
         choice = self.routed(ctx, mode)
@@ -263,11 +292,11 @@ class Orchestrator:
     async def open_waits(self, ctx: TurnContext, before: StepResult,
                          run: ReactLoopResult | LLMFailure | None) -> Waits:
         """What this turn leaves waiting, made durable before the reply goes out."""
-        pauses = [p for o in run.pauses for p in _each(o.pause)] \
+        pauses = [p for o in run.pauses for p in each_pause(o.pause)] \
             if isinstance(run, ReactLoopResult) else []
         tasks = [p for p in pauses if isinstance(p, PausedTask)]
         drafts = [*before.drafts, *(p for p in pauses if isinstance(p, ApprovalDraft))]
-        notices = await self.deps.tasks.pause(ctx, tasks) if self.deps.tasks else []
+        notices = await self.deps.tasks.pause(ctx, tasks) if self.deps.tasks and tasks else []
         opened = await self.deps.approvals.open(ctx, drafts) \
             if self.deps.approvals and drafts else []
         return Waits(prompts=(*before.prompts, *opened),
@@ -293,8 +322,9 @@ class Orchestrator:
             self.deps.metrics.tools_ran(run.tool_calls)
             self.deps.metrics.loop_ran(run.mode, [(e["from"], e["to"]) for e in run.trace
                                                   if e.get("kind") == "switch"])
-            self.deps.transcripts.write(turn_record(
-                ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
+            if self.deps.transcripts.wanted:
+                self.deps.transcripts.write(turn_record(
+                    ctx.turn_id, ctx.user.id, ctx.msg.channel, self.deps.clock.now(), run))
             await self._record_usage(ctx, run, writes)
 
     async def _record_usage(self, ctx: TurnContext, run: ReactLoopResult,
@@ -351,11 +381,6 @@ class Orchestrator:
         if self.deps.exposure is not None:  # the capabilities that are on, one line each
             return self.deps.exposure.prompt_lines()
         return [f"{t.name} ({_first_sentence(t.description)})" for t in self.deps.registry]
-
-
-def _each(pause: Any) -> tuple[Any, ...]:
-    """A call's pause, or a sub-task's several (bot.loop.subtasks)."""
-    return pause if isinstance(pause, tuple) else (pause,)
 
 
 def _said_before(before: StepResult) -> list[dict[str, Any]]:

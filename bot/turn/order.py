@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.turn.model import Step
+from bot.contracts.turn import Step
 
 
 @dataclass(frozen=True)

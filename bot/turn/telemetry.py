@@ -35,6 +35,9 @@ class TranscriptWriter:
         self.directory = Path(directory) if directory else None
         if self.directory:
             self.directory.mkdir(parents=True, exist_ok=True)
+        # Whether a record is worth building at all (a turn's hot path asks before it does):
+        # a directory to write to, or debug logging on when the writer was made.
+        self.wanted = self.directory is not None or log.isEnabledFor(logging.DEBUG)
 
     def write(self, record: dict[str, Any]) -> None:
         log.debug("turn %s", record)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bot.contracts.turn import ComposedTurn, StepResult, TurnContext
 from bot.db import Database, Queries
 from bot.loop.traces import KEPT_TEXT, Entry, TurnTrace, render, shorten
 from bot.loop.types import ReactLoopResult
 from bot.turn.commands import Command
 from bot.turn.compose import LLMFailure, Waits
-from bot.turn.model import ComposedTurn, StepResult, TurnContext
 from persona.lines import CommandLines, fill
 
 KEPT_PER_PERSON = 50

@@ -15,7 +15,7 @@
                journal)
     lost Redis reading fails: the worker stops claiming, says so once, tries again with a
                backoff and says when it claims again. Nothing acknowledged is lost: the rows
-               are in the database and the scan (bot.work.sweep) finds those no entry names.
+               are in the database and the scan (bot.gateway.sweep) finds those no entry names.
 """
 
 from __future__ import annotations

@@ -18,11 +18,16 @@ from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.http.response import Response
 from twilio.rest import Client
 
-from bot.channel import ChannelDown, ChannelFeatures, PermanentSendError, TransientSendError
+from bot.channel import (
+    Brevity,
+    ChannelDown,
+    ChannelFeatures,
+    PermanentSendError,
+    TransientSendError,
+)
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import LoopEvent, OutboundMessage
-from bot.gateway.identity import IdentityStore
-from bot.plumbing.clock import Clock
-from bot.turn.brief import Brevity
+from bot.people.identity import IdentityStore
 from channels.sms.gsm import MULTI_GSM
 from channels.sms.render import MAX_CHARS, SmsBody, render, segments_of
 from channels.sms.store import SmsStore

@@ -20,7 +20,7 @@ from dataclasses import replace
 from bot.contracts.envelopes import IncomingMessage
 from bot.contracts.options import Option
 from bot.gateway.door import ChannelHost
-from bot.gateway.identity import Identity
+from bot.people.identity import Identity
 from bot.text.phones import normalize_or_keep
 from persona.lines import SmsLines
 

@@ -17,8 +17,8 @@ from aiohttp import web
 from multidict import MultiDict
 from twilio.request_validator import RequestValidator
 
-from bot.gateway.identity import IdentityStore
-from bot.plumbing.clock import Clock
+from bot.contracts.clock import Clock
+from bot.people.identity import IdentityStore
 from bot.plumbing.request_body import BodyError, BodyLimits, read_body, refused
 from channels.sms.inbound import CHANNEL, SmsInbound
 from channels.sms.store import SmsStore

@@ -34,8 +34,8 @@ from datetime import UTC, datetime
 from bot.app import App
 from bot.channel import ChannelFeatures
 from bot.config import load_settings
+from bot.config.policies import AccessSettings, ChannelAccess
 from bot.contracts.envelopes import IncomingMessage
-from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.llm.port import LLMResponse, TokenUsage
 from tests.bench.profiling import profiled
 from tests.bench.size import sized

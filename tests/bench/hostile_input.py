@@ -26,9 +26,9 @@ from aiohttp.test_utils import TestServer
 
 from agents.tools import web_fetch
 from agents.tools.html_text import page_text
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.plumbing.offload import WorkerPool
 from bot.text.sanitize import clean_text
-from bot.tools import ToolExecutionContext
 from channels.telegram.adapter import rendered
 from channels.telegram.render import message_parts
 from tests.bench.size import sized

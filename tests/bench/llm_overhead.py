@@ -16,11 +16,12 @@ import time
 import openai
 from openai.types.chat import ChatCompletion
 
+from bot.config.policies import ReactLoopConfig
+from bot.contracts.clock import SystemClock
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.openai_client import OpenAILLM
 from bot.loop.context import ContextManager
-from bot.loop.react import LoopDeps, ReactLoopConfig, react_loop
-from bot.plumbing.clock import SystemClock
-from bot.tools import ToolExecutionContext
+from bot.loop.react import LoopDeps, react_loop
 from tests.bench.size import sized
 from tests.bench.stats import line, pct
 from tests.fakes.fake_openai import FakeOpenAI, Reply

@@ -21,8 +21,8 @@ from typing import Any
 
 from bot.app import App
 from bot.config import OwnerSettings, load_settings
+from bot.config.policies import AccessSettings, ChannelAccess
 from bot.contracts.envelopes import IncomingMessage, Notification
-from bot.gateway.access import AccessSettings, ChannelAccess
 from channels.telegram.service import TelegramService
 from tests.bench.gateway import SleepyLLM
 from tests.bench.size import sized

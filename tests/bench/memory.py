@@ -16,12 +16,12 @@ import time
 from typing import Any
 
 from bot.app.database import open_database
+from bot.contracts.clock import SystemClock
 from bot.db import Database
-from bot.gateway.users import UserStore
 from bot.memory.facts import FactStore, Kind
 from bot.memory.recall import Recaller, render, within_budget
 from bot.memory.vectors import VectorIndex, to_bytes, unit
-from bot.plumbing.clock import SystemClock
+from bot.people.users import UserStore
 from tests.bench.size import sized
 from tests.bench.stats import line, pct
 

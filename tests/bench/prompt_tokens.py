@@ -39,10 +39,10 @@ from aiohttp import web
 
 from bot.channel import ChannelFeatures
 from bot.config import load_settings
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
 from bot.credentials import new_key
 from bot.loop.context import ContextManager
-from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_open_meteo import FakeOpenMeteo
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 

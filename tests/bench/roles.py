@@ -94,7 +94,7 @@ async def _worker_main(dsn: str, redis: str, llm_seconds: float) -> None:
 
 
 def _bench_settings(settings: Any) -> Any:
-    from bot.gateway.access import AccessSettings, ChannelAccess
+    from bot.config.policies import AccessSettings, ChannelAccess
 
     allow = [f"user{i}" for i in range(USERS)]
     return settings.model_copy(update={

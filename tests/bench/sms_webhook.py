@@ -31,7 +31,7 @@ from aiohttp import web
 from bot.app import App
 from bot.app.channels import sms_channel
 from bot.config import SmsSettings, load_settings
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from channels.sms.channel import SmsChannel
 from tests.bench.gateway import SleepyLLM
 from tests.bench.size import sized

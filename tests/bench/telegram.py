@@ -22,7 +22,7 @@ from typing import Any
 
 from bot.app import App
 from bot.config import TelegramSettings, load_settings
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from channels.telegram.lease import FileLease
 from channels.telegram.service import TelegramService
 from tests.bench.gateway import SleepyLLM

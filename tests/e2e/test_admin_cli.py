@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.gateway.access import AccessSettings
-from bot.plumbing.clock import FakeClock
+from bot.config.policies import AccessSettings
+from bot.contracts.clock import FakeClock
 from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.helpers import RecordingSender, incoming
 

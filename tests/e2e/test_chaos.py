@@ -31,9 +31,9 @@ import aiohttp
 import pytest
 
 from bot.app.database import open_database
-from bot.gateway.identity import IdentityStore
-from bot.gateway.users import UserStore
-from bot.plumbing.clock import SystemClock
+from bot.contracts.clock import SystemClock
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 from persona.lines import DEFAULT
 from tests.e2e.roles_harness import RoleProcess
 from tests.e2e.test_console_pipe import clean_env, run_valet

@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 
 from bot.app.database import open_database
-from bot.plumbing.clock import SystemClock
+from bot.contracts.clock import SystemClock
 from persona import load_persona
 from persona.lines import DEFAULT
 from tests.e2e.test_console_pipe import ROOT, clean_env

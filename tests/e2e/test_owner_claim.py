@@ -13,7 +13,7 @@ import yaml
 
 from bot.app.owner import open_claim_if_ownerless
 from bot.app.root import OWNER_ID
-from bot.gateway.claims import CLAIM_GUESS_KIND
+from bot.people.claims import CLAIM_GUESS_KIND
 from persona import load_persona
 from tests.e2e.telegram_harness import bot_messages
 from tests.e2e.test_console_pipe import ROOT, clean_env

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 
 from bot.app.database import open_database
-from bot.plumbing.clock import SystemClock
+from bot.contracts.clock import SystemClock
 from persona.lines import DEFAULT
 from tests.e2e.roles_harness import RoleProcess
 from tests.e2e.test_console_pipe import clean_env, run_valet

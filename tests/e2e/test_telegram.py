@@ -8,7 +8,7 @@ import itertools
 import aiohttp
 import pytest
 
-from bot.plumbing.clock import SystemClock
+from bot.contracts.clock import SystemClock
 from channels.telegram.lease import FileLease
 from channels.telegram.limiter import Limits
 from channels.telegram.service import WEBHOOK_PATH

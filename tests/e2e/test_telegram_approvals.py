@@ -129,7 +129,7 @@ async def test_a_tap_is_answered_at_once_and_the_prompt_then_shows_the_outcome(
 
 async def test_an_expired_prompt_is_edited_when_the_sweeper_settles_it(
         start_telegram, fake_llm, tmp_path):
-    from bot.plumbing.clock import FakeClock
+    from bot.contracts.clock import FakeClock
 
     clock = FakeClock()
     risky_registry(tmp_path)

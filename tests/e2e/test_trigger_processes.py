@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.app.database import open_database
+from bot.contracts.clock import SystemClock
 from bot.db import Database
-from bot.plumbing.clock import SystemClock
 from persona.lines import DEFAULT
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up

@@ -7,7 +7,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from bot.tools import ToolExecutionContext, tool
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.tools import tool
 
 SENT: list[dict[str, str]] = []
 BOOKED: list[dict[str, str]] = []

@@ -8,8 +8,8 @@ import json
 from datetime import UTC, datetime
 
 from bot.config import AgentsSettings
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
-from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.fakes.sample_agents import SENT

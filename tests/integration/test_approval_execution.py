@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.approvals.model import ApprovalStatus, ExecutionStatus
+from bot.contracts.approvals import ApprovalStatus, ExecutionStatus
 from bot.contracts.envelopes import Inbound
 from tests.fakes import risky_tools
 from tests.helpers import requests_of

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.approvals.model import ApprovalStatus
 from bot.approvals.store import INTERRUPTED, NOT_STARTED
 from bot.config import AgentsSettings, ApprovalSettings
+from bot.contracts.approvals import ApprovalStatus
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
-from bot.plumbing.clock import FakeClock
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall

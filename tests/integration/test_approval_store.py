@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from bot.approvals.model import ApprovalStatus
 from bot.approvals.store import ApprovalStore
-from bot.gateway.users import UserStore
+from bot.contracts.approvals import ApprovalStatus
+from bot.people.users import UserStore
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.approvals.model import ApprovalStatus
 from bot.config import AgentsSettings, ApprovalSettings
+from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.envelopes import ButtonPress, Inbound
 from channels.console import render_prompt
 from tests.fakes import risky_tools

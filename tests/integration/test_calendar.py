@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import pytest
 from aiohttp import web
 
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
 from bot.credentials import new_key
-from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.radicale_server import PASSWORD, USER, event_titles, make_calendar, radicale
 from tests.helpers import app_with_connected_owner, requests_of, unquoted

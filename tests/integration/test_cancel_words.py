@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.approvals.model import ApprovalStatus
+from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.envelopes import TurnStop
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply

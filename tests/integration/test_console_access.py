@@ -10,7 +10,7 @@ import pytest
 
 from bot.app.console.web import build_console, console_routes
 from bot.config import ConsoleSettings
-from bot.gateway.console_login import ConsoleLogins, NotOwner
+from bot.people.console_login import ConsoleLogins, NotOwner
 from tests.integration.console_harness import (
     console_client,
     csrf_of,

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from bot.approvals.model import ApprovalStatus
 from bot.config import ConsoleSettings, MemorySettings
-from bot.gateway.console_login import ConsoleLogins
+from bot.contracts.approvals import ApprovalStatus
 from bot.gateway.outbox import Lane
+from bot.people.console_login import ConsoleLogins
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.helpers import requests_of

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from agents.contacts.store import ContactStore, clean_fields
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
-from bot.gateway.users import UserStore
-from bot.plumbing.clock import FakeClock
+from bot.people.users import UserStore
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.helpers import requests_of
 

@@ -14,7 +14,7 @@ from bot.cli.connect import Prompts, run_connect
 from bot.config import ConfigError
 from bot.credentials import CredentialsLocked, CredentialStore, new_key, parse_keys
 from bot.db import Database
-from bot.gateway.users import UserStore
+from bot.people.users import UserStore
 from tests.fakes.radicale_server import PASSWORD, USER, radicale
 
 AT = datetime(2026, 1, 5, 9, tzinfo=UTC)

@@ -15,9 +15,9 @@ from agents.email.account import MailAccount
 from agents.email.imap import message_headers
 from bot.cli.connect import Prompts, run_connect
 from bot.cli.doctor import run_doctor
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
 from bot.credentials import new_key
-from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer
 from tests.helpers import app_with_connected_owner, requests_of

@@ -15,10 +15,10 @@ import pytest
 from agents.email.account import MailAccount
 from agents.email.message import Draft
 from agents.email.outbox import MailStatus
-from bot.approvals.model import ApprovalStatus
+from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.envelopes import Inbound
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.credentials import new_key
-from bot.tools import ToolExecutionContext
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer
 from tests.helpers import RecordingSender, app_with_connected_owner, requests_of
@@ -56,7 +56,7 @@ class Headers:  # what agents.email.imap.message_headers gives (MailHeaders)
 
 
 async def connected_app(app_factory, smtp: SmtpServer):
-    from bot.plumbing.clock import FakeClock
+    from bot.contracts.clock import FakeClock
 
     return await app_with_connected_owner(app_factory, "email", smtp.secret(),
                                           clock=FakeClock(NOW))

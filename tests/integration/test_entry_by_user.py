@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.channel import PermanentSendError
+from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Delivery, Notification, TriggerMessage, Urgency
-from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 

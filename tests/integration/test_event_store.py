@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.plumbing.clock import FakeClock
+from bot.contracts.clock import FakeClock
 from triggers.event_store import StoredEventBus
 from triggers.events import Event, EventPattern
 

@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 
 from bot.app.database import open_database
 from bot.channel import PartlySent
+from bot.config.policies import DeliveryPolicy
+from bot.contracts.clock import FakeClock, SystemClock
 from bot.contracts.envelopes import OutboundMessage
 from bot.db import Database
-from bot.gateway.delivery import DeliveryPolicy, OutboxDeliverer
+from bot.gateway.delivery import OutboxDeliverer
 from bot.gateway.outbox import Lane, OutboxStore
-from bot.plumbing.clock import FakeClock, SystemClock
 
 WAIT = 20.0  # generous: the machine is shared
 

@@ -14,11 +14,12 @@ from aiohttp.test_utils import TestServer
 
 from agents.tools import web_fetch
 from bot.config import GatewaySettings
+from bot.config.policies import AccessSettings, ChannelAccess
 from bot.contracts.envelopes import Inbound
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.gateway.gateway import ReceiveResult
 from bot.llm.port import ToolCall as LLMToolCall
-from bot.tools import ToolExecutionContext, ToolRegistry, ToolStatus, run_tool_call
+from bot.tools import ToolRegistry, ToolStatus, run_tool_call
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming

@@ -7,8 +7,8 @@ import socket
 import pytest
 import redis.asyncio as redis_asyncio
 
+from bot.config.policies import AccessSettings, ChannelAccess
 from bot.db import DatabaseUnavailable, connect
-from bot.gateway.access import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
 from bot.gateway.locks import RedisUserLocks
 from tests.fakes.fake_openai import Reply as LLMReply

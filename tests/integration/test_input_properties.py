@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
 from bot.text.sanitize import clean_text
 from channels.console import ConsoleChat

@@ -7,17 +7,18 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.approvals.model import ApprovalDraft
+from bot.contracts.approvals import ApprovalDraft
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import TurnStop
+from bot.contracts.pause import PausedTask
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.db import Database
 from bot.llm.port import LLMResponse, TokenUsage
 from bot.llm.port import ToolCall as LLMToolCall
 from bot.loop.context import ContextManager
 from bot.loop.journal import INTERRUPTED, TurnJournal
 from bot.loop.react import LoopDeps, ReactLoopResult, react_loop
-from bot.plumbing.clock import FakeClock
-from bot.tasks.model import PausedTask
-from bot.tools import ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus, tool
+from bot.tools import ToolOutcome, ToolRegistry, ToolStatus, tool
 from tests.fakes.fake_openai import Hang, Reply, ToolCall
 from tests.helpers import assert_closed, loop_config
 

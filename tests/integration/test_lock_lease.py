@@ -8,7 +8,7 @@ import asyncio
 import pytest
 import redis.asyncio as redis_asyncio
 
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from bot.gateway.locks import LockLost, RedisUserLocks
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import IncomingMessage
 from bot.gateway.inbox import InboxStore
-from bot.gateway.users import UserStore
 from bot.llm.port import LLMResponse
 from bot.loop.journal import TurnJournal
 from bot.loop.traces import TurnTrace
 from bot.memory.history import HistoryStore
 from bot.memory.summaries import Summary, SummaryStore
-from bot.plumbing.clock import FakeClock
+from bot.people.users import UserStore
 from bot.turn.trace_store import TraceStore
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)

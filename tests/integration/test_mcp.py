@@ -294,12 +294,12 @@ async def test_a_call_cut_short_by_a_crash_runs_again_only_if_marked_safe_to_rep
     started the server: its journal, not the model, decides whether the call runs again."""
     from agents.registry import load_registry, registry_paths
     from bot.app.database import open_database
+    from bot.contracts.clock import FakeClock
     from bot.contracts.envelopes import TurnStop
+    from bot.contracts.tool_context import ToolExecutionContext
     from bot.loop.context import ContextManager
     from bot.loop.journal import INTERRUPTED, TurnJournal
     from bot.loop.react import LoopDeps, react_loop
-    from bot.plumbing.clock import FakeClock
-    from bot.tools import ToolExecutionContext
     from tests.helpers import loop_config
 
     db = await open_database(f"sqlite:///{tmp_path}/journal.db")

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.config import MemorySettings
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.clock import FakeClock
 from bot.memory.extract import PROMPT
-from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming

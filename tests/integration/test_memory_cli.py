@@ -9,10 +9,10 @@ from bot.app.database import open_database
 from bot.cli import parser
 from bot.cli.memory import run_memory
 from bot.config import load_settings
-from bot.gateway.identity import IdentityStore
-from bot.gateway.users import UserStore
+from bot.contracts.clock import FakeClock
 from bot.memory.facts import FactStore
-from bot.plumbing.clock import FakeClock
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 
 NOON = datetime(2026, 1, 5, 12, tzinfo=UTC)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.gateway.users import UserStore
+from bot.contracts.clock import FakeClock
 from bot.memory.facts import Closed, FactStore, Kind
 from bot.memory.queue import MAX_ATTEMPTS, ExtractionQueue, Job
-from bot.plumbing.clock import FakeClock
+from bot.people.users import UserStore
 
 NOON = datetime(2026, 1, 5, 12, tzinfo=UTC)
 

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.approvals.model import ApprovalStatus
 from bot.config import ContactsSettings, OwnerSettings
-from bot.plumbing.clock import FakeClock
-from bot.tools import ToolExecutionContext
+from bot.contracts.approvals import ApprovalStatus
+from bot.contracts.clock import FakeClock
+from bot.contracts.tool_context import ToolExecutionContext
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.helpers import RecordingSender
 from tests.integration.sms_harness import FROM_NUMBER, SmsWorld, sms_world

@@ -154,7 +154,7 @@ def test_two_apps_in_one_process_keep_their_own_counts():
 async def test_a_reminder_fired_late_shows_as_scheduler_lag(app_factory):
     from datetime import UTC, datetime, timedelta
 
-    from bot.plumbing.clock import FakeClock
+    from bot.contracts.clock import FakeClock
     from triggers.service import Owner
 
     clock = FakeClock(datetime(2026, 1, 5, 9, tzinfo=UTC))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.config import GatewaySettings
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from bot.cli.outbox import run_outbox
-from bot.plumbing.clock import SystemClock
+from bot.contracts.clock import SystemClock
 from tests.helpers import RecordingSender
 
 

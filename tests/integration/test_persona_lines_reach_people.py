@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.plumbing.clock import FakeClock
+from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 from tests.integration.sms_harness import new_sid, sms_world

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agents.notes import NoteStore
-from agents.reminders import ReminderStore
-from agents.tools.planning import PlanStep, PlanStore
-from bot.gateway.users import UserStore
-from bot.plumbing.clock import FakeClock
-from bot.tasks.model import PausedTask
+from agents.note_store import NoteStore
+from agents.reminder_store import ReminderStore
+from agents.tools.plan_store import PlanStep, PlanStore
+from bot.contracts.clock import FakeClock
+from bot.contracts.pause import PausedTask
+from bot.people.users import UserStore
 from bot.tasks.pool import AgentPool
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)

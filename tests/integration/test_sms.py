@@ -395,7 +395,7 @@ async def test_the_morning_summary_by_sms_fits_two_segments_and_is_counted(app_f
                                                                               fake_llm):
     from datetime import UTC, datetime
 
-    from bot.plumbing.clock import FakeClock
+    from bot.contracts.clock import FakeClock
     from triggers.service import Owner
 
     clock = FakeClock(datetime(2026, 1, 5, 12, 29, tzinfo=UTC))  # 07:29 in New York
@@ -431,7 +431,7 @@ async def test_a_reminder_set_by_sms_by_someone_also_on_telegram_comes_back_by_s
         app_factory, fake_llm):
     from datetime import UTC, datetime
 
-    from bot.plumbing.clock import FakeClock
+    from bot.contracts.clock import FakeClock
     from tests.helpers import RecordingSender
 
     clock = FakeClock(datetime(2026, 1, 5, 14, tzinfo=UTC))
@@ -475,7 +475,7 @@ async def test_a_morning_summary_too_long_for_two_sms_is_shortened_then_cut_at_a
         app_factory, fake_llm):
     from datetime import UTC, datetime
 
-    from bot.plumbing.clock import FakeClock
+    from bot.contracts.clock import FakeClock
     from triggers.service import Owner
 
     clock = FakeClock(datetime(2026, 1, 5, 12, 29, tzinfo=UTC))  # 07:29 in New York

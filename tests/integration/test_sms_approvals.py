@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bot.approvals.model import ApprovalStatus
+from bot.contracts.approvals import ApprovalStatus
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.gateway.identity import IdentityStore
 from bot.gateway.outbox import Lane, OutboxStore
-from bot.gateway.users import UserStore
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 from channels.sms.store import SmsStore
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)

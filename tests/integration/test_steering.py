@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import AgentsSettings, GatewaySettings
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.helpers import RecordingSender, incoming

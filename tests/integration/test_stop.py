@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.config import AgentsSettings
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, assert_closed, incoming

@@ -11,8 +11,8 @@ import pytest
 from bot.db import Database, connect
 from bot.db.migrate import DIALECT_TYPES, apply_migrations, migration_files
 from bot.db.postgres import PostgresDatabase, rowcount, split_url
-from bot.gateway.users import UserStore
 from bot.memory.history import HistoryStore
+from bot.people.users import UserStore
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 ALL_MIGRATIONS = [name for _, name, _ in migration_files()]

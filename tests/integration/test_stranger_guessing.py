@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.gateway.access import AccessSettings, ChannelAccess
+from bot.config.policies import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming

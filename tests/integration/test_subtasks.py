@@ -132,7 +132,7 @@ async def test_a_turn_redone_mid_sub_task_continues_the_sub_task_from_its_journa
     import asyncio
     import json
 
-    from bot.gateway.access import AccessSettings, ChannelAccess
+    from bot.config.policies import AccessSettings, ChannelAccess
     from tests.helpers import RecordingSender, incoming
 
     hold, log = tmp_path / "hold", tmp_path / "actions.jsonl"

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.config import OwnerSettings, TriggerSettings
-from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.plumbing.clock import FakeClock
+from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming

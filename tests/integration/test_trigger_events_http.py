@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.plumbing.clock import FakeClock
+from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.clock import FakeClock
 from bot.text.untrusted import quote_untrusted
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender

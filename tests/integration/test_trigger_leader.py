@@ -10,8 +10,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from bot.config import TriggerSettings
-from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.plumbing.clock import FakeClock
+from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.clock import FakeClock
 from tests.helpers import RecordingSender
 from triggers.service import Owner
 

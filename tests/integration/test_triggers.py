@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Notification
-from bot.gateway.access import AccessSettings, ChannelAccess
-from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming

@@ -6,17 +6,17 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from agents.tools.planning import HOLDING as PLAN
-from agents.tools.planning import PlanStep, PlanStore
+from agents.tools.plan_store import HOLDING as PLAN
+from agents.tools.plan_store import PlanStep, PlanStore
 from bot.approvals.store import HOLDING as APPROVALS
 from bot.approvals.store import ApprovalStore
+from bot.contracts.clock import FakeClock
 from bot.db import Database
 from bot.db.counting import CountingDatabase
 from bot.db.turn_reads import turn_scope
-from bot.gateway.users import UserStore
 from bot.llm.port import LLMResponse, TokenUsage, ToolCall
 from bot.loop.journal import TurnJournal
-from bot.plumbing.clock import FakeClock
+from bot.people.users import UserStore
 from bot.tasks.pool import HOLDING as TASKS
 from bot.tasks.pool import AgentPool
 

@@ -7,11 +7,12 @@ import json
 
 from agents.base import AgentStatus, InputField, StandardAgent
 from agents.runtime import APPROVAL_MARK, AgentSpec, agent_tool
-from bot.approvals.model import ApprovalDraft
+from bot.contracts.approvals import ApprovalDraft
+from bot.contracts.clock import FakeClock
+from bot.contracts.pause import PausedTask
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
-from bot.plumbing.clock import FakeClock
-from bot.tasks.model import PausedTask
-from bot.tools import ToolExecutionContext, ToolRegistry, ToolStatus, run_tool_call
+from bot.tools import ToolRegistry, ToolStatus, run_tool_call
 from tests.fakes.sample_agents import EmailAgent, TicketAgentV1, TicketAgentV2
 
 

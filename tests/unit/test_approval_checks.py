@@ -7,7 +7,7 @@ import pytest
 
 from agents.registry import load_registry, registry_paths
 from bot.approvals.flow import typed
-from bot.approvals.model import ExecutionStatus
+from bot.contracts.approvals import ExecutionStatus
 from bot.tools import ToolOutcome, ToolStatus
 
 

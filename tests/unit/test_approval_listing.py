@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.approvals.listing import TABLE_HEADER, pending_lines, table_rows
-from bot.approvals.model import ApprovalRequest, ApprovalStatus, args_hash
+from bot.contracts.approvals import ApprovalRequest, ApprovalStatus, args_hash
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

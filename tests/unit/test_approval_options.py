@@ -10,7 +10,7 @@ import pytest
 from bot.approvals.replies import Verdict, parse_reply
 from bot.contracts.envelopes import ApprovalPrompt, ButtonPress, PromptKind
 from bot.contracts.options import APPROVE_WORDS, CANCEL_WORDS, Option
-from bot.gateway.access import pairing_prompt
+from bot.people.access import pairing_prompt
 from channels.telegram.inbound import callback_data, parse_callback, pressed
 from tests.unit.test_approval_replies import EMAIL
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.approvals.model import ApprovalRequest, args_hash
 from bot.approvals.replies import Verdict, interpret_prompt, parse_reply
+from bot.contracts.approvals import ApprovalRequest, args_hash
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

@@ -24,10 +24,11 @@ from agents.tools import calculator, clock, web_fetch
 from agents.tools.calculator import calculate
 from agents.tools.clock import convert_time, current_time
 from agents.tools.web_fetch import FetchRefused, GuardedResolver, address_problem
+from bot.contracts.clock import FakeClock
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
-from bot.plumbing.clock import FakeClock
 from bot.text.untrusted import quote_untrusted
-from bot.tools import ToolExecutionContext, ToolOutcome, ToolRegistry, ToolStatus, run_tool_call
+from bot.tools import ToolOutcome, ToolRegistry, ToolStatus, run_tool_call
 
 
 def make_ctx(when: datetime | None = None, timezone: str = "America/New_York",

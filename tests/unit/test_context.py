@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from bot.config.policies import ReactLoopConfig
 from bot.loop.context import (
     FORCE_TRIM,
     NORMAL,
@@ -12,7 +13,6 @@ from bot.loop.context import (
     ContextManager,
     close_tool_calls,
 )
-from bot.loop.react import ReactLoopConfig
 from tests.helpers import assert_closed
 
 SYSTEM = [{"role": "system", "content": "persona"}]

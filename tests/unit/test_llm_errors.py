@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.config.policies import ReactLoopConfig
 from bot.llm.port import (
     ERROR_HANDLERS,
     Escalate,
@@ -16,7 +17,6 @@ from bot.llm.port import (
     handler_for,
     summarize_args,
 )
-from bot.loop.react import ReactLoopConfig
 
 CFG = ReactLoopConfig(llm_max_retries=3, llm_retry_base_delay=1.0, llm_retry_max_delay=30.0)
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from bot.contracts.clock import FakeClock
 from bot.llm.openai_client import MAX_ARGUMENT_DEPTH, json_depth
 from bot.llm.port import (
     ERROR_HANDLERS,
@@ -15,7 +16,6 @@ from bot.llm.port import (
     call_with_recovery,
     retry_with_backoff,
 )
-from bot.plumbing.clock import FakeClock
 from tests.fakes.fake_openai import Raw, Reply, ToolCall
 from tests.helpers import loop_config
 

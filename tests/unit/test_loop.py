@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import EventType, LoopEvent, TurnStop
 from bot.llm.port import LLMAuthError, LLMServerError
-from bot.plumbing.clock import FakeClock
 from bot.tools import ToolStatus
 from tests.fakes.fake_openai import ContextOverflow, Fail, Hang, Reply, ToolCall
 from tests.helpers import CountingTools, assert_closed, loop_config, run_loop

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.contracts.envelopes import ButtonPress, Inbound, TurnStop
-from bot.gateway.users import User
+from bot.contracts.people import User
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.contracts.turn import ComposedTurn, TurnContext
 from bot.memory.extract import ExtractionAnswerError, NewFact, parse_answer, worth_learning
 from bot.memory.facts import Kind, search_terms
-from bot.tools import ToolExecutionContext
-from bot.turn.model import ComposedTurn, TurnContext
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from bot.contracts.envelopes import ButtonPress, Inbound, MediaRef
-from bot.turn.model import Continue, Joined
+from bot.contracts.turn import Continue, Joined
 from bot.turn.modes import choose_mode, is_small_talk
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from bot.config import ConfigError, load_settings
 from bot.db import connect
-from bot.gateway.identity import IdentityStore
-from bot.gateway.users import UserStore
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 from bot.text.phones import PhoneNumberError, guess_timezone, normalize
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)

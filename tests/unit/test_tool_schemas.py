@@ -6,9 +6,10 @@ from typing import Literal
 
 import pytest
 
+from bot.contracts.clock import FakeClock
+from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
-from bot.plumbing.clock import FakeClock
-from bot.tools import ToolExecutionContext, ToolRegistry, ToolStatus, run_tool_call, tool
+from bot.tools import ToolRegistry, ToolStatus, run_tool_call, tool
 
 
 @tool(progress="checking the weather")

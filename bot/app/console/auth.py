@@ -20,8 +20,8 @@ from datetime import timedelta
 from aiohttp import web
 
 from bot.app.console.deps import Console, log
-from bot.gateway.console_login import ConsoleSession
-from bot.gateway.guesses import GuessLimiter, GuessVerdict
+from bot.people.console_login import ConsoleSession
+from bot.people.guesses import GuessLimiter, GuessVerdict
 
 COOKIE = "valet_console"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

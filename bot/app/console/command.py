@@ -6,17 +6,17 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.config import Settings
-from bot.gateway.console_login import LINK_TTL, ConsoleLogins
-from bot.gateway.users import User
+from bot.contracts.people import User
+from bot.contracts.turn import TurnContext
+from bot.people.console_login import LINK_TTL, ConsoleLogins
 from bot.turn.commands import Command
-from bot.turn.model import TurnContext
 from persona import Persona
 from persona.lines import fill
 
 
 async def login_url(logins: ConsoleLogins, settings: Settings, owner: User,
                     at: datetime) -> str:
-    """A fresh one-time link for the owner (bot.gateway.console_login.NotOwner otherwise)."""
+    """A fresh one-time link for the owner (bot.people.console_login.NotOwner otherwise)."""
     token = await logins.issue_link(owner, at)
     return f"{settings.console_url()}/console/login?t={token}"
 

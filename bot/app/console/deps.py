@@ -17,8 +17,8 @@ from bot.app.console.errors import RecentErrors
 from bot.app.console.render import Templates, html
 from bot.app.root import App
 from bot.config import Settings
-from bot.gateway.console_login import ConsoleLogins, ConsoleSession
-from bot.gateway.users import User
+from bot.contracts.people import User
+from bot.people.console_login import ConsoleLogins, ConsoleSession
 
 log = logging.getLogger("bot.app.console")
 

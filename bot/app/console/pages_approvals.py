@@ -11,10 +11,10 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
 from bot.approvals.decide import Behalf, BehalfOutcome, decide_on_behalf
-from bot.approvals.model import ExecutionStatus
-from bot.gateway.console_login import ConsoleSession
-from bot.gateway.users import User
-from bot.tools import ToolExecutionContext
+from bot.contracts.approvals import ExecutionStatus
+from bot.contracts.people import User
+from bot.contracts.tool_context import ToolExecutionContext
+from bot.people.console_login import ConsoleSession
 
 PAGE = "/console/approvals"
 RECENT = 10

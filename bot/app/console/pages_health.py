@@ -11,7 +11,7 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.observe import database_reachable, redis_reachable
-from bot.gateway.console_login import ConsoleSession
+from bot.people.console_login import ConsoleSession
 from triggers.lease import DatabaseLease
 
 PAGE = "/console/health"

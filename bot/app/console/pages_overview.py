@@ -12,7 +12,7 @@ from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.console.pages_tasks import task_row
 from bot.app.console.pages_usage import month_usage
-from bot.gateway.console_login import ConsoleSession
+from bot.people.console_login import ConsoleSession
 from triggers.model import TaskStatus
 
 AHEAD = timedelta(hours=24)

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
-from bot.gateway.console_login import ConsoleSession
+from bot.people.console_login import ConsoleSession
 
 PAGE = "/console/people"
 FACTS = 50

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
-from bot.gateway.console_login import ConsoleSession
+from bot.people.console_login import ConsoleSession
 from triggers.describe import schedule_in_words, when_in_words
 from triggers.model import Task, TaskStatus, TriggerKind
 from triggers.service import TaskError

@@ -13,7 +13,7 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.console.render import Series, bar_chart
-from bot.gateway.console_login import ConsoleSession
+from bot.people.console_login import ConsoleSession
 from bot.turn.usage import UsageStore
 from channels.sms.store import SmsStore
 

@@ -22,7 +22,7 @@ from bot.app.console import (
 from bot.app.console.deps import Console
 from bot.app.console.render import SECURITY_HEADERS
 from bot.app.root import App
-from bot.gateway.console_login import ConsoleLogins
+from bot.people.console_login import ConsoleLogins
 
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
 

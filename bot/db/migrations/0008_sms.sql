@@ -19,15 +19,3 @@ ALTER TABLE identities ADD COLUMN unreachable_at TIMESTAMPTZ;
 -- Zones a new user's phone number could be in, comma-separated, while the timezone is a
 -- guess; NULL once the person has said where they are.
 ALTER TABLE users ADD COLUMN timezone_candidates TEXT;
-
--- One row per SMS handed to Twilio for an outbox message (a long reply is several): a retry
--- after a failure part-way sends only the parts not yet accepted.
-CREATE TABLE sms_parts (
-    outbox_id BIGINT NOT NULL,
-    part INTEGER NOT NULL,
-    message_sid TEXT NOT NULL,
-    segments INTEGER NOT NULL,
-    encoding TEXT NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (outbox_id, part)
-);

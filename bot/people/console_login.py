@@ -13,8 +13,8 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bot.contracts.people import User
 from bot.db import Database, Row
-from bot.gateway.users import User
 
 LINK_TTL = timedelta(minutes=10)
 

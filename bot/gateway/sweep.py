@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.contracts.clock import Clock
 from bot.gateway.inbox import InboxStore
-from bot.plumbing.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bot.contracts.people import User
 from bot.db import Database, Row
-from bot.gateway.users import User, UserStore, user_of
+from bot.people.users import UserStore, user_of
 from bot.text import phones
 from bot.text.phones import TimezoneGuess
 

@@ -10,6 +10,8 @@ import logging
 from dataclasses import dataclass, field
 
 from bot.config import Settings
+from bot.contracts.clock import Clock
+from bot.contracts.turn import TurnContext
 from bot.db import Database
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLM
@@ -19,9 +21,7 @@ from bot.memory.queue import ExtractionQueue
 from bot.memory.recall import MemoryRecall, Recaller
 from bot.memory.service import MemoryService
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
-from bot.plumbing.clock import Clock
 from bot.turn.commands import Command
-from bot.turn.model import TurnContext
 from persona.lines import MemoryLines
 
 log = logging.getLogger(__name__)

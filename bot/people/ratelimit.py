@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 
-from bot.plumbing.clock import Clock
+from bot.contracts.clock import Clock
 
 
 class SlidingWindowLimiter:

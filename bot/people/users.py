@@ -4,26 +4,11 @@ gateway.)"""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
+from bot.contracts.people import User
 from bot.db import Database, Row
 from bot.db.turn_reads import Holding, forget, in_turn, learnt_holdings, read_once
-
-
-@dataclass(frozen=True)
-class User:
-    id: str
-    display_name: str
-    timezone: str
-    preferred_channel: str | None = None
-    is_owner: bool = False
-    blocked: bool = False
-    quiet_hours_start: str | None = None
-    quiet_hours_end: str | None = None
-    # Non-empty while `timezone` is a guess from a phone number that could be in any of these
-    # zones (ask the person once); empty once they said where they are.
-    timezone_candidates: tuple[str, ...] = ()
 
 
 def user_of(row: Row) -> User:

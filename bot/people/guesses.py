@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 
+from bot.config.policies import AccessSettings
 from bot.db import Database
 
 
@@ -46,3 +47,9 @@ class GuessLimiter:
         await self.db.execute(
             "DELETE FROM access_attempts WHERE channel = $1 AND address = $2 AND kind = $3",
             channel, address, kind)
+
+
+def guess_limiter(settings: AccessSettings, db: Database) -> GuessLimiter:
+    """The allowance for codes strangers can guess (link and claim codes alike)."""
+    return GuessLimiter(db, settings.max_code_guesses,
+                        timedelta(minutes=settings.code_guess_window_minutes))

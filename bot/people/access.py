@@ -13,17 +13,15 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
 
-import pydantic
-
+from bot.config.policies import AccessSettings
 from bot.contracts.envelopes import ApprovalPrompt, PromptKind
 from bot.contracts.options import Option
+from bot.contracts.people import User
 from bot.db import Database, Row
-from bot.gateway.claims import ClaimOutcome, OwnerClaims, claim_candidate
-from bot.gateway.guesses import GuessLimiter, GuessVerdict
-from bot.gateway.identity import IdentityStore, new_code
-from bot.gateway.users import User
+from bot.people.claims import ClaimOutcome, OwnerClaims, claim_candidate
+from bot.people.guesses import GuessVerdict, guess_limiter
+from bot.people.identity import IdentityStore, new_code
 from persona.lines import DEFAULT, AccessLines, fill
 
 log = logging.getLogger(__name__)
@@ -46,30 +44,6 @@ def quoted(text: str, limit: int = NAME_LIMIT) -> str:
     inner = one_line(text, limit).replace("“", '"').replace("”", '"')
     return f"“{inner}”"
 
-
-class ChannelAccess(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
-    policy: Literal["allowlist", "pairing"] = "pairing"
-    allow: list[str] = []
-
-
-class AccessSettings(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
-    channels: dict[str, ChannelAccess] = {}
-    pairing_ttl_minutes: int = pydantic.Field(60, gt=0)
-    # Per channel: when full, the oldest pending request expires to make room for a new one.
-    max_pending_pairings: int = pydantic.Field(3, gt=0)
-    # Wrong /link codes (and other guessable codes) a sender may try per window, then silence.
-    max_code_guesses: int = pydantic.Field(5, gt=0)
-    code_guess_window_minutes: int = pydantic.Field(60, gt=0)
-
-    def for_channel(self, channel: str) -> ChannelAccess:
-        return self.channels.get(channel, ChannelAccess())
-
-    def guess_limiter(self, db: Database) -> GuessLimiter:
-        """The allowance for codes strangers can guess (link and claim codes alike)."""
-        return GuessLimiter(db, self.max_code_guesses,
-                            timedelta(minutes=self.code_guess_window_minutes))
 
 
 @dataclass(frozen=True)
@@ -109,7 +83,7 @@ class AccessControl:
         self.settings = settings
         self.default_timezone = default_timezone
         self.lines = lines  # what a stranger and the owner are told
-        self.guesses = settings.guess_limiter(db)
+        self.guesses = guess_limiter(settings, db)
         self.claims = claims  # the owner's claim code, while no owner address is known
 
     async def admit(self, channel: str, address: str, display_name: str, text: str,

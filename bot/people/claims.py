@@ -4,7 +4,7 @@
 
 The claim is a compare-and-set on its row, so exactly one sender wins, also with several
 processes; the code is dead afterwards. Guessing costs the guesser like every code a stranger
-can try (bot.gateway.guesses): each attempt takes a try before the code is looked at, and a
+can try (bot.people.guesses): each attempt takes a try before the code is looked at, and a
 second use of a spent code counts as a wrong guess. The winner's address is linked to the
 owner at once, and `record` writes it into the configuration (valet.yaml) so it is there
 after a restart and for whoever reads the file.
@@ -20,8 +20,8 @@ from datetime import datetime
 from enum import Enum
 
 from bot.db import Database
-from bot.gateway.guesses import GuessLimiter, GuessVerdict
-from bot.gateway.identity import CODE_ALPHABET, IdentityStore, new_code
+from bot.people.guesses import GuessLimiter, GuessVerdict
+from bot.people.identity import CODE_ALPHABET, IdentityStore, new_code
 
 log = logging.getLogger(__name__)
 

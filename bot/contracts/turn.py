@@ -17,25 +17,18 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from bot.approvals.model import ApprovalDraft, ApprovalRequest
+from bot.contracts.approvals import ApprovalDraft, ApprovalRequest
 from bot.contracts.envelopes import Inbound, TurnStop
-from bot.gateway.users import User
-from bot.tasks.model import PausedTask
-from bot.tools import ToolExecutionContext
-from bot.turn.media import request_content, stored_text
+from bot.contracts.people import User
+from bot.contracts.steering import Steering
+from bot.contracts.tool_context import ToolExecutionContext
 
-if TYPE_CHECKING:
-    from bot.loop.steering import Steering
-
-__all__ = ["Answered", "ComposedTurn", "Continue", "Joined", "Pause", "Step", "StepResult",
+__all__ = ["Answered", "ComposedTurn", "Continue", "Joined", "Step", "StepResult",
            "TurnContext", "TurnStop", "merge"]
 
 Message = dict[str, Any]
-# What a call that waits for the person leaves behind: a task waiting for an answer, or an
-# action waiting for approval.
-Pause = PausedTask | ApprovalDraft
 
 
 @dataclass(frozen=True)
@@ -51,16 +44,6 @@ class TurnContext:
     # Messages the person sends while this turn runs (bot.loop.steering); None: none can join.
     steering: Steering | None = None
     summary: str = ""  # the running summary of older messages (bot.memory.compaction)
-
-    @property
-    def user_message(self) -> Message:
-        """The person's message as this turn's requests carry it (a photo as an image)."""
-        return {"role": "user", "content": request_content(self.msg)}
-
-    @property
-    def stored_user_message(self) -> Message:
-        """The person's message as the history keeps it (a photo as "[photo] caption")."""
-        return {"role": "user", "content": stored_text(self.msg)}
 
 
 @dataclass(frozen=True)
@@ -111,6 +94,15 @@ StepResult = Continue | Answered
 
 class Step(Protocol):
     name: str
+
+    @property
+    def reads(self) -> str | None:
+        """The part of the person's stores the step reads (a holding of bot.db.turn_reads:
+        "approvals", "tasks", "memory", "plan"): when the turn knows they hold nothing there,
+        the step has nothing to do with a text and is not run (a button press names what it
+        answers, a request long decided included: it always reaches the steps). None: it runs
+        on every message."""
+        ...
 
     async def before(self, ctx: TurnContext) -> StepResult: ...
 

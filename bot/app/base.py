@@ -1,0 +1,74 @@
+"""What every part of the App is built from: the settings, the clock, the persona, the
+registry, the models, the work plane, the database and the shared HTTP client. Opened first
+(Redis and the database checked before anything else is built) and closed last."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import aiohttp
+
+from agents.registry import Registry, load_registry
+from bot.app.database import open_database
+from bot.app.models import Models, build_models
+from bot.app.plane import Plane, build_plane
+from bot.app.roles import Roles
+from bot.config import Settings
+from bot.config.policies import ReactLoopConfig
+from bot.config.registries import registry_paths
+from bot.contracts.clock import Clock
+from bot.db import Database
+from bot.llm.port import LLM
+from bot.plumbing.metrics import Metrics
+from persona import Persona, load_persona
+
+
+def build_agents(settings: Settings) -> Registry:
+    """The registry files (agents/registry.yaml, then the deployment's), checked."""
+    paths = registry_paths(settings.agents.registries, settings.config_dir())
+    return load_registry(paths, settings.tools)
+
+
+@dataclass
+class Base:
+    settings: Settings
+    clock: Clock
+    persona: Persona
+    agents: Registry
+    loop_config: ReactLoopConfig
+    metrics: Metrics  # what /metrics shows (bot/plumbing/metrics.py): this App's own
+    models: Models  # the main model and its fallbacks
+    plane: Plane  # how work and signals reach other processes
+    db: Database
+    http: aiohttp.ClientSession
+    roles: Roles
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    @property
+    def llm(self) -> LLM:
+        return self.models.llm
+
+
+async def open_base(settings: Settings, *, clock: Clock, llm: LLM | None,
+                    migrate: bool | Literal["check"], db: Database | None, roles: Roles,
+                    serving: bool) -> Base:
+    persona = load_persona(settings.persona)
+    agents = build_agents(settings)
+    metrics = Metrics()
+    models = build_models(settings, metrics, llm)
+    plane = await build_plane(settings, serving=serving)  # Redis checked before the rest
+    closers: list[Callable[[], Awaitable[None]]] = [plane.close, models.close]
+    try:
+        db = db or await open_database(settings.database_url, migrate=migrate,
+                                       settings=settings.database)
+    except BaseException:
+        for closer in closers:
+            await closer()
+        raise
+    http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
+        total=settings.gateway.http_timeout_seconds))
+    return Base(settings=settings, clock=clock, persona=persona, agents=agents,
+                loop_config=settings.loop_config(), metrics=metrics, models=models,
+                plane=plane, db=db, http=http, roles=roles, closers=closers)

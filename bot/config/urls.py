@@ -1,0 +1,35 @@
+"""Whether a database URL has a form Valet can use, said in plain words (checked with the rest
+of the configuration, and again where a database is opened)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from bot.text.redact import redact_url
+
+
+def database_url_problem(url: str) -> str | None:
+    """What is wrong with the form of a database URL, in plain words; None if it is usable."""
+    if url.startswith("sqlite:"):
+        if not url.startswith("sqlite://"):
+            return (f"{redact_url(url)!r} is not a SQLite URL: write sqlite:///relative/path.db "
+                    "or sqlite:////absolute/path.db (three or four slashes)")
+        rest = url.removeprefix("sqlite://")
+        if rest and not rest.startswith("/"):
+            return (f"{redact_url(url)!r} names a host; SQLite has none: write "
+                    f"sqlite:///{rest} (three slashes) for a file")
+        if rest.strip("/") == "":
+            return "names no file: write sqlite:///path/to/valet.db or sqlite:///:memory:"
+        return None
+    if url.startswith(("postgres://", "postgresql://")):
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018  (raises on a port that is not a number)
+        except ValueError as err:
+            return f"{redact_url(url)!r} is not a valid Postgres URL ({err})"
+        if not parts.hostname and "host=" not in parts.query:
+            return f"{redact_url(url)!r} names no server: write postgresql://user@host/dbname"
+        return None
+    scheme = url.split(":", 1)[0] if ":" in url else url
+    return (f"{scheme!r} databases are not supported: use sqlite:///path/to/valet.db "
+            "(embedded) or postgresql://user@host/dbname")
