@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncStream
@@ -40,9 +41,13 @@ class OpenAILLM:
                  timeout: float = 60.0, extra_body: dict[str, Any] | None = None) -> None:
         self.model = model
         self._extra = dict(extra_body or {})
+        # A base URL with credentials in it (a proxy's basic auth) keeps the default
+        # transport, which turns them into the Authorization header; aiohttp refuses a URL's
+        # credentials beside the client's own Authorization header.
+        plain = not (base_url and urlsplit(base_url).username)
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout,
-            http_client=openai.DefaultAioHttpClient(timeout=timeout))
+            http_client=openai.DefaultAioHttpClient(timeout=timeout) if plain else None)
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
