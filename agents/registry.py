@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
 import yaml
@@ -50,13 +50,17 @@ import yaml
 from agents.base import RESERVED_FIELD_NAMES, StandardAgent
 from agents.mcp.config import McpServerConfig
 from agents.mcp.config import problems as mcp_problems
-from agents.mcp.source import McpToolSource
+from agents.routing import CapabilityWords, check_words
 from agents.runtime import AgentSpec, AgentTasks, agent_tool
-from bot.capabilities import CapabilitySpec
+from bot.capabilities import CapabilityPart, CapabilitySpec
 from bot.config import ConfigError, yaml_line
+from bot.config.problems import parse_yaml
 from bot.config.registries import BUILTIN_REGISTRY as BUILTIN_REGISTRY
 from bot.config.registries import registry_paths as registry_paths
 from bot.tools import ToolRegistry, tools_in_module
+
+if TYPE_CHECKING:
+    from agents.mcp.source import McpToolSource
 
 _NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 
@@ -78,10 +82,24 @@ class _AgentEntry(_Strict):
     capability: str | None = pydantic.Field(None, pattern=_NAME)
 
 
+_KEYWORD = pydantic.constr(min_length=1, max_length=80)
+
+
+class _PartEntry(_Strict):
+    tools: list[str] = pydantic.Field(min_length=1)
+    keywords: list[_KEYWORD] = []  # type: ignore[valid-type]
+    examples: list[str] = []
+
+
 class _CapabilityEntry(_Strict):
     name: str = pydantic.Field(pattern=_NAME)
-    summary: str = pydantic.Field(min_length=1, max_length=120)
+    # None: the entry adds words to a capability declared elsewhere (a deployment's file
+    # extending a built-in one); it then has nothing but `keywords`, `examples` and `parts`.
+    summary: str | None = pydantic.Field(None, min_length=1, max_length=120)
     check: str | None = pydantic.Field(None, pattern=r"^[\w.]+:\w+$")
+    keywords: list[_KEYWORD] = []  # type: ignore[valid-type]
+    examples: list[str] = []
+    parts: list[_PartEntry] = []
 
 
 class _ToolEntry(_Strict):
@@ -105,8 +123,14 @@ class Registry:
 
     @property
     def mcp_servers(self) -> dict[str, McpToolSource]:
-        return {name: spec.source for name, spec in self.capabilities.items()
-                if isinstance(spec.source, McpToolSource)}
+        sources = {name: spec.source for name, spec in self.capabilities.items()
+                   if spec.source is not None}
+        if not sources:
+            return {}
+        from agents.mcp.source import McpToolSource  # loaded only with an `mcp:` entry
+
+        return {name: source for name, source in sources.items()
+                if isinstance(source, McpToolSource)}
 
     async def close(self) -> None:
         """Stop what the capabilities started (MCP servers' sessions and processes)."""
@@ -134,12 +158,15 @@ class _Loader:
         self.defined: dict[str, str] = {}  # name -> file:line where it was first defined
         self.grouped: dict[str, list[tuple[str, str]]] = {}  # capability -> [(tool, where)]
         self.mcp_where: dict[str, str] = {}  # MCP server -> file:line of its name
+        self.declared: dict[str, _Where] = {}  # capability -> where its entry is
+        # Words added to a capability declared elsewhere, where they are.
+        self.words: list[tuple[CapabilityWords, _Where]] = []
 
     def load_file(self, path: Path) -> None:
         try:
             text = path.read_text(encoding="utf-8")
-            root = yaml.compose(text)
-            data = yaml.safe_load(text) or {}
+            data, root = parse_yaml(text)
+            data = data or {}
         except yaml.MarkedYAMLError as err:
             mark = err.problem_mark or err.context_mark
             self.errors.append(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML: "
@@ -198,6 +225,18 @@ class _Loader:
             self.errors.append(f"{where('module')}: module {entry.module!r} has no @tool "
                                "functions")
             return
+        if where.path != BUILTIN_REGISTRY:  # a deployment's tools: their types checked now
+            # (the built-in ones are checked by the tests, and shaped when first needed)
+            for t in found:
+                if entry.only is not None and t.name not in entry.only:
+                    continue
+                try:
+                    t.parameters_schema()
+                except Exception as err:
+                    self.errors.append(f"{where('module')}: {entry.module}.{t.name}: its "
+                                       f"arguments cannot be described: "
+                                       f"{type(err).__name__}: {err}")
+                    return
         names = [t.name for t in found]
         unknown = [n for n in entry.only or () if n not in names]
         if unknown:
@@ -241,11 +280,23 @@ class _Loader:
             self._group(entry.capability, name, where("capability"))
 
     def _capability(self, entry: _CapabilityEntry, where: _Where) -> None:
+        parts = tuple(CapabilityPart(tuple(p.tools), tuple(p.keywords), tuple(p.examples))
+                      for p in entry.parts)
+        if entry.summary is None:  # words for a capability declared elsewhere
+            if entry.check is not None:
+                self.errors.append(f"{where('check')}: a capability's check goes with its "
+                                   "summary, where it is declared")
+                return
+            self.words.append((CapabilityWords(entry.name, tuple(entry.keywords),
+                                               tuple(entry.examples), parts), where))
+            return
         if entry.name in self.registry.capabilities:
             self.errors.append(f"{where('name')}: duplicate capability {entry.name!r}")
             return
         self.registry.capabilities[entry.name] = CapabilitySpec(
-            entry.name, entry.summary, check=entry.check)
+            entry.name, entry.summary, check=entry.check, keywords=tuple(entry.keywords),
+            examples=tuple(entry.examples), parts=parts)
+        self.declared[entry.name] = where
 
     def _mcp_server(self, entry: McpServerConfig, where: _Where) -> None:
         found = mcp_problems(entry)
@@ -258,11 +309,14 @@ class _Loader:
             self.errors.append(f"{where('name')}: {'.'.join((*where.entry, 'name'))}: "
                                f"duplicate capability {entry.name!r}")
             return
+        from agents.mcp.source import McpToolSource  # loaded only with an `mcp:` entry
+
         source = McpToolSource(entry)
         self.registry.capabilities[entry.name] = CapabilitySpec(
             entry.name, entry.description, source=source)
         self.registry.tools.add_source(source)  # its tools found by name once it runs
         self.mcp_where[entry.name] = where("name")
+        self.declared[entry.name] = where
 
     def _group(self, capability: str | None, tool_name: str, where: str) -> None:
         if capability is not None:
@@ -291,6 +345,7 @@ class _Loader:
                 continue
             self.registry.capabilities[name] = replace(
                 spec, tools=(*spec.tools, *(tool for tool, _ in members)))
+        self.errors += check_words(self.registry.capabilities, self.words, self.declared)
 
     def _agent_class(self, target: str, where: str) -> type[StandardAgent] | None:
         module_name, class_name = target.split(":", 1)

@@ -188,7 +188,7 @@ async def delete_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     return await _by_id(ctx, task_id, _service(ctx).delete, "Deleted")
 
 
-@tool
+@tool(triggered_only=True)
 async def nothing_to_report(ctx: ToolExecutionContext, reason: str = "") -> str:
     """Call this in a [Scheduled Task], [Event Trigger] or [Condition Trigger] turn when the
     run found nothing worth telling the user; tasks set to stay quiet then send nothing.

@@ -95,14 +95,29 @@ class ToolSource(Protocol):
 
 
 @dataclass(frozen=True)
+class CapabilityPart:
+    """Some of a capability's tools, opened on their own words (bot.capability_router): "remind
+    me" needs the reminder tools, not every kind of scheduled task. A tool of a part that is
+    used keeps that part open, not the whole capability."""
+
+    tools: tuple[str, ...]
+    keywords: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CapabilitySpec:
-    """A capability as the registry declares it: its tools, and how to tell whether it is on."""
+    """A capability as the registry declares it: its tools, how to tell whether it is on, and
+    the words that name it (the router opens it before the first request)."""
 
     name: str
     summary: str
     tools: tuple[str, ...] = ()
     check: str | None = None  # "module:function"; None: always on
     source: ToolSource | None = None  # tools learnt when first opened (an MCP server)
+    keywords: tuple[str, ...] = ()  # words that name the whole capability
+    examples: tuple[str, ...] = ()  # messages that must open it (checked at load)
+    parts: tuple[CapabilityPart, ...] = ()
 
     async def status(self, settings: Any, db: Any = None) -> CapabilityStatus:
         if self.source is not None:
@@ -152,11 +167,14 @@ class ToolExposure:
                     return spec.name
         return group
 
-    def core(self) -> list[str]:
+    def core(self, triggered: bool = True) -> list[str]:
+        """The tools in no capability (`triggered`: with those only a triggered run needs)."""
         names = tuple(self.registry.names())  # a tool added to the registry counts at once
-        core = self._memo.get(("core", names))
+        core = self._memo.get(("core", names, triggered))
         if core is None:
-            core = self._memo[("core", names)] = [n for n in names if self.group_of(n) is None]
+            core = self._memo[("core", names, triggered)] = [
+                n for n in names if self.group_of(n) is None
+                and (triggered or not _triggered_only(self.registry.get(n)))]
         return list(core)
 
     def available(self) -> set[str]:
@@ -164,9 +182,23 @@ class ToolExposure:
         return {name for name in self.registry.names()
                 if (group := self.group_of(name)) is None or group in self.on}
 
-    def open_in(self, messages: list[Message]) -> set[str]:
-        """The capabilities opened (or used) in this turn and the last `open_for_turns`."""
-        opened: set[str] = set()
+    @cached_property
+    def parts(self) -> dict[str, frozenset[str]]:
+        """tool name -> the tools of the parts it is in (bot.capability_router), for the tools
+        of capabilities that declare parts."""
+        found: dict[str, frozenset[str]] = {}
+        for spec in (*self.on.values(), *self.off.values()):
+            for part in spec.parts:
+                for tool in part.tools:
+                    found[tool] = found.get(tool, frozenset()) | frozenset(part.tools)
+        return found
+
+    def opened(self, messages: list[Message]) -> tuple[set[str], set[str]]:
+        """(capabilities open whole, tools of parts open) in this turn and the last
+        `open_for_turns`: `open_capability` opens a capability whole; a call to one of its
+        tools opens the part that tool is in, or the whole capability when it has no part."""
+        groups: set[str] = set()
+        tools: set[str] = set()
         turns = 0
         for msg in reversed(messages):
             if msg.get("role") == "user":
@@ -177,24 +209,39 @@ class ToolExposure:
                 fn = call.get("function") or {}
                 name = fn.get("name")
                 if name == OPEN_TOOL:
-                    opened.add(_argument(fn.get("arguments"), "name"))
+                    groups.add(call_argument(fn.get("arguments"), "name"))
                 elif isinstance(name, str) and (group := self.group_of(name)) is not None:
-                    opened.add(group)
-        return opened & set(self.on)
+                    part = self.parts.get(name)
+                    if part is None:
+                        groups.add(group)
+                    else:
+                        tools.update(part)
+        groups &= set(self.on)
+        return groups, {t for t in tools if self.group_of(t) in self.on}
 
-    def offers_untrusted(self, messages: list[Message]) -> bool:
+    def offers_untrusted(self, messages: list[Message],
+                         groups: frozenset[str] = frozenset()) -> bool:
         """Whether a request made now offers tools whose names, descriptions and schemas a
-        third party wrote (an open group of a source that is not trusted): such a turn
-        counts as holding untrusted text, so tools that change how Valet reaches the person
-        ask first (`approval: untrusted`)."""
+        third party wrote (an open group of a source that is not trusted; `groups`: opened
+        besides, by the router): such a turn counts as holding untrusted text, so tools that
+        change how Valet reaches the person ask first (`approval: untrusted`)."""
         return any((source := self.on[name].source) is not None and not source.trusted
-                   for name in self.open_in(messages))
+                   for name in self.open_in(messages) | (groups & set(self.on)))
 
-    async def schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
-        """The core and the open groups' tools. A source of an open group that is not running
-        (the process restarted since it was opened) is started here; one that cannot start
+    def open_in(self, messages: list[Message]) -> set[str]:
+        """The capabilities open whole in this turn and the last `open_for_turns`."""
+        return self.opened(messages)[0]
+
+    async def schemas(self, messages: list[Message], groups: frozenset[str] = frozenset(),
+                      tools: frozenset[str] = frozenset(), *, triggered: bool = True
+                      ) -> list[dict[str, Any]]:
+        """The core, the open capabilities' tools and the open parts' (`groups` and `tools`:
+        opened besides, by the router; `triggered`: the core's tools only a triggered run
+        needs are in). A source of an open group that is not running (the
+        process restarted since it was opened) is started here; one that cannot start
         offers nothing, and a call to its tools says why."""
-        opened = frozenset(self.open_in(messages))
+        whole, loose = self.opened(messages)
+        opened = frozenset(whole | (groups & set(self.on)))
         for name in opened:
             source = self.on[name].source
             if source is not None and not source.known():
@@ -202,13 +249,14 @@ class ToolExposure:
                     await source.open()
                 except SourceUnavailable:
                     pass
-        return self._schemas(opened)
+        loose = {t for t in loose | tools if self.group_of(t) not in opened}
+        return _schemas_for(self, opened, frozenset(loose), triggered)
 
-    def _schemas(self, opened: frozenset[str]) -> list[dict[str, Any]]:
-        return _schemas_for(self, opened)
-
-    def refusal(self, tool_name: str, messages: list[Message]) -> str | None:
-        """Why a call may not run now (its group is not open or not on); None: it may."""
+    def refusal(self, tool_name: str, messages: list[Message],
+                groups: frozenset[str] = frozenset(), tools: frozenset[str] = frozenset()
+                ) -> str | None:
+        """Why a call may not run now (its tool was not offered, or its capability is not
+        on); None: it may. `groups`, `tools`: opened besides, by the router."""
         group = self.group_of(tool_name)
         if group is None:
             return None
@@ -216,14 +264,19 @@ class ToolExposure:
             return (f"Error: {tool_name} is not available: the {group} capability is not set "
                     "up. Tell the user you cannot do this here.")
         # The call itself is in `messages` and counts as opening: look before it.
-        if group in self.open_in(_without_last_call(messages, tool_name)):
+        whole, loose = self.opened(_without_last_call(messages, tool_name))
+        if group in whole or group in groups or tool_name in loose or tool_name in tools:
             return None
         return (f"Error: {tool_name} is part of the {group} capability, which was not open. "
                 f"It is open now: call {tool_name} again.")
 
     def prompt_lines(self) -> list[str]:
-        """One line per capability that is on, for the system prompt."""
-        return [f"{spec.name} ({spec.summary})" for spec in self.on.values()]
+        """One line per capability that is on, for the system prompt (every turn's)."""
+        lines = self._memo.get("prompt")
+        if lines is None:
+            lines = self._memo["prompt"] = [f"{spec.name} ({spec.summary})"
+                                            for spec in self.on.values()]
+        return list(lines)
 
     def open_tool(self) -> Tool | None:
         """The `open_capability` tool over the capabilities that are on (None: none are)."""
@@ -232,11 +285,16 @@ class ToolExposure:
         return open_capability_tool(self.on)
 
 
-def _schemas_for(exposure: ToolExposure, opened: frozenset[str]) -> list[dict[str, Any]]:
-    key = ("schemas", opened, tuple(exposure.registry.names()))
+def _triggered_only(tool: Tool | None) -> bool:
+    return tool is not None and tool.triggered_only
+
+
+def _schemas_for(exposure: ToolExposure, opened: frozenset[str], loose: frozenset[str],
+                 triggered: bool) -> list[dict[str, Any]]:
+    key = ("schemas", opened, loose, triggered, tuple(exposure.registry.names()))
     declared = exposure._memo.get(key)
     if declared is None:
-        wanted = set(exposure.core())
+        wanted = set(exposure.core(triggered)) | loose
         for name in opened:
             wanted.update(exposure.on[name].tools)
         declared = exposure._memo[key] = [t.schema() for t in exposure.registry
@@ -249,7 +307,7 @@ def _schemas_for(exposure: ToolExposure, opened: frozenset[str]) -> list[dict[st
     return [*declared, *learnt]
 
 
-def _argument(raw: Any, key: str) -> str:
+def call_argument(raw: Any, key: str) -> str:
     try:
         data = json.loads(raw) if isinstance(raw, str) else (raw or {})
         return str(data.get(key, "")) if isinstance(data, dict) else ""

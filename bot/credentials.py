@@ -17,11 +17,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from typing import TYPE_CHECKING
 
 from bot.config import ConfigError
 from bot.db import Database
+
+if TYPE_CHECKING:
+    from cryptography.fernet import MultiFernet
 
 log = logging.getLogger(__name__)
 KEY_ENV = "VALET_SECRET_KEY"
@@ -35,12 +37,20 @@ class CredentialsLocked(ConfigError):
     """Stored credentials exist but cannot be read: no key, or not the right one."""
 
 
+def _invalid_token() -> type[Exception]:
+    from cryptography.fernet import InvalidToken  # (only with a key, which loaded it already)
+
+    return InvalidToken
+
+
 def parse_keys(raw: str | None) -> MultiFernet | None:
     """MultiFernet over the comma-separated keys; None when there is none; ConfigError (one
     line, without the key) when one is not a Fernet key."""
     keys = [k.strip() for k in (raw or "").split(",") if k.strip()]
     if not keys:
         return None
+    from cryptography.fernet import Fernet, MultiFernet  # loaded only when a key is set
+
     fernets = []
     for i, key in enumerate(keys, 1):
         try:
@@ -53,6 +63,8 @@ def parse_keys(raw: str | None) -> MultiFernet | None:
 
 
 def new_key() -> str:
+    from cryptography.fernet import Fernet
+
     return Fernet.generate_key().decode()
 
 
@@ -136,7 +148,7 @@ class CredentialStore:
             for row in rows:
                 try:
                     token = self._keys.rotate(row["secret"].encode()).decode()
-                except InvalidToken:
+                except _invalid_token():
                     raise CredentialsLocked(WRONG_KEY) from None
                 await tx.execute(
                     "UPDATE credentials SET secret = $1 WHERE user_id = $2 AND service = $3",
@@ -148,5 +160,5 @@ class CredentialStore:
             raise CredentialsLocked(self._locked)
         try:
             return json.loads(self._keys.decrypt(token.encode()))
-        except InvalidToken:
+        except _invalid_token():
             raise CredentialsLocked(WRONG_KEY) from None

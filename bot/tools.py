@@ -8,6 +8,7 @@ call needs arrives in its `ToolExecutionContext`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import logging
@@ -22,7 +23,7 @@ import pydantic
 from bot.contracts.pause import Pauses
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import TokenUsage, ToolCall
-from bot.llm.tool_schema import clean_schema, parse_docstring
+from bot.llm.tool_schema import clean_schema, inline_refs, parse_docstring
 from bot.text.sanitize import clean_text
 
 log = logging.getLogger(__name__)
@@ -113,13 +114,18 @@ class _Args(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
 
 
+ToolShape = tuple[dict[str, Any], type[pydantic.BaseModel]]  # (JSON schema, argument model)
+
+
 @dataclass
 class Tool:
     name: str
     description: str
-    parameters: dict[str, Any]
+    # The JSON schema of the arguments and the model that checks them; None: made by `shape`
+    # when first needed (pydantic builds them slowly, and most tools are not needed at start).
+    parameters: dict[str, Any] | None
     fn: ToolFunction
-    args_model: type[pydantic.BaseModel]
+    args_model: type[pydantic.BaseModel] | None
     context_param: str | None = None
     timeout: float | None = None  # None: the loop's default for its kind
     is_agent: bool = False
@@ -128,6 +134,9 @@ class Tool:
     # Running it twice does no harm (it only reads): a call cut short by a crash runs again
     # when its turn is redone. Otherwise it gets an "interrupted, outcome unknown" result.
     safe_to_repeat: bool = False
+    # Offered only in a triggered run (a scheduled task, an event, a condition): a person's
+    # own turns never need it, and every request would carry its schema for nothing.
+    triggered_only: bool = False
     # The durable record an approved call's effect waits in (an outbox row, a stored mail),
     # named by the record's `key` (bot.approvals.effects): the approval follows it there.
     effect: str | None = None
@@ -155,16 +164,37 @@ class Tool:
     # Checks edited arguments before they are offered for approval; None: `parse_arguments`.
     check_arguments: Callable[[dict[str, Any], ToolExecutionContext], dict[str, Any]] | None \
         = None
+    # Makes `parameters` and `args_model` when they are None (cached: every copy of the tool
+    # shares one shape).
+    shape: Callable[[], ToolShape] | None = None
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (made on first use)."""
+        if self.parameters is None:
+            self.parameters = self._shape()[0]
+        return self.parameters
+
+    def arguments_model(self) -> type[pydantic.BaseModel]:
+        """The model that checks the arguments (made on first use)."""
+        if self.args_model is None:
+            self.args_model = self._shape()[1]
+        return self.args_model
+
+    def _shape(self) -> ToolShape:
+        if self.shape is None:
+            raise TypeError(f"tool {self.name} has neither parameters nor a shape")
+        return self.shape()
 
     def schema(self) -> dict[str, Any]:
         return {"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters}}
+            "name": self.name, "description": self.description,
+            "parameters": self.parameters_schema()}}
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Validated keyword arguments, or ValueError with a message the LLM can act on."""
         data = decode_arguments(raw)
         try:
-            model = self.args_model.model_validate(data)
+            model = self.arguments_model().model_validate(data)
         except pydantic.ValidationError as err:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
@@ -196,17 +226,20 @@ def tool(fn: ToolFunction | None = None, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None,
          progress: str = "", safe_to_repeat: bool = False,
          describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None,
-         prepare: Check | None = None, effect: str | None = None) -> Any:
+         prepare: Check | None = None, effect: str | None = None,
+         triggered_only: bool = False) -> Any:
     """Mark an async function as a tool. Use bare (`@tool`) or with options.
     `safe_to_repeat=True` only for tools without side effects (they only read). `describe`:
     how a call reads on an approval card, naming what it acts on. `prepare`: the check before
     a call is offered for approval (see Tool.prepare). `effect`: the key of the record its
-    approved effect settles in (Tool.effect)."""
+    approved effect settles in (Tool.effect). `triggered_only`: offered only in a triggered
+    run."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         f.__valet_tool__ = replace(build_tool(  # type: ignore[attr-defined]
             f, name=name, description=description, timeout=timeout, progress=progress,
-            safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare, effect=effect)
+            safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare, effect=effect,
+            triggered_only=triggered_only)
         return f
 
     return wrap(fn) if fn is not None else wrap
@@ -218,26 +251,45 @@ def build_tool(fn: ToolFunction, *, name: str | None = None, description: str | 
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"tool {fn.__qualname__} must be an async function")
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
-    hints = get_type_hints(fn, include_extras=True)
-    fields: dict[str, Any] = {}
-    context_param = None
-    for pname, param in inspect.signature(fn).parameters.items():
-        annotation = hints.get(pname, Any)
-        if annotation is ToolExecutionContext:
-            context_param = pname
-            continue
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (annotation, pydantic.Field(default, description=param_docs.get(pname)))
+    signature = inspect.signature(fn)
     tool_name = name or fn.__name__
-    model = pydantic.create_model(f"{tool_name}_args", __base__=_Args, **fields)
+    # The context parameter is found by name and annotation text without resolving the
+    # hints: they are resolved (and the model built) when the tool is first needed.
+    context_param = next((p for p, param in signature.parameters.items()
+                          if _names_context(param.annotation)), None)
+
+    @functools.cache
+    def shape() -> ToolShape:
+        hints = get_type_hints(fn, include_extras=True)
+        fields: dict[str, Any] = {}
+        for pname, param in signature.parameters.items():
+            if pname == context_param:
+                continue
+            if hints.get(pname) is ToolExecutionContext:
+                raise TypeError(f"tool {tool_name}: {pname} is the context; name its "
+                                "annotation ToolExecutionContext")
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[pname] = (hints.get(pname, Any),
+                             pydantic.Field(default, description=param_docs.get(pname)))
+        model = pydantic.create_model(f"{tool_name}_args", __base__=_Args, **fields)
+        return clean_schema(inline_refs(model.model_json_schema())), model
+
     return Tool(
         name=tool_name,
         description=description or summary or tool_name.replace("_", " "),
-        parameters=clean_schema(model.model_json_schema()),
-        fn=fn, args_model=model, context_param=context_param, timeout=timeout,
-        progress=progress or f"using {tool_name.replace('_', ' ')}",
+        parameters=None, fn=fn, args_model=None, shape=shape, context_param=context_param,
+        timeout=timeout, progress=progress or f"using {tool_name.replace('_', ' ')}",
         safe_to_repeat=safe_to_repeat,
     )
+
+
+def _names_context(annotation: Any) -> bool:
+    """An annotation that is ToolExecutionContext (the class, or its name as a string under
+    `from __future__ import annotations`)."""
+    if annotation is ToolExecutionContext:
+        return True
+    return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == \
+        ToolExecutionContext.__name__
 
 
 def tools_in_module(module: Any) -> list[Tool]:
@@ -365,3 +417,13 @@ def render_result(result: Any) -> str:
         return json.dumps(result, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(result)
+
+
+def approval_gated(registry: ToolRegistry) -> Callable[[str], bool]:
+    """Tools whose every call waits for an approval first (agents ask later, themselves): the
+    console shows such a call's progress as waiting, not running."""
+    def needs_approval(name: str) -> bool:
+        tool = registry.get(name)
+        return tool is not None and tool.requires_approval and not tool.is_agent
+
+    return needs_approval

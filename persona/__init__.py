@@ -100,7 +100,7 @@ def load_persona(name_or_path: str) -> Persona:
     # Imported here: the settings import the loop's types, which import persona.lines, so
     # this package must not need bot.config to be imported.
     from bot.config import ConfigError
-    from bot.config.problems import in_file_order, validation_problems, yaml_line
+    from bot.config.problems import in_file_order, parse_yaml, validation_problems, yaml_line
 
     path = resolve_persona_path(name_or_path)
     try:
@@ -110,8 +110,7 @@ def load_persona(name_or_path: str) -> Persona:
         raise ConfigError(f"{path}: persona not found ({err.strerror}); built-in personas: "
                           f"{available}") from err
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data, root = parse_yaml(text)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         raise ConfigError(f"{path}:{mark.line + 1 if mark else '?'}: invalid YAML: "

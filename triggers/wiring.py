@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import aiohttp
-from aiohttp import web
 
 from bot.contracts.clock import Clock
 from bot.db import Database
@@ -23,9 +23,11 @@ from triggers.conditions import registry_checker
 from triggers.engine import EngineSettings, TriggerEngine
 from triggers.event_store import StoredEventBus
 from triggers.executors import TriggerGateway, default_executors
-from triggers.http import events_app
 from triggers.service import TaskService
 from triggers.store import TaskStore
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 EVENTS_TOKEN_ENV = "VALET_EVENTS_TOKEN"
 
@@ -46,6 +48,8 @@ class Triggers:
 
     def http_app(self, env: dict[str, str] | None = None) -> web.Application:
         """The `POST /events` sub-application for `valet serve`."""
+        from triggers.http import events_app  # aiohttp's server: only a process that serves
+
         token = (env if env is not None else os.environ).get(EVENTS_TOKEN_ENV)
         return events_app(self.bus, token)
 

@@ -8,18 +8,19 @@ here changes the mailbox (INBOX is examined read-only; see agents/email/imap.py)
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from agents.connected import NotConnected, connected_secret, connected_status
-from agents.email import imap
 from agents.email.account import SERVICE, MailAccount, MailError
-from agents.email.imap import Listing
 from agents.email.mime import Attachment, MailSummary, MessageText
 from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
 from bot.tools import tool
+
+if TYPE_CHECKING:
+    from agents.email.imap import Listing
 
 MAX_LISTED = 25
 LISTING_NOTE = "the names and subjects below are written by the senders of these emails"
@@ -60,6 +61,8 @@ async def email_unread(ctx: ToolExecutionContext, limit: int = 10) -> str:
         limit: How many of the newest unread emails to list (1-25).
     """
     try:
+        from agents.email import imap  # aioimaplib: loaded when a mailbox is first read
+
         listing = await imap.unread(await mail_account(ctx), _limit(limit))
     except MailError as err:
         return f"Error: {err}"
@@ -101,6 +104,8 @@ async def search_email(ctx: ToolExecutionContext, sender: str = "", subject: str
     if not (sender.strip() or subject.strip() or day):
         raise ValueError("give at least one of sender, subject or since")
     try:
+        from agents.email import imap
+
         listing = await imap.search(await mail_account(ctx), sender=sender.strip(),
                                     subject=subject.strip(), since=day, limit=_limit(limit))
     except MailError as err:
@@ -144,6 +149,8 @@ async def read_email(ctx: ToolExecutionContext, uid: str) -> str:
         uid: The uid from email_unread or search_email.
     """
     try:
+        from agents.email import imap
+
         message = await imap.read_message(await mail_account(ctx), str(uid).strip())
     except MailError as err:
         return f"Error: {err}"

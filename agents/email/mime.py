@@ -19,7 +19,6 @@ from email.header import decode_header, make_header
 from email.message import EmailMessage, Message, MIMEPart
 from typing import Any
 
-from agents.tools.html_text import page_text
 from bot.text.sanitize import clean_text
 
 SUMMARY_FIELDS = ("FROM", "SUBJECT", "DATE")
@@ -172,6 +171,8 @@ def _payload(part: Message) -> bytes:
 def _text_of(part: MIMEPart) -> tuple[str, bool]:
     """(text, too deep) of a text/plain or text/html part."""
     if part.get_content_type() == "text/html":
+        from agents.tools.html_text import page_text  # lxml: when an HTML part is read
+
         page = page_text(_payload(part), part.get_content_charset())
         return page.text, page.too_deep
     try:

@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
 
-from agents.email import imap
 from agents.email.account import MailAccount, MailError
 from agents.email.effects import MailEffects
 from agents.email.mailbox import mail_account
@@ -188,6 +187,8 @@ def _lookup(ctx: ToolExecutionContext) -> HeadersLookup:
     if given is not None:
         return given
     async def over_imap(account: MailAccount, uid: int) -> OriginalMessage:
+        from agents.email import imap  # aioimaplib: loaded when a mailbox is first read
+
         return await imap.message_headers(account, str(uid))
 
     return over_imap

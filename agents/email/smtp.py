@@ -20,10 +20,12 @@ import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-
-import aiosmtplib
+from typing import TYPE_CHECKING
 
 from agents.email.account import MailAccount
+
+if TYPE_CHECKING:
+    import aiosmtplib
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,8 @@ async def deliver(account: MailAccount, sender: str, recipients: Sequence[str],
     """Send `message` (the stored bytes, unchanged) from `sender` to `recipients`, within
     `timeout` seconds in all."""
     mode = account.smtp_tls
+    import aiosmtplib  # loaded when a mail is first sent, not at every start
+
     client = aiosmtplib.SMTP(
         hostname=account.smtp_host, port=account.smtp_port, username=account.username,
         password=account.password, timeout=timeout, use_tls=mode == "implicit",
@@ -108,6 +112,8 @@ def _reason(err: BaseException) -> str:
 
 
 async def _quit(client: aiosmtplib.SMTP) -> None:
+    import aiosmtplib
+
     if not client.is_connected:
         return
     try:

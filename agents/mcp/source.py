@@ -58,7 +58,7 @@ class McpTool(Tool):
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """The server's own schema checks them (it may be richer than Valet's models)."""
         data = decode_arguments(raw)
-        problem = _schema_problem(self.parameters, data)
+        problem = _schema_problem(self.parameters_schema(), data)
         if problem:
             raise ValueError(f"invalid arguments: {problem}")
         return data

@@ -5,8 +5,6 @@ task that waits for the user).
 
 from __future__ import annotations
 
-from typing import Any
-
 from agents.services import services_of
 from agents.tools.plan_store import PlanStep, PlanStore, render
 from bot.contracts.pause import PausedTask
@@ -67,22 +65,3 @@ async def cancel_task(ctx: ToolExecutionContext, task_id: str) -> str:
         raise ValueError(f"no waiting task has the id {task_id!r}")
     return f"Cancelled the waiting {task.label} (it had asked “{task.question}”)."
 
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """Some OpenAI-compatible servers reject $ref: put the definitions in place."""
-    defs = schema.pop("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {k: walk(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    return walk(schema)
-
-
-update_plan.__valet_tool__.parameters = _inline_refs(
-    update_plan.__valet_tool__.parameters)

@@ -21,13 +21,13 @@ import asyncio
 import contextlib
 import ipaddress
 import socket
+from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 from yarl import URL
 
-from agents.tools.html_text import PageText, html_to_text, page_text
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.plumbing.streams import read_capped
@@ -35,6 +35,16 @@ from bot.text.untrusted import quote_untrusted
 from bot.tools import tool
 
 __all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
+
+if TYPE_CHECKING:
+    from agents.tools.html_text import PageText
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """agents.tools.html_text.html_to_text (lxml is loaded when a page is first read)."""
+    from agents.tools.html_text import html_to_text as convert
+
+    return convert(html)
 
 MAX_REDIRECTS = 5
 HINT = ("set tools.web_fetch.allow_private_addresses (or list the host in "
@@ -125,6 +135,8 @@ def _decode_text(body: bytes, charset: str | None) -> str:
 
 
 async def _page_text(body: bytes, charset: str | None, timeout: float) -> PageText:
+    from agents.tools.html_text import page_text  # lxml: loaded when a page is first read
+
     """Parsing runs in a worker process, killed after `timeout` s: a hostile page costs at
     most that, and never the event loop's time."""
     try:

@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bot.config import Settings
-from bot.config.yaml_edit import add_to_list
 from bot.contracts.clock import Clock
 from bot.contracts.people import User
 from bot.db import Database
@@ -72,6 +71,8 @@ def record_owner(settings: Settings) -> OwnerRecorder:
             log.warning("no valet.yaml to record the owner in: add %s: ['%s'] to yours",
                         key, address)
             return
+        from bot.config.yaml_edit import add_to_list  # ruamel: only when a claim is written
+
         await asyncio.to_thread(add_to_list, path, keys, address)
         log.warning("recorded the owner in %s: %s: %s", path, key, address)
 

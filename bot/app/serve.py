@@ -28,6 +28,7 @@ from bot.config import Settings
 from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
 from bot.plumbing.spool import Spool
+from bot.plumbing.startup import started
 from triggers.event_store import StoredEventBus
 
 if TYPE_CHECKING:
@@ -207,6 +208,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
             await terminal.open()
         if app.roles.web:  # it knows how to reach each channel: the claim is said there
             await _claim_if_ownerless(app, channels)
+        started()  # the collector runs again (bot.plumbing.startup)
         await stop.wait()
         await _drain(app, channels, settings.http.shutdown_grace_seconds)
     finally:

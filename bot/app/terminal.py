@@ -21,7 +21,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app.root import App
-from bot.tools import ToolRegistry
+from bot.tools import approval_gated
 from channels.console_link import (
     PATH,
     Endpoint,
@@ -36,15 +36,6 @@ log = logging.getLogger(__name__)
 
 RUN_NOW_PATH = "/run-now"
 RUN_NOW_WAIT = 30.0  # seconds `valet tasks run-now` waits for the server's answer
-
-
-def approval_gated(registry: ToolRegistry) -> Callable[[str], bool]:
-    """Tools whose every call waits for an approval first (agents ask later, themselves)."""
-    def needs_approval(name: str) -> bool:
-        tool = registry.get(name)
-        return tool is not None and tool.requires_approval and not tool.is_agent
-
-    return needs_approval
 
 
 @dataclass

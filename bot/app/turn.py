@@ -17,6 +17,7 @@ from bot.app.stores import Stores
 from bot.app.triggers import task_listing
 from bot.approvals.store import HOLDING as APPROVALS
 from bot.capabilities import ToolExposure, build_exposure
+from bot.capability_router import CapabilityRouter
 from bot.gateway.budget import BudgetGate
 from bot.gateway.outbound import Outbound
 from bot.loop.subtasks import Subtasks
@@ -71,6 +72,7 @@ async def build_turn(base: Base, stores: Stores, outbound: Outbound, approvals: 
                      AskTimezoneOnce(stores.users))).in_order(),
         journal=stores.journal,
         exposure=exposure if settings.tool_exposure == "capabilities" else None,
+        router=CapabilityRouter(exposure.on) if settings.capability_router else None,
         after_turn=[*([AfterTurn(memory.extractor.after_turn, after_small_talk=False)]
                       if memory else []), AfterTurn(compactor.after_turn)],
         metrics=base.metrics,

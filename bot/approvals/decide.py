@@ -292,7 +292,7 @@ class ApprovalStep:
                        ) -> dict[str, Any]:
         prompt = (
             f"Tool: {tool.name}: {tool.description}\nParameters (JSON schema): "
-            f"{json.dumps(tool.parameters)}\nCurrent arguments: "
+            f"{json.dumps(tool.parameters_schema())}\nCurrent arguments: "
             f"{json.dumps(approval.arguments, default=str)}\nThe user asked for this change: "
             f"{json.dumps(changes)}\n\nReply with the complete new arguments as one JSON "
             "object and nothing else. Change only what the user asked for.")

@@ -8,9 +8,10 @@ import logging
 import sys
 from typing import Any
 
-from bot.app.terminal import approval_gated as approval_gated
 from bot.config import Settings
+from bot.plumbing.startup import started
 from bot.text.redact import install_redaction
+from bot.tools import approval_gated
 from channels.console import ConsoleChat, pipe_channel
 from channels.console_link import Endpoint, endpoint_file, read_endpoint
 
@@ -37,6 +38,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
         app.add_channel(channel)
         try:
             await app.start()
+            started()
             return await ConsoleChat(app.gateway, channel, now=app.clock.now).run_pipe(sys.stdin)
         finally:
             logging.getLogger().removeHandler(notes)
@@ -49,6 +51,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
     app.add_channel(channel)
     try:
         await app.start()
+        started()
         chat = ConsoleChat(app.gateway, channel, now=app.clock.now)
         await chat.finish_earlier_run()
         return await InteractiveChat(chat, screen, settings.data_dir() / "chat_history").run(

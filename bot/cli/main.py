@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import os
 import sys
@@ -17,7 +18,6 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from bot.cli.admin import add_admin_commands, run_admin
 from bot.config import ConfigError, Settings, config_path, load_settings
 from bot.config.env_file import EnvFileError, default_env_file, load_env_file
 from bot.config.secret_files import load_secret_files
@@ -49,7 +49,29 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def parser() -> argparse.ArgumentParser:
+# The commands other modules register, by name: the module and its function that adds them
+# (several commands may come from one). Only the one a command line names is imported, so a
+# `valet chat` does not load Telegram's and Twilio's checks for `valet onboard`.
+COMMANDS_FROM: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(("migrate", "backup", "logs"), ("bot.cli.ops", "add_ops_commands")),
+    **dict.fromkeys(("users", "pair", "approvals"), ("bot.cli.admin", "add_admin_commands")),
+    **dict.fromkeys(("connect", "credentials"), ("bot.cli.connect", "add_connect_commands")),
+    "tasks": ("bot.cli.tasks", "add_task_commands"),
+    "memory": ("bot.cli.memory", "add_memory_commands"),
+    "mcp": ("bot.cli.mcp", "add_mcp_commands"),
+    "outbox": ("bot.cli.outbox", "add_outbox_commands"),
+    "onboard": ("bot.cli.onboard", "add_onboard_command"),
+    "turns": ("bot.cli.turns", "add_turn_commands"),
+    "console-link": ("bot.cli.console_link", "add_console_link_command"),
+    "budget": ("bot.cli.budget", "add_budget_commands"),
+    "service": ("bot.cli.service", "add_service_commands"),
+}
+_GLOBAL_WITH_VALUE = ("--config", "--env-file")
+
+
+def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command, or (given `argv` naming one) only what
+    parsing that command line needs."""
     p = argparse.ArgumentParser(
         prog="valet", description="Valet, a personal assistant.",
         epilog="Global options (--config) may come before or after the command. "
@@ -59,6 +81,40 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help=CONFIG_HELP)
     p.add_argument("--env-file", help=ENV_FILE_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    named = _command_in(argv)
+    wanted = set(COMMANDS_FROM.values()) if named is None \
+        else {COMMANDS_FROM[named]} if named in COMMANDS_FROM else set()
+    if named is None or named in ("chat", "doctor", "serve"):
+        _add_own_commands(sub)
+    for module, function in sorted(set(COMMANDS_FROM.values()),
+                                   key=list(COMMANDS_FROM.values()).index):
+        if (module, function) in wanted:
+            getattr(importlib.import_module(module), function)(sub)
+    _everywhere(p)
+    return p
+
+
+def _command_in(argv: list[str] | None) -> str | None:
+    """The command `argv` names, when it is one this module knows and help is not asked for
+    before it; None: build every command (bare `valet`, `valet --help`, a typo)."""
+    if argv is None:
+        return None
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in _GLOBAL_WITH_VALUE:
+            skip = True
+        elif word.startswith("-"):
+            if word in ("-h", "--help", "--version"):
+                return None
+        else:
+            return word if word in COMMANDS_FROM or word in ("chat", "doctor", "serve") \
+                else None
+    return None
+
+
+def _add_own_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat = sub.add_parser("chat", help="chat in the terminal (pipe mode when stdin is not a tty)")
     chat.add_argument("--pipe", action="store_true",
                       help="one message per input line, one reply per line on stdout")
@@ -77,42 +133,6 @@ def parser() -> argparse.ArgumentParser:
                        help=f"which parts this process runs: {', '.join(ROLES)} (default "
                             f"{ALL}, the only one on SQLite; repeatable: --role web --role "
                             "scheduler)")
-    from bot.cli.ops import add_ops_commands  # migrate, backup, logs
-
-    add_ops_commands(sub)
-    add_admin_commands(sub)
-    from bot.cli.connect import add_connect_commands
-
-    add_connect_commands(sub)
-    from bot.cli.tasks import add_task_commands
-
-    add_task_commands(sub)
-    from bot.cli.memory import add_memory_commands
-
-    add_memory_commands(sub)
-    from bot.cli.mcp import add_mcp_commands
-
-    add_mcp_commands(sub)
-    from bot.cli.outbox import add_outbox_commands
-
-    add_outbox_commands(sub)
-    from bot.cli.budget import add_budget_commands
-
-    add_budget_commands(sub)
-    from bot.cli.onboard import add_onboard_command
-
-    add_onboard_command(sub)
-    from bot.cli.turns import add_turn_commands
-
-    add_turn_commands(sub)
-    from bot.cli.console_link import add_console_link_command
-
-    add_console_link_command(sub)
-    from bot.cli.service import add_service_commands
-
-    add_service_commands(sub)
-    _everywhere(p)
-    return p
 
 
 def _everywhere(p: argparse.ArgumentParser) -> None:
@@ -131,7 +151,8 @@ def _everywhere(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = parser()
+    argv = sys.argv[1:] if argv is None else argv
+    p = parser(argv)
     args = p.parse_args(argv)
     if args.command is None:
         p.print_help()
@@ -148,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         if here not in sys.path:
             sys.path.append(here)  # after everything installed: it never shadows a package
     commands: dict[str, Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, int]]] = {
-        "chat": _chat, "doctor": _doctor, "serve": _serve, "users": run_admin,
-        "pair": run_admin, "approvals": run_admin, "tasks": _tasks,
+        "chat": _chat, "doctor": _doctor, "serve": _serve, "users": _admin,
+        "pair": _admin, "approvals": _admin, "tasks": _tasks,
         "connect": _connect, "credentials": _connect, "memory": _memory, "mcp": _mcp,
         "turns": _turns, "console-link": _console_link, "migrate": _ops, "backup": _ops,
         "logs": _ops, "onboard": _onboard, "outbox": _outbox, "service": _service,
@@ -220,6 +241,12 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> int:
 
     return await run_chat(settings, pipe=args.pipe or args.jsonl or not sys.stdin.isatty(),
                           jsonl=args.jsonl)
+
+
+async def _admin(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.admin import run_admin
+
+    return await run_admin(settings, args)
 
 
 async def _tasks(settings: Settings, args: argparse.Namespace) -> int:

@@ -17,7 +17,13 @@ import pydantic
 import yaml
 
 from bot.config.policies import AccessSettings, DeliveryPolicy, ReactLoopConfig
-from bot.config.problems import Problem, did_you_mean, in_file_order, validation_problems
+from bot.config.problems import (
+    Problem,
+    did_you_mean,
+    in_file_order,
+    parse_yaml,
+    validation_problems,
+)
 from bot.config.problems import yaml_line as yaml_line  # re-exported for persona files
 from bot.config.registries import registry_paths
 from bot.config.sections import (
@@ -125,6 +131,9 @@ class Settings(_Section):
     # Which tools each request carries: "capabilities" (a small core; a capability's tools once
     # the model opens it: few tokens a message) or "all" (every tool on every request).
     tool_exposure: Literal["capabilities", "all"] = "capabilities"
+    # With "capabilities": the capabilities a message names in so many words (the registry's
+    # `keywords:`) are open in its first request, with no LLM call (bot.capability_router).
+    capability_router: bool = True
     approvals: ApprovalSettings = ApprovalSettings()
     triggers: TriggerSettings = TriggerSettings()
     memory: MemorySettings = MemorySettings()
@@ -303,6 +312,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_TRANSCRIPTS_DIR": ("transcripts_dir",),
     "VALET_AGENTS_FILES": ("agents", "registries"),
     "VALET_TOOL_EXPOSURE": ("tool_exposure",),
+    "VALET_CAPABILITY_ROUTER": ("capability_router",),
     "VALET_REDIS_URL": ("redis_url",),
     "VALET_PUBLIC_URL": ("public_url",),
     "VALET_SMS_FROM_NUMBER": ("sms", "from_number"),
@@ -405,7 +415,7 @@ def known_tool_modules(raw: dict[str, Any], path: Path | None) -> set[str] | Non
     names: set[str] = set()
     try:
         for registry in registry_paths([str(e) for e in extra], base):
-            data = yaml.safe_load(registry.read_text(encoding="utf-8")) or {}
+            data = parse_yaml(registry.read_text(encoding="utf-8"))[0] or {}
             for entry in data.get("tools") or []:
                 if isinstance(entry, dict) and isinstance(entry.get("module"), str):
                     names.add(entry["module"].rsplit(".", 1)[-1])
@@ -481,8 +491,7 @@ def _phone_numbers_in_e164(settings: Settings, where: Any) -> list[Problem]:
 def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
     try:
         text = path.read_text(encoding="utf-8")
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data, root = parse_yaml(text)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f":{mark.line + 1}" if mark else ""

@@ -121,6 +121,17 @@ def in_file_order(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=order)
 
 
+# libyaml's parser when PyYAML was built with it (ten times faster: start-up reads the
+# registry, the persona and valet.yaml); the same constructors and resolver either way.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+    """A document's data and its node tree (for `yaml_line`); yaml.YAMLError as PyYAML's."""
+    root = yaml.compose(text, Loader=_LOADER)
+    return yaml.load(text, Loader=_LOADER), root  # a safe loader: no arbitrary objects
+
+
 def yaml_line(root: yaml.Node | None, keys: tuple[str, ...]) -> str:
     """The 1-based line of a key path in a composed YAML document ('?' if unknown)."""
     node, line = root, "1" if root is not None else "?"

@@ -14,6 +14,7 @@ was before the batch).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -77,10 +78,13 @@ def combined(statements: list[tuple[str, tuple[Any, ...]]]) -> tuple[str, list[A
     return f"WITH {clauses} {last}", args
 
 
+# Both kept: a turn's batch is the same few statements every time (a few hundred kinds in all).
+@functools.lru_cache(maxsize=1024)
 def _shifted(sql: str, offset: int) -> str:
     return _PLACEHOLDER.sub(lambda m: f"${int(m.group(1)) + offset}", sql)
 
 
+@functools.lru_cache(maxsize=1024)
 def _combinable(sql: str) -> bool:
     # A WITH clause takes INSERT, UPDATE and DELETE; a `$` inside a string literal would be
     # renumbered, so such a statement runs on its own in a transaction instead.

@@ -85,7 +85,12 @@ async def apply_migrations(db: Database, packages: Sequence[str] = CORE) -> list
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
     applied: list[str] = []
+    # Read once: a restart finds every migration applied without a transaction for each
+    # (each one missing is checked again inside its own, another process may be applying it).
+    seen = {row["version"] for row in await db.fetch("SELECT version FROM schema_migrations")}
     for version, name, sql in migration_files(packages):
+        if version in seen:
+            continue
         async with db.transaction() as tx:
             await _serialise(db, tx)
             done = await tx.fetchval(

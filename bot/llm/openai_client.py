@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncStream
@@ -44,15 +45,23 @@ class OpenAILLM:
     Requests go through the client's documented low-level `post()`: it keeps the client's
     auth, error types and connection pool, but skips the per-message TypedDict transform that
     `chat.completions.create` runs on every call (about 0.2 ms per message; see `make bench`).
-    The client's own retries are off: ERROR_HANDLERS decide.
+    The client's own retries are off: ERROR_HANDLERS decide. Its transport is aiohttp (the
+    client's documented `DefaultAioHttpClient`), the HTTP stack the rest of Valet runs on: a
+    request costs about a quarter less CPU than on the default transport (measured with the
+    same bodies against the fake server: 1.1-1.5 ms against 1.6-1.9 ms, server included).
     """
 
     def __init__(self, *, base_url: str | None, api_key: str, model: str,
                  timeout: float = 60.0, extra_body: dict[str, Any] | None = None) -> None:
         self.model = model
         self._extra = dict(extra_body or {})
+        # A base URL with credentials in it (a proxy's basic auth) keeps the default
+        # transport, which turns them into the Authorization header; aiohttp refuses a URL's
+        # credentials beside the client's own Authorization header.
+        plain = not (base_url and urlsplit(base_url).username)
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout,
+            http_client=openai.DefaultAioHttpClient(timeout=timeout) if plain else None)
         # What this endpoint was seen to do, learned from its answers (never configured):
         self.tools_refused = False  # it refused a request with tools: ask without them
         # Streamed text is shown only after a closing thinking tag (bot.llm.visible): until

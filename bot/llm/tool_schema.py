@@ -17,6 +17,32 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The `$defs` put in place of each `$ref` (some OpenAI-compatible servers reject $ref);
+    a schema whose definitions refer to themselves is left as it is."""
+    defs = schema.get("$defs")
+    if not defs:
+        return schema
+
+    def walk(node: Any, inside: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref.rsplit("/", 1)[-1]
+                if name in inside:
+                    raise RecursionError(name)
+                return walk(defs[name], (*inside, name))
+            return {k: walk(v, inside) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, inside) for v in node]
+        return node
+
+    try:
+        return walk({k: v for k, v in schema.items() if k != "$defs"}, ())
+    except RecursionError:
+        return schema
+
+
 _PARAM_LINE = re.compile(r"(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
 
 

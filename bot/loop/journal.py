@@ -297,7 +297,10 @@ class TurnRecorder:
 
     async def responded(self, step: int, response: LLMResponse, level: int,
                         model: int = 0) -> None:
-        if self.journal is not None:
+        # A final answer (no tool call) is not journalled: nothing was done on its say-so, and
+        # the stored turn follows it (a crash in between asks the model again). A plain turn
+        # writes no journal at all, and finishes none.
+        if self.journal is not None and response.tool_calls:
             await self.journal.llm_response(self.turn_id, step, response, level, model)
 
     def known_outcome(self, step: int, call: ToolCall, tool: Tool | None) -> ToolOutcome | None:

@@ -97,8 +97,7 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
         run.turns += 1
         await steer(run, run.steering)  # what the person added while the turn ran
         tools = await deps.tool_schemas(run.messages) if run.mode == REACT else None
-        response = await _unless_cancelled(_call_llm(deps, run, system, emit, tools=tools),
-                                           cancel)
+        response = await _call_llm(deps, run, system, emit, tools=tools, cancel=cancel)
         if response is _STOPPED:  # /stop while the model was still writing
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         if response is None:
@@ -131,11 +130,12 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
 
 
 async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: EventSink, *,
-                    tools: list[dict[str, Any]] | None,
-                    extra: list[Message] | None = None) -> LLMResponse | None:
+                    tools: list[dict[str, Any]] | None, extra: list[Message] | None = None,
+                    cancel: asyncio.Event | None = None) -> Any:
     """One LLM call within the turn's deadline, on the model in use or, when it keeps failing,
-    the next fallback; None when the deadline passed. A response the journal holds for this
-    step is reused: no request is made."""
+    the next fallback: its LLMResponse; None when the deadline passed; _STOPPED when `cancel`
+    was set while the model was still writing. A response the journal holds for this step is
+    reused: no request is made."""
     run.llm_step += 1
     models = deps.models
     replayed = run.journal.response(run.llm_step)
@@ -178,10 +178,12 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     await emit(LoopEvent(EventType.MESSAGE_START, {"turn": run.turns}))
     asked = time.perf_counter()
     try:
-        outcome, run.model = await _before_deadline(
-            run, on_models(models, run.model, attempt, switched))
+        raced = await _race(run, on_models(models, run.model, attempt, switched), cancel)
     except TimeoutError:
         return None
+    if raced is _STOPPED:
+        return _STOPPED
+    outcome, run.model = raced
     response = outcome.response
     await run.journal.responded(run.llm_step, response, outcome.recovery_level, run.model)
     run.level = outcome.recovery_level
@@ -233,34 +235,27 @@ def _final_text(run: LoopRun, text: str) -> str:
 _STOPPED: Any = object()
 
 
-async def _unless_cancelled(work: Awaitable[Any], cancel: asyncio.Event | None) -> Any:
-    """`work`'s result, or _STOPPED (the work abandoned) once `cancel` is set."""
-    if cancel is None:
-        return await work
-    task, stopper = asyncio.ensure_future(work), asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopper.cancel()
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-    return task.result() if not task.cancelled() else _STOPPED
-
-
-async def _before_deadline(run: LoopRun, work: Awaitable[Any]) -> Any:
-    """`work`'s result, or TimeoutError once the turn's deadline passes on the clock."""
+async def _race(run: LoopRun, work: Awaitable[Any], cancel: asyncio.Event | None) -> Any:
+    """`work`'s result; _STOPPED (the work abandoned) once `cancel` is set; TimeoutError once
+    the turn's deadline passes on the clock. One wait for all three (an LLM call is the
+    turn's longest await: a task and a wait less per call)."""
     task = asyncio.ensure_future(work)
     alarm = asyncio.ensure_future(run.clock.wait_until(run.deadline))
+    stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     try:
-        await asyncio.wait({task, alarm}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, alarm} if stopper is None else {task, alarm, stopper},
+                           return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         task.cancel()
         raise
     finally:
         alarm.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise TimeoutError
-    return task.result()
+        if stopper is not None:
+            stopper.cancel()
+    if task.done():
+        return task.result() if not task.cancelled() else _STOPPED
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    if stopper is not None and stopper.done() and not stopper.cancelled():
+        return _STOPPED
+    raise TimeoutError

@@ -4,6 +4,7 @@ JSONL files (`/debug`, `valet turns show`).
 The loop appends one entry per event as it happens (an LLM call with its model, tokens,
 latency and any reasoning text the model returned; a tool call with its arguments and result;
 a message that arrived mid-turn; a switch to a fallback model; a sub-task); the orchestrator
+puts the capability router's choice first and its misses last (bot.capability_router) and
 wraps them in a `TurnTrace` with how the turn ended (bot.turn.trace_store keeps the last ones).
 Long texts are shortened when recorded, and again when shown.
 """
@@ -136,6 +137,17 @@ def _entry_lines(entry: Entry, width: int) -> list[str]:
     if kind == "joined":
         return [f"result joined from earlier: {entry.get('name')} -> "
                 f"{shorten(entry.get('result'), width)}"]
+    if kind == "route":
+        where = "the last turn" if entry.get("read") == "last turn" else "the message"
+        if entry.get("unsure"):
+            return [f"router: unsure ({where} names {', '.join(entry['unsure'])}): opened "
+                    "nothing"]
+        named = "; ".join(f"{c} (“{'”, “'.join(words)}”)"
+                          for c, words in (entry.get("opened") or {}).items())
+        return [f"router opened {named}, from {where}"]
+    if kind == "route_miss":
+        return [f"router missed: {', '.join(entry.get('capabilities') or [])} (the model "
+                "opened it itself)"]
     if kind == "compaction":
         return [f"older messages summarised: {entry.get('detail')}"]
     return [shorten(json.dumps(entry, default=str), width)]

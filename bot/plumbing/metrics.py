@@ -2,10 +2,10 @@
 
 Each App owns a `Metrics` with its own `CollectorRegistry` (never the library's global one), so
 several Apps in one process (the tests) never share or double-register a metric. The parts of
-Valet report through one-line calls (`turn_finished`, `tools_ran`, `llm_request`, `webhook`,
-`scheduler_fired`); what the database already knows (outbox depth, dead letters, approvals,
-SMS segments, people active today) is read from the stores at scrape time (bot.app.observe) and
-handed to `refresh`, so it is true across processes and restarts.
+Valet report through one-line calls (`turn_finished`, `tools_ran`, `routed`, `llm_request`,
+`webhook`, `scheduler_fired`); what the database already knows (outbox depth, dead letters,
+approvals, SMS segments, people active today) is read from the stores at scrape time
+(bot.app.observe) and handed to `refresh`, so it is true across processes and restarts.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.turns = Counter("valet_turns", "Turns finished, by how they stopped",
                              ["stop"], registry=r)
@@ -70,6 +71,12 @@ class Metrics:
         self.model_switches = Counter("valet_llm_model_switches", "Turns that went on with a "
                                       "fallback model, by the model left and the one taken",
                                       ["from_model", "to_model"], registry=r)
+        self.router_opened = Counter("valet_router_opened", "Capabilities the router opened "
+                                     "before a turn's first request, from the person's words",
+                                     ["capability"], registry=r)
+        self.router_misses = Counter("valet_router_misses", "Capabilities the model had to "
+                                     "open itself (the router had not): one LLM request more",
+                                     ["capability"], registry=r)
         self.webhooks = Counter("valet_webhook_requests",
                                 "Webhook requests: acknowledged (2xx), rejected (4xx: bad "
                                 "signature or secret, too large) or unavailable (5xx)",
@@ -96,30 +103,46 @@ class Metrics:
 
     # --- reported as it happens ---------------------------------------------------------------
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        """`metric.labels(*values)`, kept: several are counted every turn, and the library
+        checks the labels and looks the child up again on each call."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def turn_finished(self, stop: Any, seconds: float) -> None:
         """One turn, its stop reason (a TurnStop or a word) and how long it took."""
-        self.turns.labels(stop=str(getattr(stop, "value", stop) or "none")).inc()
+        self._child(self.turns, str(getattr(stop, "value", stop) or "none")).inc()
         self.turn_seconds.observe(seconds)
 
     def tools_ran(self, calls: Iterable[_ToolCall]) -> None:
         for call in calls:
-            self.tool_calls.labels(tool=call.name, outcome=call.outcome or "unknown").inc()
+            self._child(self.tool_calls, call.name, call.outcome or "unknown").inc()
 
     def loop_ran(self, mode: str, switches: Iterable[tuple[str, str]] = ()) -> None:
         """A turn's loop: its mode, and each switch to a fallback model (from, to)."""
-        self.turn_modes.labels(mode=mode).inc()
+        self._child(self.turn_modes, mode).inc()
         for left, taken in switches:
             self.model_switches.labels(from_model=left, to_model=taken).inc()
+
+    def routed(self, opened: Iterable[str], missed: Iterable[str]) -> None:
+        """A turn's capability route: what it opened, and what the model opened itself."""
+        for capability in opened:
+            self.router_opened.labels(capability=capability).inc()
+        for capability in missed:
+            self.router_misses.labels(capability=capability).inc()
 
     def llm_request(self, model: str, seconds: float, *, input_tokens: int = 0,
                     output_tokens: int = 0, error: str | None = None,
                     requests: int = 1) -> None:
-        self.llm_requests.labels(model=model).inc(requests)
-        self.llm_seconds.labels(model=model).observe(seconds)
+        self._child(self.llm_requests, model).inc(requests)
+        self._child(self.llm_seconds, model).observe(seconds)
         if input_tokens:
-            self.llm_tokens.labels(model=model, direction="input").inc(input_tokens)
+            self._child(self.llm_tokens, model, "input").inc(input_tokens)
         if output_tokens:
-            self.llm_tokens.labels(model=model, direction="output").inc(output_tokens)
+            self._child(self.llm_tokens, model, "output").inc(output_tokens)
         if error is not None:
             self.llm_errors.labels(model=model, error=error).inc()
 

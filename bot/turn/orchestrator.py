@@ -23,6 +23,7 @@ import aiohttp
 
 from bot.approvals.flow import ApprovalFlow
 from bot.capabilities import OPEN_TOOL, ToolExposure
+from bot.capability_router import NOTHING, CapabilityRouter, RoutedTools, settle
 from bot.channel import Channel
 from bot.config.policies import ReactLoopConfig
 from bot.contracts.allowance import TurnAllowance
@@ -56,7 +57,7 @@ from bot.loop.fallback import ModelSlot
 from bot.loop.journal import TurnJournal
 from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
 from bot.loop.subtasks import short_changed
-from bot.loop.types import SIMPLE
+from bot.loop.types import REACT, SIMPLE
 from bot.memory.history import HistoryStore
 from bot.memory.summaries import HOLDING as SUMMARY
 from bot.memory.summaries import SummaryStore
@@ -108,6 +109,8 @@ class OrchestratorDeps:
     tasks: Resumer | None = None  # stores the tasks that paused this turn
     journal: TurnJournal | None = None  # a redone turn continues from it (bot.loop.journal)
     exposure: ToolExposure | None = None  # capabilities: tools shown when needed
+    # Opens the capabilities a message names before the first request (with `exposure`).
+    router: CapabilityRouter | None = None
     # Called with the stored turn before the reply goes out; each only schedules its work
     # (memory extraction runs in the background), so none may delay the reply.
     after_turn: list[AfterTurn] = field(default_factory=list)
@@ -270,19 +273,35 @@ class Orchestrator:
         system = "\n\n".join([ctx.system, *before.context])
         conversation = [*ctx.history, *_said_before(before), user_message(ctx.msg),
                         *(m for late in before.joined for m in late.messages())]
+        mode = choose_mode(self.deps.loop_config.mode, ctx, before, self.deps.persona.name)
+        choice = self.routed(ctx, mode)
+        deps = self.loop_deps if choice is None else replace(self.loop_deps, tool_choice=choice)
         try:
-            return await react_loop(self.loop_deps, [{"role": "system", "content": system}],
-                                    conversation, ctx.tool_ctx, self.deps.loop_config,
-                                    emit=emit, fallback=self.fallback, cancel=ctx.cancel,
-                                    turn_id=ctx.turn_id, mode=choose_mode(
-                                        self.deps.loop_config.mode, ctx, before,
-                                        self.deps.persona.name),
-                                    summary=ctx.summary, steering=ctx.steering)
+            result = await react_loop(deps, [{"role": "system", "content": system}],
+                                      conversation, ctx.tool_ctx, self.deps.loop_config,
+                                      emit=emit, fallback=self.fallback, cancel=ctx.cancel,
+                                      turn_id=ctx.turn_id, mode=mode, summary=ctx.summary,
+                                      steering=ctx.steering)
         except LLMError as err:
             log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
                       type(err).__name__, err)
             return LLMFailure(self.line_for(err), f"{type(err).__name__}: {err}",
                               err.said_mid_turn)
+        if choice is not None and self.deps.router is not None \
+                and (choice.route.named or result.tool_calls):  # else nothing to settle
+            misses = settle(choice, ctx.history, result.new_messages, result.trace)
+            self.deps.metrics.routed(choice.route.opened, misses)
+        return result
+
+    def routed(self, ctx: TurnContext, mode: str) -> RoutedTools | None:
+        """This turn's tool choice, with what the router opened (a turn that starts without
+        tool schemas needs none); None: every tool, every request."""
+        exposure, router = self.deps.exposure, self.deps.router
+        if exposure is None:
+            return None
+        route = router.route(ctx.msg.text, ctx.history) if router is not None \
+            and mode == REACT else NOTHING
+        return RoutedTools(exposure, route, triggered=ctx.msg.from_trigger is not None)
 
     def line_for(self, err: LLMError) -> str:
         """What the person reads when the LLM could not be used: what actually happened."""

@@ -8,7 +8,8 @@ deliverer and Telegram pace (one message a second per chat, bursts of three).
   Poller throughput with one poisoned update (its storing always fails, so it is tried three
       times and given up): 1,000 updates from 100 chats in one burst, updates stored per
       second, with and without the poisoned one in the same run (the LLM slow, so turns wait
-      and the measure is the poller's).
+      and the measure is the poller's). Floor: the run without it; goal: the poisoned update
+      costs its own tries only (at least 80% of the floor's rate).
 """
 
 from __future__ import annotations
@@ -24,14 +25,18 @@ from bot.config.policies import AccessSettings, ChannelAccess
 from bot.contracts.envelopes import IncomingMessage, Notification
 from channels.telegram.service import TelegramService
 from tests.bench.gateway import SleepyLLM
-from tests.bench.stats import line
+from tests.bench.size import sized
+from tests.bench.stats import line, pct
 from tests.bench.telegram import serve_telegram, stop_telegram
 from tests.fakes.fake_telegram import FakeTelegram
 
 OWNER, OTHER = 42, 1001
-ROUNDS = 20
-BACKLOG = 300
-CHATS, UPDATES = 100, 1000
+ROUNDS = sized(20, 2)
+BACKLOG = sized(300, 10)
+CHATS, UPDATES = sized(100, 10), sized(1000, 50)
+TRIES = sized(3, 1)  # runs of each, alternated
+GOAL_P99_MS = 1000.0
+GOAL_POISONED = 0.8  # of the clean rate
 
 
 async def _start(tmp: str, tg: FakeTelegram, llm_seconds: float, door: Any = None
@@ -76,8 +81,11 @@ async def _reply_latency() -> list[str]:
                 waiting = BACKLOG - (len(tg.sent(OTHER)) - 1)
             finally:
                 await stop_telegram(app, service)
+    p99 = pct(loaded, 99)
     return [line("owner's reply, no backlog (floor)", floor),
             line(f"owner's reply, another has {BACKLOG} waiting", loaded),
+            f"  goal: p99 < {GOAL_P99_MS:.0f} ms with the backlog: {p99:.0f} ms "
+            f"({'met' if p99 < GOAL_P99_MS else 'NOT MET'})",
             f"  (the other person's backlog still had {waiting} messages to go at the end)"]
 
 
@@ -104,7 +112,7 @@ async def _stored_per_second(poisoned: bool) -> float:
                 t0 = time.monotonic()
                 for n in range(UPDATES // CHATS):
                     for i in range(CHATS):
-                        poison = poisoned and n == 5 and i == 50
+                        poison = poisoned and n == UPDATES // CHATS // 2 and i == CHATS // 2
                         tg.user_says(2000 + i, "poison" if poison else f"message {n}")
                 while await app.db.fetchval("SELECT COUNT(*) FROM inbox") < UPDATES:  # noqa: ASYNC110
                     await asyncio.sleep(0.01)
@@ -119,13 +127,16 @@ async def _stored_per_second(poisoned: bool) -> float:
 
 async def _throughput() -> list[str]:
     clean, poisoned = [], []
-    for _ in range(3):  # alternated, so a busy moment of the machine hits both alike
+    for _ in range(TRIES):  # alternated, so a busy moment of the machine hits both alike
         clean.append(await _stored_per_second(False))
         poisoned.append(await _stored_per_second(True))
-    return [f"  poller, {UPDATES:,} updates from {CHATS} chats: "
-            f"{sorted(clean)[1]:.0f} stored/s (runs {', '.join(f'{v:.0f}' for v in clean)})",
+    floor, found = sorted(clean)[len(clean) // 2], sorted(poisoned)[len(poisoned) // 2]
+    return [f"  poller, {UPDATES:,} updates from {CHATS} chats (floor): "
+            f"{floor:.0f} stored/s (runs {', '.join(f'{v:.0f}' for v in clean)})",
             f"  the same with one poisoned update: "
-            f"{sorted(poisoned)[1]:.0f} stored/s (runs {', '.join(f'{v:.0f}' for v in poisoned)})"]
+            f"{found:.0f} stored/s (runs {', '.join(f'{v:.0f}' for v in poisoned)}); goal >= "
+            f"{GOAL_POISONED:.0%} of the floor: "
+            f"{'met' if found >= GOAL_POISONED * floor else 'NOT MET'}"]
 
 
 async def run() -> list[str]:

@@ -26,14 +26,17 @@ from bot.app.channels import sms_channel
 from bot.config import MemorySettings, OwnerSettings, SmsSettings, load_settings
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.llm.port import LLMResponse, TokenUsage
+from tests.bench.size import sized
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 
 PUBLIC_URL = "https://valet.example.com"
 FROM_NUMBER = "+15005550006"
 OWNER = "+12125550100"
 ALICE = "+12125550123"
-STRANGERS = 1000
+STRANGERS = sized(1000, 40)  # --quick: a few, the same rules
 CONCURRENCY = 50
+CAP = 10  # sms.stranger_replies_per_hour's default
+MAX_SEGMENTS = 3  # sms.max_segments's default
 
 # Measured with this benchmark on main at 92c144c (before issue 35), SQLite, this machine.
 BEFORE = {
@@ -140,9 +143,14 @@ async def strangers(tmp: str) -> list[str]:
             await asyncio.wait_for(app.gateway.wait_idle(), 600)
             sms, segments, owner = _sent(twilio)
             was = BEFORE[label]
+            # The floor: what the settings allow strangers at most (the hourly cap of replies,
+            # plus the owner's notices); the goal: no more than that, whatever they send.
+            floor = CAP + 3
             out.append(f"  {STRANGERS} strangers texting {label:<5}: {sms:5d} SMS in all "
-                       f"({segments} segments, {owner} SMS to the owner); before: {was[0]} "
-                       f"SMS ({was[1]} segments, {was[2]} to the owner)")
+                       f"({segments} segments, {owner} SMS to the owner); before (1,000 "
+                       f"strangers): {was[0]} SMS ({was[1]} segments, {was[2]} to the owner); "
+                       f"floor: {CAP} replies an hour + at most 3 owner notices; goal <= "
+                       f"{floor}: {'met' if sms <= floor else 'NOT MET'}")
     finally:
         await _close(app, twilio, runner)
     return out
@@ -158,7 +166,9 @@ async def one_long_answer(tmp: str) -> list[str]:
         sms, segments, _ = _sent(twilio)
         was = BEFORE["answer"]
         return [f"  a {len(llm.text):,}-character answer: {sms} SMS, {segments} segments "
-                f"({llm.calls} LLM calls); before: {was[0]} SMS, {was[1]} segments"]
+                f"({llm.calls} LLM calls); before: {was[0]} SMS, {was[1]} segments; floor: 1 "
+                f"SMS of 1 segment; goal <= {MAX_SEGMENTS} segments (sms.max_segments): "
+                f"{'met' if segments <= MAX_SEGMENTS else 'NOT MET'}"]
     finally:
         await _close(app, twilio, runner)
 

@@ -106,7 +106,10 @@ async def test_a_hostile_mcp_server_cannot_skip_a_card_or_flood_valet(fake_llm, 
                                                        "schedule": "every 2 hours"}),
                     ToolCall("hostile_quote", {"symbol": "ACME"})]))
             asked = await says("what's ACME at?", 1)
-            assert INJECTION in json.dumps(fake_llm.requests[-1].get("tools"))  # it was offered
+            # it was offered (the turn's last request with tools: an SMS reply may be shortened
+            # after it by a request of its own, with none)
+            offered = [r for r in fake_llm.requests if r.get("tools")]
+            assert INJECTION in json.dumps(offered[-1].get("tools"))
             assert sorted(tool for tool, _ in approvals(db)) == [
                 "create_scheduled_task", "hostile_quote", "set_preferred_channel"]
             assert {status for _, status in approvals(db)} == {"pending"}, asked

@@ -78,6 +78,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bot.llm",),  # the LLM port
     ("bot.tools", "bot.spend"),  # @tool and the registry; what a person spends a day
     ("bot.capabilities", "bot.credentials", "bot.channel"),
+    ("bot.capability_router",),  # opens the capabilities a message names (bot.capabilities')
     ("bot.people",),  # who Valet serves and who may talk to it
     ("bot.approvals",),
     ("bot.loop",),  # the ReAct loop

@@ -229,3 +229,18 @@ tools:
     only: [send_email]
     safe_to_repeat: sometimes
 """)
+
+
+def test_every_built_in_tool_describes_its_arguments():
+    # Built-in tools are shaped when first offered (start-up stays fast): each must be able to.
+    registry = load_registry(registry_paths([]))
+    for t in registry.tools:
+        schema = t.schema()["function"]["parameters"]
+        assert schema.get("type") == "object", t.name
+        assert "$ref" not in str(schema), t.name  # definitions in place, for every server
+
+
+def test_a_deployment_tool_whose_arguments_cannot_be_described_is_refused(tmp_path):
+    found = problems(tmp_path, "tools:\n  - module: tests.fakes.opaque_tools\n")
+    assert "extra.yaml:2: tests.fakes.opaque_tools.opaque: its arguments cannot be " \
+           "described: PydanticSchemaGenerationError" in found
