@@ -167,3 +167,8 @@ class ChannelSpec:
     @property
     def title(self) -> str:
         return self.traits.title
+
+    def owners(self, settings: Settings) -> list[str]:
+        """The owner's addresses on it that valet.yaml lists (owner.<owner_key>)."""
+        found = getattr(settings.owner, self.owner_key, []) if self.owner_key else []
+        return [str(address) for address in found]

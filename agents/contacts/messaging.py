@@ -171,13 +171,13 @@ async def deliver(ctx: ToolExecutionContext, plan: Plan) -> ToolOutcome:
         raise RuntimeError("a message to someone needs its call id (the approval's)")
     sent = await messenger_of(ctx).send(ctx.user_id, plan.channel, plan.address, plan.message,
                                         key=ctx.call_id)
-    where = plan.where(named(services_of(ctx).channels, plan.channel))
+    channel = named(services_of(ctx).channels, plan.channel)
     if sent.outcome is SendOutcome.ALREADY_QUEUED:
         return ToolOutcome.done(f"Already sent to {plan.recipient} before; nothing was sent "
                                 "again.")
     if sent.outcome is not SendOutcome.QUEUED:
-        return ToolOutcome.refused(
-            f"Refused: {refusal(plan, sent, named(services_of(ctx).channels, plan.channel))}")
+        return ToolOutcome.refused(f"Refused: {refusal(plan, sent, channel)}")
+    where = plan.where(channel)
     tally = f"({sent.sent_today} of {sent.limit} messages to others today.)"
     if sent.held_until is not None:
         when = sent.held_until.astimezone(ctx.tz)

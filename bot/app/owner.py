@@ -55,8 +55,8 @@ async def ensure_owner(settings: Settings, users: UserStore, identities: Identit
         OWNER_ID, display_name=settings.owner.name, timezone=settings.timezone,
         is_owner=True, at=now)
     addresses = [("console", CONSOLE_ADDRESS)]
-    for channel, (_, key) in owner_keys(settings).items():
-        addresses += [(channel, a) for a in getattr(settings.owner, key, [])]
+    for spec in specs(settings):
+        addresses += [(spec.name, a) for a in spec.owners(settings)]
     for channel, address in addresses:
         if await identities.resolve(channel, address) is None:
             await identities.link(channel, address, owner.id, at=now)

@@ -51,7 +51,7 @@ def _onboard() -> Step:
 SPEC = ChannelSpec(
     traits=ChannelTraits(NAME, "Telegram", a_message="a Telegram message", sends_start=True,
                          messaging_order=0),
-    address="a chat id (a group member: chat:user, with telegram.groups)",
+    address="a Telegram user or chat id (a group member: chat:user)",
     group_chat=lambda address: address.startswith("-"),  # a group's chat id is negative
     can=Abilities(edit=True, buttons=True),
     configured=lambda settings, env: bool(settings.telegram.token),
