@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bot.contracts.channels import ChannelTraits
 from bot.contracts.tool_context import ToolExecutionContext
 
 if TYPE_CHECKING:  # the modules that use the services import this one
@@ -33,6 +34,9 @@ class Services:
     memory: MemoryService | None = None  # None: long-term memory is turned off
     # How a reply finds the original's headers (None: over IMAP); a deployment may swap it.
     mail_headers: HeadersLookup | None = None
+    # Every channel Valet has (channels.registry), as the core knows them: where a person may
+    # be reached, and how a message to someone else goes.
+    channels: tuple[ChannelTraits, ...] = ()
 
 
 class ServicesUnavailable(RuntimeError):

@@ -7,10 +7,11 @@
   sub-task, the shortening pass, reading an approval reply, the memory extraction the turn
   started) is added to that person's day by `PricedLLM` as it returns: a call is paid when it
   is made, so a turn redone from its journal (which makes no new calls) adds nothing twice.
-- SMS: the SMS channel adds each part's cost as Twilio takes it (`Spending.add_sms`).
+- Messages: a channel that charges per message adds each part's cost as its service takes it
+  (`Spending.add_message`; SMS: as Twilio takes a part).
 - `Spending`: the `daily_spend` table, one row per person and day (their own timezone's day),
-  in millionths of a dollar (sums stay exact): what the LLM and SMS cost, and what the owner
-  added to that day's allowance.
+  in millionths of a dollar (sums stay exact): what the LLM and the messages sent cost, and
+  what the owner added to that day's allowance.
 - `Allowance`: what a person may spend today: `budget.daily_usd` for everyone but the owner
   (the owner: `budget.owner_daily_usd`, none by default), plus the day's raises.
 
@@ -115,7 +116,7 @@ def payer() -> Payer | None:
 SPEND_COLUMNS = "".join(
     f", (SELECT {expr} FROM daily_spend WHERE user_id = $1 ORDER BY day DESC LIMIT 1)"
     f" AS {name}" for name, expr in (("spend_day", "day"), ("spend_llm", "llm_micros"),
-                                      ("spend_sms", "sms_micros"),
+                                      ("spend_messages", "messages_micros"),
                                       ("spend_raised", "raised_micros")))
 
 
@@ -126,50 +127,52 @@ def latest_spend(row: Row) -> DaySpend | None:
     if row["spend_day"] is None:
         return DaySpend()
     return DaySpend(str(row["spend_day"]), int(row["spend_llm"] or 0),
-                    int(row["spend_sms"] or 0), int(row["spend_raised"] or 0))
+                    int(row["spend_messages"] or 0), int(row["spend_raised"] or 0))
 
 
 class Spending:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def add(self, user_id: str, day: str, *, llm: int = 0, sms: int = 0,
+    async def add(self, user_id: str, day: str, *, llm: int = 0, messages: int = 0,
                   raised: int = 0) -> None:
-        if not (llm or sms or raised):
+        if not (llm or messages or raised):
             return
         await self.db.execute(
-            "INSERT INTO daily_spend (user_id, day, llm_micros, sms_micros, raised_micros)"
+            "INSERT INTO daily_spend (user_id, day, llm_micros, messages_micros, raised_micros)"
             " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, day) DO UPDATE SET"
             " llm_micros = daily_spend.llm_micros + excluded.llm_micros,"
-            " sms_micros = daily_spend.sms_micros + excluded.sms_micros,"
+            " messages_micros = daily_spend.messages_micros + excluded.messages_micros,"
             " raised_micros = daily_spend.raised_micros + excluded.raised_micros",
-            user_id, day, llm, sms, raised)
+            user_id, day, llm, messages, raised)
 
-    async def add_sms(self, user_id: str, usd: float, at: datetime) -> None:
-        """An SMS part to this person was handed over: its cost, on their day."""
+    async def add_message(self, user_id: str, usd: float, at: datetime) -> None:
+        """A part of a message to this person was handed to a channel that charges for it:
+        its cost, on their day."""
         timezone = await self.db.fetchval("SELECT timezone FROM users WHERE id = $1", user_id)
         if timezone is None:
             return
-        await self.add(user_id, local_day(str(timezone), at), sms=micros(usd))
+        await self.add(user_id, local_day(str(timezone), at), messages=micros(usd))
 
     async def day(self, user_id: str, day: str) -> DaySpend:
         row = await self.db.fetchrow(
-            "SELECT llm_micros, sms_micros, raised_micros FROM daily_spend"
+            "SELECT llm_micros, messages_micros, raised_micros FROM daily_spend"
             " WHERE user_id = $1 AND day = $2", user_id, day)
         if row is None:
             return DaySpend(day)
-        return DaySpend(day, int(row["llm_micros"]), int(row["sms_micros"]),
+        return DaySpend(day, int(row["llm_micros"]), int(row["messages_micros"]),
                         int(row["raised_micros"]))
 
     async def month(self, user_id: str, day: str) -> DaySpend:
         """The month of `day` (YYYY-MM-DD) up to now, added up."""
         row = await self.db.fetchrow(
-            "SELECT COALESCE(SUM(llm_micros), 0) AS llm, COALESCE(SUM(sms_micros), 0) AS sms,"
+            "SELECT COALESCE(SUM(llm_micros), 0) AS llm,"
+            " COALESCE(SUM(messages_micros), 0) AS messages,"
             " COALESCE(SUM(raised_micros), 0) AS raised FROM daily_spend"
             " WHERE user_id = $1 AND day >= $2 AND day <= $3",
             user_id, day[:8] + "01", day)
         assert row is not None
-        return DaySpend(day[:7], int(row["llm"]), int(row["sms"]), int(row["raised"]))
+        return DaySpend(day[:7], int(row["llm"]), int(row["messages"]), int(row["raised"]))
 
 
 @dataclass(frozen=True)

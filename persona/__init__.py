@@ -4,6 +4,7 @@ does not write), any of which it may reword."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -14,7 +15,6 @@ import yaml
 from persona.lines import Lines
 
 PERSONA_DIR = Path(__file__).parent
-CHANNELS = ("console", "telegram", "sms")
 
 
 class _PersonaFile(pydantic.BaseModel):
@@ -42,12 +42,17 @@ class _PersonaFile(pydantic.BaseModel):
 
     @pydantic.field_validator("style")
     @classmethod
-    def _known_channels(cls, value: dict[str, str]) -> dict[str, str]:
+    def _known_channels(cls, value: dict[str, str],
+                        info: pydantic.ValidationInfo) -> dict[str, str]:
+        """A style is for a channel Valet has (the names the caller gives: load_persona)."""
         from bot.config.problems import did_you_mean
 
-        unknown = sorted(set(value) - set(CHANNELS))
+        channels: Collection[str] | None = (info.context or {}).get("channels")
+        if channels is None:
+            return value
+        unknown = sorted(set(value) - set(channels))
         if unknown:
-            raise ValueError("; ".join(f"unknown channel {name!r}" + did_you_mean(name, CHANNELS)
+            raise ValueError("; ".join(f"unknown channel {name!r}" + did_you_mean(name, channels)
                                        for name in unknown))
         return value
 
@@ -96,7 +101,10 @@ def resolve_persona_path(name_or_path: str) -> Path:
     return PERSONA_DIR / f"{name_or_path}.yaml"
 
 
-def load_persona(name_or_path: str) -> Persona:
+def load_persona(name_or_path: str, channels: Collection[str] | None = None) -> Persona:
+    """The persona file, checked whole (ConfigError naming every mistake with its line).
+    `channels`: the names of the channels Valet has (channels.registry), which its `style:`
+    keys must be; None: not checked (a caller that only reads the lines)."""
     # Imported here: the settings import the loop's types, which import persona.lines, so
     # this package must not need bot.config to be imported.
     from bot.config import ConfigError
@@ -118,7 +126,7 @@ def load_persona(name_or_path: str) -> Persona:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: a persona file is a mapping (name, system_prompt, ...)")
     try:
-        parsed = _PersonaFile.model_validate(data)
+        parsed = _PersonaFile.model_validate(data, context={"channels": channels})
     except pydantic.ValidationError as err:
         problems = validation_problems(err, _PersonaFile,
                                        lambda loc: f"{path}:{yaml_line(root, loc)}")

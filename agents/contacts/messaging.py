@@ -16,12 +16,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agents.contacts.contacts import contacts_of, several
 from agents.contacts.store import Contact
 from agents.services import services_of
+from bot.contracts.channels import ChannelTraits, for_messaging, named
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.gateway.others import MessageEffects, SendOutcome, Sent
 from bot.tools import ToolOutcome, tool
@@ -38,7 +40,7 @@ class MessagesToOthers(Protocol):
 
     async def user_at(self, channel: str, address: str) -> str | None: ...
 
-    async def telegram_chat_of(self, user_id: str) -> str | None: ...
+    async def chat_of(self, user_id: str, channel: str) -> str | None: ...
 
     async def check(self, sender_id: str, channel: str, address: str) -> Sent: ...
 
@@ -53,10 +55,15 @@ class Plan:
     address: str
     message: str
 
-    def where(self) -> str:
-        if self.channel == "sms":
-            return f"an SMS from Valet's number to {self.address}"
-        return f"a {self.channel.capitalize()} message"
+    def where(self, channel: ChannelTraits | None) -> str:
+        """How the message goes ("an SMS from Valet's number to +1...", "a Telegram
+        message"); `channel`: the traits of the plan's channel (None: one Valet does not
+        have, e.g. an approval stored before it was removed)."""
+        if channel is None:
+            return f"a message on {self.channel} to {self.address}"
+        if channel.phone_numbers:
+            return f"{channel.a_message} from Valet's number to {self.address}"
+        return channel.a_message
 
     def pinned(self) -> dict[str, str]:
         return {"recipient": self.recipient, "channel": self.channel,
@@ -83,31 +90,48 @@ async def plan_message(ctx: ToolExecutionContext, to: str, text: str,
         raise ValueError(f"{several(to, found)} Nothing was sent.")
     messenger = messenger_of(ctx)
     contact = found[0]
-    channel, address = await _where(messenger, contact)
+    channels = services_of(ctx).channels
+    channel, address = await _where(messenger, contact, channels)
     plan = Plan(contact.name, channel, address,
                 f"{text} — from {await _sender_name(ctx, sign_as)}, via {messenger.assistant_name}")
     check = await messenger.check(ctx.user_id, channel, address)
     if check.outcome is not SendOutcome.QUEUED:
-        raise ValueError(refusal(plan, check))
+        raise ValueError(refusal(plan, check, named(channels, channel)))
     return plan
 
 
-async def _where(messenger: MessagesToOthers, contact: Contact) -> tuple[str, str]:
-    """Telegram for a Valet user linked there; else SMS to the contact's phone."""
-    user_id = contact.telegram if contact.telegram and not contact.telegram.startswith("@") \
-        and not contact.telegram.isdigit() else None
-    if user_id is None and contact.telegram.isdigit():
-        user_id = await messenger.user_at("telegram", contact.telegram)
-    if user_id is None and contact.phone:
-        user_id = await messenger.user_at("sms", contact.phone)
-    chat = await messenger.telegram_chat_of(user_id) if user_id else None
-    if chat is not None:
-        return "telegram", chat
-    if contact.phone:
-        return "sms", contact.phone
-    raise ValueError(f"{contact.name} has no phone number in the address book, and Telegram "
-                     "reaches only people who use Valet there. Nothing was sent. Ask the user "
-                     "for their number.")
+async def _where(messenger: MessagesToOthers, contact: Contact,
+                 channels: Sequence[ChannelTraits]) -> tuple[str, str]:
+    """The first channel, in the messaging order, that reaches the contact: their chat on it
+    when they are a Valet user linked there, their phone on one whose addresses are phone
+    numbers."""
+    user_id = await _valet_user(messenger, contact, channels)
+    ordered = for_messaging(channels)
+    for channel in ordered:
+        if channel.phone_numbers:
+            if contact.phone:
+                return channel.name, contact.phone
+        elif user_id is not None:
+            chat = await messenger.chat_of(user_id, channel.name)
+            if chat is not None:
+                return channel.name, chat
+    chats = " or ".join(c.title for c in ordered if not c.phone_numbers)
+    only = f", and {chats} reaches only people who use Valet there" if chats else ""
+    raise ValueError(f"{contact.name} has no phone number in the address book{only}. Nothing "
+                     "was sent. Ask the user for their number.")
+
+
+async def _valet_user(messenger: MessagesToOthers, contact: Contact,
+                      channels: Sequence[ChannelTraits]) -> str | None:
+    """The Valet user the contact is: named in the address book, else found by their id on a
+    chat channel, else by their phone number."""
+    found = contact.valet_user
+    for name, chat_id in contact.chat_ids().items():
+        found = found or await messenger.user_at(name, chat_id)
+    for channel in channels:
+        if found is None and contact.phone and channel.phone_numbers:
+            found = await messenger.user_at(channel.name, contact.phone)
+    return found
 
 
 async def _sender_name(ctx: ToolExecutionContext, sign_as: str | None) -> str:
@@ -122,9 +146,10 @@ async def _sender_name(ctx: ToolExecutionContext, sign_as: str | None) -> str:
     return name
 
 
-def refusal(plan: Plan, sent: Sent) -> str:
+def refusal(plan: Plan, sent: Sent, channel: ChannelTraits | None) -> str:
     outcome = sent.outcome
-    who = f"{plan.recipient} ({plan.address})" if plan.channel == "sms" else plan.recipient
+    who = f"{plan.recipient} ({plan.address})" if channel is None or channel.phone_numbers \
+        else plan.recipient
     if outcome is SendOutcome.OPTED_OUT:
         return f"{who} has replied STOP to Valet's messages. Nothing was sent."
     if outcome is SendOutcome.UNREACHABLE:
@@ -146,28 +171,31 @@ async def deliver(ctx: ToolExecutionContext, plan: Plan) -> ToolOutcome:
         raise RuntimeError("a message to someone needs its call id (the approval's)")
     sent = await messenger_of(ctx).send(ctx.user_id, plan.channel, plan.address, plan.message,
                                         key=ctx.call_id)
+    channel = named(services_of(ctx).channels, plan.channel)
     if sent.outcome is SendOutcome.ALREADY_QUEUED:
         return ToolOutcome.done(f"Already sent to {plan.recipient} before; nothing was sent "
                                 "again.")
     if sent.outcome is not SendOutcome.QUEUED:
-        return ToolOutcome.refused(f"Refused: {refusal(plan, sent)}")
+        return ToolOutcome.refused(f"Refused: {refusal(plan, sent, channel)}")
+    where = plan.where(channel)
     tally = f"({sent.sent_today} of {sent.limit} messages to others today.)"
     if sent.held_until is not None:
         when = sent.held_until.astimezone(ctx.tz)
         return ToolOutcome.done(
-            f"Queued for {plan.recipient} ({plan.where()}): “{plan.message}”. It goes at "
+            f"Queued for {plan.recipient} ({where}): “{plan.message}”. It goes at "
             f"{when:%H:%M} ({ctx.timezone}), when their quiet hours end. {tally}")
     return ToolOutcome.done(
-        f"On its way to {plan.recipient} ({plan.where()}): “{plan.message}”. If it does not "
+        f"On its way to {plan.recipient} ({where}): “{plan.message}”. If it does not "
         f"arrive, the user is told. {tally}")
 
 
-def summarize(arguments: dict[str, Any]) -> str:
+async def describe(arguments: dict[str, Any], ctx: ToolExecutionContext) -> str:
     """The approval card: who, where, and the exact text as it will be sent."""
     if not all(arguments.get(k) for k in PINNED):
         return f"Send {arguments.get('to')} a message: “{arguments.get('text')}”"
     plan = Plan(*(str(arguments[k]) for k in PINNED))
-    return f"Send {plan.recipient} {plan.where()}: “{plan.message}”"
+    where = plan.where(named(services_of(ctx).channels, plan.channel))
+    return f"Send {plan.recipient} {where}: “{plan.message}”"
 
 
 async def prepare(arguments: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
@@ -203,4 +231,4 @@ async def message_someone(ctx: ToolExecutionContext, to: str, text: str,
 
 
 _tool = message_someone.__valet_tool__
-_tool.summarize, _tool.prepare, _tool.run_approved = summarize, prepare, run_approved
+_tool.describe, _tool.prepare, _tool.run_approved = describe, prepare, run_approved

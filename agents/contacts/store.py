@@ -47,6 +47,19 @@ class Contact:
     telegram: str = ""
     notes: str = ""
 
+    @property
+    def valet_user(self) -> str | None:
+        """The Valet user the Telegram field names (u_..., owner), when it names one rather
+        than an @username or a chat id."""
+        handle = self.telegram
+        return handle if handle and not handle.startswith("@") and not handle.isdigit() \
+            else None
+
+    def chat_ids(self) -> dict[str, str]:
+        """The contact's ids on chat channels, by channel (a Telegram id kept as digits):
+        where a Valet user who wrote from there is found."""
+        return {"telegram": self.telegram} if self.telegram.isdigit() else {}
+
     def line(self) -> str:
         """One line for the model: everything it may need to tell contacts apart."""
         parts = [f"#{self.id} {self.name}"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from agents.services import services_of
 from agents.tools.clock import resolve_zone
+from bot.contracts.channels import names
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.tools import tool
 
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
     from bot.people.users import UserStore
 
 _HHMM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
-CHANNELS = ("telegram", "sms", "console")
 
 
 def _users(ctx: ToolExecutionContext) -> UserStore:
@@ -88,7 +88,8 @@ async def set_preferred_channel(ctx: ToolExecutionContext, channel: str) -> str:
     Args:
         channel: "telegram", "sms" or "console".
     """
-    if channel not in CHANNELS:
-        raise ValueError(f"unknown channel {channel!r}; one of {', '.join(CHANNELS)}")
+    known = names(services_of(ctx).channels)
+    if channel not in known:
+        raise ValueError(f"unknown channel {channel!r}; one of {', '.join(known)}")
     await _users(ctx).set_preferred_channel(ctx.user_id, channel)
     return f"I'll reach you on {channel} for reminders and summaries."

@@ -18,11 +18,13 @@ from bot.app.roles import Roles
 from bot.config import Settings
 from bot.config.policies import ReactLoopConfig
 from bot.config.registries import registry_paths
+from bot.contracts.channels import ChannelTraits
 from bot.contracts.clock import Clock
 from bot.db import Database
 from bot.llm.port import LLM
 from bot.plumbing.metrics import Metrics
 from bot.spend import Spending
+from channels.registry import specs
 from persona import Persona, load_persona
 
 
@@ -46,6 +48,8 @@ class Base:
     http: aiohttp.ClientSession
     roles: Roles
     spending: Spending  # what each person costs a day (bot.spend)
+    # Every channel Valet has (channels.registry), as the core is told of them.
+    channels: tuple[ChannelTraits, ...] = ()
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     @property
@@ -56,7 +60,8 @@ class Base:
 async def open_base(settings: Settings, *, clock: Clock, llm: LLM | None,
                     migrate: bool | Literal["check"], db: Database | None, roles: Roles,
                     serving: bool) -> Base:
-    persona = load_persona(settings.persona)
+    channels = specs(settings)
+    persona = load_persona(settings.persona, channels=channels.names())
     agents = build_agents(settings)
     metrics = Metrics()
     models = build_models(settings, metrics, llm)
@@ -76,4 +81,4 @@ async def open_base(settings: Settings, *, clock: Clock, llm: LLM | None,
     return Base(settings=settings, clock=clock, persona=persona, agents=agents,
                 loop_config=settings.loop_config(), metrics=metrics, models=models,
                 plane=plane, db=db, http=http, roles=roles, spending=spending,
-                closers=closers)
+                channels=channels.traits(), closers=closers)

@@ -8,50 +8,17 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from aiohttp import web
-
 from bot.channel import Channel
-from bot.config import Settings
+from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
+from channels.registry import specs
+from channels.spec import Building, ChannelSpec, ServedChannel
 from persona import Persona
 
-if TYPE_CHECKING:  # imported when SMS is configured: a deployment without it never loads it
+if TYPE_CHECKING:
     from bot.plumbing.spool import Spool
-    from channels.sms.channel import SmsChannel
 
-
-class ServedChannel(Protocol):
-    """What a channel gives `valet serve`: its HTTP routes (webhooks) and its lifecycle."""
-
-    name: str
-
-    @property
-    def ready(self) -> bool:
-        """Receiving works now, as far as this process can tell."""
-        ...
-
-    @property
-    def status(self) -> str:
-        """What receiving does now, in a few words (/readyz says it when not ready)."""
-        ...
-
-    def routes(self) -> list[web.RouteDef]: ...
-
-    async def start(self) -> None:
-        """Begin receiving (polling, registering a webhook): a process that receives."""
-        ...
-
-    async def prepare(self) -> None:
-        """What a process that only sends does at start (Telegram: its command menu)."""
-        ...
-
-    async def stop(self) -> None:
-        """Take no new messages; replies can still be sent."""
-        ...
-
-    async def close(self) -> None:
-        """Release everything, after the last reply went out."""
-        ...
+__all__ = ["Hosts", "ServedChannel", "configured_channels", "served_channel"]
 
 
 class Hosts(Protocol):
@@ -72,29 +39,30 @@ class Hosts(Protocol):
 async def configured_channels(settings: Settings, app: Hosts,
                               env: Mapping[str, str] | None = None, *,
                               spool: Spool | None = None) -> list[ServedChannel]:
-    """Every channel whose settings turn it on: Telegram with VALET_TELEGRAM_TOKEN, SMS with
-    VALET_TWILIO_ACCOUNT_SID (the rest of its settings are then required). Each one's sender
-    is registered with the outbox. `spool`: where a receiving process keeps webhooks while
-    the database is away (bot.plumbing.spool)."""
+    """Every channel whose settings turn it on (its spec's `configured`: Telegram with
+    VALET_TELEGRAM_TOKEN, SMS with VALET_TWILIO_ACCOUNT_SID; the rest of its settings are
+    then required), in the registry's order. Each one's sender is registered with the
+    outbox. `spool`: where a receiving process keeps webhooks while the database is away
+    (bot.plumbing.spool)."""
     env = os.environ if env is None else env
-    channels: list[ServedChannel] = []
-    if settings.telegram.token:
-        from channels.telegram.service import TelegramService
-
-        telegram = TelegramService.build(replace(app.channel_host(), spool=spool), settings)
-        app.add_channel(telegram.channel)
-        channels.append(telegram)
-    if env.get("VALET_TWILIO_ACCOUNT_SID"):
-        channels.append(sms_channel(app, env, spool=spool))
-    return channels
+    return [_built(app, spec, env, spool) for spec in specs(settings).configured(settings, env)
+            if spec.build is not None]
 
 
-def sms_channel(app: Hosts, env: Mapping[str, str] | None = None, *,
-                spool: Spool | None = None) -> SmsChannel:
-    """The SMS channel on the app's door, its sender registered with the outbox."""
-    from channels.sms.channel import build_sms_channel
+def served_channel(app: Hosts, name: str, env: Mapping[str, str] | None = None, *,
+                   spool: Spool | None = None) -> ServedChannel:
+    """The channel called `name` on the app's door, its sender registered with the outbox
+    (ConfigError: its settings are missing, or no such channel)."""
+    spec = specs(app.settings).named(name)
+    if spec is None or spec.build is None:
+        raise ConfigError(f"no channel {name!r} that valet serve runs")
+    return _built(app, spec, os.environ if env is None else env, spool)
 
-    channel = build_sms_channel(replace(app.channel_host(), spool=spool), app.settings, env,
-                                emoji=app.persona.emoji)
-    app.add_channel(channel.sender)
-    return channel
+
+def _built(app: Hosts, spec: ChannelSpec, env: Mapping[str, str],
+           spool: Spool | None) -> ServedChannel:
+    assert spec.build is not None
+    built = spec.build(Building(replace(app.channel_host(), spool=spool), app.settings, env,
+                                emoji=app.persona.emoji))
+    app.add_channel(built.sender)
+    return built.served

@@ -43,6 +43,7 @@ from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
 from bot.plumbing.metrics import Metrics
 from bot.turn.media import MediaReader
+from channels.registry import specs
 from persona import Persona, load_persona
 from triggers.event_store import StoredEventBus
 
@@ -81,7 +82,7 @@ class Front:
     async def build(cls, settings: Settings, *, migrate: bool | Literal["check"] = "check",
                     clock: Clock | None = None) -> Front:
         clock = clock or SystemClock()
-        persona = load_persona(settings.persona)
+        persona = load_persona(settings.persona, channels=specs(settings).names())
         plane = await build_plane(settings, serving=True)
         assert plane.relay is not None, "the web role needs Redis (bot.app.roles.check_roles)"
         try:

@@ -31,13 +31,14 @@ from bot.gateway.outbound import Outbound
 from bot.plumbing import logs
 from bot.plumbing.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
 from bot.plumbing.outages import DATABASE, REDIS, about, recovered
-from channels.sms.store import SmsStore
+from channels.registry import specs
 
 log = logging.getLogger(__name__)
 
 METRICS_TOKEN_ENV = "VALET_METRICS_TOKEN"
-# The first path segment of a route that a channel or a sender outside calls.
-WEBHOOK_PREFIXES = {"telegram": "telegram", "sms": "sms", "events": "events"}
+# The first path segment of a route that a sender outside calls (each channel's webhooks:
+# its spec's `webhook_prefix`), and what it is counted as.
+EVENTS_PREFIX = "events"
 REACHABLE_SECONDS = 2.0  # a health check that waits longer says "unreachable"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -72,12 +73,13 @@ async def readings(app: Observed) -> Readings:
     """What each store counts of its own rows, as of now."""
     now = app.clock.now()
     outbox = app.outbound.outbox
+    channels = [reading for spec in specs(app.settings) if spec.readings is not None
+                for reading in await spec.readings(app.db)]  # SMS: its segments
     return Readings(
         at=now, waiting=await outbox.waiting_by_channel(), dead=await outbox.dead_by_channel(),
         approvals=await app.approval_store.count_by_status(),
-        sms_segments=await SmsStore(app.db).segments_total(),
         people_today=await app.gateway.deps.inbox.people_since(
-            start_of_day(now, app.settings.timezone)))
+            start_of_day(now, app.settings.timezone)), channels=tuple(channels))
 
 
 async def database_reachable(app: Observed) -> bool:
@@ -166,13 +168,16 @@ async def request_ids(request: web.Request, handler: Handler) -> web.StreamRespo
     return response
 
 
-def webhook_counter(metrics: Metrics) -> Middleware:
+def webhook_counter(metrics: Metrics, settings: Settings) -> Middleware:
     """Every request to a webhook path counted by channel and result (2xx acknowledged, 4xx
-    rejected, 5xx unavailable)."""
+    rejected, 5xx unavailable): each channel's (its spec's `webhook_prefix`) and /events."""
+    prefixes = {spec.webhook_prefix: spec.name for spec in specs(settings)
+                if spec.webhook_prefix}
+    prefixes[EVENTS_PREFIX] = EVENTS_PREFIX
 
     @web.middleware
     async def count(request: web.Request, handler: Handler) -> web.StreamResponse:
-        channel = WEBHOOK_PREFIXES.get(request.path.strip("/").split("/", 1)[0])
+        channel = prefixes.get(request.path.strip("/").split("/", 1)[0])
         if channel is None:
             return await handler(request)
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from bot.config import Settings
@@ -19,16 +19,21 @@ from bot.people.access import AccessControl
 from bot.people.claims import OwnerClaims, OwnerRecorder
 from bot.people.guesses import guess_limiter
 from bot.people.identity import IdentityStore
-from bot.people.strangers import StrangerLimits, StrangerReplies
+from bot.people.strangers import StrangerReplies
 from bot.people.users import UserStore
-from bot.text.phones import in_countries
+from channels.registry import specs
 from persona.lines import Lines
 
 log = logging.getLogger(__name__)
 
 OWNER_ID = "owner"
 CONSOLE_ADDRESS = "local"
-OWNER_KEYS = {"telegram": ("owner", "telegram_ids"), "sms": ("owner", "phone_numbers")}
+
+
+def owner_keys(settings: Settings) -> dict[str, tuple[str, str]]:
+    """Where valet.yaml lists the owner's addresses on each channel that has them (its spec's
+    `owner_key`: owner.telegram_ids, owner.phone_numbers), by channel."""
+    return {spec.name: ("owner", spec.owner_key) for spec in specs(settings) if spec.owner_key}
 
 
 def access_with_claims(settings: Settings, db: Database, identities: IdentityStore,
@@ -49,8 +54,8 @@ async def ensure_owner(settings: Settings, users: UserStore, identities: Identit
         OWNER_ID, display_name=settings.owner.name, timezone=settings.timezone,
         is_owner=True, at=now)
     addresses = [("console", CONSOLE_ADDRESS)]
-    addresses += [("telegram", i) for i in settings.owner.telegram_ids]
-    addresses += [("sms", n) for n in settings.owner.phone_numbers]
+    for spec in specs(settings):
+        addresses += [(spec.name, a) for a in spec.owners(settings)]
     for channel, address in addresses:
         if await identities.resolve(channel, address) is None:
             await identities.link(channel, address, owner.id, at=now)
@@ -62,7 +67,7 @@ def record_owner(settings: Settings) -> OwnerRecorder:
     database link is made by the claim itself, so without a file (or a read-only one) the
     owner is still the owner, and the log says what to add by hand."""
     async def record(channel: str, address: str) -> None:
-        keys = OWNER_KEYS.get(channel)
+        keys = owner_keys(settings).get(channel)
         if keys is None:
             return
         key = ".".join(keys)
@@ -103,8 +108,7 @@ async def open_claim_if_ownerless(claims: OwnerClaims, identities: IdentityStore
 
 
 def stranger_replies(settings: Settings, db: Database) -> StrangerReplies:
-    """SMS is the channel whose replies cost money: strangers' replies there are limited."""
-    sms = settings.sms
-    return StrangerReplies(db, {"sms": StrangerLimits(
-        per_sender=timedelta(hours=sms.stranger_reply_hours),
-        per_hour=sms.stranger_replies_per_hour, reachable=in_countries(settings.sms_countries()))})
+    """A channel whose replies cost money (SMS) limits what strangers get there (its spec's
+    `strangers`)."""
+    return StrangerReplies(db, {spec.name: spec.strangers(settings) for spec in specs(settings)
+                                if spec.strangers is not None})

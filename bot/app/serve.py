@@ -29,6 +29,7 @@ from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
 from bot.plumbing.spool import Spool
 from bot.plumbing.startup import started
+from channels.registry import specs
 from triggers.event_store import StoredEventBus
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def build_web_app(app: Served, channels: list[ServedChannel],
 
     env = os.environ if env is None else env
     receives = app.roles.web
-    counter = webhook_counter(app.metrics)
+    counter = webhook_counter(app.metrics, app.settings)
     web_app = web.Application(client_max_size=2 * 1024 * 1024,
                               middlewares=[request_ids, counter])
 
@@ -147,14 +148,15 @@ def build_web_app(app: Served, channels: list[ServedChannel],
         log.info("valet serve: the web console is at %s/console (send /console for a "
                  "sign-in link)", app.settings.console_url())
     return web_app
-def _service_logging() -> None:
-    """Start-up and shutdown lines always show; request URLs never do (a Telegram request
-    URL contains the bot token)."""
-    for name in ("bot.app.serve", "channels.telegram", "bot.plumbing.outages",
-                 "bot.plumbing.spool"):
+def _service_logging(settings: Settings) -> None:
+    """Start-up and shutdown lines always show (each channel's own too); request URLs never
+    do (a channel's library may put its token in them: its spec's `quiet_loggers`)."""
+    channels = specs(settings)
+    for name in ("bot.app.serve", "bot.plumbing.outages", "bot.plumbing.spool",
+                 *(n for spec in channels for n in spec.loggers)):
         logger = logging.getLogger(name)
         logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
-    for name in ("httpx", "httpcore", "telegram"):
+    for name in ("httpx", "httpcore", *(n for spec in channels for n in spec.quiet_loggers)):
         logger = logging.getLogger(name)
         logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
 
@@ -165,7 +167,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
 
     roles = Roles.of([role] if isinstance(role, str) else role)
     check_roles(settings, roles)
-    _service_logging()
+    _service_logging(settings)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -235,13 +237,11 @@ async def _claim_if_ownerless(app: Served, channels: list[ServedChannel]) -> Non
     from bot.app.owner import open_claim_if_ownerless
 
     reach = []
+    found = specs(app.settings)
     for channel in channels:
-        if channel.name == "telegram":
-            bot = getattr(channel, "username", "") or "your bot"
-            reach.append(f"send \"/start {{code}}\" to @{bot} on Telegram")
-        elif channel.name == "sms":
-            number = app.settings.sms.from_number or "Valet's Twilio number"
-            reach.append(f"text {{code}} to {number} from your phone")
+        spec = found.named(channel.name)
+        if spec is not None and spec.claim is not None:
+            reach.append(spec.claim(channel, app.settings))
     assert app.access.claims is not None
     notice = await open_claim_if_ownerless(app.access.claims, app.identities, OWNER_ID, reach,
                                            app.clock.now())
@@ -259,8 +259,8 @@ async def _start_channels(app: Served, channels: list[ServedChannel]) -> None:
         elif app.roles.worker:
             await channel.prepare()
     if not channels:
-        log.warning("valet serve: no channel configured (set VALET_TELEGRAM_TOKEN or "
-                    "VALET_TWILIO_ACCOUNT_SID)")
+        ways = " or ".join(s.turn_on for s in specs(app.settings) if s.build is not None)
+        log.warning("valet serve: no channel configured (set %s)", ways)
 
 
 async def _drain(app: Served, channels: list[ServedChannel], grace: float) -> None:

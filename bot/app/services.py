@@ -31,4 +31,4 @@ def build_services(base: Base, stores: Stores, outbound: Outbound, tasks: TaskSe
             base.db, outbound.outbox, stores.identities, base.clock, outbound.senders,
             outbound.wake, max_per_day=base.settings.contacts.max_messages_per_day,
             assistant_name=base.persona.name),
-        memory=memory.service if memory else None)
+        memory=memory.service if memory else None, channels=base.channels)

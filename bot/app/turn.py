@@ -93,7 +93,8 @@ def build_commands(base: Base, stores: Stores, outbound: Outbound, approvals: Ap
     commands = Commands(access=stores.access, identities=stores.identities,
                         approvals=approvals.flow, tasks=resume,
                         notify_user=outbound.notify_user, lines=lines,
-                        assistant_name=base.persona.name)
+                        assistant_name=base.persona.name,
+                        start_on=[c.name for c in base.channels if c.sends_start])
     commands.register(Command("/tasks", lines.about_tasks, task_listing(tasks)))
     commands.register(console_command(base.settings, ConsoleLogins(base.db), base.persona))
     for command in memory.commands() if memory else []:

@@ -14,7 +14,7 @@ from bot.approvals.listing import TABLE_HEADER, table_rows
 from bot.config import Settings
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.people import User
-from channels.sms.store import SmsStore
+from channels.registry import specs
 
 if TYPE_CHECKING:
     from bot.app import App  # imported when run, after the CLI has parsed its arguments
@@ -104,7 +104,8 @@ async def _users(app: App, args: argparse.Namespace, say: Callable[[str], None])
         say(f"id: {user.id}\nname: {user.display_name or '-'}\ntimezone: {user.timezone}\n"
             f"preferred channel: {user.preferred_channel or '-'}\nowner: {user.is_owner}\n"
             f"blocked: {user.blocked}\nmessages: {await app.history.count(user.id)}\n"
-            f"sms segments this month: {await _sms_segments_this_month(app, user)}\n"
+            + "".join(f"{unit.lower()} this month: {count}\n"
+                      for unit, count in await _units_this_month(app, user)) +
             "linked: " + (", ".join(f"{i.channel}:{i.address}" for i in ids) or "-"))
         return 0
     if user.is_owner and args.action == "block":
@@ -115,15 +116,17 @@ async def _users(app: App, args: argparse.Namespace, say: Callable[[str], None])
     return 0
 
 
-async def _sms_segments_this_month(app: App, user: User) -> int:
-    """SMS cost: segments sent to the user since the 1st of this month in their timezone."""
+async def _units_this_month(app: App, user: User) -> list[tuple[str, int]]:
+    """What each channel that charges counted for the user (SMS: segments sent to them) since
+    the 1st of this month in their timezone."""
     try:
         zone = ZoneInfo(user.timezone)
     except (ZoneInfoNotFoundError, ValueError):
         zone = ZoneInfo("UTC")
     local = app.clock.now().astimezone(zone)
-    month_start = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return await SmsStore(app.db).segments_since(user.id, month_start.astimezone(UTC))
+    since = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0).astimezone(UTC)
+    return [(spec.usage.unit, await spec.usage.since(app.db, user.id, since))
+            for spec in specs(app.settings) if spec.usage is not None]
 
 
 async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,11 @@ from bot.capabilities import CapabilitySpec, CapabilityState, statuses
 from bot.channel import MenuCommand
 from bot.cli.doctor_costs import check_costs
 from bot.cli.doctor_setup import (
-    Report,
     check_data_directory,
     check_events_token,
     check_owner,
     check_public_url,
     check_secret_key,
-    check_sms,
-    check_telegram,
 )
 from bot.cli.endpoint import check_endpoint
 from bot.config import ConfigError, Settings
@@ -31,7 +29,9 @@ from bot.db.migrate import apply_migrations, refuse_newer, schema_state
 from bot.db.sqlite import file_of
 from bot.llm.port import LLM, LLMAuthError, LLMError, LLMModelNotFoundError
 from bot.plumbing.redis import RedisUnavailable, open_redis
+from bot.setup.report import Report
 from bot.text.redact import redact_text, redact_url
+from channels.registry import specs
 
 Say = Callable[[str], None]
 MODELS_SHOWN = 10  # a server may list hundreds; a few are enough to spot the right name
@@ -49,6 +49,7 @@ async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
     say(f"data directory: {settings.data_dir()}")
     say(f"chat log file: {settings.log_file()}")
     say(f"valet serve listens on: {settings.http.host}:{settings.http.port}")
+    settings = _channels_loaded(settings, report)
     await report.guarded("data directory", lambda: check_data_directory(settings, report))
     await report.guarded("persona", lambda: _check_persona(settings, report))
     agents = await _check_agents(settings, report)
@@ -56,10 +57,11 @@ async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
     if settings.redis_url:
         await report.guarded("redis", lambda: _check_redis(settings.redis_url or "", report))
     await report.guarded("LLM", lambda: _check_models(settings, report))
-    await report.guarded("Telegram", lambda: check_telegram(
-        settings, report, lambda: _telegram_menu(settings)))
-    await report.guarded("SMS", lambda: check_sms(settings, env, report))
-    # where SMS may go, the allowance (doctor_costs)
+    for spec in specs(settings):
+        if spec.doctor is not None:
+            await report.guarded(spec.title, partial(
+                spec.doctor.check, settings, env, report, partial(_menu, settings, spec.name)))
+    # what each channel may cost (SMS: where it may go), the allowance (doctor_costs)
     await report.guarded("costs", lambda: check_costs(settings, env, report))
     await report.guarded("public URL", lambda: check_public_url(settings, env, report))
     await report.guarded("events token", lambda: check_events_token(env, report))
@@ -72,7 +74,7 @@ def _check_persona(settings: Settings, report: Report) -> None:
     from persona import load_persona
 
     try:
-        persona = load_persona(settings.persona)
+        persona = load_persona(settings.persona, channels=specs(settings).names())
         report.ok(f"persona {persona.name!r} ({persona.source})")
     except ConfigError as err:
         report.bad(str(err))
@@ -136,15 +138,26 @@ async def _check_models(settings: Settings, report: Report) -> None:
                                                                    report.bad))
 
 
-async def _telegram_menu(settings: Settings) -> list[MenuCommand]:
-    """The command table's Telegram menu, as `valet serve` sets it (the app built without an
-    LLM, as the admin commands build it)."""
+def _channels_loaded(settings: Settings, report: Report) -> Settings:
+    """The channels `channel_modules:` adds, loaded once: one that cannot be is a FAIL line,
+    and the other checks go on with Valet's own channels."""
+    try:
+        specs(settings)
+    except ConfigError as err:
+        report.bad(str(err))
+        return settings.model_copy(update={"channel_modules": []})
+    return settings
+
+
+async def _menu(settings: Settings, channel: str) -> list[MenuCommand]:
+    """The command table's menu for a channel, as `valet serve` sets it (the app built
+    without an LLM, as the admin commands build it)."""
     from bot.app import App
     from bot.cli.admin import _NoLLM
 
     app = await App.build(settings, llm=_NoLLM())
     try:
-        return app.commands.menu("telegram")
+        return app.commands.menu(channel)
     finally:
         await app.close()
 

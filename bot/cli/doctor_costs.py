@@ -1,34 +1,21 @@
-"""What `valet doctor` says of what Valet may cost: where SMS may go (`sms.allowed_countries`,
-or the countries of Valet's number and the owner's numbers), the limits on strangers and
-segments, and the daily allowance with the models it has no price for."""
+"""What `valet doctor` says of what Valet may cost: each channel's own (SMS: where it may go,
+the limits on strangers and segments; channels/<name>/doctor.py), and the daily allowance
+with the models it has no price for."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.cli.doctor_setup import Report
 from bot.config import Settings
+from bot.setup.report import Report
+from channels.registry import specs
 
 
 def check_costs(settings: Settings, env: Mapping[str, str], report: Report) -> None:
-    if env.get("VALET_TWILIO_ACCOUNT_SID"):
-        _sms(settings, report)
+    for spec in specs(settings).configured(settings, env):
+        if spec.doctor is not None and spec.doctor.costs is not None:
+            spec.doctor.costs(settings, report)
     _allowance(settings, report)
-
-
-def _sms(settings: Settings, report: Report) -> None:
-    sms = settings.sms
-    countries = settings.sms_countries()
-    whence = "sms.allowed_countries" if sms.allowed_countries is not None else \
-        "those of sms.from_number and owner.phone_numbers; sms.allowed_countries widens it"
-    if not countries:
-        report.bad("SMS may go to no country: set sms.allowed_countries (e.g. [US]) or the "
-                   "owner's phone numbers; until then every SMS is refused")
-    else:
-        report.ok(f"SMS may go to {', '.join(countries)} only ({whence})")
-    report.note(f"SMS: a number not let in gets at most one reply per "
-                f"{sms.stranger_reply_hours:g} h, all of them {sms.stranger_replies_per_hour} "
-                f"an hour; a message at most {sms.max_segments} segments (MORE for the rest)")
 
 
 def _allowance(settings: Settings, report: Report) -> None:

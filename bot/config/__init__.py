@@ -152,6 +152,9 @@ class Settings(_Section):
     console: ConsoleSettings = ConsoleSettings()  # the owner's web console (/console)
     pairing: PairingSettings = PairingSettings()  # strangers asking in, as the owner hears it
     budget: BudgetSettings = BudgetSettings()  # a daily allowance per person
+    # Channels beyond Valet's own: modules whose SPEC is a channels.spec.ChannelSpec
+    # (channels/registry.py; docs/extending.md, "Adding a channel").
+    channel_modules: list[str] = []
 
     @pydantic.field_validator("public_url")
     @classmethod

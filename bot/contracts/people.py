@@ -29,9 +29,9 @@ class DaySpend:
 
     day: str = ""
     llm: int = 0
-    sms: int = 0
+    messages: int = 0  # what the messages sent cost (a channel that charges: SMS)
     raised: int = 0
 
     @property
     def total(self) -> int:
-        return self.llm + self.sms
+        return self.llm + self.messages

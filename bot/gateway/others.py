@@ -75,13 +75,13 @@ class OutboxMessenger:
         identity = await self.identities.get(channel, address)
         return identity.user_id if identity else None
 
-    async def telegram_chat_of(self, user_id: str) -> str | None:
-        """A Valet user's Telegram chat that can be written to, when this server runs
-        Telegram."""
-        if "telegram" not in self.senders:
+    async def chat_of(self, user_id: str, channel: str) -> str | None:
+        """A Valet user's address on `channel` that can be written to, when this server runs
+        that channel."""
+        if channel not in self.senders:
             return None
         for identity in await self.identities.of_user(user_id):
-            if identity.channel == "telegram" and identity.opted_out_at is None \
+            if identity.channel == channel and identity.opted_out_at is None \
                     and identity.unreachable_at is None:
                 return identity.address
         return None

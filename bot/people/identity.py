@@ -3,6 +3,7 @@ channel's address to the same person."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -22,9 +23,15 @@ def new_code(length: int = 6) -> str:
     return "".join(secrets.choice(CODE_ALPHABET) for _ in range(length))
 
 
-def guess_timezone(channel: str, address: str, default: str) -> TimezoneGuess:
-    """From an SMS number's prefix (provisional when it could be in several zones)."""
-    if channel != "sms" or not address.startswith("+"):
+# An address that is a phone number (a channel whose addresses are E.164 numbers): a chat id,
+# a group's "chat:member" or the terminal's "local" never is.
+E164 = re.compile(r"\+[1-9][0-9]{6,14}")
+
+
+def guess_timezone(address: str, default: str) -> TimezoneGuess:
+    """From a phone number's prefix (provisional when it could be in several zones); any other
+    address keeps the default."""
+    if not E164.fullmatch(address):
         return TimezoneGuess(default)
     return phones.guess_timezone(address, default)
 
@@ -165,7 +172,7 @@ class IdentityStore:
     async def create_user(self, channel: str, address: str, *, display_name: str,
                           default_timezone: str, at: datetime, is_owner: bool = False) -> User:
         user_id = f"u_{uuid.uuid4().hex[:10]}"
-        guess = guess_timezone(channel, address, default_timezone)
+        guess = guess_timezone(address, default_timezone)
         user = await self.users.ensure(
             user_id, display_name=display_name, timezone=guess.zone,
             timezone_candidates=guess.candidates, is_owner=is_owner, at=at)

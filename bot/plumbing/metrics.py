@@ -38,8 +38,17 @@ class Readings:
     waiting: Mapping[str, Waiting]  # by channel: pending or sending
     dead: Mapping[str, int]  # dead letters by channel
     approvals: Mapping[str, int]  # by status
-    sms_segments: int
     people_today: int  # who wrote today, in the deployment's timezone
+    channels: tuple[Reading, ...] = ()  # what each channel counts of its own (its spec's)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A gauge a channel adds, read at each scrape (SMS: the segments handed to Twilio)."""
+
+    name: str  # "valet_sms_segments_sent"
+    help: str
+    value: float
 
 
 class Metrics:
@@ -95,8 +104,7 @@ class Metrics:
                                   ["channel"], registry=r)
         self.approvals = Gauge("valet_approvals", "Approval requests, by outcome (status)",
                                ["outcome"], registry=r)
-        self.sms_segments = Gauge("valet_sms_segments_sent",
-                                  "SMS segments handed to Twilio, all time", registry=r)
+        self._channel_gauges: dict[str, Gauge] = {}  # made at the first scrape that has them
         self.users_today = Gauge("valet_users_active_today",
                                  "People who wrote to Valet since midnight (the deployment's "
                                  "timezone)", registry=r)
@@ -163,7 +171,12 @@ class Metrics:
                                   for c, q in readings.waiting.items()})
         _set(self.dead_letters, dict(readings.dead))
         _set(self.approvals, dict(readings.approvals))
-        self.sms_segments.set(readings.sms_segments)
+        for reading in readings.channels:
+            gauge = self._channel_gauges.get(reading.name)
+            if gauge is None:
+                gauge = Gauge(reading.name, reading.help, registry=self.registry)
+                self._channel_gauges[reading.name] = gauge
+            gauge.set(reading.value)
         self.users_today.set(readings.people_today)
 
     def total(self, name: str, **labels: str) -> float:

@@ -8,7 +8,7 @@ reach a turn that is already running. Other packages add their own (`/tasks`, `/
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from bot.approvals.flow import ApprovalFlow
@@ -55,7 +55,10 @@ class Commands:
 
     def __init__(self, *, access: AccessControl, identities: IdentityStore,
                  approvals: ApprovalFlow | None, tasks: Resumer | None, notify_user: Notify,
-                 lines: Lines, assistant_name: str = "Valet") -> None:
+                 lines: Lines, assistant_name: str = "Valet",
+                 start_on: Collection[str] = ()) -> None:
+        """`start_on`: the channels whose clients send /start first (bot.contracts.channels:
+        ChannelTraits.sends_start); it is listed there only."""
         self.access = access
         self.identities = identities
         self.approvals = approvals
@@ -73,7 +76,7 @@ class Commands:
             Command("/whoami", lines.about_whoami, self._whoami),
             Command("/pair", lines.about_pair, self._pair, owner_only=True,
                     refusal=lines.pairing_owner_only),
-            Command("/start", lines.about_start, self._start, channels=frozenset({"telegram"})),
+            Command("/start", lines.about_start, self._start, channels=frozenset(start_on)),
         ):
             self.register(command)
 

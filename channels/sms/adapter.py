@@ -193,9 +193,9 @@ class SmsSender:
                                 self.clock.now())
         await self.store.add_cost(message.id, body.segments, body.encoding.value)
         if message.user_id and self.spending is not None:
-            await self.spending.add_sms(message.user_id,
-                                        body.segments * self.price(message.address),
-                                        self.clock.now())
+            await self.spending.add_message(message.user_id,
+                                            body.segments * self.price(message.address),
+                                            self.clock.now())
         log.info("sms %s part %d to %s: %s, %d segment(s) %s", message.id, part,
                  message.address, sid, body.segments, body.encoding.value)
         return sid

@@ -22,7 +22,7 @@ import aiohttp
 from aiohttp import web
 
 from bot.app import App
-from bot.app.channels import sms_channel
+from bot.app.channels import served_channel
 from bot.config import MemorySettings, OwnerSettings, SmsSettings, load_settings
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.llm.port import LLMResponse, TokenUsage
@@ -92,7 +92,7 @@ async def _world(tmp: str, name: str, llm: Any, *, policy: str,
                                                                 allow=allow)})})
     twilio = await FakeTwilio("AC" + "3" * 32, "bench-token").__aenter__()
     app = await App.build(settings, llm=llm)
-    channel = sms_channel(app, env={
+    channel = served_channel(app, "sms", env={
         "VALET_TWILIO_ACCOUNT_SID": twilio.account_sid,
         "VALET_TWILIO_AUTH_TOKEN": twilio.auth_token, "VALET_TWILIO_API_URL": twilio.base_url})
     app.closers.append(channel.close)

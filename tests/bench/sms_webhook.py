@@ -29,7 +29,7 @@ import aiohttp
 from aiohttp import web
 
 from bot.app import App
-from bot.app.channels import sms_channel
+from bot.app.channels import served_channel
 from bot.config import SmsSettings, load_settings
 from bot.config.policies import AccessSettings, ChannelAccess
 from channels.sms.channel import SmsChannel
@@ -71,7 +71,7 @@ async def _serve(url: str, twilio_url: str, llm_seconds: float
         "rate_limit_per_minute": 0, "public_url": PUBLIC_URL,
         "sms": SmsSettings(from_number="+15005550006")})
     app = await App.build(settings, llm=SleepyLLM(llm_seconds))
-    channel = sms_channel(app, env={
+    channel = served_channel(app, "sms", env={
         "VALET_TWILIO_ACCOUNT_SID": SID, "VALET_TWILIO_AUTH_TOKEN": TOKEN,
         "VALET_TWILIO_API_URL": twilio_url})
     await app.start()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bot.app.channels import sms_channel
+from bot.app.channels import served_channel
 from bot.app.serve import build_web_app
 from tests.e2e.telegram_harness import OWNER_CHAT, bot_messages
 from tests.fakes import risky_tools
@@ -66,7 +66,7 @@ async def test_the_owner_runs_the_household_from_a_browser(start_telegram, fake_
     h = await start_telegram()
     app, tg = h.app, h.tg
     async with FakeTwilio(ACCOUNT_SID, AUTH_TOKEN) as twilio:
-        sms_channel(app, env=sms_env(twilio))
+        served_channel(app, "sms", env=sms_env(twilio))
         runner = web.AppRunner(build_web_app(app, [h.service], env={}), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()

@@ -12,7 +12,7 @@ import aiohttp
 from aiohttp.test_utils import TestServer
 
 from bot.app import App
-from bot.app.channels import sms_channel
+from bot.app.channels import served_channel
 from bot.config import SmsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
 from channels.sms.channel import SmsChannel
@@ -108,7 +108,7 @@ async def sms_world(app_factory: Any, *, allow: tuple[str, ...] = (ALICE,),
                                                                 allow=list(allow))}),
         **overrides}
     app = await app_factory(**settings_overrides)
-    channel = sms_channel(app, env=sms_env(twilio))
+    channel = served_channel(app, "sms", env=sms_env(twilio))
     await app.start()
     server = TestServer(channel.web_app())
     await server.start_server()

@@ -389,12 +389,12 @@ async def test_stop_from_an_unknown_number_is_recorded_and_answers_nothing(world
 
 async def test_sms_without_credentials_or_public_url_is_a_clear_configuration_error(
         app_factory):
-    from bot.app.channels import sms_channel
+    from bot.app.channels import served_channel
     from bot.config import ConfigError
 
     app = await app_factory()
     with pytest.raises(ConfigError) as err:
-        sms_channel(app, env={"VALET_TWILIO_AUTH_TOKEN": "secret-token"})
+        served_channel(app, "sms", env={"VALET_TWILIO_AUTH_TOKEN": "secret-token"})
     message = str(err.value)
     assert "VALET_TWILIO_ACCOUNT_SID" in message and "VALET_PUBLIC_URL" in message
     assert "sms.from_number" in message and "secret-token" not in message

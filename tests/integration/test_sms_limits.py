@@ -86,4 +86,4 @@ async def test_each_part_costs_its_country_s_price_on_the_person_s_day(world, fa
     await world.text("hi")
     await world.idle()
     day = await world.app.budget.spending.day(await alice_id(world), "2026-01-05")
-    assert day.sms == 20_000  # one segment at the US price, $0.02
+    assert day.messages == 20_000  # one segment at the US price, $0.02

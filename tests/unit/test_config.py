@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.config import ConfigError, load_settings
+from channels.registry import specs
 from persona import load_persona
 
 
@@ -83,7 +84,7 @@ def test_built_in_personas_load():
 def test_broken_persona_names_file_key_and_line(tmp_path):
     path = write(tmp_path, "p.yaml", "name: X\nsystem_prompt: hi\nstyle:\n  fax: plain\n")
     with pytest.raises(ConfigError, match=r"p.yaml:3: style: .*fax"):
-        load_persona(path)
+        load_persona(path, channels=specs().names())  # the channels Valet has
     path = write(tmp_path, "q.yaml", "name: X\nsystem_prompt: 'unterminated\n")
     with pytest.raises(ConfigError, match=r"q.yaml:\d+: invalid YAML"):
         load_persona(path)

@@ -87,6 +87,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bot.turn",),  # the turn: its steps, the orchestrator, compose
     ("bot.work",),  # between processes: streams, signals, relay
     ("bot.gateway",),  # inbound and outbound
+    ("bot.setup",),  # what doctor and onboard hand a channel's own checks and step
     ("channels",),
     ("triggers",),
     ("agents",),

@@ -11,6 +11,7 @@ from bot.contracts.turn import TurnContext
 from bot.gateway.sign_in_links import LOGIN_PATH
 from bot.people.console_login import LINK_TTL, ConsoleLogins
 from bot.turn.commands import Command
+from channels.registry import specs
 from persona import Persona
 from persona.lines import fill
 
@@ -29,12 +30,14 @@ def link_line(persona: Persona, url: str) -> str:
 
 def console_command(settings: Settings, logins: ConsoleLogins, persona: Persona) -> Command:
     lines = persona.lines
+    channels = specs(settings)
 
     async def console(ctx: TurnContext, args: list[str]) -> str:
         if not settings.console.enabled:
             return lines.console_off
-        # The reply goes where the owner wrote: never into a Telegram group (negative ids).
-        if ctx.msg.channel == "telegram" and ctx.msg.address.startswith("-"):
+        # The reply goes where the owner wrote: never into a group chat (a Telegram group).
+        spec = channels.named(ctx.msg.channel)
+        if spec is not None and spec.group_chat(ctx.msg.address):
             return lines.console_private_only
         return link_line(persona, await login_url(logins, settings, ctx.user,
                                                   ctx.tool_ctx.clock.now()))

@@ -12,6 +12,7 @@ from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.observe import database_reachable, redis_reachable
 from bot.people.console_login import ConsoleSession
+from channels.registry import specs
 from triggers.lease import DatabaseLease
 
 PAGE = "/console/health"
@@ -30,7 +31,8 @@ async def checks(console: Console) -> list[Check]:
     found = [Check(f"channel {c.name}", c.ready, "receiving" if c.ready else "not receiving")
              for c in console.channels]
     if not console.channels:
-        found.append(Check("channels", False, "none configured (Telegram or SMS)"))
+        titles = " or ".join(s.title for s in specs(console.settings) if s.build is not None)
+        found.append(Check("channels", False, f"none configured ({titles})"))
     requests = metrics.total("valet_llm_requests")
     errors = metrics.total("valet_llm_errors")
     found.append(Check(f"LLM {app.llm.model or '(no model)'}",

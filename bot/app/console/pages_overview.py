@@ -11,7 +11,7 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console
 from bot.app.console.pages_tasks import task_row
-from bot.app.console.pages_usage import month_usage
+from bot.app.console.pages_usage import metered, month_usage
 from bot.people.console_login import ConsoleSession
 from triggers.model import TaskStatus
 
@@ -38,7 +38,6 @@ def routes(console: Console) -> list[web.RouteDef]:
             request, session, "overview.html", title="Overview", people=people, waiting=waiting,
             upcoming=upcoming, month=month, dead=sum(dead.values()),
             errors=len(console.errors.latest()),
-            price=console.settings.console.sms_price_per_segment,
-            currency=console.settings.console.currency)
+            metered=metered(console), currency=console.settings.console.currency)
 
     return [web.get("/console", owner_only(console, page))]

@@ -1,13 +1,13 @@
 """Usage: what each person spent today and this month against their daily allowance (the
 figures /usage and `valet budget list` show, each person's days in their own timezone), with
 a button that raises today's allowance for someone at it (their waiting messages then go on);
-then the month's LLM tokens (prompt and completion) and requests by person and day, SMS
-segments and an estimate of what they cost, with two server-drawn charts (days in the
-deployment's `timezone`)."""
+then the month's LLM tokens (prompt and completion) and requests by person and day, what each
+channel that charges counted (SMS: segments; its spec's `usage`) and an estimate of what
+that cost, with server-drawn charts (days in the deployment's `timezone`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -21,7 +21,8 @@ from bot.gateway.budget import Figures, figures, raise_today
 from bot.people.console_login import ConsoleSession
 from bot.spend import dollars
 from bot.turn.usage import UsageStore
-from channels.sms.store import SmsStore
+from channels.registry import specs
+from channels.spec import ChannelSpec, Usage
 
 PAGE = "/console/usage"
 
@@ -32,7 +33,7 @@ class Totals:
     completion_tokens: int = 0
     llm_requests: int = 0
     turns: int = 0
-    segments: int = 0
+    units: dict[str, int] = field(default_factory=dict)  # a charging channel's, by channel
 
     @property
     def tokens(self) -> int:
@@ -48,12 +49,37 @@ class Month:
     by_person_day: dict[tuple[str, date], Totals] = field(default_factory=dict)
     total: Totals = field(default_factory=Totals)
 
-    def add(self, user_id: str, day: date, **amounts: int) -> None:
+    def add(self, user_id: str, day: date, *, units: tuple[str, int] | None = None,
+            **amounts: int) -> None:
+        """Add to each total it counts in; `units`: (channel, how many) of a channel's."""
         for totals in (self.by_day.setdefault(day, Totals()),
                        self.by_person.setdefault(user_id, Totals()),
                        self.by_person_day.setdefault((user_id, day), Totals()), self.total):
             for name, amount in amounts.items():
                 setattr(totals, name, getattr(totals, name) + amount)
+            if units is not None:
+                channel, count = units
+                totals.units[channel] = totals.units.get(channel, 0) + count
+
+
+@dataclass(frozen=True)
+class Metered:
+    """A channel that charges per message, as the page shows it."""
+
+    name: str  # "sms"
+    title: str  # "SMS"
+    usage: Usage
+    price: float  # one unit's default price (an estimate)
+    chart: str = ""
+
+
+def metered(console: Console) -> list[Metered]:
+    return [Metered(spec.name, spec.title, usage, usage.price(console.settings))
+            for spec in _charging(console) if (usage := spec.usage) is not None]
+
+
+def _charging(console: Console) -> list[ChannelSpec]:
+    return [spec for spec in specs(console.settings) if spec.usage is not None]
 
 
 def month_of(text: str, today: date) -> date:
@@ -80,9 +106,11 @@ async def month_usage(console: Console, first: date) -> Month:
         month.add(row.user_id, row.day, prompt_tokens=row.prompt_tokens,
                   completion_tokens=row.completion_tokens, llm_requests=row.llm_requests,
                   turns=row.turns)
-    segments = await SmsStore(console.app.db).daily_segments(start, end, zone_name)
-    for (user_id, day), count in segments.items():
-        month.add(user_id, day, segments=count)
+    for spec in _charging(console):
+        assert spec.usage is not None
+        counted = await spec.usage.daily(console.app.db, start, end, zone_name)
+        for (user_id, day), count in counted.items():
+            month.add(user_id, day, units=(spec.name, count))
     return month
 
 
@@ -139,15 +167,15 @@ def routes(console: Console) -> list[web.RouteDef]:
                                          for d in month.days]),
              Series("completion", "completion",
                     [month.by_day.get(d, empty).completion_tokens for d in month.days])])
-        sms = bar_chart(f"SMS segments per day, {first:%B %Y}", labels,
-                        [Series("segments", "segments",
-                                [month.by_day.get(d, empty).segments for d in month.days])])
-        price = console.settings.sms_segment_price("")  # the default: an estimate
+        charging = [replace(m, chart=bar_chart(
+            f"{m.usage.unit} per day, {first:%B %Y}", labels,
+            [Series(m.usage.unit, "segments",
+                    [month.by_day.get(d, empty).units.get(m.name, 0) for d in month.days])]))
+            for m in metered(console)]
         previous = (first - timedelta(days=1)).replace(day=1)
         return console.page(
             request, session, "usage.html", title="Usage", month=month,
-            people=await console.people(),
-            tokens_chart=tokens, sms_chart=sms, price=price,
+            people=await console.people(), tokens_chart=tokens, metered=charging,
             currency=console.settings.console.currency,
             previous=f"{previous:%Y-%m}", following=f"{next_month(first):%Y-%m}",
             is_current=first == today.replace(day=1), spent=await spent_by_person(console))

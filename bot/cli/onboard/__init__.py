@@ -16,24 +16,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 from bot.cli.onboard import current
-from bot.cli.onboard.ask import OnboardStop, questions
-from bot.cli.onboard.draft import env_after
 from bot.cli.onboard.flow import Ending, Step, run_steps
-from bot.cli.onboard.steps import (
-    Context,
-    llm_step,
-    person_step,
-    public_url_step,
-    sms_step,
-    telegram_step,
-)
+from bot.cli.onboard.steps import llm_step, person_step, public_url_step
 from bot.config import Settings, config_path, load_settings
 from bot.config.env_file import EnvFileError, default_env_file
 from bot.config.yaml_edit import YamlEditError
+from bot.setup.ask import OnboardStop, questions
+from bot.setup.draft import env_after
+from bot.setup.onboarding import Context
 from bot.text.redact import redact_text
+from channels.registry import BUILT_IN
 
 EXIT_STOPPED = 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as for every command
@@ -47,28 +43,21 @@ def add_onboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                    "the environment (secrets), the configuration as it is, or the defaults")
     p.add_argument("--llm-base-url", help="the OpenAI-compatible endpoint")
     p.add_argument("--llm-model", help="the model")
-    p.add_argument("--no-telegram", action="store_true", help="leave Telegram out")
-    p.add_argument("--telegram-mode", choices=["polling", "webhook"],
-                   help="polling (no public address needed, the default) or webhook")
-    p.add_argument("--telegram-owner-id", help="the owner's Telegram id (else found by their "
-                   "/start, or claimed later with the code valet serve prints)")
-    p.add_argument("--wait-for-owner", type=int, metavar="SECONDS", help="how long to wait "
-                   "for the owner's /start (default: 120 in a terminal, 0 with --yes)")
-    p.add_argument("--no-sms", action="store_true", help="leave SMS out")
-    p.add_argument("--sms-from", help="Valet's Twilio number (E.164) or Messaging Service SID")
-    p.add_argument("--owner-phone", help="the owner's own mobile number")
+    for step in CHANNEL_STEPS:
+        if step.flags is not None:
+            step.flags(p)
     p.add_argument("--public-url", help="where this server is reached (https)")
     p.add_argument("--timezone", help="the owner's timezone (IANA name)")
     p.add_argument("--owner-name", help="what Valet calls its owner")
 
 
+# Each channel's own step (channels/<name>/onboard.py), in the registry's order: Valet's own
+# channels (a channel added by valet.yaml is set up by hand: onboard writes that file).
+CHANNEL_STEPS = [spec.onboard() for spec in BUILT_IN if spec.onboard is not None]
 STEPS = [
     Step("The LLM (any OpenAI-compatible endpoint)", llm_step, current.llm),
-    Step("Telegram (a bot from @BotFather: /newbot gives its token)", telegram_step,
-         current.telegram),
-    Step("SMS (Twilio: Account SID and Auth Token from the console's Account info)", sms_step,
-         current.sms),
-    Step("The public address", public_url_step, current.public_url),
+    *CHANNEL_STEPS,
+    Step("The public address", partial(public_url_step, CHANNEL_STEPS), current.public_url),
     Step("You", person_step, current.person),
 ]
 

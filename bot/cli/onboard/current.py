@@ -1,11 +1,12 @@
 """What is set up already, step by step, in a few words: what `valet onboard` offers to keep
 when it runs again (after Ctrl-C, or to change one part). Read from the settings and the
-environment (the env file included) as they were when it started; no service is asked."""
+environment (the env file included) as they were when it started; no service is asked. A
+channel's step says its own (channels/<name>/onboard.py)."""
 
 from __future__ import annotations
 
-from bot.cli.onboard.steps import Context
 from bot.config import OwnerSettings
+from bot.setup.onboarding import Context
 from bot.text.redact import redact_url
 
 
@@ -13,22 +14,6 @@ def llm(c: Context) -> str | None:
     if not c.settings.llm.model:
         return None
     return f"{c.settings.llm.model} at {redact_url(c.settings.llm.base_url or 'OpenAI')}"
-
-
-def telegram(c: Context) -> str | None:
-    if not c.env.get("VALET_TELEGRAM_TOKEN"):
-        return None
-    owners = c.settings.owner.telegram_ids
-    who = f", the owner's id {', '.join(owners)}" if owners else ""
-    return f"a bot token ({c.settings.telegram.mode}{who})"
-
-
-def sms(c: Context) -> str | None:
-    sid = c.env.get("VALET_TWILIO_ACCOUNT_SID")
-    sender = c.settings.sms.from_number or c.settings.sms.messaging_service_sid
-    if not (sid and c.env.get("VALET_TWILIO_AUTH_TOKEN") and sender):
-        return None
-    return f"the Twilio account {sid[:8]}..., sending from {sender}"
 
 
 def public_url(c: Context) -> str | None:

@@ -5,9 +5,9 @@ call them, no streaming where it fails, the context the server reports."""
 from __future__ import annotations
 
 from bot.cli.endpoint import probe_lines, runs_without_tools
-from bot.cli.onboard.ask import Questions
-from bot.cli.onboard.draft import Draft
 from bot.llm.openai_client import OpenAILLM
+from bot.setup.ask import Questions
+from bot.setup.draft import Draft
 
 
 async def describe_endpoint(q: Questions, draft: Draft, llm: OpenAILLM,

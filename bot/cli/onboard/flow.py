@@ -14,22 +14,13 @@ anything is written (OnboardStop)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from enum import Enum
 
-from bot.cli.onboard.ask import NAVIGATION_HINT, GoBack, Interrupted, SkipStep
-from bot.cli.onboard.draft import Draft
-from bot.cli.onboard.steps import Context
+from bot.setup.ask import NAVIGATION_HINT, GoBack, Interrupted, SkipStep
+from bot.setup.draft import Draft
+from bot.setup.onboarding import Context, Step
 
-
-@dataclass(frozen=True)
-class Step:
-    title: str  # "The LLM (any OpenAI-compatible endpoint)"
-    run: Callable[[Context], Awaitable[None]]
-    # What is set up already, in a few words (None: nothing yet); read from the settings and
-    # the environment as they were when onboard started.
-    current: Callable[[Context], str | None]
+__all__ = ["Ending", "Step", "run_steps"]
 
 
 class Ending(Enum):

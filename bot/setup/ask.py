@@ -6,8 +6,8 @@ the default; a missing one stops with one line naming its flag).
 A step gives each answer a check; in a terminal a refused answer is asked again, and any
 question may be answered "skip" (leave this step out: nothing of it changes) or "back" (this
 step again from its start, or the step before from its first question); Ctrl-C or Ctrl-D
-stops (onboard.flow keeps the steps already confirmed). From flags a refused answer stops the
-wizard: nothing is written."""
+stops (bot.cli.onboard.flow keeps the steps already confirmed). From flags a refused answer
+stops the wizard: nothing is written."""
 
 from __future__ import annotations
 

@@ -1,0 +1,76 @@
+"""Every channel Valet has, in one list: each channel's spec (channels/<name>/spec.py) is a
+line of `BUILT_IN`; a deployment (or a test) adds its own with valet.yaml's
+`channel_modules:` (a module whose `SPEC` is a ChannelSpec; docs/extending.md, "Adding a
+channel"). What deals with channels (bot/app, bot/cli) goes through `specs(settings)`; the
+core is handed their traits (bot.contracts.channels) and names none."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from bot.config import ConfigError, Settings
+from bot.contracts.channels import ChannelTraits
+from channels.console_spec import SPEC as CONSOLE
+from channels.sms.spec import SPEC as SMS
+from channels.spec import ChannelSpec, Env
+from channels.telegram.spec import SPEC as TELEGRAM
+
+# In this order doctor checks them, onboard asks about them and `valet serve` starts them.
+BUILT_IN: tuple[ChannelSpec, ...] = (CONSOLE, TELEGRAM, SMS)
+
+# The packages whose migrations make channels' tables, in the order they are applied (after
+# the core's: bot.app.database). A channel added from valet.yaml keeps no tables of its own.
+MIGRATIONS = tuple(spec.migrations for spec in BUILT_IN if spec.migrations)
+
+
+@dataclass(frozen=True)
+class Specs:
+    """The channels of a deployment: the built-in ones, then those valet.yaml adds."""
+
+    all: tuple[ChannelSpec, ...]
+
+    def __len__(self) -> int:
+        return len(self.all)
+
+    def __iter__(self) -> Iterator[ChannelSpec]:
+        return iter(self.all)
+
+    def named(self, name: str) -> ChannelSpec | None:
+        return next((s for s in self.all if s.name == name), None)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.all)
+
+    def traits(self) -> tuple[ChannelTraits, ...]:
+        return tuple(s.traits for s in self.all)
+
+    def configured(self, settings: Settings, env: Env) -> list[ChannelSpec]:
+        """Those this deployment turns on."""
+        return [s for s in self.all if s.configured(settings, env)]
+
+
+def specs(settings: Settings | None = None) -> Specs:
+    """The built-in channels, then those `channel_modules:` names (ConfigError: a module that
+    cannot be imported, has no ChannelSpec called SPEC, or takes a name already used)."""
+    found = list(BUILT_IN)
+    for module in settings.channel_modules if settings is not None else []:
+        spec = _spec_in(module)
+        if any(s.name == spec.name for s in found):
+            raise ConfigError(f"channel_modules: {module}: a channel named {spec.name!r} "
+                              "exists already")
+        found.append(spec)
+    return Specs(tuple(found))
+
+
+def _spec_in(module: str) -> ChannelSpec:
+    try:
+        loaded = importlib.import_module(module)
+    except ImportError as err:
+        raise ConfigError(f"channel_modules: {module}: cannot be imported ({err})") from err
+    spec = getattr(loaded, "SPEC", None)
+    if not isinstance(spec, ChannelSpec):
+        raise ConfigError(f"channel_modules: {module}: has no SPEC (a channels.spec."
+                          "ChannelSpec)")
+    return spec

@@ -1,0 +1,89 @@
+"""A channel added from outside Valet: one package (tests/fakes/toy_channel) and one line of
+valet.yaml (`channel_modules:`). A real `valet serve` runs it beside its own: a person's
+message comes in on its webhook, goes through the gateway and the LLM, and the reply leaves
+through the outbox and the toy channel's sender to the toy service."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from tests.e2e.test_console_pipe import ROOT, clean_env
+from tests.e2e.test_serve import _get, _until_up
+from tests.fakes.fake_openai import FakeOpenAI, Reply
+from tests.servers import free_port
+
+CONFIG = """memory:
+  enabled: false
+channel_modules: [tests.fakes.toy_channel.spec]
+access:
+  channels:
+    toy: {policy: allowlist, allow: [ana]}
+"""
+
+
+class ToyService:
+    """The toy service's API: what Valet posts to it is kept, in order."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, str]] = []
+        self.arrived = asyncio.Event()
+        app = web.Application()
+        app.router.add_post("/messages", self._message)
+        self.server = TestServer(app, host="127.0.0.1", port=0)
+
+    async def _message(self, request: web.Request) -> web.Response:
+        self.sent.append(await request.json())
+        self.arrived.set()
+        return web.json_response({"id": len(self.sent)})
+
+    @property
+    def url(self) -> str:
+        return str(self.server.make_url("")).rstrip("/")
+
+
+async def test_a_toy_channel_from_one_package_and_one_line_carries_a_conversation(
+        fake_llm: FakeOpenAI, tmp_path):
+    fake_llm.script(Reply(content="Hello from Valet, through the toy channel."))
+    toy = ToyService()
+    await toy.server.start_server()
+    port = free_port()
+    env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url,
+                    VALET_LLM_MODEL="fake-model", VALET_HTTP_PORT=str(port),
+                    VALET_TOY_URL=toy.url, VALET_LOG_LEVEL="INFO")
+    (tmp_path / "valet.yaml").write_text(CONFIG)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        await _until_up(f"{base}/readyz", proc)
+        status, body = await _get(f"{base}/readyz")
+        assert status == 200 and body["checks"] == {"database": True, "toy": True}
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{base}/toy/inbound", json={
+                    "id": "m1", "from": "ana", "text": "hello, toy"}) as response:
+                assert response.status == 200
+            await asyncio.wait_for(toy.arrived.wait(), 30)
+            async with http.get(f"{base}/metrics") as response:
+                metrics = await response.text()
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await toy.server.close()
+    log = err.decode()
+    assert proc.returncode == 0, log
+    assert toy.sent == [{"to": "ana", "text": "Hello from Valet, through the toy channel."}]
+    [request] = fake_llm.requests
+    assert request["messages"][-1] == {"role": "user", "content": "hello, toy"}
+    assert "channel toy started (/toy/inbound)" in log
+    # Its webhook is counted like Valet's own channels' (its spec's webhook_prefix).
+    assert 'valet_webhook_requests_total{channel="toy",result="acknowledged"} 1.0' in metrics
