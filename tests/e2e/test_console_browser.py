@@ -66,7 +66,7 @@ async def test_the_owner_runs_the_household_from_a_browser(start_telegram, fake_
     h = await start_telegram()
     app, tg = h.app, h.tg
     async with FakeTwilio(ACCOUNT_SID, AUTH_TOKEN) as twilio:
-        served_channel(app, "sms", env=sms_env(twilio))
+        sms = served_channel(app, "sms", env=sms_env(twilio))
         runner = web.AppRunner(build_web_app(app, [h.service], env={}), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
@@ -84,6 +84,7 @@ async def test_the_owner_runs_the_household_from_a_browser(start_telegram, fake_
                     await browser.close()
         finally:
             await runner.cleanup()
+            await sms.close()  # its Twilio client's session
 
 
 async def _story(app, tg, twilio, fake_llm, page, expect) -> None:  # type: ignore[no-untyped-def]

@@ -119,6 +119,7 @@ async def sms_world(app_factory: Any, *, allow: tuple[str, ...] = (ALICE,),
         await http.close()
         await server.close()
         await channel.stop()
+        await channel.close()  # its Twilio client's session
         await twilio.__aexit__(None, None, None)
 
     return world, close
