@@ -136,8 +136,13 @@ async def test_a_kill_while_the_sms_to_ana_is_in_flight_is_told_as_unknown_by_sm
             assert "Send Ana Lopez an SMS" in notice and "Reply 1 to send" in notice
             assert not any(b.startswith("Done") for b in twilio.bodies_to(SAM))
             await sam_texts(http, url, twilio, "did Ana get it?", "SM4")
-            await until(lambda: "I can't tell if Ana got it; ask her first."
-                        in twilio.bodies_to(SAM), "the answer")
+            await until(lambda: any(b.startswith("I can't tell if Ana got it; ask her first.")
+                                    for b in twilio.bodies_to(SAM)), "the answer")
+            # A question about what waits is answered, and the offer is named again (the
+            # approvals' reply rules: a question never approves, the person is reminded).
+            assert twilio.bodies_to(SAM)[-1].endswith(
+                "Still waiting for your OK: Send Ana Lopez an SMS from Valet's number to "
+                '+12125550101: "I\'m late - from Sam, via Valet".')
             # The model reads the same as Sam: the call's corrected result.
             assert any(r.startswith("Outcome unknown:") for r in tool_results(fake_llm))
             await asyncio.sleep(1)  # several more sweeps: still told once

@@ -125,6 +125,7 @@ async def test_questions_with_a_card_waiting_never_approve_it(fake_llm, tmp_path
                         VALET_TELEGRAM_TOKEN=TOKEN, VALET_TELEGRAM_API_URL=tg.api_url)
         (tmp_path / "valet.yaml").write_text(
             "memory:\n  enabled: false\n"
+            "sms:\n  allowed_countries: [US, GB]\n"  # Ana's number is British
             f"owner:\n  name: Sam\n  phone_numbers: ['{OWNER_PHONE}']\n"
             f"  telegram_ids: ['{OWNER_CHAT}']\n")
         serve = await asyncio.create_subprocess_exec(
