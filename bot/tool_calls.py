@@ -1,4 +1,4 @@
-"""One tool call run to exactly one outcome, and a tool's result as the text the model reads.
+"""One tool call run to exactly one outcome; a tool's result as the text the model reads.
 
 A failing, slow or unknown tool becomes a tool result the loop hands back to the model,
 never a crash; the tools themselves are bot.tools'.
