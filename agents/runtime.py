@@ -22,7 +22,8 @@ from bot.contracts.approvals import ApprovalDraft, waiting_result
 from bot.contracts.pause import PausedTask
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.tasks.model import Fit, Resumed, Verdict
-from bot.tools import Tool, ToolOutcome, ToolStatus, render_result
+from bot.tool_calls import render_result
+from bot.tools import Tool, ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,8 @@ from bot.tasks.pool import HOLDING as PAUSED_TASKS
 from bot.tasks.resume import Resumer
 from bot.turn.commands import Command, Commands
 from bot.turn.context_steps import AskTimezoneOnce, ContextStep
-from bot.turn.orchestrator import AfterTurn, Orchestrator, OrchestratorDeps
+from bot.turn.orchestrator import Orchestrator
+from bot.turn.orchestrator_deps import AfterTurn, OrchestratorDeps
 from bot.turn.order import TurnSteps
 from bot.turn.telemetry import TranscriptWriter
 from bot.turn.trace_store import debug_command

@@ -46,7 +46,8 @@ from bot.contracts.clock import Clock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.db import Queries
 from bot.llm.port import LLM, ToolCall
-from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus, render_result
+from bot.tool_calls import render_result
+from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus
 from persona.lines import ApprovalLines, fill
 
 if TYPE_CHECKING:

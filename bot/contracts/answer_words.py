@@ -56,7 +56,7 @@ class AnswerWords:
 
 def _words(text: str) -> frozenset[str]:
     """"a, b c, d-e" -> {"a", "b c", "d e"}: entries separated by commas (a hyphen is a
-    space, as in the text read: bot.approvals.rules.tokens)."""
+    space, as in the text read: bot.approvals.reply_words.tokens)."""
     return frozenset(" ".join(w.replace("-", " ").split()) for w in text.split(",")
                      if w.strip())
 

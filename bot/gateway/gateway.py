@@ -32,7 +32,7 @@ from bot.gateway.deps import ReceiveResult as ReceiveResult
 from bot.gateway.inbox import InboxRow
 from bot.gateway.prompt_edits import HOLDING as PROMPTS
 from bot.gateway.running import RunningTurns
-from bot.people.access import Admission
+from bot.gateway.side_doors import SideDoors
 from bot.spend import paying_for
 from bot.text.sanitize import clean_incoming
 from bot.turn.commands import command_word
@@ -41,7 +41,7 @@ from bot.work.relay import Relay
 
 log = logging.getLogger(__name__)
 
-class Gateway:
+class Gateway(SideDoors):
     def __init__(self, deps: GatewayDeps) -> None:
         self.deps = deps
         # What may reach a running turn: /stop, a message joining it (bot.gateway.running).
@@ -173,73 +173,6 @@ class Gateway:
         else:
             self.kick(msg.user_id)
         return True
-
-    async def _answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
-        """A button press is acknowledged at once, whatever the turn does next."""
-        sender = self.outbound.sender(channel)
-        answer = getattr(sender, "answer_button", None)
-        if answer is None or self.deps.answer_button is None:
-            return
-        try:
-            await answer(button.answer_ref, await self.deps.answer_button(user, button))
-        except Exception:  # the press is stored and will be decided; only the toast failed
-            log.warning("answering a %s button press failed", channel, exc_info=True)
-
-    async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
-                                 user_id: str | None, status: str = "done") -> bool:
-        """A message a channel answers itself (STOP, HELP, a picture alone): recorded in the
-        inbox first (a redelivery is a duplicate, answered once), answered with at most one
-        fixed line, and closed: no turn, no LLM. False for a duplicate."""
-        msg = clean_incoming(msg)
-        row_id = await self.deps.inbox.record(msg)
-        if row_id is None:
-            return False
-        if user_id:
-            await self.deps.inbox.assign(row_id, user_id)
-        await self._close(row_id, status, reply=Reply(reply or ""), user_id=user_id,
-                          channel=msg.channel, address=msg.address)
-        return True
-
-    async def answer_directly(self, channel: str, address: str, text: str, *,
-                              dedupe_key: str, user_id: str | None = None) -> None:
-        """A channel's short answer that needs no turn (media Valet cannot read yet)."""
-        await self.outbound.answer_directly(channel, address, text, dedupe_key=dedupe_key,
-                                            user_id=user_id)
-
-    async def count_failure(self, channel: str, external_id: str, error: str) -> int:
-        """A channel could not store or handle this message once more: how many times so far
-        (counted in the database, so a restart goes on counting)."""
-        return await self.deps.inbox.count_failure(channel, external_id, error,
-                                                   self.deps.clock.now())
-
-    async def give_up(self, msg: IncomingMessage, reason: str) -> None:
-        """A message that kept failing: recorded as failed with its reason, and its sender,
-        when Valet knows them, told once (a redelivery is a duplicate and says nothing)."""
-        msg = clean_incoming(msg)
-        row_id = await self.deps.inbox.record(msg)
-        if row_id is None:  # stored before; failed only if it never reached anyone's queue
-            row_id = await self.deps.inbox.unadmitted(msg.channel, msg.external_id)
-            if row_id is None:
-                return
-        user = await self.deps.identities.resolve(msg.channel, msg.address) \
-            if msg.address else None
-        tell = user is not None and not user.blocked
-        log.error("%s message %s given up: %s", msg.channel, msg.external_id, reason)
-        await self._close(row_id, "failed", reply=Reply(self.deps.unreadable_line)
-                          if tell else None, user_id=user.id if user else None,
-                          channel=msg.channel, address=msg.address, error=reason[:1000])
-
-    async def _close_at_the_door(self, msg: IncomingMessage, row_id: int,
-                                 admission: Admission) -> None:
-        user_id = admission.user.id if admission.user else None
-        await self._close(row_id, "done" if admission.handled else "rejected",
-                          reply=Reply(admission.reply or ""), user_id=user_id,
-                          channel=msg.channel, address=msg.address)
-        if admission.notify_owner:
-            await self.outbound.notify_owner(admission.notify_owner,
-                                             dedupe_key=admission.owner_key or f"door:{row_id}")
-        if admission.pairing_code and self.deps.pairing_notices is not None:
-            await self.deps.pairing_notices.tell()
 
     async def _close(self, row_id: int, status: str, *, reply: Reply | None = None,
                      user_id: str | None = None, channel: str = "", address: str = "",

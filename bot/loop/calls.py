@@ -17,7 +17,8 @@ from bot.loop.state import LoopDeps, LoopRun
 from bot.loop.traces import tool_entry
 from bot.loop.types import ToolCallRecord
 from bot.text.untrusted import holds_untrusted
-from bot.tools import ToolOutcome, ToolStatus, run_tool_call
+from bot.tool_calls import run_tool_call
+from bot.tools import ToolOutcome, ToolStatus
 
 
 def synthetic(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:

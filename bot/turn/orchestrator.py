@@ -14,21 +14,15 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
-import aiohttp
-
-from bot.approvals.flow import ApprovalFlow
-from bot.capabilities import OPEN_TOOL, ToolExposure
-from bot.capability_router import NOTHING, CapabilityRouter, RoutedTools, settle
-from bot.channel import Channel
-from bot.config.policies import ReactLoopConfig
+from bot.capabilities import OPEN_TOOL
+from bot.capability_router import NOTHING, RoutedTools, settle
 from bot.contracts.allowance import TurnAllowance
 from bot.contracts.approvals import ApprovalDraft
-from bot.contracts.clock import Clock
 from bot.contracts.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.contracts.pause import PausedTask, each_pause
 from bot.contracts.people import User
@@ -38,7 +32,6 @@ from bot.contracts.turn import (
     Answered,
     ComposedTurn,
     Continue,
-    Step,
     StepResult,
     TurnContext,
     merge,
@@ -46,82 +39,26 @@ from bot.contracts.turn import (
 from bot.db import Queries
 from bot.db.turn_reads import may_hold
 from bot.llm.port import (
-    LLM,
     LLMError,
     LLMMalformedResponseError,
     is_misconfiguration,
     misconfiguration_hint,
 )
 from bot.loop.context import ContextManager
-from bot.loop.fallback import ModelSlot
-from bot.loop.journal import TurnJournal
 from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
 from bot.loop.subtasks import short_changed
 from bot.loop.types import REACT, SIMPLE
-from bot.memory.history import HistoryStore
 from bot.memory.summaries import HOLDING as SUMMARY
-from bot.memory.summaries import SummaryStore
-from bot.people.ratelimit import SlidingWindowLimiter
-from bot.people.users import UserStore
 from bot.plumbing import logs
-from bot.plumbing.metrics import Metrics
-from bot.tasks.resume import Resumer
-from bot.tools import ToolRegistry
 from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
 from bot.turn.media import user_message
 from bot.turn.modes import choose_mode
-from bot.turn.telemetry import TranscriptWriter, turn_record
-from bot.turn.trace_store import TraceStore, turn_trace
-from bot.turn.usage import UsageStore
-from persona import Persona
+from bot.turn.orchestrator_deps import OrchestratorDeps
+from bot.turn.telemetry import turn_record
+from bot.turn.trace_store import turn_trace
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class AfterTurn:
-    """Work started once a turn is stored, never waited for (memory extraction, compaction).
-    `after_small_talk`: False for work a greeting or a thanks gives nothing to (learning)."""
-
-    run: Callable[[TurnContext, ComposedTurn], None]
-    after_small_talk: bool = True
-
-
-@dataclass
-class OrchestratorDeps:
-    llm: LLM
-    registry: ToolRegistry
-    history: HistoryStore
-    users: UserStore
-    persona: Persona
-    clock: Clock
-    loop_config: ReactLoopConfig = field(default_factory=ReactLoopConfig)
-    limiter: SlidingWindowLimiter | None = None
-    transcripts: TranscriptWriter = field(default_factory=lambda: TranscriptWriter(None))
-    # What tools may use (agents.services.Services), passed through without a look inside.
-    tool_services: object = None
-    # The channels replies go out on, by name (filled as they start): what brief means there.
-    channels: Mapping[str, Channel] = field(default_factory=dict)
-    http: aiohttp.ClientSession | None = None  # shared by the tools
-    steps: list[Step] = field(default_factory=list)  # before the loop (bot.turn.order)
-    approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests
-    tasks: Resumer | None = None  # stores the tasks that paused this turn
-    journal: TurnJournal | None = None  # a redone turn continues from it (bot.loop.journal)
-    exposure: ToolExposure | None = None  # capabilities: tools shown when needed
-    # Opens the capabilities a message names before the first request (with `exposure`).
-    router: CapabilityRouter | None = None
-    # Called with the stored turn before the reply goes out; each only schedules its work
-    # (memory extraction runs in the background), so none may delay the reply.
-    after_turn: list[AfterTurn] = field(default_factory=list)
-    metrics: Metrics = field(default_factory=Metrics)  # turns and tool calls counted (/metrics)
-    traces: TraceStore | None = None  # what each turn did, for /debug and `valet turns`
-    # The running summary of older messages (bot.memory.compaction): a turn loads the latest
-    # and only the messages after it.
-    summaries: SummaryStore | None = None
-    provider: str = ""  # whose tool-message format `llm` reads and writes (bot.loop.fallback)
-    fallbacks: tuple[ModelSlot, ...] = ()  # the turn goes on with these when `llm` fails
-    usage: UsageStore | None = None  # tokens and requests per turn (the owner's console)
 
 
 class Orchestrator:

@@ -12,7 +12,8 @@ from bot.contracts.clock import FakeClock
 from bot.contracts.pause import PausedTask
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
-from bot.tools import ToolRegistry, ToolStatus, run_tool_call
+from bot.tool_calls import run_tool_call
+from bot.tools import ToolRegistry, ToolStatus
 from tests.fakes.sample_agents import EmailAgent, TicketAgentV1, TicketAgentV2
 
 

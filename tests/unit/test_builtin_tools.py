@@ -28,7 +28,8 @@ from bot.contracts.clock import FakeClock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
 from bot.text.untrusted import quote_untrusted
-from bot.tools import ToolOutcome, ToolRegistry, ToolStatus, run_tool_call
+from bot.tool_calls import run_tool_call
+from bot.tools import ToolOutcome, ToolRegistry, ToolStatus
 
 
 def make_ctx(when: datetime | None = None, timezone: str = "America/New_York",

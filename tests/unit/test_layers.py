@@ -77,6 +77,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bot.db",),  # the database port and the core's migrations
     ("bot.llm",),  # the LLM port
     ("bot.tools", "bot.spend"),  # @tool and the registry; what a person spends a day
+    ("bot.tool_calls",),  # one tool call run to its outcome
     ("bot.capabilities", "bot.credentials", "bot.channel"),
     ("bot.capability_router",),  # opens the capabilities a message names (bot.capabilities')
     ("bot.people",),  # who Valet serves and who may talk to it

@@ -1,7 +1,7 @@
 """Approvals: what waits for anyone's OK, with every argument; Approve or Cancel through the
 approvals package's own decision path (the same compare-and-set as a tap in the chat; an
 approved action runs once, as its person), then the person's prompt message is edited and a
-turn of theirs tells them at once what became of it (bot.approvals.decide.telling_turn)."""
+turn of theirs tells them at once what became of it (bot.approvals.behalf.telling_turn)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from aiohttp import web
 
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
-from bot.approvals.decide import Behalf, BehalfOutcome, decide_on_behalf, telling_turn
+from bot.approvals.behalf import Behalf, BehalfOutcome, decide_on_behalf, telling_turn
 from bot.contracts.approvals import ExecutionStatus
 from bot.contracts.people import User
 from bot.contracts.tool_context import ToolExecutionContext

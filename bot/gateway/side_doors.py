@@ -1,0 +1,97 @@
+"""The gateway's doors that start no turn: fixed answers, messages given up, strangers sent away.
+
+A channel answers some messages itself (STOP, HELP, a picture alone), gives up on one that
+keeps failing, and has a button press acknowledged at once; the access policy turns some
+senders away at the door. Each is recorded in the inbox and closed the one way a row ends
+(Gateway._close); none reaches the LLM. `Gateway` (bot.gateway.gateway) has these doors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.contracts.envelopes import ButtonPress, IncomingMessage, Reply
+from bot.contracts.people import User
+from bot.gateway.deps import GatewayDeps
+from bot.gateway.outbound import Outbound
+from bot.people.access import Admission
+from bot.text.sanitize import clean_incoming
+
+log = logging.getLogger(__name__)
+
+
+class SideDoors:
+    """The doors of bot.gateway.door.Door besides `receive`, and a stranger's close at the
+    door. What they use is the gateway's: its deps, its outbound, and `_close`."""
+
+    deps: GatewayDeps
+    outbound: Outbound
+    _close: Callable[..., Awaitable[None]]  # Gateway._close: the one way an inbox row ends
+
+    async def _answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
+        """A button press is acknowledged at once, whatever the turn does next."""
+        sender = self.outbound.sender(channel)
+        answer = getattr(sender, "answer_button", None)
+        if answer is None or self.deps.answer_button is None:
+            return
+        try:
+            await answer(button.answer_ref, await self.deps.answer_button(user, button))
+        except Exception:  # the press is stored and will be decided; only the toast failed
+            log.warning("answering a %s button press failed", channel, exc_info=True)
+
+    async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
+                                 user_id: str | None, status: str = "done") -> bool:
+        """A message a channel answers itself (STOP, HELP, a picture alone): recorded in the
+        inbox first (a redelivery is a duplicate, answered once), answered with at most one
+        fixed line, and closed: no turn, no LLM. False for a duplicate."""
+        msg = clean_incoming(msg)
+        row_id = await self.deps.inbox.record(msg)
+        if row_id is None:
+            return False
+        if user_id:
+            await self.deps.inbox.assign(row_id, user_id)
+        await self._close(row_id, status, reply=Reply(reply or ""), user_id=user_id,
+                          channel=msg.channel, address=msg.address)
+        return True
+
+    async def answer_directly(self, channel: str, address: str, text: str, *,
+                              dedupe_key: str, user_id: str | None = None) -> None:
+        """A channel's short answer that needs no turn (media Valet cannot read yet)."""
+        await self.outbound.answer_directly(channel, address, text, dedupe_key=dedupe_key,
+                                            user_id=user_id)
+
+    async def count_failure(self, channel: str, external_id: str, error: str) -> int:
+        """A channel could not store or handle this message once more: how many times so far
+        (counted in the database, so a restart goes on counting)."""
+        return await self.deps.inbox.count_failure(channel, external_id, error,
+                                                   self.deps.clock.now())
+
+    async def give_up(self, msg: IncomingMessage, reason: str) -> None:
+        """A message that kept failing: recorded as failed with its reason, and its sender,
+        when Valet knows them, told once (a redelivery is a duplicate and says nothing)."""
+        msg = clean_incoming(msg)
+        row_id = await self.deps.inbox.record(msg)
+        if row_id is None:  # stored before; failed only if it never reached anyone's queue
+            row_id = await self.deps.inbox.unadmitted(msg.channel, msg.external_id)
+            if row_id is None:
+                return
+        user = await self.deps.identities.resolve(msg.channel, msg.address) \
+            if msg.address else None
+        tell = user is not None and not user.blocked
+        log.error("%s message %s given up: %s", msg.channel, msg.external_id, reason)
+        await self._close(row_id, "failed", reply=Reply(self.deps.unreadable_line)
+                          if tell else None, user_id=user.id if user else None,
+                          channel=msg.channel, address=msg.address, error=reason[:1000])
+
+    async def _close_at_the_door(self, msg: IncomingMessage, row_id: int,
+                                 admission: Admission) -> None:
+        user_id = admission.user.id if admission.user else None
+        await self._close(row_id, "done" if admission.handled else "rejected",
+                          reply=Reply(admission.reply or ""), user_id=user_id,
+                          channel=msg.channel, address=msg.address)
+        if admission.notify_owner:
+            await self.outbound.notify_owner(admission.notify_owner,
+                                             dedupe_key=admission.owner_key or f"door:{row_id}")
+        if admission.pairing_code and self.deps.pairing_notices is not None:
+            await self.deps.pairing_notices.tell()
