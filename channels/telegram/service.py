@@ -61,7 +61,7 @@ from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.polling import Poller
 from channels.telegram.updates import Updates
 from channels.telegram.updates import UpdateTries as UpdateTries
-from persona.lines import TelegramLines
+from persona.lines_channels import TelegramLines
 
 log = logging.getLogger(__name__)
 
