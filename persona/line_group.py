@@ -1,5 +1,5 @@
-"""What every group of lines is: a frozen model whose persona overrides keep the placeholders of
-their defaults ({name}), exactly."""
+"""The base of every group of lines (`LineGroup`): a frozen model whose persona overrides keep
+the placeholders of their defaults ({name}), exactly."""
 
 from __future__ import annotations
 

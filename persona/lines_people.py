@@ -1,5 +1,5 @@
-"""The lines about people: who is let in (pairing requests, access), what they may spend a day,
-and what Valet remembers of them."""
+"""The lines about people (who is let in, what they may spend a day, what Valet remembers of
+them): pairing requests, access, the daily allowance, memory."""
 
 from __future__ import annotations
 

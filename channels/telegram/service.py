@@ -43,7 +43,8 @@ from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
 
 from bot.channel import MenuCommand
-from bot.config import ConfigError, Settings, TelegramSettings
+from bot.config import ConfigError, Settings
+from bot.config.channel_sections import TelegramSettings
 from bot.gateway.door import ChannelHost, ChannelStatus, Door
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import DependencyDown, dependency_of
