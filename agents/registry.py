@@ -38,77 +38,36 @@ file, line and what is wrong, all of them at once.
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 import yaml
 
-from agents.base import RESERVED_FIELD_NAMES, StandardAgent
+from agents.base import StandardAgent
 from agents.mcp.config import McpServerConfig
 from agents.mcp.config import problems as mcp_problems
+from agents.registry_entries import (
+    AgentEntry,
+    CapabilityEntry,
+    ToolEntry,
+    Where,
+    field_problems,
+    snake_case,
+)
 from agents.routing import CapabilityWords, check_words
 from agents.runtime import AgentSpec, AgentTasks, agent_tool
 from bot.capabilities import CapabilityPart, CapabilitySpec
-from bot.config import ConfigError, yaml_line
-from bot.config.problems import parse_yaml
+from bot.config import ConfigError
+from bot.config.problems import parse_yaml, yaml_line
 from bot.config.registries import BUILTIN_REGISTRY as BUILTIN_REGISTRY
 from bot.config.registries import registry_paths as registry_paths
 from bot.tools import ToolRegistry, tools_in_module
 
 if TYPE_CHECKING:
     from agents.mcp.source import McpToolSource
-
-_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
-
-
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class _AgentEntry(_Strict):
-    name: str | None = pydantic.Field(None, pattern=_NAME)
-    class_: str = pydantic.Field(alias="class", pattern=r"^[\w.]+:\w+$")
-    description: str | None = None
-    expose_as_tool: bool = True
-    approval: Literal["always", "never", "agent", "untrusted"] = "agent"
-    timeout: float | None = pydantic.Field(None, gt=0)
-    max_instances: int | None = pydantic.Field(None, ge=1)
-    safe_to_repeat: bool = False
-    settings: dict[str, Any] = {}
-    capability: str | None = pydantic.Field(None, pattern=_NAME)
-
-
-_KEYWORD = pydantic.constr(min_length=1, max_length=80)
-
-
-class _PartEntry(_Strict):
-    tools: list[str] = pydantic.Field(min_length=1)
-    keywords: list[_KEYWORD] = []  # type: ignore[valid-type]
-    examples: list[str] = []
-
-
-class _CapabilityEntry(_Strict):
-    name: str = pydantic.Field(pattern=_NAME)
-    # None: the entry adds words to a capability declared elsewhere (a deployment's file
-    # extending a built-in one); it then has nothing but `keywords`, `examples` and `parts`.
-    summary: str | None = pydantic.Field(None, min_length=1, max_length=120)
-    check: str | None = pydantic.Field(None, pattern=r"^[\w.]+:\w+$")
-    keywords: list[_KEYWORD] = []  # type: ignore[valid-type]
-    examples: list[str] = []
-    parts: list[_PartEntry] = []
-
-
-class _ToolEntry(_Strict):
-    module: str = pydantic.Field(pattern=r"^[\w.]+$")
-    only: list[str] | None = None
-    approval: Literal["always", "never", "untrusted"] = "never"
-    safe_to_repeat: bool | None = None  # None: as the @tool declares (default: not safe)
-    settings: dict[str, Any] = {}
-    capability: str | None = pydantic.Field(None, pattern=_NAME)
 
 
 @dataclass
@@ -158,9 +117,9 @@ class _Loader:
         self.defined: dict[str, str] = {}  # name -> file:line where it was first defined
         self.grouped: dict[str, list[tuple[str, str]]] = {}  # capability -> [(tool, where)]
         self.mcp_where: dict[str, str] = {}  # MCP server -> file:line of its name
-        self.declared: dict[str, _Where] = {}  # capability -> where its entry is
+        self.declared: dict[str, Where] = {}  # capability -> where its entry is
         # Words added to a capability declared elsewhere, where they are.
-        self.words: list[tuple[CapabilityWords, _Where]] = []
+        self.words: list[tuple[CapabilityWords, Where]] = []
 
     def load_file(self, path: Path) -> None:
         try:
@@ -186,8 +145,8 @@ class _Loader:
                                "(a registry file has `agents:`, `tools:`, `capabilities:` and "
                                "`mcp:`)")
         sections: tuple[tuple[str, type[pydantic.BaseModel]], ...] = (
-            ("capabilities", _CapabilityEntry), ("mcp", McpServerConfig), ("tools", _ToolEntry),
-            ("agents", _AgentEntry))
+            ("capabilities", CapabilityEntry), ("mcp", McpServerConfig), ("tools", ToolEntry),
+            ("agents", AgentEntry))
         for section, model in sections:
             entries = data.get(section) or []
             if not isinstance(entries, list):
@@ -195,7 +154,7 @@ class _Loader:
                                    "a list of entries")
                 continue
             for i, raw in enumerate(entries):
-                where = _Where(path, root, (section, str(i)))
+                where = Where(path, root, (section, str(i)))
                 try:
                     entry = model.model_validate(raw)
                 except pydantic.ValidationError as err:
@@ -204,16 +163,16 @@ class _Loader:
                         self.errors.append(f"{where(*keys)}: {'.'.join((section, str(i), *keys))}"
                                            f": {problem['msg']}")
                     continue
-                if isinstance(entry, _CapabilityEntry):
+                if isinstance(entry, CapabilityEntry):
                     self._capability(entry, where)
                 elif isinstance(entry, McpServerConfig):
                     self._mcp_server(entry, where)
-                elif isinstance(entry, _ToolEntry):
+                elif isinstance(entry, ToolEntry):
                     self._tool_module(entry, where)
-                elif isinstance(entry, _AgentEntry):
+                elif isinstance(entry, AgentEntry):
                     self._agent(entry, where)
 
-    def _tool_module(self, entry: _ToolEntry, where: _Where) -> None:
+    def _tool_module(self, entry: ToolEntry, where: Where) -> None:
         try:
             module = importlib.import_module(entry.module)
         except Exception as err:
@@ -257,12 +216,12 @@ class _Loader:
                         safe_to_repeat=safe))
                     self._group(entry.capability, t.name, where("capability"))
 
-    def _agent(self, entry: _AgentEntry, where: _Where) -> None:
+    def _agent(self, entry: AgentEntry, where: Where) -> None:
         cls = self._agent_class(entry.class_, where("class"))
         if cls is None:
             return
-        name = entry.name or _snake(cls.__name__)
-        problems = _field_problems(cls)
+        name = entry.name or snake_case(cls.__name__)
+        problems = field_problems(cls)
         if problems:
             self.errors.extend(f"{where('class')}: {entry.class_}: bad field {p}"
                                for p in problems)
@@ -279,7 +238,7 @@ class _Loader:
             self.registry.tools.add(agent_tool(spec))
             self._group(entry.capability, name, where("capability"))
 
-    def _capability(self, entry: _CapabilityEntry, where: _Where) -> None:
+    def _capability(self, entry: CapabilityEntry, where: Where) -> None:
         parts = tuple(CapabilityPart(tuple(p.tools), tuple(p.keywords), tuple(p.examples))
                       for p in entry.parts)
         if entry.summary is None:  # words for a capability declared elsewhere
@@ -298,7 +257,7 @@ class _Loader:
             examples=tuple(entry.examples), parts=parts)
         self.declared[entry.name] = where
 
-    def _mcp_server(self, entry: McpServerConfig, where: _Where) -> None:
+    def _mcp_server(self, entry: McpServerConfig, where: Where) -> None:
         found = mcp_problems(entry)
         for key, problem in found:
             self.errors.append(f"{where(*key.split('.'))}: {'.'.join((*where.entry, key))}: "
@@ -371,36 +330,3 @@ class _Loader:
             return False
         self.defined[name] = where
         return True
-
-
-@dataclass(frozen=True)
-class _Where:
-    """`file:line` of an entry, or of one of its keys: where("class")."""
-
-    path: Path
-    root: yaml.Node | None
-    entry: tuple[str, ...]
-
-    def __call__(self, *keys: str) -> str:
-        return f"{self.path}:{yaml_line(self.root, (*self.entry, *keys))}"
-
-
-def _field_problems(cls: type[StandardAgent]) -> list[str]:
-    problems = []
-    for spec in cls.input_fields():
-        if spec.name in RESERVED_FIELD_NAMES or spec.name.startswith("_") or \
-                hasattr(pydantic.BaseModel, spec.name):
-            problems.append(f"{spec.name!r}: the name is reserved")
-            continue
-        try:
-            spec.json_schema()
-            if spec.default is not None:  # the default has the field's type (no validator)
-                spec.dump(spec.adapter.validate_python(spec.default))
-        except Exception as err:
-            first_line = (str(err).strip().splitlines() or [""])[0]
-            problems.append(f"{spec.name!r}: {type(err).__name__}: {first_line}")
-    return problems
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

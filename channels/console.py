@@ -35,7 +35,8 @@ from bot.contracts.envelopes import (
     OutboundMessage,
 )
 from bot.text.sanitize import clean_text
-from persona.lines import DEFAULT, TerminalLines, fill
+from persona.lines import DEFAULT, fill
+from persona.lines_channels import TerminalLines
 
 QUIT_WORDS = {"/quit", "/exit"}
 ADDRESS = "local"

@@ -1,10 +1,13 @@
 """Every sentence a person can receive from Valet that the LLM does not write, in one place.
 
+This module holds the lines of the conversation, approvals, tasks, schedules and commands and
+gathers the rest (persona/lines_people.py, persona/lines_channels.py) into `Lines`.
+
 A persona file overrides any of them under `lines:` (persona/default.yaml, jeeves.yaml); the
 key is the field's name. The lines are grouped by concern, one model per group, and `Lines`
 is all of them: a part that needs only its group takes that type (`SmsLines`,
 `ApprovalLines`...) and the composition root hands it the persona's `Lines`, so a line's
-default lives here and nowhere else.
+default lives in these modules and nowhere else.
 
 A line may be a template: `{name}` placeholders are filled in where it is said (`fill`). The
 placeholders of a line are those of its default, exactly: a persona line that drops one or
@@ -14,41 +17,23 @@ found out when the line is first said.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-import pydantic
-
-PLACEHOLDER = re.compile(r"\{(\w+)\}")
-
-
-def placeholders(template: str) -> set[str]:
-    return set(PLACEHOLDER.findall(template))
+from persona.line_group import PLACEHOLDER, LineGroup
+from persona.lines_channels import (
+    MailLines,
+    SmsLines,
+    TelegramLines,
+    TerminalLines,
+    WebConsoleLines,
+)
+from persona.lines_people import AccessLines, BudgetLines, MemoryLines
 
 
 def fill(template: str, **values: Any) -> str:
     """str.format that leaves unknown {placeholders} alone, and never reads braces in the
     values (a person's words go in as they are)."""
     return PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), template)
-
-
-class LineGroup(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-    @pydantic.field_validator("*")
-    @classmethod
-    def _same_placeholders(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
-        """A persona's line takes the placeholders its default takes, no more, no fewer."""
-        if not isinstance(value, str) or info.field_name is None:
-            return value
-        default = cls.model_fields[info.field_name].default
-        expected, given = placeholders(default), placeholders(value)
-        if given == expected:
-            return value
-        problems = [f"{{{name}}} is missing" for name in sorted(expected - given)]
-        problems += [f"{{{name}}} is not known here" for name in sorted(given - expected)]
-        takes = ", ".join(f"{{{name}}}" for name in sorted(expected)) or "no placeholders"
-        raise ValueError(f"{'; '.join(problems)} (this line takes {takes})")
 
 
 class ConversationLines(LineGroup):
@@ -248,176 +233,6 @@ class CommandLines(LineGroup):
     debug_nothing_traced: str = "None of your turns has been traced yet."
     debug_nothing_traced_for: str = "No turn of {who} has been traced yet."
     about_debug: str = "what your last turn did, step by step (or /debug USER)"
-
-
-class PairingWords(LineGroup):
-    """How a pairing request is answered, by its code, on every channel ("PAIR 4K7QXZ"); never
-    a bare digit (bot.turn.commands reads them back; the owner's notices and the SMS card say
-    them)."""
-
-    pairing_approve_word: str = "PAIR"
-    pairing_deny_word: str = "DENY"
-
-
-class AccessLines(PairingWords):
-    """Who may talk to Valet: linking channels, strangers asking in, the owner letting them
-    in (bot/people/access.py, /link, /pair)."""
-    link_done: str = "Linked. I'll know you here too from now on."
-    link_unknown_code: str = "That link code is unknown or has expired."
-    link_no_more_guesses: str = ("That link code is unknown or has expired, and that was one "
-                                 "wrong code too many: I'll ignore link codes from you for a "
-                                 "while.")
-    pairing_stranger: str = ("Hi! This is a private assistant and I don't know you yet. If you "
-                             "know its owner, ask them to approve code {code}.")
-    # To the owner: {who} is one of the two below ({name} quoted, {where} "telegram 123").
-    # A request is answered with its code ({approve} / {deny}: pairing_approve_word,
-    # pairing_deny_word), never a bare digit.
-    pairing_owner_notice: str = ("{who} wants to talk to me. Reply {approve} {code} to let "
-                                 "them in, or {deny} {code}.")
-    pairing_who_named: str = "Someone calling themselves {name} ({where})"
-    pairing_who: str = "Someone on {where}"
-    # Several new requests at once (at most one message about them per pairing.notice_minutes):
-    # {count} how many asked since the last one, {requests} one line each of those still
-    # waiting (pairing_owner_item).
-    pairing_owner_batch: str = ("{count} people asked to talk to me. Waiting now:\n{requests}\n"
-                                "Reply {approve} and a code to let one in, or {deny} and the "
-                                "code; /pair list shows everyone waiting.")
-    pairing_owner_item: str = "{code}: {who}"
-    # To the owner, once an hour at most: strangers texted more than sms.stranger_replies_per_hour
-    # allows; {count} the allowance, {channel}, {minutes} until it starts again.
-    strangers_capped: str = ("More people I don't know are texting me than usual: I answered "
-                             "{count} on {channel} within the hour and won't answer more there "
-                             "for {minutes} minutes, so they can't run up your bill. Nobody new "
-                             "was let in.")
-    pairing_prompt: str = "Let the sender of code {code} in"
-    pairing_owner_only: str = "Only the owner can approve new people."
-    pairing_none: str = "Nobody is waiting to be let in."
-    pairing_waiting: str = "Waiting to be let in:\n{requests}"
-    pairing_usage: str = "Use /pair list, /pair approve CODE or /pair deny CODE."
-    pairing_denied: str = "Denied {code}."
-    pairing_no_request: str = "No pending request {code}."
-    pairing_no_request_expired: str = "No pending request {code} (it may have expired)."
-    pairing_approved: str = "Approved {code}: {name} can talk to me now."
-    pairing_welcome: str = "You're in! I'm your assistant now: ask me anything."
-    pairing_letting_in: str = "Letting them in…"
-    pairing_refusing: str = "Refusing…"
-    # The first person who sent the claim code `valet serve` printed is the owner now.
-    owner_claimed: str = ("Done: you're my owner now. I'll answer you here from now on; "
-                          "ask me anything.")
-
-
-class BudgetLines(LineGroup):
-    """A person's daily allowance (budget:, bot/gateway/budget.py) and /usage. Amounts are
-    written like $0.52."""
-
-    # To the person, once a day, when their messages start to wait: one sentence.
-    budget_reached: str = ("You've reached today's allowance, so I'll answer your messages "
-                           "tomorrow, or sooner if my owner raises it.")
-    # To the owner, once a day per person ({name}; {user} how the command names them, e.g.
-    # sms:+12125550123).
-    budget_reached_owner: str = ("{name} reached today's allowance ({spent} of {allowance}): "
-                                 "their messages wait until tomorrow, or until you raise it "
-                                 "with `valet budget raise {user}` or on the console's Usage "
-                                 "page.")
-    # /usage: {today} and {month} spent, {allowance} today's.
-    usage_report: str = "Today: {today} of your {allowance} allowance. This month: {month}."
-    usage_report_unlimited: str = "Today: {today}. This month: {month}."
-    about_usage: str = "what you've spent today and this month"
-
-
-class MemoryLines(LineGroup):
-    """/memory and /forget (bot/memory); the memory tools read the same lines."""
-
-    memory_nothing: str = "I don't remember anything about you yet."
-    memory_nothing_about: str = "I don't remember anything about that."
-    memory_listing: str = "What I remember about you:\n{facts}"
-    memory_listing_more: str = ("What I remember about you (the newest first; there is "
-                                "more):\n{facts}")
-    memory_forgotten: str = "Forgotten:\n{facts}"
-    memory_forget_nothing: str = "I found nothing like that to forget."
-    memory_forget_usage: str = ("Say what to forget: /forget 12 (a number from /memory) or "
-                                "/forget words the fact contains. To forget everything, just "
-                                "ask me.")
-    about_memory: str = "what I remember about you"
-    about_forget: str = "forget a fact: /forget NUMBER, or words it contains"
-
-
-class MailLines(LineGroup):
-    """What became of an approved email the person was not told about at once."""
-
-    mail_sent: str = "Sent your email “{subject}” to {recipients}."
-    mail_failed: str = "I could not send your email “{subject}” to {recipients}: {error}."
-    mail_refused: str = "the mail server refused it"  # {error} when the server said nothing
-    # A card to send it again follows it.
-    mail_unknown: str = ("I may or may not have sent your email “{subject}” to {recipients}: "
-                         "the connection to the mail server broke while it was taking it. "
-                         "Check your Sent folder before you approve sending it again.")
-
-
-class SmsLines(PairingWords):
-    """Said by the SMS channel itself (channels/sms)."""
-
-    sms_help: str = ("This is Valet, a personal assistant. Text me what you need. Reply STOP "
-                     "to stop messages, START to get them again.")
-    sms_picture_only: str = ("I can't open pictures or attachments by text message yet. Could "
-                             "you tell me in words?")
-    sms_picture_too: str = ("I can't open pictures or attachments by text message yet, so I "
-                            "only read your text.")
-    # One prompt: "Send the email? Reply 1 to send, 2 to cancel." ({verb} from its summary).
-    sms_prompt: str = "{summary}? Reply 1 to {verb}, 2 to cancel."
-    sms_prompt_changeable: str = ("{summary}? Reply 1 to {verb}, 2 to cancel, or tell me what to "
-                                  "change.")
-    sms_prompt_verb: str = "go ahead"  # when the summary starts with no verb of its own
-    sms_prompts: str = "Reply with a code and YES or NO for each, e.g. \"{first} YES {second} NO\"."
-    # A pairing request is answered with its code, never a bare digit (a stranger must not
-    # be able to make the owner's "1" mean something else). The words are read back in any
-    # channel (bot.turn.commands): "PAIR 4K7QXZ", "DENY 4K7QXZ".
-    sms_pairing_prompt: str = "Reply {approve} {code} to let them in, or {deny} {code} to refuse."
-    # After the part of a long message that fits sms.max_segments; the person then sends one
-    # of sms_more_words (alone, any case; comma-separated) for the next part.
-    sms_more: str = "(reply MORE for the rest)"
-    sms_more_words: str = "more, continue, go on"
-
-
-class TelegramLines(LineGroup):
-    """Said by the Telegram channel itself (channels/telegram)."""
-
-    telegram_cannot_hear: str = ("Sorry, I can't listen to voice notes yet: could you type it "
-                                 "for me?")
-    telegram_cannot_see: str = ("Sorry, I can't look at photos yet: could you tell me in words "
-                                "what it shows?")
-    telegram_cannot_see_caption: str = "I can't look at photos yet, so I've only read your caption."
-    telegram_cannot_hear_audio: str = ("Sorry, I can't listen to audio files yet: could you tell "
-                                       "me in words what you need?")
-    telegram_cannot_hear_audio_caption: str = ("I can't listen to audio files yet, so I've only "
-                                               "read your caption.")
-    telegram_cannot_open_caption: str = "I can't open {what} yet, so I've only read your caption."
-    telegram_unreadable: str = "I can't read {what} yet: please write to me."
-    telegram_invalid_button: str = "This button is no longer valid."
-    telegram_button_approve: str = "✅ Approve"
-    telegram_button_edit: str = "✏️ Edit"
-    telegram_button_cancel: str = "✖️ Cancel"
-
-
-class TerminalLines(LineGroup):
-    """The terminal's way of asking (`valet chat`, channels/console.py)."""
-
-    terminal_prompt: str = "Reply {n} yes or {n} no (yes / no)."
-    terminal_prompt_changeable: str = ("Reply {n} yes or {n} no (yes / no / or say what to "
-                                       "change).")
-
-
-class WebConsoleLines(LineGroup):
-    """The owner's /console (bot/app/console): {url} the one-time link, {minutes} how long it
-    works."""
-
-    console_link: str = ("Here is your console link. It works once, for {minutes} minutes: "
-                         "{url}")
-    console_off: str = ("The web console is off. Turn it on with console.enabled: true in "
-                        "valet.yaml, then send /console again.")
-    console_owner_only: str = "Only the owner can open the console."
-    console_private_only: str = "Ask me for the console link in our private chat, not here."
-    about_console: str = "a sign-in link for the web console"
 
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,

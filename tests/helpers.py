@@ -140,7 +140,7 @@ async def app_with_connected_owner(app_factory: Any, service: str, secret: dict[
                                    ) -> tuple[Any, str]:
     """An app whose owner has `service` (calendar, email) connected with `secret`; the
     approval-reply check is the heuristic (no extra LLM call to script). (app, owner id)."""
-    from bot.config import AgentsSettings
+    from bot.config.sections import AgentsSettings
 
     app = await app_factory(clock=clock, agents=AgentsSettings(answer_check="heuristic"))
     me = (await app.ensure_owner()).id

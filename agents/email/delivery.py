@@ -33,7 +33,8 @@ from bot.contracts.envelopes import Notification, Urgency
 from bot.credentials import CredentialsLocked, CredentialStore
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.wake import woken
-from persona.lines import MailLines, fill
+from persona.lines import fill
+from persona.lines_channels import MailLines
 
 log = logging.getLogger(__name__)
 

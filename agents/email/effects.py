@@ -14,7 +14,7 @@ from agents.email.delivery import outcome_line
 from agents.email.outbox import MailOutbox, MailStatus
 from bot.approvals.effects import Effect
 from bot.contracts.approvals import ApprovalRequest, ExecutionStatus
-from persona.lines import MailLines
+from persona.lines_channels import MailLines
 
 
 class MailEffects:

@@ -18,7 +18,8 @@ from bot.gateway.outbound import Outbound
 from bot.gateway.pairing_notices import PairingNotices
 from bot.spend import Allowance, dollars, micros
 from bot.turn.commands import Command
-from persona.lines import AccessLines, BudgetLines, fill
+from persona.lines import fill
+from persona.lines_people import AccessLines, BudgetLines
 
 
 def pairing_notices(settings: Settings, db: Database, clock: Clock, outbound: Outbound,

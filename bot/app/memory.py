@@ -22,7 +22,7 @@ from bot.memory.recall import MemoryRecall, Recaller
 from bot.memory.service import MemoryService
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
 from bot.turn.commands import Command
-from persona.lines import MemoryLines
+from persona.lines_people import MemoryLines
 
 log = logging.getLogger(__name__)
 

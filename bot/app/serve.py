@@ -163,7 +163,7 @@ def _service_logging(settings: Settings) -> None:
 
 async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
                 role: str | list[str] | None = None) -> int:
-    from bot.app.roles import WEB, check_roles, migrates_on_start
+    from bot.app.roles import check_roles
 
     roles = Roles.of([role] if isinstance(role, str) else role)
     check_roles(settings, roles)
@@ -172,16 +172,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    migrate: bool | Literal["check"] = True if migrates_on_start(settings, roles) else "check"
-    app: Served
-    if roles.parts == {WEB}:  # no LLM client, no turn's parts (bot.app.front)
-        from bot.app.front import Front
-
-        app = await Front.build(settings, migrate=migrate)
-    else:
-        from bot.app.root import App
-
-        app = await App.build(settings, migrate=migrate, roles=roles, serving=True)
+    app = await _build_served(settings, roles)
     channels: list[ServedChannel] = []
     runner: web.AppRunner | None = None
     terminal: TerminalEndpoint | None = None
@@ -214,22 +205,47 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
         await stop.wait()
         await _drain(app, channels, settings.http.shutdown_grace_seconds)
     finally:
-        if spool is not None:
-            await spool.stop()  # what it holds stays on disk for the next start
-        if terminal is not None:
-            await terminal.close()
-        for channel in channels:
-            try:
-                await channel.close()
-            except Exception:
-                log.exception("closing channel %s failed", channel.name)
-        if runner is not None:
-            await runner.cleanup()
-        await app.close()
+        await _close_served(app, channels, runner, terminal, spool)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
     log.info("valet serve: stopped")
     return 0
+
+
+async def _build_served(settings: Settings, roles: Roles) -> Served:
+    """The parts this process's roles need: the web front alone, or the whole App."""
+    from bot.app.roles import WEB, migrates_on_start
+
+    migrate: bool | Literal["check"] = True if migrates_on_start(settings, roles) else "check"
+    app: Served
+    if roles.parts == {WEB}:  # no LLM client, no turn's parts (bot.app.front)
+        from bot.app.front import Front
+
+        app = await Front.build(settings, migrate=migrate)
+    else:
+        from bot.app.root import App
+
+        app = await App.build(settings, migrate=migrate, roles=roles, serving=True)
+    return app
+
+
+async def _close_served(app: Served, channels: list[ServedChannel],
+                        runner: web.AppRunner | None, terminal: TerminalEndpoint | None,
+                        spool: Spool | None) -> None:
+    """Close what `serve` opened: the spool, the terminal, each channel, the web server, the
+    app, in that order."""
+    if spool is not None:
+        await spool.stop()  # what it holds stays on disk for the next start
+    if terminal is not None:
+        await terminal.close()
+    for channel in channels:
+        try:
+            await channel.close()
+        except Exception:
+            log.exception("closing channel %s failed", channel.name)
+    if runner is not None:
+        await runner.cleanup()
+    await app.close()
 
 
 async def _claim_if_ownerless(app: Served, channels: list[ServedChannel]) -> None:

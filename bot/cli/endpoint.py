@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from bot.cli.doctor_setup import Report
 from bot.config import Settings
-from bot.llm.dialects import DESCRIBED, Quirk
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLM, LLMError, short_error
 from bot.llm.probe import NATIVE, NONE, REFUSED, TEXT, EndpointProfile, probe_endpoint
+from bot.llm.quirks import DESCRIBED, Quirk
 
 NO_TOOLS = "this model does not call tools; Valet will only chat"
 

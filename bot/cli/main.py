@@ -18,8 +18,9 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from bot.config import ConfigError, Settings, config_path, load_settings
+from bot.config import ConfigError, Settings, load_settings
 from bot.config.env_file import EnvFileError, default_env_file, load_env_file
+from bot.config.loading import config_path
 from bot.config.secret_files import load_secret_files
 from bot.db import DatabaseUnavailable, DatabaseURLError, as_unavailable
 from bot.plumbing.redis import RedisUnavailable

@@ -149,3 +149,13 @@ def yaml_line(root: yaml.Node | None, keys: tuple[str, ...]) -> str:
         else:
             return line
     return line
+
+
+class ConfigError(Exception):
+    """A configuration problem, worded for the person who has to fix it. Several problems of
+    one file travel together: one line each."""
+
+    def __init__(self, message: str | list[Problem] | list[str]) -> None:
+        lines = [message] if isinstance(message, str) else [str(p) for p in message]
+        super().__init__("\n".join(lines))
+        self.lines = lines

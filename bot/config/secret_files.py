@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 
-from bot.config import ConfigError
+from bot.config.problems import ConfigError
 
 SUFFIX = "_FILE"
 PREFIXES = ("VALET_", "OPENAI_")

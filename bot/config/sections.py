@@ -1,149 +1,33 @@
 """The sections of `valet.yaml` (one model each) and the knob sections generated from their
-dataclasses (`loop:`, `delivery:`); `bot.config` puts them together and loads the file."""
+dataclasses (`loop:`, `delivery:`); `bot.config` puts them together and loads the file.
+
+`Section` is the base of every section; those of the model (`llm:`) and of the ways in (`sms:`,
+`telegram:`, `http:`, `console:`) are in llm_sections.py and channel_sections.py."""
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import MISSING, fields
 from typing import Any, Literal, get_type_hints
-from urllib.parse import urlsplit
 
 import pydantic
 
 from bot.config.policies import DeliveryPolicy, ReactLoopConfig
 
-# Keys of llm.extra_body that would put a credential into the file (and every request log).
-SECRET_WORDS = re.compile(r"api.?key|authori[sz]ation|token|password|passwd|secret|cookie"
-                          r"|credential|bearer", re.IGNORECASE)
 
+class Section(pydantic.BaseModel):
+    """A section of valet.yaml: a key it does not know is a mistake, not ignored."""
 
-def plain_http_problem(url: str) -> str | None:
-    """Webhooks carry people's messages and the secrets that sign them: a public address must
-    be https. Plain http only for this machine (localhost, 127.x, ::1), where a tunnel or a
-    proxy on the same host adds the TLS (docs/going-live.md)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"{url!r} is not an http(s) URL such as https://valet.example.com"
-    if parts.scheme == "https":
-        return None
-    host = parts.hostname
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback:
-        return None
-    return (f"{url!r} is plain http: Twilio and Telegram send webhooks only to https "
-            "addresses and they carry people's messages; put a TLS proxy (Caddy) or a tunnel "
-            "(cloudflared) in front and use its https:// address")
-
-
-class _Section(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
 
 
-class FallbackModelSettings(_Section):
-    """A model the turn goes on with when the one before it keeps failing (bot.loop.fallback)."""
-
-    model: str = pydantic.Field(min_length=1)
-    base_url: str | None = None  # None: the main model's endpoint
-    # The environment variable that holds its API key (never the key itself: the file is not
-    # the place for secrets); None: the main model's key on the main endpoint, none elsewhere.
-    api_key_env: str | None = pydantic.Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    # Whose tool-message format it reads and writes; None: its endpoint's host. Where it
-    # differs from the model before it, earlier tool rounds are flattened for it.
-    provider: str | None = pydantic.Field(None, min_length=1)
-    timeout_seconds: float | None = pydantic.Field(None, gt=0)  # None: the main model's
-    # Filled in from the environment (api_key_env) at load; never from the file.
-    api_key: pydantic.SecretStr | None = pydantic.Field(default=None, exclude=True)
-
-    @pydantic.field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        return _http_base_url(value)
-
-
-def _http_base_url(value: str | None) -> str | None:
-    if value is not None and not re.match(r"https?://[^/\s]", value):
-        raise ValueError("must be an http:// or https:// URL such as "
-                         "http://localhost:11434/v1")
-    return value
-
-
-class ModelPrice(_Section):
-    """What a model costs, in US dollars per million tokens (the provider's price list)."""
-
-    input: float = pydantic.Field(ge=0)
-    cached_input: float | None = pydantic.Field(None, ge=0)  # None: the input price
-    output: float = pydantic.Field(ge=0)
-
-
-class LLMSettings(_Section):
-    base_url: str | None = None  # None: the client's default (api.openai.com)
-    model: str | None = None
-    # Whose tool-message format the model reads and writes (bot.loop.fallback); None: the host of
-    # base_url.
-    provider: str | None = pydantic.Field(None, min_length=1)
-    # Tried in order when the model keeps failing (5xx or overload, a timeout, an unknown
-    # model): the turn goes on with the next one.
-    fallback_models: list[FallbackModelSettings] = []
-    timeout_seconds: float = pydantic.Field(60.0, gt=0)
-    extra_body: dict[str, Any] = {}
-    # Only from the environment (VALET_LLM_API_KEY, else OPENAI_API_KEY); never from the file.
-    api_key: pydantic.SecretStr | None = pydantic.Field(default=None, exclude=True)
-    # Voice notes go to the same endpoint's /audio/transcriptions with this model (None: the
-    # person is told voice notes cannot be heard yet).
-    transcription_model: str | None = None
-    vision: bool = False  # the model can look at photos
-    # Per model name (the main model and each fallback): what its tokens cost, for the daily
-    # allowance per person (`budget:`) and the console's Usage page. A model not listed costs
-    # nothing there (`valet doctor` names it).
-    prices: dict[str, ModelPrice] = {}
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.model and (self.api_key or self.base_url))
-
-    def api_key_value(self) -> str | None:
-        """The key itself, for the one place that sends it (the LLM client)."""
-        return self.api_key.get_secret_value() if self.api_key else None
-
-    @pydantic.field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        return _http_base_url(value)
-
-    @pydantic.field_validator("extra_body")
-    @classmethod
-    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
-        found = sorted(_secret_looking_keys(value))
-        if found:
-            raise ValueError(f"{', '.join(found)} looks like a secret; extra_body is written "
-                             "into every request and kept in the file: put the key in "
-                             "VALET_LLM_API_KEY instead")
-        return value
-
-
-def _secret_looking_keys(value: Any, prefix: str = "") -> list[str]:
-    if not isinstance(value, dict):
-        return []
-    found = []
-    for key, inner in value.items():
-        name = f"{prefix}{key}"
-        if SECRET_WORDS.search(str(key)):
-            found.append(name)
-        found += _secret_looking_keys(inner, f"{name}.")
-    return found
-
-
-class OwnerSettings(_Section):
+class OwnerSettings(Section):
     name: str = "owner"
     telegram_ids: list[str] = []
     phone_numbers: list[str] = []
 
 
-class ApprovalSettings(_Section):
+class ApprovalSettings(Section):
     timeout_minutes: int = pydantic.Field(30, gt=0)  # a request not answered by then expires
     # An edited request is shown again for a yes (true), or runs at once (false).
     confirm_edits: bool = True
@@ -153,7 +37,7 @@ class ApprovalSettings(_Section):
     lease_seconds: float = pydantic.Field(30.0, gt=0)
 
 
-class AgentsSettings(_Section):
+class AgentsSettings(Section):
     # Registry files added to the built-in agents/registry.yaml; relative paths are read from
     # the directory of valet.yaml (the current directory when there is none).
     registries: list[str] = []
@@ -209,7 +93,7 @@ LoopSettings = _loop_settings_model()
 DeliverySettings = _knobs_model("DeliverySettings", DeliveryPolicy, {})
 
 
-class DatabaseSettings(_Section):
+class DatabaseSettings(Section):
     """The database's connections (the URL itself is `database_url`)."""
 
     # Postgres connections this process keeps (None: 10, or the URL's ?pool_size=, which
@@ -220,7 +104,7 @@ class DatabaseSettings(_Section):
     statement_cache_size: int = pydantic.Field(512, ge=0)
 
 
-class GatewaySettings(_Section):
+class GatewaySettings(Section):
     """How the gateway runs turns."""
 
     turn_attempts: int = pydantic.Field(3, ge=1)  # a turn that crashes is tried this often
@@ -241,63 +125,7 @@ class GatewaySettings(_Section):
     mid_turn: Literal["steer", "queue"] = "steer"
 
 
-class SmsSettings(_Section):
-    """SMS over Twilio. Credentials come only from the environment (VALET_TWILIO_ACCOUNT_SID,
-    VALET_TWILIO_AUTH_TOKEN)."""
-
-    from_number: str | None = None  # Valet's Twilio number, E.164
-    messaging_service_sid: str | None = None  # or a Messaging Service (MG...) instead
-    # Numbers written without a country code (allowlists, owner numbers) are read as this
-    # country's (ISO code, e.g. "US", "GB"); None: every number must start with "+".
-    default_region: str | None = None
-    max_request_bytes: int = pydantic.Field(64 * 1024, ge=1024)  # a webhook body, at most
-    # A triggered run's reply by SMS (the morning summary) fits this many segments: a longer
-    # one gets one shortening pass, then is cut after its last whole sentence that fits.
-    summary_max_segments: int = pydantic.Field(2, ge=1, le=10)
-    # Any other SMS fits this many segments: a longer answer gets one shortening pass, then is
-    # cut after its last whole sentence that fits with "(reply MORE for the rest)".
-    max_segments: int = pydantic.Field(3, ge=1, le=10)
-    # A number that is not let in gets at most one SMS per this many hours, whatever it sends;
-    # and all such numbers together at most `stranger_replies_per_hour` (then silence, and
-    # the owner is told once).
-    stranger_reply_hours: float = pydantic.Field(24.0, gt=0)
-    stranger_replies_per_hour: int = pydantic.Field(10, ge=0)
-    # Countries (ISO codes: US, GB...) Valet may send SMS to, for any reason; None: those of
-    # `from_number` and the owner's phone numbers (`valet doctor` shows the list).
-    allowed_countries: list[str] | None = None
-    # What one segment costs, in US dollars: one price, or one per country (ISO code) with
-    # `default` for the rest; None: console.sms_price_per_segment.
-    price_per_segment: float | dict[str, float] | None = None
-
-    @pydantic.field_validator("allowed_countries")
-    @classmethod
-    def _country_codes(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else [_country_code(c) for c in value]
-
-    @pydantic.field_validator("price_per_segment")
-    @classmethod
-    def _prices(cls, value: float | dict[str, float] | None
-                ) -> float | dict[str, float] | None:
-        if isinstance(value, dict):
-            prices = {}
-            for key, price in value.items():
-                if price < 0:
-                    raise ValueError(f"{key}: a price is 0 or more")
-                prices[key if key == "default" else _country_code(key)] = price
-            return prices
-        if value is not None and value < 0:
-            raise ValueError("a price is 0 or more")
-        return value
-
-
-def _country_code(value: str) -> str:
-    code = value.strip().upper()
-    if not re.fullmatch(r"[A-Z]{2}", code):
-        raise ValueError(f"{value!r} is not a country code: use two letters such as US, GB, FR")
-    return code
-
-
-class PairingSettings(_Section):
+class PairingSettings(Section):
     """What the owner hears of strangers asking to be let in."""
 
     # At most one message about new pairing requests per this many minutes: the first at once,
@@ -305,7 +133,7 @@ class PairingSettings(_Section):
     notice_minutes: float = pydantic.Field(10.0, gt=0)
 
 
-class BudgetSettings(_Section):
+class BudgetSettings(Section):
     """A daily allowance per person, in US dollars: LLM tokens at `llm.prices` and SMS at
     `sms.price_per_segment`. Reached, a person's further messages wait for the next day (in
     their timezone) or for the owner to raise it (`valet budget raise`, the console)."""
@@ -316,7 +144,7 @@ class BudgetSettings(_Section):
     check_seconds: float = pydantic.Field(30.0, gt=0)
 
 
-class TriggerSettings(_Section):
+class TriggerSettings(Section):
     """Scheduled tasks, events and conditions (triggers/)."""
 
     enabled: bool = True
@@ -349,7 +177,9 @@ class TriggerSettings(_Section):
                 "heartbeat, and a lease that runs out between two lets another process take "
                 "over from a leader that is alive")
         return self
-class MemorySettings(_Section):
+
+
+class MemorySettings(Section):
     """Long-term memory (bot/memory): recall before each turn, extraction after it."""
 
     enabled: bool = True
@@ -360,80 +190,8 @@ class MemorySettings(_Section):
     recall_budget_tokens: int = pydantic.Field(300, gt=0, le=4000)
 
 
-class ContactsSettings(_Section):
+class ContactsSettings(Section):
     """The address book and messages to other people (agents/contacts)."""
 
     # Messages a person may have Valet send to other people in any 24 hours (each approved).
     max_messages_per_day: int = pydantic.Field(20, ge=0, le=1000)
-
-
-class HTTPSettings(_Section):
-    """Where `valet serve` listens (webhooks, health checks)."""
-
-    host: str = "127.0.0.1"
-    port: int = pydantic.Field(8080, ge=0, le=65535)
-    # On SIGTERM, how long running turns get to finish (the rest is redone at the next start).
-    shutdown_grace_seconds: float = pydantic.Field(20.0, ge=0)
-    # A request body (a webhook, an event) that has not fully arrived by then is refused
-    # (408): a client that sends half a body does not hold a connection open.
-    body_timeout_seconds: float = pydantic.Field(10.0, gt=0)
-    # Reverse proxies whose X-Forwarded-For is believed (addresses or networks): the console's
-    # sign-in counts attempts per client behind them (bot/app/client_address.py). Default:
-    # this machine, where the shipped Caddyfile runs; with compose, add its network.
-    trusted_proxies: list[str] = ["127.0.0.0/8", "::1/128"]
-
-    @pydantic.field_validator("trusted_proxies")
-    @classmethod
-    def _networks(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            try:
-                ipaddress.ip_network(entry.strip(), strict=False)
-            except ValueError:
-                raise ValueError(f"{entry!r} is not an IP address or network such as "
-                                 "127.0.0.1 or 10.0.0.0/8") from None
-        return value
-
-
-class ConsoleSettings(_Section):
-    """The owner's web console at /console (bot/app/console), served by `valet serve`."""
-
-    enabled: bool = False
-    # The address the owner's browser opens (login links start with it); None: public_url,
-    # else this machine's http.host and http.port (reached through an SSH tunnel).
-    url: str | None = None
-    session_hours: float = pydantic.Field(12.0, gt=0, le=24 * 30)  # then sign in again
-    # The Usage page's estimate: what one SMS segment costs (Twilio's price for your country).
-    sms_price_per_segment: float = pydantic.Field(0.0083, ge=0)
-    currency: str = pydantic.Field("USD", min_length=1, max_length=8)
-    # Sign-in attempts one address may make in a window (a used or unknown link counts).
-    login_attempts: int = pydantic.Field(10, gt=0)
-    login_window_minutes: int = pydantic.Field(15, gt=0)
-
-    @pydantic.field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"https?://[^/\s]+/?$", value):
-            raise ValueError("must be the console's base address, such as "
-                             "https://valet.example.com or http://127.0.0.1:8080")
-        return value.rstrip("/") if value else value
-
-
-class TelegramSettings(_Section):
-    mode: Literal["polling", "webhook"] = "polling"
-    groups: bool = False  # answer in groups (only when mentioned or replied to)
-    # Webhook mode: the public https URL Telegram posts to (…/telegram/webhook is added);
-    # None: the server's public_url.
-    webhook_url: str | None = None
-    # Only from the environment: VALET_TELEGRAM_TOKEN (turns the channel on),
-    # VALET_TELEGRAM_WEBHOOK_SECRET, VALET_TELEGRAM_API_URL (another Bot API server).
-    token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
-    webhook_secret: str | None = pydantic.Field(default=None, exclude=True, repr=False)
-    api_url: str | None = pydantic.Field(default=None, exclude=True)
-
-    @pydantic.field_validator("webhook_url")
-    @classmethod
-    def _webhook_over_https(cls, value: str | None) -> str | None:
-        problem = plain_http_problem(value) if value else None
-        if problem:
-            raise ValueError(problem)
-        return value

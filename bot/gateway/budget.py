@@ -28,7 +28,8 @@ from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
 from bot.spend import Allowance, Spending, dollars, local_day, micros
 from bot.turn.commands import command_word
-from persona.lines import BudgetLines, fill
+from persona.lines import fill
+from persona.lines_people import BudgetLines
 
 log = logging.getLogger(__name__)
 

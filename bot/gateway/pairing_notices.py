@@ -22,7 +22,8 @@ from bot.contracts.envelopes import ApprovalPrompt
 from bot.db import Database
 from bot.gateway.outbound import Outbound
 from bot.people.access import PairingRequest, pairing_prompt, pairing_request, who_asks
-from persona.lines import AccessLines, fill
+from persona.lines import fill
+from persona.lines_people import AccessLines
 
 log = logging.getLogger(__name__)
 

@@ -29,57 +29,16 @@ from __future__ import annotations
 import ast
 import json
 import re
-import secrets
-import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bot.llm.call_fields import arguments_text
+from bot.llm.quirks import Quirk
+
 # Longer than any answer worth reading as calls: past it, the text is a text (and the reading
 # stays cheap whatever the model wrote).
 MAX_CALL_TEXT = 100_000
-
-
-class Quirk:
-    """How an answer departed from the OpenAI wire format (LLMResponse.quirks): the port reads
-    them all; traces and `valet doctor` name them."""
-
-    HERMES = "tool_call_tags"
-    FUNCTION_TAGS = "function_tags"
-    MISTRAL = "mistral_tool_calls"
-    PYTHON_TAG = "python_tag"
-    BARE_JSON = "json_tool_calls"
-    ARGUMENTS_OBJECT = "arguments_object"
-    THINK_BLOCKS = "think_blocks"
-    THINK_UNOPENED = "think_unopened"
-    REASONING_FIELD = "reasoning_field"
-    ASKED_AGAIN = "asked_again"
-    TOOLS_REFUSED = "tools_refused"
-
-
-# Each quirk in words, for /debug and `valet doctor`.
-DESCRIBED = {
-    Quirk.HERMES: "tool calls written as text in <tool_call> blocks (a Hermes or Qwen "
-                  "template served without a tool parser)",
-    Quirk.FUNCTION_TAGS: "tool calls written as <function=...> tags (the Qwen3-Coder or "
-                         "Llama 3.1 text form)",
-    Quirk.MISTRAL: "tool calls written as text after [TOOL_CALLS] (a Mistral model served "
-                   "without its tool parser)",
-    Quirk.PYTHON_TAG: "tool calls written as text after <|python_tag|> (Llama 3 served "
-                      "without its tool parser)",
-    Quirk.BARE_JSON: "tool calls written as bare JSON in the answer",
-    Quirk.ARGUMENTS_OBJECT: "tool-call arguments sent as a JSON object instead of a string",
-    Quirk.THINK_BLOCKS: "thinking written in <think> blocks in the answer (no reasoning "
-                        "parser)",
-    Quirk.THINK_UNOPENED: "thinking written before a closing </think> with no opening tag "
-                          "(the DeepSeek-R1 template)",
-    Quirk.REASONING_FIELD: "thinking sent apart, in a reasoning field",
-    Quirk.ASKED_AGAIN: "an empty answer, asked again",
-    Quirk.TOOLS_REFUSED: "requests with tools refused: asked without them",
-}
-
-TEXT_CALLS = (Quirk.HERMES, Quirk.FUNCTION_TAGS, Quirk.MISTRAL, Quirk.PYTHON_TAG,
-              Quirk.BARE_JSON)
 
 
 @dataclass(frozen=True)
@@ -93,53 +52,6 @@ class TextCalls:
     calls: list[TextCall]
     rest: str  # the text around the calls
     quirk: str
-
-
-# A tool name as OpenAI's API takes it back in the history. A name written as text that is
-# not one (empty, spaces, dots) is stored as this instead: the loop answers "no tool named
-# unreadable_tool_call", the model writes the call again, and the stored call stays valid
-# for any server (it is never changed into a name that exists).
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-UNREADABLE = "unreadable_tool_call"
-
-
-def call_name(written: str) -> str:
-    name = written.strip()
-    return name if TOOL_NAME.fullmatch(name) else UNREADABLE
-
-
-def new_call_id() -> str:
-    """An id for a call that came without one: nine letters and digits, the one shape every
-    server accepts back (Mistral's validator wants exactly that)."""
-    return "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(9))
-
-
-def tool_names(tools: list[dict[str, Any]] | None) -> frozenset[str]:
-    """The names of the tools a request offers."""
-    names = set()
-    for tool in tools or ():
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.add(function["name"])
-    return frozenset(names)
-
-
-def arguments_text(value: Any) -> str:
-    """A call's arguments as JSON text. An object becomes its JSON; a string is the JSON the
-    model wrote, unwrapped once when it is a JSON string holding an object (double-encoded)."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    stripped = value.strip()
-    if stripped.startswith('"'):
-        try:
-            inner = json.loads(stripped)
-            if isinstance(inner, str) and isinstance(json.loads(inner), dict):
-                return inner
-        except (ValueError, RecursionError):
-            pass
-    return value
 
 
 def read_text_calls(text: str, offered: frozenset[str]) -> TextCalls | None:
@@ -399,17 +311,3 @@ def _json_values(text: str, *, whole: bool = False) -> Iterator[Any]:
             break
         found.append(value)
     yield from found
-
-
-# What servers answer when the model has no tool template: Ollama (400, "<model> does not
-# support tools", ollama #6027), vLLM started without a tool parser (400, '"auto" tool choice
-# requires --enable-auto-tool-choice and --tool-call-parser to be set'), llama.cpp without
-# --jinja (500, "tools param requires --jinja flag").
-_REFUSES_TOOLS = re.compile(
-    r"does not support tools|tool choice requires --enable-auto-tool-choice"
-    r"|tools param requires --jinja|tools? (?:is|are) not supported", re.IGNORECASE)
-
-
-def refuses_tools(error_text: str) -> bool:
-    """True when a server's error says it takes no tools with this model."""
-    return bool(_REFUSES_TOOLS.search(error_text))

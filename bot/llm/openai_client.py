@@ -17,7 +17,7 @@ import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from bot.llm.dialects import Quirk, arguments_text, refuses_tools, tool_names
+from bot.llm.call_fields import arguments_text, tool_names
 from bot.llm.port import (
     LLMMalformedResponseError,
     LLMResponse,
@@ -28,6 +28,7 @@ from bot.llm.port import (
     classify_openai_error,
     short_error,
 )
+from bot.llm.quirks import Quirk, refuses_tools
 from bot.llm.reading import read_answer
 from bot.llm.visible import VisibleText
 from bot.text.sanitize import clean_json_text, clean_text

@@ -10,9 +10,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from bot.llm.dialects import TEXT_CALLS, Quirk
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLMError, LLMResponse, short_error
+from bot.llm.quirks import TEXT_CALLS, Quirk
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.llm.dialects import Quirk, answer_text, call_name, new_call_id, read_text_calls
+from bot.llm.call_fields import call_name, new_call_id
+from bot.llm.dialects import answer_text, read_text_calls
 from bot.llm.port import ToolCall
+from bot.llm.quirks import Quirk
 from bot.llm.reasoning import join_reasoning, split_reasoning
 from bot.text.sanitize import clean_text
 

@@ -138,16 +138,9 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     reused: no request is made."""
     run.llm_step += 1
     models = deps.models
-    replayed = run.journal.response(run.llm_step)
+    replayed = _replayed(deps, run, tools)
     if replayed is not None:
-        response, run.level = replayed
-        run.model = min(run.journal.model(run.llm_step), len(models) - 1)
-        run.usage.add(response.usage)
-        run.asked_again += response.requests - 1
-        run.trace.append(llm_entry(run.llm_step, models[run.model].llm.model, response,
-                                   latency_ms=0, tools_offered=len(tools or ()),
-                                   replayed=True))
-        return response
+        return replayed
     if run.remaining() <= 0:
         return None
 
@@ -195,6 +188,24 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     await emit(LoopEvent(EventType.MESSAGE_END, {
         "turn": run.turns, "text": response.content or "",
         "tool_calls": [c.name for c in response.tool_calls]}))
+    return response
+
+
+def _replayed(deps: LoopDeps, run: LoopRun,
+              tools: list[dict[str, Any]] | None) -> LLMResponse | None:
+    """The response the journal holds for this step, counted and traced as the call it stands
+    for (on the model it was made with); None when the journal holds none."""
+    models = deps.models
+    replayed = run.journal.response(run.llm_step)
+    if replayed is None:
+        return None
+    response, run.level = replayed
+    run.model = min(run.journal.model(run.llm_step), len(models) - 1)
+    run.usage.add(response.usage)
+    run.asked_again += response.requests - 1
+    run.trace.append(llm_entry(run.llm_step, models[run.model].llm.model, response,
+                               latency_ms=0, tools_offered=len(tools or ()),
+                               replayed=True))
     return response
 
 

@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.llm.dialects import DESCRIBED
 from bot.llm.port import LLMResponse, ToolCall
+from bot.llm.quirks import DESCRIBED
 from bot.tools import ToolOutcome
 
 Entry = dict[str, Any]

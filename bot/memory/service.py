@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from bot.memory.facts import Closed, Fact, FactStore, Kind, search_terms
 from bot.memory.recall import Recaller
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, to_bytes
-from persona.lines import MemoryLines, fill
+from persona.lines import fill
+from persona.lines_people import MemoryLines
 
 log = logging.getLogger(__name__)
 

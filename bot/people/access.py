@@ -26,7 +26,8 @@ from bot.people.claims import ClaimOutcome, OwnerClaims, claim_candidate
 from bot.people.guesses import GuessVerdict, guess_limiter
 from bot.people.identity import IdentityStore, new_code
 from bot.people.strangers import Decision, StrangerReplies, Verdict
-from persona.lines import DEFAULT, AccessLines, fill
+from persona.lines import DEFAULT, fill
+from persona.lines_people import AccessLines
 
 log = logging.getLogger(__name__)
 

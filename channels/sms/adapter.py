@@ -38,7 +38,7 @@ from bot.spend import Spending
 from channels.sms.gsm import MULTI_GSM
 from channels.sms.render import MAX_CHARS, SmsBody, render_capped, segments_of
 from channels.sms.store import SmsStore
-from persona.lines import SmsLines
+from persona.lines_channels import SmsLines
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from bot.gateway.door import ChannelHost
 from bot.people.identity import Identity
 from bot.text.phones import normalize_or_keep
 from channels.sms.store import SmsStore
-from persona.lines import SmsLines
+from persona.lines_channels import SmsLines
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,8 @@ from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind
 from bot.text.split import split_text
 from channels.sms.cut import cut_to_fit
 from channels.sms.gsm import Encoding, cost, fold
-from persona.lines import DEFAULT, SmsLines, fill
+from persona.lines import DEFAULT, fill
+from persona.lines_channels import SmsLines
 
 MAX_CHARS = 1600  # Twilio refuses a longer Body
 # Words a carrier or Twilio answers itself when they are the whole message.

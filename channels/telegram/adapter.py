@@ -47,7 +47,7 @@ from channels.telegram.inbound import (
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
 from channels.telegram.render import escape, message_parts, split_plain
-from persona.lines import TelegramLines
+from persona.lines_channels import TelegramLines
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
 from telegram.request import HTTPXRequest
 
 from bot.channel import MenuCommand
-from bot.config import TelegramSettings
+from bot.config.channel_sections import TelegramSettings
 
 log = logging.getLogger(__name__)
 

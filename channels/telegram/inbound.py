@@ -45,7 +45,8 @@ from channels.telegram.kinds import member_address as member_address
 from channels.telegram.kinds import normalise_command as normalise_command
 from channels.telegram.kinds import parse_callback as parse_callback
 from channels.telegram.kinds import pressed as pressed
-from persona.lines import TelegramLines, fill
+from persona.lines import fill
+from persona.lines_channels import TelegramLines
 
 CHANNEL = "telegram"
 MAX_VOICE_BYTES = 20 * 1024 * 1024  # the Bot API's own download limit

@@ -55,16 +55,13 @@ def _render_blocks(tokens: Sequence[Token], blocks: list[str]) -> None:
         kind = token.type
         if kind in ("bullet_list_open", "ordered_list_open"):
             flush() if not lists else None
-            start = int(token.attrGet("start") or 1) if kind == "ordered_list_open" else None
-            lists.append([start] if start is not None else [])
+            lists.append(_list_counter(token))
         elif kind in ("bullet_list_close", "ordered_list_close"):
             lists.pop()
             if not lists:
                 flush()
         elif kind == "list_item_open":
-            marker = "•" if not lists[-1] else f"{lists[-1][0]}."
-            if lists[-1]:
-                lists[-1][0] += 1
+            marker = _next_marker(lists)
             if current:
                 current.append("\n")
             prefix_next = "   " * (len(lists) - 1) + marker + " "
@@ -80,10 +77,7 @@ def _render_blocks(tokens: Sequence[Token], blocks: list[str]) -> None:
         elif kind == "heading_close":
             current.append("</b>")
             flush()
-        elif kind == "paragraph_open":
-            if not lists:
-                flush()
-        elif kind == "paragraph_close":
+        elif kind in ("paragraph_open", "paragraph_close"):
             if not lists:
                 flush()
         elif kind == "inline":
@@ -96,18 +90,37 @@ def _render_blocks(tokens: Sequence[Token], blocks: list[str]) -> None:
         elif kind in ("fence", "code_block"):
             if not lists:
                 flush()
-            language = (token.info or "").strip().split(" ")[0]
-            css = f' class="language-{escape(language)}"' if language else ""
             if current:
                 current.append("\n")
-            current.append(f"<pre><code{css}>{escape(token.content.rstrip(chr(10)))}"
-                           "</code></pre>")
+            current.append(_code_html(token))
             if not lists:
                 flush()
         elif kind == "hr":
             flush()
             blocks.append("——————")
     flush()
+
+
+def _list_counter(token: Token) -> list[int]:
+    """A list just opened: [its first number] when it is ordered, [] for bullets."""
+    start = int(token.attrGet("start") or 1) if token.type == "ordered_list_open" else None
+    return [start] if start is not None else []
+
+
+def _next_marker(lists: list[list[int]]) -> str:
+    """The next item's marker in the innermost open list ("•" or "3."), its number moved on."""
+    marker = "•" if not lists[-1] else f"{lists[-1][0]}."
+    if lists[-1]:
+        lists[-1][0] += 1
+    return marker
+
+
+def _code_html(token: Token) -> str:
+    """A fenced or indented code block as Telegram's <pre><code>, its language as the class."""
+    language = (token.info or "").strip().split(" ")[0]
+    css = f' class="language-{escape(language)}"' if language else ""
+    return (f"<pre><code{css}>{escape(token.content.rstrip(chr(10)))}"
+            "</code></pre>")
 
 
 def _render_inline(children: Sequence[Token]) -> str:
@@ -212,12 +225,7 @@ def split_html(rendered: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
 
     for piece in _pieces(rendered, limit):
         if piece.startswith("<") and len(piece) > 1:
-            name = piece.strip("</>").split()[0].lower()
-            if piece.startswith("</"):
-                if open_tags and open_tags[-1][0] == name:
-                    open_tags.pop()
-            else:
-                open_tags.append((name, piece))
+            name = _follow_tag(piece, open_tags)
             if name == "pre":
                 line_end = None
             current.append(piece)
@@ -239,6 +247,18 @@ def split_html(rendered: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
     if _has_text(body):
         parts.append(body + close_all())
     return parts
+
+
+def _follow_tag(piece: str, open_tags: list[tuple[str, str]]) -> str:
+    """The tag's name, with `open_tags` following it: an opening tag is pushed, a closing one
+    pops the tag it closes."""
+    name = piece.strip("</>").split()[0].lower()
+    if piece.startswith("</"):
+        if open_tags and open_tags[-1][0] == name:
+            open_tags.pop()
+    else:
+        open_tags.append((name, piece))
+    return name
 
 
 def _has_text(html_text: str) -> bool:

@@ -43,7 +43,8 @@ from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
 
 from bot.channel import MenuCommand
-from bot.config import ConfigError, Settings, TelegramSettings
+from bot.config import ConfigError, Settings
+from bot.config.channel_sections import TelegramSettings
 from bot.gateway.door import ChannelHost, ChannelStatus, Door
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import DependencyDown, dependency_of
@@ -61,7 +62,7 @@ from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.polling import Poller
 from channels.telegram.updates import Updates
 from channels.telegram.updates import UpdateTries as UpdateTries
-from persona.lines import TelegramLines
+from persona.lines_channels import TelegramLines
 
 log = logging.getLogger(__name__)
 

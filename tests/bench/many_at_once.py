@@ -20,8 +20,9 @@ import time
 from typing import Any
 
 from bot.app import App
-from bot.config import OwnerSettings, load_settings
+from bot.config import load_settings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import OwnerSettings
 from bot.contracts.envelopes import IncomingMessage, Notification
 from channels.telegram.service import TelegramService
 from tests.bench.gateway import SleepyLLM

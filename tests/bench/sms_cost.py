@@ -23,8 +23,10 @@ from aiohttp import web
 
 from bot.app import App
 from bot.app.channels import served_channel
-from bot.config import MemorySettings, OwnerSettings, SmsSettings, load_settings
+from bot.config import load_settings
+from bot.config.channel_sections import SmsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import MemorySettings, OwnerSettings
 from bot.llm.port import LLMResponse, TokenUsage
 from tests.bench.size import sized
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed

@@ -30,7 +30,8 @@ from aiohttp import web
 
 from bot.app import App
 from bot.app.channels import served_channel
-from bot.config import SmsSettings, load_settings
+from bot.config import load_settings
+from bot.config.channel_sections import SmsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
 from channels.sms.channel import SmsChannel
 from tests.bench.gateway import SleepyLLM

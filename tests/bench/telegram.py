@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import App
-from bot.config import TelegramSettings, load_settings
+from bot.config import load_settings
+from bot.config.channel_sections import TelegramSettings
 from bot.config.policies import AccessSettings, ChannelAccess
 from channels.telegram.lease import FileLease
 from channels.telegram.service import TelegramService

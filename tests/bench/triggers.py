@@ -23,8 +23,9 @@ from datetime import UTC, datetime, timedelta
 
 from bot.app import App
 from bot.channel import ChannelFeatures
-from bot.config import TriggerSettings, load_settings
+from bot.config import load_settings
 from bot.config.policies import AccessSettings
+from bot.config.sections import TriggerSettings
 from bot.llm.port import LLMResponse, TokenUsage
 from tests.bench.size import sized
 from triggers.engine import TriggerEngine

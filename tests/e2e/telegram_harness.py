@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from bot.config import OwnerSettings, TelegramSettings
+from bot.config.channel_sections import TelegramSettings
+from bot.config.sections import OwnerSettings
 from bot.plumbing.request_body import BodyLimits
 from channels.telegram.lease import FileLease
 from channels.telegram.limiter import Limits, OutboundLimiter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.config import SmsSettings
+from bot.config.channel_sections import SmsSettings
 from bot.config.policies import AccessSettings
 from bot.contracts.clock import FakeClock
 from tests.e2e.test_console_pipe import clean_env, run_valet

@@ -83,7 +83,7 @@ async def test_a_reminder_set_at_the_terminal_beside_serve_reaches_the_phone(app
     from datetime import UTC, datetime, timedelta
 
     from bot.app.terminal import TerminalEndpoint
-    from bot.config import OwnerSettings
+    from bot.config.sections import OwnerSettings
     from bot.contracts.clock import FakeClock
     from tests.helpers import RecordingSender
     from triggers.service import Owner

@@ -29,7 +29,7 @@ import pytest
 import yaml
 from aiohttp import web
 
-from bot.config import HTTPSettings
+from bot.config.channel_sections import HTTPSettings
 from tests.e2e.deploy_files import (
     DEPLOY,
     ROOT,

@@ -5,7 +5,8 @@ the owner's own chat lists the owner's commands as well. Built as `valet serve` 
 from __future__ import annotations
 
 from bot.app.channels import configured_channels
-from bot.config import MemorySettings, OwnerSettings, TelegramSettings
+from bot.config.channel_sections import TelegramSettings
+from bot.config.sections import MemorySettings, OwnerSettings
 from tests.e2e.telegram_harness import OWNER_CHAT
 from tests.fakes.fake_telegram import TOKEN
 

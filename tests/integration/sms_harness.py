@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestServer
 
 from bot.app import App
 from bot.app.channels import served_channel
-from bot.config import SmsSettings
+from bot.config.channel_sections import SmsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
 from channels.sms.channel import SmsChannel
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from bot.config import AgentsSettings
+from bot.config.sections import AgentsSettings
 from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
 from tests.fakes.fake_openai import Reply as LLMReply

@@ -12,8 +12,10 @@ from argparse import Namespace
 import pytest
 
 from bot.cli.budget import run_budget
-from bot.config import BudgetSettings, ConsoleSettings, FallbackModelSettings, ModelPrice
+from bot.config.channel_sections import ConsoleSettings
+from bot.config.llm_sections import FallbackModelSettings, ModelPrice
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import BudgetSettings
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import TokenUsage
 from tests.fakes.fake_openai import Fail, Reply

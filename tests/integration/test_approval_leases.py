@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.approvals.store import INTERRUPTED, NOT_STARTED
-from bot.config import AgentsSettings, ApprovalSettings
+from bot.config.sections import AgentsSettings, ApprovalSettings
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound

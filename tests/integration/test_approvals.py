@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.config import AgentsSettings, ApprovalSettings
+from bot.config.sections import AgentsSettings, ApprovalSettings
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.envelopes import ButtonPress, Inbound
 from channels.console import render_prompt

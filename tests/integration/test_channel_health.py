@@ -8,8 +8,8 @@ from __future__ import annotations
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app.serve import build_web_app
-from bot.config import OwnerSettings
 from bot.config.policies import DeliveryPolicy
+from bot.config.sections import OwnerSettings
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, until
 from tests.integration.sms_harness import ALICE, sms_world

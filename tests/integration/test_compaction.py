@@ -8,7 +8,7 @@ import json
 import re
 from datetime import UTC, datetime
 
-from bot.config import MemorySettings
+from bot.config.sections import MemorySettings
 from bot.contracts.envelopes import Inbound
 from bot.loop.context import SUMMARY_HEADER
 from bot.memory.compaction import PROMPT as SUMMARY_PROMPT

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from bot.app.console.web import build_console, console_routes
-from bot.config import ConsoleSettings, HTTPSettings
+from bot.config.channel_sections import ConsoleSettings, HTTPSettings
 from bot.people.console_login import ConsoleLogins, NotOwner
 from tests.integration.console_harness import (
     console_client,

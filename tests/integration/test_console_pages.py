@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from bot.config import ConsoleSettings, MemorySettings
+from bot.config.channel_sections import ConsoleSettings
+from bot.config.sections import MemorySettings
 from bot.contracts.approvals import ApprovalStatus
 from bot.gateway.outbox import Lane
 from bot.people.console_login import ConsoleLogins

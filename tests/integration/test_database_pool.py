@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.app.database import open_database
-from bot.config import ConfigError, DatabaseSettings, load_settings
+from bot.config import ConfigError, load_settings
+from bot.config.sections import DatabaseSettings
 from bot.db.postgres import PostgresDatabase
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.config import MemorySettings
+from bot.config.sections import MemorySettings
 from bot.contracts.envelopes import Inbound
 from persona.lines import DEFAULT
 from tests.fakes.dialects import CALL_DIALECTS

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.config import TriggerSettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import TriggerSettings
 from bot.contracts.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, unquoted

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.config import FallbackModelSettings
+from bot.config.llm_sections import FallbackModelSettings
 from bot.contracts.envelopes import Inbound
 from bot.loop.fallback import provider_of
 from tests.fakes.fake_openai import Fail, FakeOpenAI, Reply, ToolCall

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from bot.channel import PermanentSendError, TransientSendError
-from bot.config import GatewaySettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import GatewaySettings
 from bot.gateway.gateway import ReceiveResult
 from bot.gateway.outbox import Lane
 from tests.fakes.fake_openai import Reply as LLMReply

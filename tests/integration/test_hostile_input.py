@@ -13,8 +13,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from agents.tools import web_fetch
-from bot.config import GatewaySettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import GatewaySettings
 from bot.contracts.envelopes import Inbound
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.gateway.gateway import ReceiveResult

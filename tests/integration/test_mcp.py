@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import AgentsSettings
+from bot.config.sections import AgentsSettings
 from bot.contracts.envelopes import ButtonPress, Inbound
 from tests.fakes.fake_openai import FakeOpenAI, ToolCall
 from tests.fakes.fake_openai import Reply as LLMReply

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.config import MemorySettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import MemorySettings
 from bot.contracts.clock import FakeClock
 from bot.memory.extract import PROMPT
 from tests.fakes.fake_openai import Reply as LLMReply

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.config import ContactsSettings, OwnerSettings
+from bot.config.sections import ContactsSettings, OwnerSettings
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.clock import FakeClock
 from bot.contracts.tool_context import ToolExecutionContext

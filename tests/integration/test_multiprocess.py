@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.config import GatewaySettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import GatewaySettings
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 

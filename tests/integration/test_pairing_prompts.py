@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from bot.config import OwnerSettings
+from bot.config.sections import OwnerSettings
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.integration.sms_harness import SmsWorld, sms_world
 

@@ -11,7 +11,7 @@ import pytest
 
 from bot.channel import PermanentSendError, TransientSendError
 from bot.cli.admin import _users
-from bot.config import SmsSettings
+from bot.config.channel_sections import SmsSettings
 from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage
 from channels.sms.gsm import is_gsm
 from channels.sms.store import SmsStore

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.channel import PermanentSendError
-from bot.config import SmsSettings
+from bot.config.channel_sections import SmsSettings
 from bot.contracts.envelopes import Notification, OutboundMessage, Urgency
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.integration.sms_harness import ALICE, FROM_NUMBER, sms_world

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bot.approvals.listing import table_rows
-from bot.config import AgentsSettings, OwnerSettings
+from bot.config.sections import AgentsSettings, OwnerSettings
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.integration.sms_harness import ALICE, SmsWorld, sms_world

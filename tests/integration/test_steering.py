@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import AgentsSettings, GatewaySettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import AgentsSettings, GatewaySettings
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.helpers import RecordingSender, incoming

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.config import AgentsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import AgentsSettings
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, assert_closed, incoming

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import SmsSettings
+from bot.config.channel_sections import SmsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
 from tests.fakes.fake_openai import Reply as LLMReply

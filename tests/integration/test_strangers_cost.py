@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from bot.config import PairingSettings, SmsSettings
+from bot.config.channel_sections import SmsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import PairingSettings
 from bot.db import Database
 from bot.people.strangers import StrangerLimits, StrangerReplies, Verdict
 from bot.text.phones import in_countries

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.config import AgentsSettings
+from bot.config.sections import AgentsSettings
 from bot.contracts.envelopes import Inbound
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall

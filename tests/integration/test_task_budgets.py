@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.config import OwnerSettings, TriggerSettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import OwnerSettings, TriggerSettings
 from bot.contracts.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall

@@ -11,7 +11,8 @@ import time
 import aiohttp
 from aiohttp import web
 
-from bot.config import OwnerSettings, TelegramSettings
+from bot.config.channel_sections import TelegramSettings
+from bot.config.sections import OwnerSettings
 from bot.plumbing.spool import Spool
 from channels.telegram.lease import FileLease
 from channels.telegram.service import TelegramService

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.config import TelegramSettings
+from bot.config.channel_sections import TelegramSettings
 from channels.telegram.service import TelegramService
 from tests.fakes.fake_telegram import TOKEN
 

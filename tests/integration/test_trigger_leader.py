@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from bot.config import TriggerSettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import TriggerSettings
 from bot.contracts.clock import FakeClock
 from tests.helpers import RecordingSender
 from triggers.service import Owner

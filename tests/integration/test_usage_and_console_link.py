@@ -8,7 +8,9 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from bot.config import ConfigError, ConsoleSettings, OwnerSettings
+from bot.config import ConfigError
+from bot.config.channel_sections import ConsoleSettings
+from bot.config.sections import OwnerSettings
 from bot.llm.port import TokenUsage
 from bot.turn.usage import UsageStore
 from tests.fakes.fake_openai import Reply, ToolCall

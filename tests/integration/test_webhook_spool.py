@@ -16,8 +16,9 @@ from aiohttp.test_utils import TestServer
 
 from bot.app.channels import configured_channels
 from bot.app.serve import build_web_app
-from bot.config import OwnerSettings, SmsSettings, TelegramSettings
+from bot.config.channel_sections import SmsSettings, TelegramSettings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.config.sections import OwnerSettings
 from bot.plumbing.spool import Spool
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram

@@ -24,9 +24,12 @@ CHANNELS = tuple(spec.name for spec in BUILT_IN if spec.build is not None)
 
 # The modules outside channels/ that may name a channel, and why. At most four.
 MAY_NAME = {
-    "bot/config/__init__.py": "the settings: valet.yaml's sections (telegram:, sms:), their "
-                              "environment variables (VALET_TELEGRAM_TOKEN...) and the checks "
-                              "made when they load (the owner's numbers in E.164)",
+    "bot/config/settings.py": "the settings: valet.yaml's sections (telegram:, sms:) and what "
+                              "is worked out from them (the Telegram webhook's address, where "
+                              "SMS may go)",
+    "bot/config/loading.py": "loading the settings: the sections' environment variables "
+                             "(VALET_TELEGRAM_TOKEN...) and the checks made when they load "
+                             "(the owner's numbers in E.164)",
     "agents/contacts/store.py": "the address book keeps a contact's Telegram handle, as it "
                                 "keeps their email (its `telegram` column)",
     "agents/contacts/contacts.py": "the contact tools' `telegram` argument, which the model "

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.llm.dialects import Quirk
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLMResponse
+from bot.llm.quirks import Quirk
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 
 CORPUS = Path(__file__).parent / "dialect_corpus"

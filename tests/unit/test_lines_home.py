@@ -1,6 +1,7 @@
-"""Every sentence a person receives comes from the persona's lines (persona/lines.py), so a
-rewording is one file. This reads the code (bot/, channels/, triggers/, agents/) for the ways
-text reaches a person and fails on a sentence written in place:
+"""Every sentence a person receives comes from the persona's lines (persona/lines.py and the
+groups it gathers, persona/lines_*.py), so a rewording is one place. This reads the code
+(bot/, channels/, triggers/, agents/) for the ways text reaches a person and fails on a
+sentence written in place:
 
 - the text handed to whatever sends it (a reply, a notification, a button's answer, a
   channel's own answer, a turn step's answer, a question back about approvals...);

@@ -7,7 +7,8 @@ import pytest
 
 from bot.config import ConfigError
 from persona import load_persona
-from persona.lines import DEFAULT, Lines, fill, placeholders
+from persona.line_group import placeholders
+from persona.lines import DEFAULT, Lines, fill
 
 
 def write(tmp_path, text: str) -> str:

@@ -22,8 +22,9 @@ from pathlib import Path
 from bot.cli.onboard import current
 from bot.cli.onboard.flow import Ending, Step, run_steps
 from bot.cli.onboard.steps import llm_step, person_step, public_url_step
-from bot.config import Settings, config_path, load_settings
+from bot.config import Settings, load_settings
 from bot.config.env_file import EnvFileError, default_env_file
+from bot.config.loading import config_path
 from bot.config.yaml_edit import YamlEditError
 from bot.setup.ask import OnboardStop, questions
 from bot.setup.draft import env_after

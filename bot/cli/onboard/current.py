@@ -5,7 +5,7 @@ channel's step says its own (channels/<name>/onboard.py)."""
 
 from __future__ import annotations
 
-from bot.config import OwnerSettings
+from bot.config.sections import OwnerSettings
 from bot.setup.onboarding import Context
 from bot.text.redact import redact_url
 

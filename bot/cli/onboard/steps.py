@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import openai
 
 from bot.cli.onboard.endpoint_step import describe_endpoint
-from bot.config import OwnerSettings
-from bot.config.sections import plain_http_problem
+from bot.config.channel_sections import plain_http_problem
+from bot.config.sections import OwnerSettings
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLMAuthError, LLMError, LLMModelNotFoundError, LLMTimeoutError
 from bot.setup.ask import OnboardStop, Question
