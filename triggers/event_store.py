@@ -19,13 +19,13 @@ rather than at its next poll.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from datetime import datetime, timedelta
 
 from bot.contracts.clock import Clock
 from bot.db import Database, Row
+from bot.plumbing.background import cancel_and_wait
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.wake import woken
 from bot.work.control import Signals
@@ -82,9 +82,8 @@ class StoredEventBus:
 
     async def stop(self) -> None:
         if self._worker is not None:
-            self._worker.cancel()  # an event cut short stays `processing`: claimed again
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
+            # An event cut short stays `processing`: it is claimed again.
+            await cancel_and_wait(self._worker)
             self._worker = None
 
     async def drain(self) -> None:

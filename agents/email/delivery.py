@@ -16,7 +16,6 @@ sent from `queued` through a compare-and-set: exactly once, also across restarts
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -31,6 +30,7 @@ from agents.email.smtp import SmtpOutcome, SmtpResult, deliver
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import Notification, Urgency
 from bot.credentials import CredentialsLocked, CredentialStore
+from bot.plumbing.background import cancel_and_wait
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.wake import woken
 from persona.lines import fill
@@ -212,9 +212,7 @@ class MailDelivery:
             await asyncio.wait_for(asyncio.shield(self._task),
                                    self.policy.attempt_seconds + 1)
         except TimeoutError:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         self._task = None
 
 

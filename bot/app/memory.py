@@ -21,6 +21,7 @@ from bot.memory.queue import ExtractionQueue
 from bot.memory.recall import MemoryRecall, Recaller
 from bot.memory.service import MemoryService
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
+from bot.plumbing.background import cancel_and_wait
 from bot.turn.commands import Command
 from persona.lines_people import MemoryLines
 
@@ -71,9 +72,7 @@ class Memory:
 
     async def close(self) -> None:
         if self._pass is not None:
-            self._pass.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._pass
+            await cancel_and_wait(self._pass)
         await self.extractor.close()
         for closer in self._closers:
             await closer.close()

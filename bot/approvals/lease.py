@@ -6,10 +6,11 @@ unowned."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
+
+from bot.plumbing.background import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,4 @@ async def run_leased(action: Coroutine[Any, Any, T], *, renew: Callable[[], Awai
             raise LeaseLost("the action's lease was lost; it was stopped") from None
         raise
     finally:
-        beat.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await beat
+        await cancel_and_wait(beat)

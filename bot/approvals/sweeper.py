@@ -19,7 +19,6 @@ conversation hears of the same outcomes as the calls' results at the owner's nex
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -29,6 +28,7 @@ from bot.approvals.outcomes import expired_line
 from bot.contracts.approvals import ApprovalRequest
 from bot.contracts.envelopes import Delivery, Notification, Urgency
 from bot.contracts.people import User
+from bot.plumbing.background import cancel_and_wait
 
 if TYPE_CHECKING:
     from bot.approvals.flow import ApprovalFlow
@@ -82,9 +82,7 @@ class ApprovalSweeper:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def _run(self) -> None:

@@ -10,6 +10,8 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
+from bot.plumbing.background import cancel_and_wait
+
 log = logging.getLogger(__name__)
 
 
@@ -81,9 +83,7 @@ class RedisUserLocks:
                                ) from None
             raise
         finally:
-            renew.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renew
+            await cancel_and_wait(renew)
             try:
                 await self.redis.eval(_RELEASE, 1, key, token)
             except Exception:  # not fatal: an unreleased lease expires by itself

@@ -5,6 +5,7 @@ kept referenced while it runs (asyncio keeps only weak references to tasks), wai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine
 from typing import Any
 
@@ -27,3 +28,14 @@ class Background:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+
+async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
+    """Cancel `task` and wait until it has ended: what stopping a loop, or a helper task in a
+    `finally`, needs before it goes on (its cancellation is how it ends, not an error)."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

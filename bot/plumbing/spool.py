@@ -42,6 +42,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from bot.plumbing.background import cancel_and_wait
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import DATABASE, about, dependency_of, recovered
 from bot.plumbing.wake import woken
@@ -121,9 +122,7 @@ class Spool:
 
     async def stop(self) -> None:
         if self._mover is not None:
-            self._mover.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._mover
+            await cancel_and_wait(self._mover)
             self._mover = None
 
     async def run(self) -> None:

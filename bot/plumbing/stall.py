@@ -14,7 +14,6 @@ is free, and the duration is still exact.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 import threading
@@ -22,6 +21,8 @@ import time
 import traceback
 from collections import deque
 from dataclasses import dataclass
+
+from bot.plumbing.background import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +67,7 @@ class StallMonitor:
     async def stop(self) -> None:
         self._stop.set()
         if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat
+            await cancel_and_wait(self._heartbeat)
         if self._watchdog is not None:
             await asyncio.to_thread(self._watchdog.join, 1.0)
 

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from bot.plumbing.background import cancel_and_wait
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import REDIS, about, recovered
 from bot.plumbing.wake import woken
@@ -111,9 +112,7 @@ class RedisSignals(_Listeners):
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def _listen(self) -> None:

@@ -46,6 +46,7 @@ from bot.channel import MenuCommand
 from bot.config import ConfigError, Settings
 from bot.config.channel_sections import TelegramSettings
 from bot.gateway.door import ChannelHost, ChannelStatus, Door
+from bot.plumbing.background import cancel_and_wait
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import DependencyDown, dependency_of
 from bot.plumbing.request_body import BodyError, BodyLimits, read_json_object, refused
@@ -272,10 +273,7 @@ class TelegramService:
         """Take no new updates (the ones not yet confirmed come again at the next start)."""
         self._accepting = False
         for task in (self._reaching, self._poller):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(task)
         self._reaching = self._poller = None
         self._receiving, self._status = False, "stopped"
         await self.lease.release()
@@ -284,9 +282,7 @@ class TelegramService:
         """After the last replies went out."""
         self._receiving = False
         if self._reaching is not None:  # a worker's retry (it never stops receiving)
-            self._reaching.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaching
+            await cancel_and_wait(self._reaching)
         with contextlib.suppress(TelegramError):
             await self.bot.shutdown()
         await self.lease.close()
