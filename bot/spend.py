@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bot.contracts.clock import Clock
 from bot.contracts.people import DaySpend
 from bot.db import Database, Row
-from bot.llm.port import LLM, LLMResponse, Message, TextSink, TokenUsage
+from bot.llm.port import LLM, LLMResponse, Message, TextSink, TokenUsage, WrappedLLM
 
 log = logging.getLogger(__name__)
 
@@ -193,15 +193,14 @@ class Allowance:
 # --- the LLM, priced ----------------------------------------------------------------------
 
 
-class PricedLLM:
+class PricedLLM(WrappedLLM):
     """Any `LLM`, each answer's cost added to the payer's day as it returns."""
 
     def __init__(self, inner: LLM, prices: Prices, spending: Spending, clock: Clock) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.prices = prices
         self.spending = spending
         self.clock = clock
-        self.model = inner.model
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
                        on_text: TextSink | None = None) -> LLMResponse:
@@ -216,12 +215,3 @@ class PricedLLM:
                 log.warning("the cost of an LLM call for %s was not recorded", who.user_id,
                             exc_info=True)
         return response
-
-    async def list_models(self) -> list[str]:
-        return await self.inner.list_models()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:  # a test's fake may carry more (its script)
-        return getattr(self.inner, name)

@@ -7,17 +7,16 @@ import re
 import time
 from typing import Any
 
-from bot.llm.port import LLM, LLMResponse, Message, TextSink
+from bot.llm.port import LLM, LLMResponse, Message, TextSink, WrappedLLM
 from bot.plumbing.metrics import Metrics
 
 
-class MeteredLLM:
+class MeteredLLM(WrappedLLM):
     """Any `LLM`, each `complete()` reported to `metrics`; everything else passes through."""
 
     def __init__(self, inner: LLM, metrics: Metrics) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.metrics = metrics
-        self.model = inner.model
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
                        on_text: TextSink | None = None) -> LLMResponse:
@@ -33,15 +32,6 @@ class MeteredLLM:
                                  output_tokens=response.usage.output_tokens,
                                  requests=response.requests)
         return response
-
-    async def list_models(self) -> list[str]:
-        return await self.inner.list_models()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:  # a test's fake may carry more (its script)
-        return getattr(self.inner, name)
 
 
 def error_label(err: BaseException) -> str:

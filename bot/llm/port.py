@@ -96,6 +96,28 @@ class LLM(Protocol):
     async def close(self) -> None: ...
 
 
+class WrappedLLM:
+    """An `LLM` around another, adding to `complete()` (counting, pricing): the rest passes
+    through to the inner one."""
+
+    def __init__(self, inner: LLM) -> None:
+        self.inner = inner
+        self.model = inner.model
+
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
+                       on_text: TextSink | None = None) -> LLMResponse:
+        return await self.inner.complete(messages, tools, on_text=on_text)
+
+    async def list_models(self) -> list[str]:
+        return await self.inner.list_models()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:  # a test's fake may carry more (its script)
+        return getattr(self.inner, name)
+
+
 # --- errors ---------------------------------------------------------------------------------
 
 
