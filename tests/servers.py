@@ -365,22 +365,7 @@ class ThrowawayPostgres:
         """Start a paused server again on the same port."""
         if self.port is None or self.tmpdir is None:
             raise RuntimeError("server was never started")
-        proc = self._run(
-            [
-                str(self.bindir / "pg_ctl"),
-                "start",
-                "-D",
-                str(self.datadir),
-                "-w",
-                "-t",
-                str(self.start_timeout),
-                "-l",
-                str(self.logfile),
-                "-o",
-                f"-p {self.port}",
-            ],
-            timeout=self.start_timeout + 15,
-        )
+        proc = self._pg_ctl_start(self.port)
         if proc.returncode != 0:
             raise RuntimeError(f"pg_ctl start (resume) failed:\n{proc.stdout}\n{proc.stderr}\n"
                                f"--- postgres.log ---\n{_tail(self.logfile)}")
@@ -500,22 +485,7 @@ class ThrowawayPostgres:
         last_error = ""
         for _ in range(attempts):
             port = free_port()
-            proc = self._run(
-                [
-                    str(self.bindir / "pg_ctl"),
-                    "start",
-                    "-D",
-                    str(self.datadir),
-                    "-w",
-                    "-t",
-                    str(self.start_timeout),
-                    "-l",
-                    str(self.logfile),
-                    "-o",
-                    f"-p {port}",
-                ],
-                timeout=self.start_timeout + 15,
-            )
+            proc = self._pg_ctl_start(port)
             if proc.returncode == 0:
                 self.port = port
                 return
@@ -524,6 +494,14 @@ class ThrowawayPostgres:
             )
             self._kill_postmaster()  # in case it half-started
         raise RuntimeError(f"pg_ctl start failed after {attempts} attempts:\n{last_error}")
+
+    def _pg_ctl_start(self, port: int) -> subprocess.CompletedProcess[str]:
+        """`pg_ctl start` of this cluster on `port`, waiting until it accepts connections."""
+        return self._run(
+            [str(self.bindir / "pg_ctl"), "start", "-D", str(self.datadir), "-w",
+             "-t", str(self.start_timeout), "-l", str(self.logfile), "-o", f"-p {port}"],
+            timeout=self.start_timeout + 15,
+        )
 
     def _pg_ctl_stop(self) -> None:
         try:
