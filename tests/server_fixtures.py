@@ -91,3 +91,31 @@ def redis_server() -> Iterator[ThrowawayRedis]:
 def redis_url(redis_server: ThrowawayRedis) -> str:
     redis_server.flushall()
     return redis_server.url
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[ThrowawayPostgres]:
+    """A Postgres of this test alone, for a test that stops it in the middle."""
+    bindir = find_pg_bin()
+    if bindir is None:
+        _skip_or_fail(PG_MISSING)
+    server = ThrowawayPostgres(bindir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_redis() -> Iterator[ThrowawayRedis]:
+    """A Redis of this test alone, for a test that stops it in the middle."""
+    binary = find_redis_server()
+    if binary is None:
+        _skip_or_fail(REDIS_MISSING)
+    server = ThrowawayRedis(binary)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

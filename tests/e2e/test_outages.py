@@ -17,7 +17,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,7 @@ from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, sign
-from tests.server_fixtures import PG_MISSING, REDIS_MISSING
-from tests.servers import ThrowawayPostgres, ThrowawayRedis, find_pg_bin, find_redis_server
+from tests.servers import ThrowawayPostgres, ThrowawayRedis
 
 pytestmark = pytest.mark.slow
 
@@ -66,27 +65,6 @@ def answer(body: dict[str, Any]) -> Reply:
     return Reply(content=f"re: {last['content']}")
 
 
-@pytest.fixture
-def own_postgres() -> Iterator[ThrowawayPostgres]:
-    """A Postgres of this test alone: it is stopped in the middle."""
-    if find_pg_bin() is None:
-        pytest.skip(PG_MISSING)
-    server = ThrowawayPostgres().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def own_redis() -> Iterator[ThrowawayRedis]:
-    if find_redis_server() is None:
-        pytest.skip(REDIS_MISSING)
-    server = ThrowawayRedis().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def people(dsn: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
@@ -32,23 +32,12 @@ from tests.integration.sms_harness import (
     SmsWorld,
     sms_world,
 )
-from tests.server_fixtures import PG_MISSING
-from tests.servers import ThrowawayPostgres, find_pg_bin
+from tests.servers import ThrowawayPostgres
 
 SECRET = "spool-Secret_1"
 EVENTS_TOKEN = "events-token-123"
 OWNER_CHAT = 42
 
-
-@pytest.fixture
-def own_postgres() -> Iterator[ThrowawayPostgres]:
-    if find_pg_bin() is None:
-        pytest.skip(PG_MISSING)
-    server = ThrowawayPostgres().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 class World:
