@@ -14,6 +14,7 @@ from bot.config.sections import AgentsSettings
 from bot.contracts.envelopes import Inbound
 from tests.fakes.fake_open_meteo import FakeOpenMeteo
 from tests.fakes.fake_openai import Reply, ToolCall
+from tests.integration.test_capabilities import lean_app
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
@@ -27,13 +28,6 @@ async def meteo():
 @pytest.fixture(autouse=True)
 def _no_secret_key(monkeypatch):
     monkeypatch.delenv("VALET_SECRET_KEY", raising=False)  # the calendar stays off
-
-
-async def routed_app(app_factory, meteo, **overrides):
-    app = await app_factory(tool_exposure="capabilities",
-                            tools={"weather": {"api_url": meteo.base_url}}, **overrides)
-    owner = await app.ensure_owner()
-    return app, owner.id
 
 
 def say(app, user: str, text: str, **extra):
@@ -51,7 +45,7 @@ def tool_results(request) -> list[str]:
 
 async def test_a_weather_question_reaches_the_weather_tool_in_its_first_request(
         app_factory, fake_llm, meteo):
-    app, me = await routed_app(app_factory, meteo)
+    app, me = await lean_app(app_factory, meteo)
     fake_llm.script(Reply(tool_calls=[ToolCall("weather", {"place": "Lyon"})]),
                     Reply(content="Overcast and 4°C in Lyon."))
     reply = await say(app, me, "what's the weather in Lyon?")
@@ -73,7 +67,7 @@ async def test_a_weather_question_reaches_the_weather_tool_in_its_first_request(
 
 async def test_remind_me_opens_the_reminder_part_only_and_it_stays_alone(
         app_factory, fake_llm, meteo):
-    app, me = await routed_app(app_factory, meteo)
+    app, me = await lean_app(app_factory, meteo)
     fake_llm.script(Reply(tool_calls=[ToolCall("draft_reminder", {
                         "what": "call mom", "when": "tomorrow 15:00"})]),
                     Reply(content="I'll remind you tomorrow at 15:00."))
@@ -95,7 +89,7 @@ async def test_remind_me_opens_the_reminder_part_only_and_it_stays_alone(
 
 
 async def test_a_follow_up_is_routed_from_the_last_turn(app_factory, fake_llm, meteo):
-    app, me = await routed_app(app_factory, meteo)
+    app, me = await lean_app(app_factory, meteo)
     fake_llm.script(Reply(content="Sure: what should I tell her?"))
     await say(app, me, "I need to text Ana")
     assert "message_someone" in tools_of(fake_llm.requests[0])
@@ -109,7 +103,7 @@ async def test_a_follow_up_is_routed_from_the_last_turn(app_factory, fake_llm, m
 
 async def test_a_message_that_names_too_many_capabilities_opens_nothing(
         app_factory, fake_llm, meteo):
-    app, me = await routed_app(app_factory, meteo)
+    app, me = await lean_app(app_factory, meteo)
     fake_llm.script(Reply(content="One thing at a time: which first?"))
     await say(app, me, "weather in Lyon, text Ana, remind me at 5 and note the code")
     assert not {"weather", "message_someone", "draft_reminder", "list_notes"} \
@@ -121,7 +115,7 @@ async def test_a_message_that_names_too_many_capabilities_opens_nothing(
 
 async def test_what_the_model_opens_itself_is_a_miss_in_metrics_and_debug(
         app_factory, fake_llm, meteo):
-    app, me = await routed_app(app_factory, meteo)
+    app, me = await lean_app(app_factory, meteo)
     fake_llm.script(Reply(tool_calls=[ToolCall("open_capability", {"name": "weather"})]),
                     Reply(tool_calls=[ToolCall("weather", {"place": "Lyon"})]),
                     Reply(content="Take a coat."))
@@ -143,7 +137,7 @@ async def test_what_the_model_opens_itself_is_a_miss_in_metrics_and_debug(
 
 async def test_with_the_router_off_the_model_opens_the_capability_itself(
         app_factory, fake_llm, meteo):
-    app, me = await routed_app(app_factory, meteo, capability_router=False)
+    app, me = await lean_app(app_factory, meteo, capability_router=False)
     fake_llm.script(Reply(tool_calls=[ToolCall("open_capability", {"name": "weather"})]),
                     Reply(tool_calls=[ToolCall("weather", {"place": "Lyon"})]),
                     Reply(content="Overcast."))
@@ -154,7 +148,7 @@ async def test_with_the_router_off_the_model_opens_the_capability_itself(
 
 
 async def test_only_a_triggered_run_is_offered_nothing_to_report(app_factory, fake_llm, meteo):
-    app, me = await routed_app(app_factory, meteo, loop={"mode": "react"})
+    app, me = await lean_app(app_factory, meteo, loop={"mode": "react"})
     fake_llm.script(Reply(content="Nothing new."), Reply(content="Hello."))
     await say(app, me, "morning summary run", from_trigger="task-1", external_id="run-1")
     await say(app, me, "hello there")
@@ -168,7 +162,7 @@ async def test_a_deployment_adds_words_to_a_built_in_capability(
     path = tmp_path / "words.yaml"
     path.write_text("capabilities:\n  - name: weather\n    keywords: [parapluie, il pleut]\n"
                     "    examples: [faut-il un parapluie à Lyon]\n")
-    app, me = await routed_app(app_factory, meteo,
+    app, me = await lean_app(app_factory, meteo,
                                agents=AgentsSettings(registries=[str(path)]))
     fake_llm.script(Reply(content="Oui."))
     await say(app, me, "Faut-il un parapluie à Lyon ?")
