@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,10 +166,18 @@ def unquoted(text: str) -> str:
     return match.group(2)
 
 
-async def until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    """Wait for a condition, generously bounded (the machine may be busy), polling."""
+async def until(check: Callable[[], Any], what: str, timeout: float = 30.0,
+                seen: Callable[[], Awaitable[str]] | None = None) -> None:
+    """Wait for a condition (a plain or an async check), generously bounded (the machine may
+    be busy), polling; on failure, `seen` says what there was instead."""
     deadline = time.monotonic() + timeout
-    while not check():
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return
         if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
+            shown = f"\n{await seen()}" if seen is not None else ""
+            raise AssertionError(f"never happened: {what}{shown}")
         await asyncio.sleep(0.05)

@@ -14,6 +14,7 @@ about the outage in each process (the counts are printed: pytest -s)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import time
@@ -33,6 +34,7 @@ from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, sign
+from tests.helpers import until as wait_until
 from tests.servers import ThrowawayPostgres, ThrowawayRedis
 
 pytestmark = pytest.mark.slow
@@ -140,18 +142,8 @@ class Deployment:
         return {role: p.log.read_text() for role, p in self.procs.items()}
 
 
-async def until(check: Any, what: str, timeout: float = WAIT, seen: Any = None) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return
-        if time.monotonic() > deadline:
-            shown = await seen() if seen is not None else ""
-            raise AssertionError(f"never happened: {what}\n{shown}")
-        await asyncio.sleep(0.1)
+# Waits as tests.helpers.until does, bounded for processes that start and stop.
+until = functools.partial(wait_until, timeout=WAIT)
 
 
 def outage_lines(log: str, dependency: str) -> list[str]:

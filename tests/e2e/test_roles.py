@@ -6,6 +6,7 @@ listens on: it never needs one. Everything waits on what people receive (generou
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import time
@@ -25,6 +26,7 @@ from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+from tests.helpers import until as wait_until
 from triggers.service import Owner
 from triggers.wiring import build_task_service
 
@@ -72,17 +74,8 @@ def role_env(tmp_path: Path, postgres_dsn: str, redis_url: str, llm: str,
     return env
 
 
-async def until(check: Any, what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        await asyncio.sleep(0.05)
+# Waits as tests.helpers.until does, bounded for processes that start and stop.
+until = functools.partial(wait_until, timeout=WAIT)
 
 
 @asynccontextmanager

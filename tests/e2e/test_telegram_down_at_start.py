@@ -4,9 +4,8 @@ once the Bot API answers the channel starts by itself and its messages are answe
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
-import time
 from typing import Any
 
 import aiohttp
@@ -16,6 +15,7 @@ from tests.e2e.test_console_pipe import clean_env
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+from tests.helpers import until as wait_until
 from tests.servers import free_port
 
 PUBLIC = "https://valet.example.com"
@@ -23,16 +23,8 @@ OWNER_PHONE = "+12125550123"
 OWNER_CHAT = 42
 
 
-async def until(check: Any, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        await asyncio.sleep(0.1)
+# Waits as tests.helpers.until does, bounded for processes that start and stop.
+until = functools.partial(wait_until, timeout=60.0)
 
 
 async def readyz(http: aiohttp.ClientSession, proc: RoleProcess) -> tuple[int, dict[str, Any]]:
