@@ -145,9 +145,10 @@ async def test_a_hostile_mcp_server_cannot_skip_a_card_or_flood_valet(fake_llm, 
                      if (m := re.search(r"(\d+) tool list changes heard", line))]
         print(f"{FLOOD} list_changed sent, {summary} heard: {rereads} re-reads of the list, "
               f"{len(logged)} log lines")
-        # The flood did reach Valet: how much of it the SDK's transport passes on depends on
-        # the machine's pace (616 to ~2,250 of 20,000 seen), so the bar is twenty times the
-        # re-reads allowed below, enough that one re-read per notification would fail.
-        assert summary >= 200, summary
+        # The flood did reach Valet. How many notifications are handled before the session
+        # ends depends on the machine's pace (194 to ~2,250 of 20,000 seen): the bar is
+        # five times the re-reads allowed below, so that reading the list again once per
+        # notification would fail them.
+        assert summary >= 50, summary
         assert 1 <= rereads <= 10, rereads
         assert len(logged) <= 3, logged
