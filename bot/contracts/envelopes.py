@@ -89,6 +89,26 @@ class MediaRef:
 
 
 @dataclass(frozen=True)
+class ThirdPartyText:
+    """Words that came with a message but are not the sender's own: a forwarded message, a
+    quote, the quoted part of a reply, the caption of forwarded media. They reach the model
+    only as untrusted data, never answer a card, run a command or say a pairing word, and a
+    turn that reads them is tainted (every change asks: docs/security.md)."""
+
+    kind: str  # "forwarded", "quote", "reply", "forwarded_caption"
+    text: str
+    origin: str = ""  # who wrote it, as the channel names them ("Ana", "a channel"); may be ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ThirdPartyText:
+        return cls(kind=str(data["kind"]), text=str(data.get("text") or ""),
+                   origin=str(data.get("origin") or ""))
+
+
+@dataclass(frozen=True)
 class Image:
     """A picture for this turn's LLM request (fetched from its channel by the gateway)."""
 
@@ -116,6 +136,9 @@ class IncomingMessage:
     # "chat:user"), the sender's own account on the channel: someone Valet knows by it is the
     # same person there (the gateway links the member address to them).
     account: str | None = None
+    # Text that came with the message but is someone else's (forwarded, quoted): never the
+    # person's answer; `text` holds only the person's own words.
+    third_party: tuple[ThirdPartyText, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,6 +155,8 @@ class Inbound:
     turn_id: str | None = None
     media: tuple[MediaRef, ...] = ()  # what came with the message (a photo)
     images: tuple[Image, ...] = ()  # the media's bytes, fetched for this turn only
+    # Someone else's words that came with the message (see ThirdPartyText): data, not an answer.
+    third_party: tuple[ThirdPartyText, ...] = ()
 
 
 class Urgency(Enum):
