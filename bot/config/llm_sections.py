@@ -61,6 +61,12 @@ class LLMSettings(Section):
     # model): the turn goes on with the next one.
     fallback_models: list[FallbackModelSettings] = []
     timeout_seconds: float = pydantic.Field(60.0, gt=0)
+    # The most tokens one answer may be (every turn request carries it): a model that does not
+    # stop ends there instead of holding the turn until the timeout; the meter prices a call
+    # at its worst by it.
+    max_output_tokens: int = pydantic.Field(1024, ge=16)
+    # The same for background requests (memory extraction, summaries, briefs, probes).
+    background_max_tokens: int = pydantic.Field(384, ge=16)
     extra_body: dict[str, Any] = {}
     # Only from the environment (VALET_LLM_API_KEY, else OPENAI_API_KEY); never from the file.
     api_key: pydantic.SecretStr | None = pydantic.Field(default=None, exclude=True)
