@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.approvals.listing import TABLE_HEADER, table_rows
+from bot.cli.person_ref import find_person
 from bot.config import Settings
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.people import User
@@ -76,13 +77,6 @@ class _NoLLM:
         return None
 
 
-async def _find_user(app: App, ref: str) -> User | None:
-    if ":" in ref and not ref.startswith("u_"):
-        channel, address = ref.split(":", 1)
-        return await app.identities.resolve(channel, address)
-    return await app.users.get(ref)
-
-
 async def _users(app: App, args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if args.action == "list":
         rows = []
@@ -95,7 +89,7 @@ async def _users(app: App, args: argparse.Namespace, say: Callable[[str], None])
         say(table(("ID", "NAME", "TIMEZONE", "LINKED", "FLAGS"), rows) if rows
             else "no users yet")
         return 0
-    user = await _find_user(app, args.user)
+    user = await find_person(app.users, app.identities, args.user)
     if user is None:
         say(f"no such user: {args.user}")
         return 1
@@ -157,7 +151,7 @@ async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) 
 async def _approvals(app: App, args: argparse.Namespace, say: Callable[[str], None]) -> int:
     user_id = None
     if args.user:
-        user = await _find_user(app, args.user)
+        user = await find_person(app.users, app.identities, args.user)
         if user is None:
             say(f"no such user: {args.user}")
             return 1

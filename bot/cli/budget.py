@@ -12,7 +12,7 @@ from collections.abc import Callable
 from bot.app.costs import allowance
 from bot.app.database import open_database
 from bot.cli.admin import table
-from bot.cli.outbox import _find_user
+from bot.cli.person_ref import find_person
 from bot.config import Settings
 from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.people import User
@@ -61,8 +61,7 @@ async def run_budget(settings: Settings, args: argparse.Namespace, say: Say = pr
             say(table(("USER", "NAME", "TODAY", "ALLOWANCE", "THIS MONTH", "WAITING"), rows)
                 if rows else "no users yet")
             return 0
-        user_id = await _find_user(users, IdentityStore(db, users), args.user)
-        user = await users.get(user_id) if user_id else None
+        user = await find_person(users, IdentityStore(db, users), args.user)
         if user is None:
             say(f"no such user: {args.user}")
             return 1

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from bot.cli.person_ref import find_person
 from bot.config import Settings
 from bot.credentials import CredentialStore, new_key
 from bot.text.redact import redact_text
@@ -58,7 +59,7 @@ def add_connect_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
 async def run_connect(settings: Settings, args: argparse.Namespace, say: Say = print,
                       prompts: Prompts | None = None) -> int:
     from bot.app import App
-    from bot.cli.admin import _find_user, _NoLLM
+    from bot.cli.admin import _NoLLM
 
     if args.command == "credentials" and args.action == "new-key":
         say(new_key())
@@ -68,7 +69,7 @@ async def run_connect(settings: Settings, args: argparse.Namespace, say: Say = p
         store = CredentialStore.from_env(app.db, os.environ)  # a bad key: its own clear line
         if args.command == "credentials":
             return await _credentials(store, app, args, say, prompts)
-        user = await _find_user(app, args.user)
+        user = await find_person(app.users, app.identities, args.user)
         if user is None:
             say(f"no such user: {args.user}")
             return 1

@@ -10,10 +10,10 @@ import argparse
 from collections.abc import Callable
 
 from bot.app.database import open_database
+from bot.cli.person_ref import find_person
 from bot.config import Settings
 from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.people import User
-from bot.db import Database
 from bot.memory.facts import Closed, FactStore
 from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
@@ -37,7 +37,8 @@ async def run_memory(settings: Settings, args: argparse.Namespace,
                      say: Callable[[str], None] = print, clock: Clock | None = None) -> int:
     db = await open_database(settings.database_url)
     try:
-        user = await _find_user(db, args.user)
+        users = UserStore(db)
+        user = await find_person(users, IdentityStore(db, users), args.user)
         if user is None:
             say(f"no such user: {args.user}")
             return 1
@@ -47,14 +48,6 @@ async def run_memory(settings: Settings, args: argparse.Namespace,
         return await _forget(store, user, args.fact_id, args.yes, say)
     finally:
         await db.close()
-
-
-async def _find_user(db: Database, ref: str) -> User | None:
-    users = UserStore(db)
-    if ":" in ref and not ref.startswith("u_"):
-        channel, address = ref.split(":", 1)
-        return await IdentityStore(db, users).resolve(channel, address)
-    return await users.get(ref)
 
 
 async def _list(store: FactStore, user: User, everything: bool,

@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.app.database import open_database
 from bot.cli.admin import table
+from bot.cli.person_ref import find_person
 from bot.config import Settings
 from bot.gateway.outbox import OutboxStore
 from bot.people.identity import IdentityStore
@@ -44,11 +45,11 @@ async def run_outbox(settings: Settings, args: argparse.Namespace, say: Say = pr
         user_id = None
         if args.user:
             users = UserStore(db)
-            found = await _find_user(users, IdentityStore(db, users), args.user)
+            found = await find_person(users, IdentityStore(db, users), args.user)
             if found is None:
                 say(f"no such user: {args.user}")
                 return 1
-            user_id = found
+            user_id = found.id
         rows = await store.list("dead" if args.dead else None, max(args.limit, 1),
                                 user_id=user_id)
         say(table(("ID", "STATUS", "TO", "USER", "TRIES", "CREATED (UTC)", "TEXT", "ERROR"),
@@ -57,15 +58,6 @@ async def run_outbox(settings: Settings, args: argparse.Namespace, say: Say = pr
         return 0
     finally:
         await db.close()
-
-
-async def _find_user(users: UserStore, identities: IdentityStore, ref: str) -> str | None:
-    if ":" in ref and not ref.startswith("u_"):
-        channel, address = ref.split(":", 1)
-        user = await identities.resolve(channel, address)
-    else:
-        user = await users.get(ref)
-    return user.id if user else None
 
 
 def _row(r: Any) -> tuple[str, ...]:

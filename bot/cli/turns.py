@@ -8,11 +8,13 @@ import argparse
 from collections.abc import Callable
 
 from bot.app.database import open_database
-from bot.cli.memory import _find_user
+from bot.cli.person_ref import find_person
 from bot.config import Settings
 from bot.contracts.clock import SystemClock
 from bot.loop.journal import JournalReplay, TurnJournal
 from bot.loop.traces import SHOWN, render, shorten
+from bot.people.identity import IdentityStore
+from bot.people.users import UserStore
 from bot.turn.trace_store import TraceStore
 
 
@@ -45,7 +47,8 @@ async def run_turns(settings: Settings, args: argparse.Namespace,
             return 0
         user_id = None
         if args.user:
-            user = await _find_user(db, args.user)
+            users = UserStore(db)
+            user = await find_person(users, IdentityStore(db, users), args.user)
             if user is None:
                 say(f"no such user: {args.user}")
                 return 1
