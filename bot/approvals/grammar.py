@@ -126,7 +126,7 @@ def _phrases(units: list[str], words: AnswerWords) -> list[str] | None:
     def grouped(i: int) -> list[str] | None:
         if i == len(units):
             return []
-        if units[i].isdigit():
+        if _number(units[i]):
             rest = grouped(i + 1)
             return None if rest is None else [units[i], *rest]
         for size in range(min(longest, len(units) - i), 0, -1):
@@ -168,7 +168,7 @@ def read(text: str, pending: Sequence[ApprovalRequest],
         if len(head) == 1 and None not in head:
             return _to_all_or_one(head.pop(), pending, every=True)
         return Reading(Kind.NEW)
-    if len(phrases) == 1 and len(phrases[0]) == 4 and phrases[0].isdigit():
+    if len(phrases) == 1 and len(phrases[0]) == 4 and _number(phrases[0]):
         found = which(pending, phrases[0])  # the card's code alone: yes to it
         return _decide([(phrases[0], Verdict.APPROVE)], pending) if found else Reading(Kind.NEW)
     pairs = _pairs(phrases, words)
@@ -191,15 +191,20 @@ def _pairs(phrases: list[str], words: AnswerWords) -> list[tuple[str, Verdict]] 
     while i + 1 < len(phrases):
         first, second = phrases[i], phrases[i + 1]
         said = _verdict(second, words)
-        if first.isdigit() and said is not None and _ref(first):
+        if _number(first) and said is not None and _ref(first):
             pairs.append((first, said))
-        elif (said := _verdict(first, words)) is not None and second.isdigit() \
+        elif (said := _verdict(first, words)) is not None and _number(second) \
                 and len(second) == 4:
             pairs.append((second, said))
         else:
             return None
         i += 2
     return pairs if i == len(phrases) else None
+
+
+def _number(unit: str) -> bool:
+    """A number as a person types it: ASCII digits only (a "१" or a "٢" is no number here)."""
+    return unit.isascii() and unit.isdigit()
 
 
 def _ref(number: str) -> bool:
@@ -238,24 +243,23 @@ def _decide(pairs: list[tuple[str, Verdict]], pending: Sequence[ApprovalRequest]
                    tuple(refused))
 
 
-_EDIT_REF = re.compile(r"#?(\d{1,2}|\d{4})\b[:.,]?\s*")
+_EDIT_REF = re.compile(r"#?([0-9]{1,2}|[0-9]{4})\b[:.,]?\s*")
 
 
 def _edit(text: str, pending: Sequence[ApprovalRequest], words: AnswerWords) -> Reading | None:
     """The edit form: an edit word of the table opens the message and something follows
-    ("change the subject to Q3"; "change 2 the subject to Q3" names the card). None when the
-    message is not in that form."""
+    ("change the subject to Q3"; "change 2 the subject to Q3" names the card by its position
+    or code). None when the message is not in that form."""
     stripped = unicodedata.normalize("NFKC", text.translate(_QUOTES)).strip()
     head, _, rest = stripped.partition(" ")
     if head.lower().rstrip(":,") not in words.edit or not rest.strip():
         return None
     ref = _EDIT_REF.match(rest.strip())
-    if ref is not None:
-        approval = which(pending, ref.group(1))
-        if approval is None:
-            return Reading(Kind.ANSWER, refused=(ref.group(1),))
+    named = which(pending, ref.group(1)) if ref is not None else None
+    if named is not None:
+        approval = named
     elif len(pending) == 1:
-        approval = pending[0]
+        approval = pending[0]  # a number that names no card is part of the change ("10 min")
     else:
         return Reading(Kind.ANSWER, ask=Ask.WHICH)
     if not approval.allow_modification:

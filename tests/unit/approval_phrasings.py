@@ -170,6 +170,8 @@ PHRASINGS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("change the subject", "two", "ask", EN),  # which one?
     ("change 2 the date to 4 March", "two", "2:edit", EN),
     ("edit: make it 15 min", "ana", "edit", EN),
+    ("change 10 min to 20 min", "ana", "edit", EN),  # 10 names no card: part of the change
+    ("change 3 the date", "two", "ask", EN),
     ("change it to note #4", "note", "ask", EN),  # a note cannot be changed
     # --- the card's code alone, emoji, quotes and sarcasm (issue 43) ----------------------
     ("4821", "note", "approve", EN),
