@@ -14,7 +14,6 @@ import copy
 import itertools
 import json
 import sqlite3
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,7 +22,6 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_questions_never_approve import (
     ANA,
     OWNER_CHAT,
@@ -31,13 +29,12 @@ from tests.e2e.test_questions_never_approve import (
     PUBLIC,
     notes,
     until,
+    valet_serve,
 )
-from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import Reply, ToolCall
-from tests.fakes.fake_telegram import TOKEN, FakeTelegram
+from tests.fakes.fake_telegram import FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 from tests.fakes.telegram_spec import UPDATES_FILE, reference_data
-from tests.servers import free_port
 
 APPROVE_ALL = ('{"answers": true, "sure": true, "decisions": [{"number": 1, '
                '"decision": "approve"}]}')
@@ -191,28 +188,7 @@ async def story(channel: Sms | Telegram, fake_llm, twilio: FakeTwilio, db: Path)
 @pytest.mark.parametrize("channel", ["sms", "telegram"])
 async def test_only_an_answer_of_the_table_approves_against_valet_serve(fake_llm, tmp_path,
                                                                          channel):
-    port = free_port()
-    async with FakeTwilio() as twilio, FakeTelegram() as tg, aiohttp.ClientSession() as http:
-        env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m",
-                        VALET_HTTP_PORT=str(port), VALET_PUBLIC_URL=PUBLIC,
-                        VALET_SMS_FROM_NUMBER="+15005550006",
-                        VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
-                        VALET_TWILIO_AUTH_TOKEN=twilio.auth_token,
-                        VALET_TWILIO_API_URL=twilio.base_url,
-                        VALET_TELEGRAM_TOKEN=TOKEN, VALET_TELEGRAM_API_URL=tg.api_url)
-        (tmp_path / "valet.yaml").write_text(
-            "memory:\n  enabled: false\n"
-            "sms:\n  allowed_countries: [US, GB]\n"  # Ana's number is British
-            f"owner:\n  name: Sam\n  phone_numbers: ['{OWNER_PHONE}']\n"
-            f"  telegram_ids: ['{OWNER_CHAT}']\n")
-        serve = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        try:
-            await _until_up(f"http://127.0.0.1:{port}/readyz", serve)
-            chat = Sms(http, twilio, f"http://127.0.0.1:{port}/sms/inbound") \
-                if channel == "sms" else Telegram(tg)
-            await story(chat, fake_llm, twilio, tmp_path / "valet.db")
-        finally:
-            serve.terminate()
-            await serve.wait()
+    async with valet_serve(fake_llm, tmp_path) as (twilio, tg, http, port):
+        chat = Sms(http, twilio, f"http://127.0.0.1:{port}/sms/inbound") \
+            if channel == "sms" else Telegram(tg)
+        await story(chat, fake_llm, twilio, tmp_path / "valet.db")
