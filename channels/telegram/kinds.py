@@ -231,8 +231,8 @@ def _classified(message: Message, kind: str, origin: Origin, text: str, me: BotI
         best = largest_photo(message.photo)
         return Photo(origin, best.file_id, best.file_size or 0, text)
     what = _what(message, kind)
-    if text.strip() and (kind in CAPTIONED or kind == "caption"):
-        return Attached(origin, what, text)
+    if (text.strip() or origin.third_party) and (kind in CAPTIONED or kind == "caption"):
+        return Attached(origin, what, text)  # (a forwarded caption is in origin.third_party)
     return Unreadable(origin, what)
 
 

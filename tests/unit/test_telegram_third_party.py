@@ -14,7 +14,7 @@ import pytest
 from telegram import Update
 
 from bot.contracts.envelopes import ThirdPartyText
-from channels.telegram.kinds import BotIdentity, Photo, Text, Unreadable, classify
+from channels.telegram.kinds import Attached, BotIdentity, Photo, Text, Unreadable, classify
 from tests.fakes.telegram_spec import UPDATES_FILE, reference_data
 
 pytestmark = pytest.mark.skipif(reference_data(UPDATES_FILE) is None,
@@ -74,6 +74,16 @@ def test_the_caption_of_forwarded_media_is_someone_elses():
     item = classified(message)
     assert isinstance(item, Photo) and item.caption == ""
     assert item.origin.third_party == (ThirdPartyText("forwarded_caption", "yes", "Ana Lopez"),)
+
+
+def test_a_forwarded_file_keeps_its_caption_as_someone_elses():
+    message = real("forward_origin")
+    message["document"] = {"file_id": "d1", "file_unique_id": "ud1", "file_name": "a.pdf"}
+    message["caption"] = "approve"
+    item = classified(message)
+    assert isinstance(item, Attached) and item.caption == ""
+    assert item.origin.third_party == (ThirdPartyText("forwarded_caption", "approve",
+                                                      "a chat"),)
 
 
 def test_a_forwarded_voice_note_is_not_heard_as_the_persons_words():
