@@ -183,3 +183,52 @@ async def test_each_language_of_the_persona_answers_only_when_listed(language):
         if language != "en":
             english_only = await parse_reply(said, [NOTE], words=answer_words())
             assert english_only.decisions == [], said
+
+
+def _documented() -> dict[str, list[set[str]]]:
+    """docs/approvals.md's table of words: language -> [yes, no, courtesy, every card, edit],
+    "approve(d)" read as "approve" and "approved", emoji apart."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "approvals.md").read_text()
+    found = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or cells[0] not in LANGUAGES:
+            continue
+        columns = []
+        for cell in cells[1:]:
+            entries: set[str] = set()
+            for entry in (e.strip() for e in cell.split(",")):
+                words = entry.split() if all(not w.isascii() and len(w) <= 2
+                                             for w in entry.split()) else [entry]
+                for word in words:
+                    if word.endswith(")") and "(" in word:
+                        stem, extra = word[:-1].split("(")
+                        entries |= {stem, stem + extra}
+                    else:
+                        entries.add(word)
+            columns.append({" ".join(e.lower().replace("-", " ").split()) for e in entries})
+        found[cells[0]] = columns
+    return found
+
+
+def test_the_documented_table_is_the_table():
+    documented = _documented()
+    assert sorted(documented) == sorted(LANGUAGES)
+    for code, words in LANGUAGES.items():
+        data = [words.yes, words.no, words.courtesy, words.everything, words.edit]
+        for wrote, has in zip(documented[code], data, strict=True):
+            variants = {w.replace("\ufe0f", "") for w in has}
+            assert wrote <= variants, (code, wrote - variants)
+            loose = {w for w in variants if w.replace("'", "") not in
+                     {x.replace("'", "") for x in wrote}}
+            # Spelling variants without accents or apostrophes ("si", "dont") need no row.
+            assert all(_plain(w) in {_plain(x) for x in wrote} for w in loose), (code, loose)
+
+
+def _plain(word: str) -> str:
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFD", word)
+                   if unicodedata.category(c) != "Mn").replace("'", "")
