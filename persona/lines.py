@@ -110,9 +110,13 @@ class ApprovalLines(LineGroup):
     # /pending: approved requests of the last day that were not done ({approvals}: one
     # "Refused: <summary>" line each).
     approval_lately: str = "Lately, not done:\n{approvals}"
-    # After an answer to a message that was not read as a decision, while approvals wait
-    # ({approvals}: "Delete the note #3 “Dentist”", several joined with "; ").
-    approval_still_waiting: str = "Still waiting for your OK: {approvals}."
+    # The last line of the answer to a message that was not an answer of the table while
+    # approvals wait: what waits and how to answer. One ({approvals}: "Delete the note #3
+    # “Dentist”"; {code}: its code), or several ({approvals}: "1. Send ...; 2. Delete ...").
+    approval_still_waiting: str = "Still waiting for your OK: {approvals}. Reply YES or NO."
+    approval_still_waiting_several: str = ("Still waiting for your OK: {approvals}. Reply "
+                                           "with the number and yes or no, e.g. \"1 yes 2 "
+                                           "no\".")
     approval_unknown_codes: str = "I have nothing waiting under {codes}. {listing}"
     approval_already: str = "“{summary}” was already {state}."
     approval_what_to_change: str = ("What should I change in “{summary}”? (Reply with the "
@@ -132,8 +136,6 @@ class ApprovalLines(LineGroup):
                            "or \"yes to all\".")
     approval_cannot_change_yes_no: str = ("“{summary}” can't be changed, only approved or "
                                           "cancelled. Yes or no?")
-    approval_cannot_change_which: str = ("{summary} cannot be changed, only approved or "
-                                         "cancelled. Which?")
     approval_yes_and_no: str = "You said both yes and no to {ref}. Which is it?"
     # A bare "yes" (or "1") while prompts of another kind wait too (a question of mine, a
     # pairing request): {listing} names each with how to answer it, joined with "; ".

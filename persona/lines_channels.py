@@ -68,8 +68,8 @@ class TerminalLines(LineGroup):
     """The terminal's way of asking (`valet chat`, channels/console.py)."""
 
     terminal_prompt: str = "Reply {n} yes or {n} no (yes / no)."
-    terminal_prompt_changeable: str = ("Reply {n} yes or {n} no (yes / no / or say what to "
-                                       "change).")
+    terminal_prompt_changeable: str = ("Reply {n} yes or {n} no (yes / no / or \"change ...\" "
+                                       "to change it).")
 
 
 class WebConsoleLines(LineGroup):

@@ -33,7 +33,6 @@ def build_approvals(base: Base, stores: Stores, outbound: Outbound,
     settings, lines, cfg = base.settings, base.persona.lines, base.loop_config
     flow = ApprovalFlow(
         stores.approvals, base.agents.tools, base.clock, base.llm, lines=lines,
-        confirm_edits=settings.approvals.confirm_edits,
         tool_timeout=cfg.tool_execution_timeout, agent_timeout=cfg.agent_tool_execution_timeout,
         effects=effect_records(outbound, mail, lines))
     return Approvals(

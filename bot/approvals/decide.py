@@ -20,7 +20,7 @@ from bot.approvals.buttons import ButtonAnswers
 from bot.approvals.flow import CANCELLED, ApprovalFlow, describe, named_summary
 from bot.approvals.listing import pending_lines
 from bot.approvals.outcomes import card_line, state_word
-from bot.approvals.replies import Decision, ParsedReply, Verdict, interpret_prompt, parse_reply
+from bot.approvals.replies import Decision, ParsedReply, Verdict, parse_reply
 from bot.approvals.retry import answerable
 from bot.approvals.store import HOLDING
 from bot.contracts.answer_words import AnswerWords, answer_words
@@ -58,7 +58,7 @@ class ApprovalStep:
                  can_edit: Callable[[str], bool] = lambda channel: False,
                  words: AnswerWords | None = None, elsewhere: Elsewhere | None = None) -> None:
         self.flow = flow
-        self.words = words or answer_words()  # the persona's languages (bot.approvals.rules)
+        self.words = words or answer_words()  # the persona's languages (bot.approvals.grammar)
         self.elsewhere = elsewhere
         self.store = flow.store
         self.users = users
@@ -88,18 +88,20 @@ class ApprovalStep:
         if not pending:
             return Continue()
         elsewhere = self.elsewhere
+        # Only the person's own words answer (ctx.msg.text): forwarded or quoted text
+        # (ctx.msg.third_party) never reaches the grammar.
         parsed = await parse_reply(
             ctx.msg.text, pending, lines=self.lines, words=self.words,
-            # Valet asked what to change (Edit was tapped): the rules alone read the answer
-            interpret=self._interpret if asked is None else None,
             elsewhere=(lambda: elsewhere(ctx.user)) if elsewhere is not None else None)
-        if asked is not None and (parsed.unrelated or parsed.clarify) and not parsed.question:
-            # ...and anything but a clear yes, no or question is the change.
+        if asked is not None and (parsed.unrelated or parsed.clarify) and not parsed.question \
+                and ctx.msg.text.strip():
+            # Valet asked what to change (Edit was tapped): anything but a clear yes, no or
+            # question is the change, which makes a new card (it never approves).
             return ParsedReply([Decision(asked.id, Verdict.EDIT, ctx.msg.text.strip())])
         if parsed.unrelated:
-            # A new request; what waits still waits. Said after the answer when the message
-            # might have been meant for it (the interpreter could not tell).
-            return Continue(after=(self._still_waiting(pending),) if parsed.unsure else ())
+            # Not an answer of the table: a message like any other, and what waits still
+            # waits. Its answer ends with one line naming what waits and how to answer.
+            return Continue(after=(self._still_waiting(pending),))
         if parsed.clarify:
             return Answered(text=parsed.clarify, stop=WAITING)
         if parsed.refused and not parsed.decisions:
@@ -109,9 +111,11 @@ class ApprovalStep:
         return parsed
 
     def _still_waiting(self, pending: list[ApprovalRequest]) -> str:
-        listed = [a.summary for a in pending] if len(pending) == 1 else \
-            pending_lines(pending, code=False)
-        return fill(self.lines.approval_still_waiting, approvals="; ".join(listed))
+        if len(pending) == 1:
+            return fill(self.lines.approval_still_waiting, approvals=pending[0].summary,
+                        code=pending[0].code)
+        return fill(self.lines.approval_still_waiting_several,
+                    approvals="; ".join(pending_lines(pending, code=False)))
 
     async def _from_button(self, ctx: TurnContext, button: ButtonPress,
                            flowed_back: tuple[str, ...] = ()) -> ParsedReply | StepResult:
@@ -184,13 +188,6 @@ class ApprovalStep:
                 outcome = await self._edit(ctx, approval, decision.changes, by)
                 if isinstance(outcome, ApprovalRequest):
                     to_confirm.append(outcome)
-                elif isinstance(outcome, tuple):
-                    edited, execution = outcome
-                    joined.append(_joined(edited, edited.arguments, execution.content))
-                    settled.append(edited.id)
-                    told, again = await self._not_done(ctx, edited, execution)
-                    said += told
-                    to_confirm += again
                 else:
                     said.append(outcome)
                 continue
@@ -256,10 +253,9 @@ class ApprovalStep:
                     user=approval.user_id, outcome=done.said)
 
     async def _edit(self, ctx: TurnContext, approval: ApprovalRequest, changes: str, by: str
-                    ) -> ApprovalRequest | tuple[ApprovalRequest, ExecutionOutcome] | str:
-        """A change: a new approval bound to the new arguments (shown for confirmation, or run
-        at once when confirm_edits is off). Returns the new request, the edited action's
-        outcome, or what to say."""
+                    ) -> ApprovalRequest | str:
+        """A change: a new approval bound to the new arguments, shown for a yes of its own (an
+        edit never approves). Returns the new request, or what to say."""
         flow = self.flow
         tool = flow.registry.get(approval.tool_name)
         if tool is None or not approval.allow_modification:
@@ -283,10 +279,7 @@ class ApprovalStep:
             arguments=arguments, summary=summary, details=details, at=now,
             replaces=approval.id, turn_id=ctx.turn_id, source=approval.source,
             trigger_task_id=approval.trigger_task_id)
-        if flow.confirm_edits:
-            return edited
-        await self.store.decide(edited.id, ApprovalStatus.APPROVED, by=by, at=now)
-        return edited, await flow.execute(ctx, edited)
+        return edited
 
     async def _rewrite(self, tool: Tool, approval: ApprovalRequest, changes: str
                        ) -> dict[str, Any]:
@@ -308,13 +301,6 @@ class ApprovalStep:
         if not isinstance(edited, dict):
             raise ValueError("I couldn't work out the new details")
         return edited
-
-    async def _interpret(self, text: str, pending: list[ApprovalRequest]) -> str:
-        response = await self.flow.llm.complete(
-            [{"role": "system", "content": "You read replies to approval requests. Answer "
-                                           "with JSON only."},
-             {"role": "user", "content": interpret_prompt(text, pending)}], None)
-        return response.content or ""
 
     async def _flow_back_settled(self, ctx: TurnContext) -> Continue:
         """Approvals settled outside this turn (expired, or finished in a turn that was cut

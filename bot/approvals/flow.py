@@ -117,7 +117,7 @@ def _short(value: Any, limit: int = 80) -> str:
 
 class ApprovalFlow:
     def __init__(self, store: ApprovalStore, registry: ToolRegistry, clock: Clock, llm: LLM, *,
-                 lines: ApprovalLines, confirm_edits: bool = True,
+                 lines: ApprovalLines,
                  tool_timeout: float = 30.0, agent_timeout: float = 120.0,
                  effects: Sequence[EffectRecords] = ()) -> None:
         self.store = store
@@ -125,7 +125,6 @@ class ApprovalFlow:
         self.clock = clock
         self.llm = llm
         self.lines = lines
-        self.confirm_edits = confirm_edits
         self.tool_timeout = tool_timeout
         self.agent_timeout = agent_timeout
         # Where approved actions' effects settle later: the records a tool names by its

@@ -29,8 +29,6 @@ class OwnerSettings(Section):
 
 class ApprovalSettings(Section):
     timeout_minutes: int = pydantic.Field(30, gt=0)  # a request not answered by then expires
-    # An edited request is shown again for a yes (true), or runs at once (false).
-    confirm_edits: bool = True
     sweep_seconds: float = pydantic.Field(30.0, gt=0)  # how often expiries are looked for
     # A running approved action renews its lease every third of this; a lease this old means
     # its process died (the sweeper then reports it interrupted within sweep_seconds more).

@@ -28,9 +28,9 @@ class Option(StrEnum):
 
 OPTIONS = (Option.APPROVE, Option.EDIT, Option.CANCEL)  # what a request offers, in order
 
+# No word here names an action ("send it", "book it" are not answers: issue 43).
 APPROVE_WORDS = ("yes", "y", "yeah", "yep", "yup", "ok", "okay", "sure", "approve", "approved",
-                 "confirm", "confirmed", "go ahead", "send it", "do it", "please do",
-                 "book it", "👍")
+                 "confirm", "confirmed", "go ahead", "do it", "please do", "👍")
 CANCEL_WORDS = ("no", "n", "nope", "nah", "cancel", "reject", "deny", "denied", "don't",
                 "dont", "do not", "stop", "skip", "never mind", "nevermind", "👎")
 EDIT_WORDS = ("edit",)

@@ -96,6 +96,8 @@ class Gateway(SideDoors):
         """`receive`, and the message's inbox row id (None for a duplicate): its reply is the
         outbox row keyed `reply:<row id>`, so a channel can wait for exactly that reply."""
         msg, deps = clean_incoming(msg), self.deps  # bytes a store or a terminal cannot take
+        if msg.choice is not None and msg.third_party and not msg.text.strip():
+            msg = replace(msg, choice=None)  # someone else's "1" (a bare forward) picks nothing
         if msg.choice is not None and msg.button is None:
             msg = await self._bind_choice(msg)
         # One statement for a known person who may write: stored straight into their queue.
@@ -313,7 +315,8 @@ class Gateway(SideDoors):
         return Inbound(user_id=row.user_id, channel=channel, text=row.text,
                        received_at=row.received_at, external_id=row.external_id,
                        address=address, button=row.button, turn_id=turn_id,
-                       from_trigger=row.trigger_task_id, media=row.media, images=media.images)
+                       from_trigger=row.trigger_task_id, media=row.media, images=media.images,
+                       third_party=row.third_party)
 
     async def _finish(self, row: InboxRow, reply: Reply, *, status: str = "done",
                       error: str | None = None, writes: Batch | None = None) -> None:

@@ -17,6 +17,7 @@ from bot.contracts.envelopes import (
     IncomingMessage,
     MediaRef,
     PromptKind,
+    ThirdPartyText,
     TriggerMessage,
     Urgency,
 )
@@ -43,6 +44,8 @@ class InboxRow:
     media: tuple[MediaRef, ...] = ()  # references only: the bytes are fetched per turn
     origin_channel: str | None = None  # where a trigger's task was set (after the preferred)
     waiting_behind: bool = False  # when claimed, another message of the person waited too
+    # Someone else's words that came with the message (forwarded, quoted): never its text.
+    third_party: tuple[ThirdPartyText, ...] = ()
 
 
 def _media_json(media: tuple[MediaRef, ...]) -> str | None:
@@ -53,6 +56,14 @@ def _media_of(raw: str | None) -> tuple[MediaRef, ...]:
     return tuple(MediaRef.from_json(m) for m in json.loads(raw)) if raw else ()
 
 
+def _third_party_json(found: tuple[ThirdPartyText, ...]) -> str | None:
+    return json.dumps([t.to_json() for t in found]) if found else None
+
+
+def _third_party_of(raw: str | None) -> tuple[ThirdPartyText, ...]:
+    return tuple(ThirdPartyText.from_json(t) for t in json.loads(raw)) if raw else ()
+
+
 def _row(r: Row) -> InboxRow:
     button = ButtonPress(r["button_approval_id"], r["button_option"] or "",
                          kind=PromptKind(r["button_kind"] or PromptKind.APPROVAL.value)) \
@@ -61,13 +72,14 @@ def _row(r: Row) -> InboxRow:
                     r["text"], button, r["display_name"], r["status"], r["attempts"],
                     r["received_at"], r["trigger_task_id"], r["reply_channel"],
                     Urgency(r["urgency"] or "normal"), _media_of(r["media"]),
-                    r["origin_channel"], bool(r.get("waiting_behind")))
+                    r["origin_channel"], bool(r.get("waiting_behind")),
+                    _third_party_of(r.get("third_party")))
 
 
 # A message as it is stored on arrival (`record`, `record_for_sender`).
 _COLUMNS = ("channel, external_id, address, text, button_approval_id, button_option,"
-            " button_kind, display_name, status, received_at, media")
-_VALUES = "$1, $2, $3, $4, $5, $6, $7, $8, 'received', $9, $10"
+            " button_kind, display_name, status, received_at, media, third_party")
+_VALUES = "$1, $2, $3, $4, $5, $6, $7, $8, 'received', $9, $10, $11"
 
 
 def _values(msg: IncomingMessage) -> tuple[Any, ...]:
@@ -75,7 +87,7 @@ def _values(msg: IncomingMessage) -> tuple[Any, ...]:
     return (msg.channel, msg.external_id, msg.address, msg.text,
             button.approval_id if button else None, button.option if button else None,
             button.kind.value if button else None, msg.display_name, msg.received_at,
-            _media_json(msg.media))
+            _media_json(msg.media), _third_party_json(msg.third_party))
 
 
 class InboxStore:

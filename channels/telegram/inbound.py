@@ -116,7 +116,8 @@ class InboundHandler:
         await self.door.receive(IncomingMessage(
             channel=CHANNEL, address=origin.address, external_id=str(origin.update_id),
             text=text, received_at=origin.received_at, display_name=origin.display_name,
-            button=button, media=media, account=origin.account))
+            button=button, media=media, account=origin.account,
+            third_party=origin.third_party))
 
     async def _say(self, origin: Origin, text: str) -> None:
         """A short answer that needs no turn, queued once per update (a redelivery is not

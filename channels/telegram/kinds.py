@@ -19,7 +19,8 @@ from datetime import datetime
 
 from telegram import Message, PhotoSize, Update
 
-from bot.contracts.envelopes import PromptKind
+from bot.contracts.envelopes import PromptKind, ThirdPartyText
+from channels.telegram.quoted import forwarded, others_words, own_text
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,9 @@ class Origin:
     display_name: str
     received_at: datetime
     user_id: int | None = None  # in a group: the member who wrote or pressed
+    # Someone else's words that came with the message (forwarded, quoted, replied to):
+    # never the person's own text (channels.telegram.quoted).
+    third_party: tuple[ThirdPartyText, ...] = ()
 
     @property
     def address(self) -> str:
@@ -185,14 +189,19 @@ def classify(update: Update, me: BotIdentity, *, groups: bool,
     if kind is None:
         log.debug("telegram update %s: a service message; no reply", update.update_id)
         return None
-    text = message.text or message.caption or ""
+    text = own_text(message)  # the person's own words only: "" for a forward
     if message.chat.type != "private":
         if not groups or not _addressed(message, text, me):
             return None
         text = re.sub(rf"@{re.escape(me.username)}\b", "", text, flags=re.I).strip()
     origin = Origin(update.update_id, message.chat.id, message.from_user.full_name,
                     message.date or now(),
-                    message.from_user.id if message.chat.type != "private" else None)
+                    message.from_user.id if message.chat.type != "private" else None,
+                    others_words(message, me.id))
+    if forwarded(message) and message.voice is not None:
+        # Someone else's voice: its words would be read as the person's own (a voice
+        # note's transcript is its text), so it is not heard.
+        return Unreadable(origin, "a forwarded voice note")
     return _classified(message, kind, origin, text, me)
 
 
@@ -222,8 +231,8 @@ def _classified(message: Message, kind: str, origin: Origin, text: str, me: BotI
         best = largest_photo(message.photo)
         return Photo(origin, best.file_id, best.file_size or 0, text)
     what = _what(message, kind)
-    if text.strip() and (kind in CAPTIONED or kind == "caption"):
-        return Attached(origin, what, text)
+    if (text.strip() or origin.third_party) and (kind in CAPTIONED or kind == "caption"):
+        return Attached(origin, what, text)  # (a forwarded caption is in origin.third_party)
     return Unreadable(origin, what)
 
 

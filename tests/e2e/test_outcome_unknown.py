@@ -142,7 +142,7 @@ async def test_a_kill_while_the_sms_to_ana_is_in_flight_is_told_as_unknown_by_sm
             # approvals' reply rules: a question never approves, the person is reminded).
             assert twilio.bodies_to(SAM)[-1].endswith(
                 "Still waiting for your OK: Send Ana Lopez an SMS from Valet's number to "
-                '+12125550101: "I\'m late - from Sam, via Valet".')
+                '+12125550101: "I\'m late - from Sam, via Valet". Reply YES or NO.')
             # The model reads the same as Sam: the call's corrected result.
             assert any(r.startswith("Outcome unknown:") for r in tool_results(fake_llm))
             await asyncio.sleep(1)  # several more sweeps: still told once

@@ -7,10 +7,11 @@ plain "yes" runs the action exactly once. By SMS and on Telegram."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import sqlite3
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -112,8 +113,12 @@ async def story(say: Say, fake_llm, twilio: FakeTwilio, db: Path) -> None:  # ty
     assert len(twilio.bodies_to(ANA)) == 1  # sent once, never again
 
 
-@pytest.mark.parametrize("channel", ["sms", "telegram"])
-async def test_questions_with_a_card_waiting_never_approve_it(fake_llm, tmp_path, channel):
+@contextlib.asynccontextmanager
+async def valet_serve(fake_llm, tmp_path: Path  # type: ignore[no-untyped-def]
+                      ) -> AsyncIterator[tuple[FakeTwilio, FakeTelegram, aiohttp.ClientSession,
+                                               int]]:
+    """`valet serve` with the fake LLM, Twilio and Telegram servers, the owner on SMS and
+    Telegram, Ana's British number allowed: (twilio, telegram, an HTTP session, the port)."""
     port = free_port()
     async with FakeTwilio() as twilio, FakeTelegram() as tg, aiohttp.ClientSession() as http:
         env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m",
@@ -133,9 +138,15 @@ async def test_questions_with_a_card_waiting_never_approve_it(fake_llm, tmp_path
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
         try:
             await _until_up(f"http://127.0.0.1:{port}/readyz", serve)
-            say = sms_chat(http, twilio, f"http://127.0.0.1:{port}/sms/inbound") \
-                if channel == "sms" else telegram_chat(tg)
-            await story(say, fake_llm, twilio, tmp_path / "valet.db")
+            yield twilio, tg, http, port
         finally:
             serve.terminate()
             await serve.wait()
+
+
+@pytest.mark.parametrize("channel", ["sms", "telegram"])
+async def test_questions_with_a_card_waiting_never_approve_it(fake_llm, tmp_path, channel):
+    async with valet_serve(fake_llm, tmp_path) as (twilio, tg, http, port):
+        say = sms_chat(http, twilio, f"http://127.0.0.1:{port}/sms/inbound") \
+            if channel == "sms" else telegram_chat(tg)
+        await story(say, fake_llm, twilio, tmp_path / "valet.db")

@@ -111,8 +111,7 @@ async def test_a_new_request_while_an_approval_waits_is_answered_and_the_approva
     note = await h.app.services.stores.notes.add(me, "Dentist", "Tue 3pm", h.app.clock.now())
     card, _ = await card_for(h, fake_llm, ToolCall("delete_note", {"note_id": note.id}),
                              "delete the dentist note")
-    fake_llm.script(
-        Reply(content="Sure! Happy to help with that."),  # the reply classifier: not JSON
+    fake_llm.script(  # no classifier reads the reply (issue 43): the loop's calls only
         Reply(tool_calls=[ToolCall("draft_reminder", {"what": "call mom", "when": "1pm"})]),
         Reply(content="I'll remind you at 13:00 to call mom."))
     h.tg.user_says(OWNER_CHAT, "remind me at 1pm to call mom, no rush")
@@ -120,7 +119,8 @@ async def test_a_new_request_while_an_approval_waits_is_answered_and_the_approva
                                     for t in bot_messages(h.tg, OWNER_CHAT)), timeout=30)
     answer = next(t for t in bot_messages(h.tg, OWNER_CHAT) if "I'll remind you" in t)
     assert answer == ("I'll remind you at 13:00 to call mom.\n\n"
-                      f"Still waiting for your OK: Delete the note #{note.id} “Dentist”.")
+                      f"Still waiting for your OK: Delete the note #{note.id} “Dentist”. "
+                      "Reply YES or NO.")
     assert not any("Which one" in t for t in bot_messages(h.tg, OWNER_CHAT))
     [reminder] = await h.app.db.fetch("SELECT text FROM reminders")
     assert reminder["text"] == "call mom"

@@ -371,7 +371,10 @@ async def test_an_agent_that_needs_approval_runs_only_after_yes(app_factory, fak
     assert SENT == []
     # Something else meanwhile: not a yes or no, so it goes to the loop; nothing is sent.
     fake_llm.script(LLMReply(content="4."))
-    assert (await say(app, me, "what's 2+2")).text == "4."
+    # No answer of the table: answered, and what waits is named after it (issue 43).
+    assert (await say(app, me, "what's 2+2")).text == (
+        "4.\n\nStill waiting for your OK: Email (to: ann@elsewhere.org, subject: Lunch). "
+        "Reply YES or NO.")
     assert SENT == []
     fake_llm.script(LLMReply(content="Sent it."))
     assert (await say(app, me, "yes please")).text == "Sent it."

@@ -116,7 +116,8 @@ async def test_edit_makes_a_new_approval_shown_for_confirmation(app_factory, fak
     [first] = await requests_of(app, await ask_for_email(app, me, fake_llm))
     fake_llm.script(LLMReply(content='{"to": "team@corp.example", "subject": "Q3 numbers", '
                                      '"body": "Numbers attached."}'))
-    reply = await say(app, me, "send it but make the subject 'Q3 numbers'")
+    # The edit form (issue 43: a change inside a sentence, "send it but make ...", is none).
+    reply = await say(app, me, "change the subject to 'Q3 numbers'")
     [edited] = (await requests_of(app, reply))
     assert edited.id != first.id and edited.arguments["subject"] == "Q3 numbers"
     assert edited.replaces == first.id and "subject: Q3 numbers" in edited.summary
@@ -147,14 +148,20 @@ async def test_after_the_edit_button_the_next_message_is_the_change_in_any_words
     assert risky_tools.SENT == []
 
 
-async def test_edit_runs_at_once_when_confirm_edits_is_off(app_factory, fake_llm, tmp_path):
-    app, me = await start(app_factory, tmp_path,
-                          approvals=ApprovalSettings(confirm_edits=False))
-    await ask_for_email(app, me, fake_llm)
-    fake_llm.script(LLMReply(content='{"to": "team@corp.example", "subject": "Q3 final"}'),
-                    LLMReply(content="Sent, subject 'Q3 final'."))
-    reply = await say(app, me, "yes but change the subject to Q3 final")
-    assert reply.text == "Sent, subject 'Q3 final'."
+async def test_an_edit_never_approves_it_makes_a_new_card(app_factory, fake_llm, tmp_path):
+    """Issue 43: an edit is never a yes (`approvals.confirm_edits: false`, which ran it at
+    once, is gone: such a config is refused with the key named)."""
+    with pytest.raises(ValueError, match="confirm_edits"):
+        ApprovalSettings(confirm_edits=False)
+    app, me = await start(app_factory, tmp_path)
+    [first] = await requests_of(app, await ask_for_email(app, me, fake_llm))
+    fake_llm.script(LLMReply(content='{"to": "team@corp.example", "subject": "Q3 final"}'))
+    reply = await say(app, me, "change the subject to Q3 final")
+    [edited] = await requests_of(app, reply)
+    assert edited.replaces == first.id and edited.status is ApprovalStatus.PENDING
+    assert risky_tools.SENT == []
+    fake_llm.script(LLMReply(content="Sent, subject 'Q3 final'."))
+    assert (await say(app, me, "yes")).text == "Sent, subject 'Q3 final'."
     assert [e["subject"] for e in risky_tools.SENT] == ["Q3 final"]
 
 
@@ -229,7 +236,7 @@ async def test_two_approvals_of_one_turn_are_shown_together_and_answered_in_one_
     history = await app.history.load(me)
     assert any(m["role"] == "tool" and "ISO 8601" in (m["content"] or "") for m in history)
     fake_llm.script(LLMReply(content="Email sent; flight not booked."))
-    reply = await say(app, me, "approve the email, cancel the flight")
+    reply = await say(app, me, "1 yes 2 no")  # a verb or a name is no answer (issue 43)
     assert reply.text == "Email sent; flight not booked."
     assert len(risky_tools.SENT) == 1 and risky_tools.BOOKED == []
     results = tool_results(fake_llm.requests[-1])

@@ -300,7 +300,7 @@ async def test_an_edit_makes_a_new_approval_and_only_the_edited_mail_is_sent(
     app, me = await connected_app(app_factory, smtp)
     first = await ask_to_send(app, me, fake_llm)
     fake_llm.script(Reply(content=json.dumps({**EMAIL, "subject": "Q3"})))
-    reply = await say(app, me, "send it but make the subject 'Q3'")
+    reply = await say(app, me, "change the subject to 'Q3'")  # the edit form (issue 43)
     [edited] = await requests_of(app, reply)
     assert edited.id != first.id and edited.replaces == first.id
     assert edited.summary.startswith("Send email “Q3” to Ana Lima <ana@example.com>, cc "

@@ -118,7 +118,7 @@ async def test_an_edited_message_is_shown_again_signed_and_sent_as_edited(world,
     await two_anas(world)
     await approved_message(world, fake_llm, "Ana Lopez")
     fake_llm.script(Reply(content='{"to": "Ana Lopez", "text": "I\'m 10 minutes late"}'))
-    card = await sam_says(world, "yes but change it to I'm 10 minutes late")
+    card = await sam_says(world, "change it to I'm 10 minutes late")  # the edit form
     assert "I'm 10 minutes late - from Sam, via Valet" in card
     fake_llm.script(Reply(content="Sent."))
     await sam_says(world, "1")

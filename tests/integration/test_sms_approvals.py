@@ -83,10 +83,15 @@ async def test_one_request_is_cancelled_by_replying_2(world, fake_llm):
 
 async def test_yes_in_words_approves_one_request_too(world, fake_llm):
     await ask(world, fake_llm, ToolCall("send_email", EMAIL))
-    # The rules leave "ok send it" to the approvals package's interpreter (an LLM call).
-    fake_llm.script(LLMReply(content='{"decisions": [{"number": 1, "decision": "approve"}]}'),
-                    LLMReply(content="Sent."))
+    # "ok send it" is no answer of the table (a verb): a message like any other, even when
+    # the LLM would say it approves (issue 43; no classifier reads replies any more).
+    fake_llm.script(LLMReply(content='{"decisions": [{"number": 1, "decision": "approve"}]}'))
     await world.text("ok send it")
+    await world.idle()
+    assert risky_tools.SENT == []
+    assert "Still waiting for your OK" in world.replies()[-1]
+    fake_llm.script(LLMReply(content="Sent."))
+    await world.text("ok")
     await world.idle()
     assert len(risky_tools.SENT) == 1
 
@@ -103,10 +108,15 @@ async def test_two_requests_are_decided_by_1_yes_2_no(world, fake_llm):
     assert world.replies()[-1] == "Email sent; no flight booked."
 
 
-async def test_two_requests_are_decided_by_free_text(world, fake_llm):
+async def test_two_requests_named_in_free_text_decide_nothing(world, fake_llm):
+    """Issue 43: "book the flight" names an action: no answer. The batch form decides."""
     await ask(world, fake_llm, ToolCall("send_email", EMAIL), ToolCall("book_flight", FLIGHT))
-    fake_llm.script(LLMReply(content="Flight booked, email dropped."))
+    fake_llm.script(LLMReply(content="Which would you like?"))
     await world.text("book the flight, cancel the email")
+    await world.idle()
+    assert risky_tools.SENT == [] and risky_tools.BOOKED == []
+    fake_llm.script(LLMReply(content="Flight booked, email dropped."))
+    await world.text("2 yes 1 no")
     await world.idle()
     assert risky_tools.SENT == [] and len(risky_tools.BOOKED) == 1
 

@@ -90,13 +90,13 @@ async def test_deleting_a_note_that_does_not_exist_shows_no_card(world, fake_llm
 async def test_a_new_request_while_an_approval_waits_is_answered_and_the_approval_stays(
         world, fake_llm):
     note_id = await dentist_card(world, fake_llm)
-    fake_llm.script(
-        Reply(content="Sure! Happy to help with that."),  # the reply classifier: not JSON
+    fake_llm.script(  # no classifier reads the reply (issue 43): the loop's calls only
         Reply(tool_calls=[ToolCall("draft_reminder", {"what": "call mom", "when": "1pm"})]),
         Reply(content="I'll remind you at 13:00 to call mom."))
     reply = await says(world, "remind me at 1pm to call mom, no rush")
     assert reply == ("I'll remind you at 13:00 to call mom.\n\n"
-                     f'Still waiting for your OK: Delete the note #{note_id} "Dentist".')
+                     f'Still waiting for your OK: Delete the note #{note_id} "Dentist". '
+                     "Reply YES or NO.")
     [reminder] = await world.app.db.fetch("SELECT text FROM reminders")
     assert reminder["text"] == "call mom"
     pending = await says(world, "/pending")

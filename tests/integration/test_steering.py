@@ -121,7 +121,10 @@ async def test_commands_and_answers_to_approvals_wait_for_their_own_turn(app_fac
     assert people_said(fake_llm.requests[2]) == ["email the team about Q3", balance]
     assert len(risky_tools.SENT) == 1  # "yes" was decided by the approvals step, once
     texts = sender.texts()
-    assert texts[-3:] == ["120 in dining.", "Sent the Q3 email.",
+    # The balance question was no answer: its answer ends with what still waits (issue 43).
+    assert texts[-3:] == ["120 in dining.\n\nStill waiting for your OK: send email (to: "
+                          "team@corp.example, subject: Q3). Reply YES or NO.",
+                          "Sent the Q3 email.",
                           "Nothing is waiting for your approval or your answer."]
 
 

@@ -5,13 +5,17 @@ What it must do:
 
     approve / reject / edit   the one request waiting (or, with two waiting, "1:approve
                               2:reject": each request by its position)
-    new                       a new request: nothing decided, the classifier never asked
-    classifier                the rules cannot tell: the classifier decides
+    new                       not an answer of the table: a message like any other,
+                              nothing decided (a reminder of what waits ends its answer)
     ask                       a question back ("which one?", "yes or no?"), nothing decided
 
 Collected from the ways people answer a "may I?" text (and the ones that broke Valet: a
-question with "ok" in it once approved). Checked by tests/unit/test_approval_phrasings.py
-against bot/approvals/rules.py through bot.approvals.replies.parse_reply.
+question with "ok" in it once approved; a verb, "delete the message", that sent an SMS).
+Since issue 43 only the closed answer grammar (bot/approvals/grammar.py, docs/approvals.md)
+decides: a verb ("send it", "delete the note"), a named request ("yes to the flight"), a
+change in a sentence ("send it but make the subject …") or a verdict before a position
+("yes 1") is "new", whatever it says. Checked by tests/unit/test_approval_phrasings.py
+through bot.approvals.replies.parse_reply.
 """
 
 from __future__ import annotations
@@ -73,32 +77,32 @@ PHRASINGS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("go for it", "note", "approve", EN),
     ("do it", "note", "approve", EN),
     ("please do", "ana", "approve", EN),
-    ("send it", "ana", "approve", EN),
-    ("Send it!", "email", "approve", EN),
+    ("send it", "ana", "new", EN),
+    ("Send it!", "email", "new", EN),
     ("yes please", "ana", "approve", EN),
     ("Yes please, go ahead", "ana", "approve", EN),
     ("yes, thanks", "note", "approve", EN),
     ("ok thanks", "note", "approve", EN),
     ("ok do it, thanks", "note", "approve", EN),
-    ("Yes, send it!", "ana", "approve", EN),
+    ("Yes, send it!", "ana", "new", EN),
     ("yes yes", "note", "approve", EN),
-    ("oh yes", "note", "approve", EN),
+    ("oh yes", "note", "new", EN),
     ("absolutely", "ana", "approve", EN),
     ("of course", "ana", "approve", EN),
     ("alright", "note", "approve", EN),
     ("approve", "email", "approve", EN),
     ("approved", "email", "approve", EN),
     ("confirm", "note", "approve", EN),
-    ("yes delete it", "note", "approve", EN),
-    ("delete it", "note", "approve", EN),
-    ("delete the note", "note", "approve", EN),
-    ("yes, delete the dentist note", "note", "approve", EN),
-    ("yes send the message to Ana", "ana", "approve", EN),
-    ("send the email", "email", "approve", EN),
-    ("yes send the email", "email", "approve", EN),
-    ("yes, text Ana", "ana", "approve", EN),
+    ("yes delete it", "note", "new", EN),
+    ("delete it", "note", "new", EN),
+    ("delete the note", "note", "new", EN),
+    ("yes, delete the dentist note", "note", "new", EN),
+    ("yes send the message to Ana", "ana", "new", EN),
+    ("send the email", "email", "new", EN),
+    ("yes send the email", "email", "new", EN),
+    ("yes, text Ana", "ana", "new", EN),
     ("1 yes", "note", "approve", EN),
-    ("yes 1", "ana", "approve", EN),
+    ("yes 1", "ana", "new", EN),
     ("YES 4821", "note", "approve", EN),
     ("4821 yes", "note", "approve", EN),
     ("4821 ok", "note", "approve", EN),
@@ -118,9 +122,9 @@ PHRASINGS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("no, cancel it", "ana", "reject", EN),
     ("no thanks, cancel", "note", "reject", EN),
     ("don't", "note", "reject", EN),
-    ("don't send it", "ana", "reject", EN),
-    ("do not send it", "ana", "reject", EN),
-    ("no don't delete it", "note", "reject", EN),
+    ("don't send it", "ana", "new", EN),
+    ("do not send it", "ana", "new", EN),
+    ("no don't delete it", "note", "new", EN),
     ("never mind", "ana", "reject", EN),
     ("forget it", "note", "reject", EN),
     ("stop", "note", "reject", EN),
@@ -128,15 +132,15 @@ PHRASINGS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("👎", "note", "reject", EN),
     ("❌", "ana", "reject", EN),
     ("reject", "email", "reject", EN),
-    ("no, not Ana", "ana", "reject", EN),
-    ("no, keep the note", "note", "classifier", EN),
+    ("no, not Ana", "ana", "new", EN),
+    ("no, keep the note", "note", "new", EN),
     ("4821 no", "note", "reject", EN),
-    ("no 1", "ana", "reject", EN),
+    ("no 1", "ana", "new", EN),
     ("cancel all", "note", "reject", EN),
     # --- several waiting -----------------------------------------------------------------
     ("1 yes 2 no", "two", "1:approve 2:reject", EN),
     ("1 no 2 yes", "two", "1:reject 2:approve", EN),
-    ("yes 1, no 2", "two", "1:approve 2:reject", EN),
+    ("yes 1, no 2", "two", "new", EN),
     ("2: yes", "two", "2:approve", EN),
     ("YES 1942", "two", "2:approve", EN),
     ("7310 yes 1942 no", "two", "1:approve 2:reject", EN),
@@ -144,26 +148,42 @@ PHRASINGS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("yes to both", "two", "1:approve 2:approve", EN),
     ("cancel both", "two", "1:reject 2:reject", EN),
     ("no to all", "two", "1:reject 2:reject", EN),
-    ("approve the email, cancel the flight", "two", "1:approve 2:reject", EN),
-    ("send the email and skip the flight", "two", "1:approve 2:reject", EN),
-    ("book the flight", "two", "2:approve", EN),
-    ("yes to the flight", "two", "2:approve", EN),
-    ("delete the note, don't text Ana", "ana+note", "1:reject 2:approve", EN),
+    ("approve the email, cancel the flight", "two", "new", EN),
+    ("send the email and skip the flight", "two", "new", EN),
+    ("book the flight", "two", "new", EN),
+    ("yes to the flight", "two", "new", EN),
+    ("delete the note, don't text Ana", "ana+note", "new", EN),
     ("yes", "two", "ask", EN),
     ("no", "two", "ask", EN),
     ("ok", "ana+note", "ask", EN),
     ("1 yes 1 no", "two", "ask", EN),
     # --- changes --------------------------------------------------------------------------
-    ("send it but make the subject 'Q3 numbers'", "email", "edit", EN),
-    ("yes but change the subject to Q3 numbers", "email", "edit", EN),
+    ("send it but make the subject 'Q3 numbers'", "email", "new", EN),
+    ("yes but change the subject to Q3 numbers", "email", "new", EN),
     ("change the subject to Q3", "email", "edit", EN),
-    ("make it say 15 min", "ana", "edit", EN),
-    ("send it to Bob instead", "ana", "edit", EN),
-    ("yes, add Bob", "email", "classifier", EN),  # a change, or another request?
-    ("add Bob to the email", "email", "edit", EN),
-    ("no, make it 20 min", "ana", "edit", EN),
-    ("yes but change it to the other note", "note", "ask", EN),  # a note cannot be changed
-    ("change the subject", "two", "classifier", EN),  # which one: the classifier reads it
+    ("make it say 15 min", "ana", "new", EN),
+    ("send it to Bob instead", "ana", "new", EN),
+    ("yes, add Bob", "email", "new", EN),  # a change, or another request?
+    ("add Bob to the email", "email", "new", EN),
+    ("no, make it 20 min", "ana", "new", EN),
+    ("yes but change it to the other note", "note", "new", EN),  # a note cannot be changed
+    ("change the subject", "two", "ask", EN),  # which one?
+    ("change 2 the date to 4 March", "two", "2:edit", EN),
+    ("edit: make it 15 min", "ana", "edit", EN),
+    ("change 10 min to 20 min", "ana", "edit", EN),  # 10 names no card: part of the change
+    ("change 3 the date", "two", "ask", EN),
+    ("change it to note #4", "note", "ask", EN),  # a note cannot be changed
+    # --- the card's code alone, emoji, quotes and sarcasm (issue 43) ----------------------
+    ("4821", "note", "approve", EN),
+    ("1942", "two", "2:approve", EN),
+    ("Yes 👍", "note", "approve", EN),
+    ("ok 🙏", "ana", "approve", EN),
+    ('"yes"', "note", "new", EN),
+    ("'yes'", "ana", "new", EN),
+    ("yes 🙄", "note", "new", EN),
+    ("yeah right", "note", "new", EN),
+    ("oh sure", "note", "new", EN),
+    ("ok 1", "ana", "new", EN),
     # --- questions: never an answer -------------------------------------------------------
     ("is ana ok?", "ana", "new", EN),
     ("ok what's ana's number?", "ana", "new", EN),
@@ -201,8 +221,8 @@ PHRASINGS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("the dentist is ok", "note", "new", EN),
     ("tell ana it's ok", "ana", "new", EN),
     ("yes, and remind me at 5 to call mum", "note", "new", EN),
-    ("ok, set a timer for 10 minutes", "note", "classifier", EN),
-    ("sure, add milk to my shopping list", "note", "classifier", EN),
+    ("ok, set a timer for 10 minutes", "note", "new", EN),
+    ("sure, add milk to my shopping list", "note", "new", EN),
     ("add milk to my shopping list", "note", "new", EN),
     ("what's the weather like", "note", "new", EN),
     ("remind me at 5", "note", "new", EN),
@@ -215,30 +235,30 @@ PHRASINGS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("remind me in 1 minute to stretch", "note", "new", EN),
     ("1", "ana", "new", EN),
     ("call mum at 7", "ana", "new", EN),
-    # --- touching what waits, unreadable by the rules: the classifier ---------------------
-    ("no rush", "ana", "classifier", EN),
-    ("yes I think so", "note", "classifier", EN),
-    ("no, not now", "note", "classifier", EN),
-    ("yes no", "note", "classifier", EN),
-    ("sounds good", "note", "classifier", EN),
-    ("perfect", "ana", "classifier", EN),
-    ("fine", "note", "classifier", EN),
-    ("great, thanks", "ana", "classifier", EN),
+    # --- touching what waits, but no answer of the table: nothing decided ----------------
+    ("no rush", "ana", "new", EN),
+    ("yes I think so", "note", "new", EN),
+    ("no, not now", "note", "new", EN),
+    ("yes no", "note", "new", EN),
+    ("sounds good", "note", "new", EN),
+    ("perfect", "ana", "new", EN),
+    ("fine", "note", "new", EN),
+    ("great, thanks", "ana", "new", EN),
     ("the email is fine I guess, but the flight with a window seat please, no wait", "two",
-     "classifier", EN),
-    ("book lunch with Ana at 1pm", "note", "classifier", EN),
-    ("remind me at 1pm to call mom, no rush", "note", "classifier", EN),
-    ("yes do it now", "note", "classifier", EN),
-    ("delete the other one", "note", "classifier", EN),
-    ("no, send it", "ana", "ask", EN),  # yes and no to the same request: which is it?
-    ("Ana, the dentist", "ana+note", "classifier", EN),
+     "new", EN),
+    ("book lunch with Ana at 1pm", "note", "new", EN),
+    ("remind me at 1pm to call mom, no rush", "note", "new", EN),
+    ("yes do it now", "note", "new", EN),
+    ("delete the other one", "note", "new", EN),
+    ("no, send it", "ana", "new", EN),  # yes and no to the same request: which is it?
+    ("Ana, the dentist", "ana+note", "new", EN),
     # --- other languages (a persona that speaks them), and mixed --------------------------
     ("sí", "note", "approve", ALL),
     ("si", "ana", "approve", ALL),
     ("vale", "note", "approve", ALL),
     ("sí, por favor", "ana", "approve", ALL),
     ("claro que sí", "note", "approve", ALL),
-    ("mándalo", "ana", "approve", ALL),
+    ("mándalo", "ana", "new", ALL),
     ("no, gracias", "note", "reject", ALL),
     ("cancélalo", "ana", "reject", ALL),
     ("oui", "note", "approve", ALL),
@@ -265,3 +285,25 @@ PHRASINGS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("oui", "ana", "new", EN),
     ("ja", "note", "new", EN),
 ]
+
+# The red team's phrasings (issue 43): none is an answer of the table, yet on main (before the
+# closed grammar, the rules alone) 40 of these 50 approved each of the three example cards
+# below, and 48 approved at least one. Each must now decide nothing with any of them waiting,
+# in any language the persona may list.
+RED_TEAM_CARDS = (NOTE, ANA, EMAIL)
+RED_TEAM: list[str] = [
+    # inverted verbs: a verb that names another action, or the right one, never approves
+    "delete the message", "send it to me", "text me", "save the note", "delete the email",
+    "email the dentist", "email me", "forward it to me", "share it with me", "book it",
+    "do it for me", "send me the note", "delete it", "send it", "text Ana", "post it",
+    "save it", "save the email", "book the dentist", "pay it", "order it", "buy it",
+    "publish it", "submit it", "run it", "schedule it", "transfer it", "reply to Ana",
+    "message me", "forward the note", "share the note", "launch it", "execute it",
+    "accept it", "allow it", "go with it", "proceed with it", "confirm the email",
+    "send the note to Ana",
+    # other languages: each says "delete it" or "send it"
+    "bórralo", "supprime-le", "lösch es", "mándalo", "envoie-le", "schick es",
+    # sarcasm, and a verdict before a position
+    "yeah right", "oh sure", "yes 1", "sure, whatever", "ok 1",
+]
+

@@ -1,4 +1,5 @@
-"""Replies to pending approvals: decisions by number, code, word or name; never a guess."""
+"""Replies to pending approvals: decisions by number, code or word of the closed table; never a
+guess, never a verb or a name (issue 43)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.approvals.replies import Verdict, interpret_prompt, parse_reply
+from bot.approvals.replies import Verdict, parse_reply
 from bot.contracts.approvals import ApprovalRequest, args_hash
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
@@ -31,7 +32,7 @@ def verdicts(parsed) -> dict[str, str]:
 
 @pytest.mark.parametrize("text,expected", [
     ("yes", "approve"), ("YES", "approve"), ("Yes please", "approve"), ("ok!", "approve"),
-    ("send it", "approve"), ("go ahead", "approve"), ("👍", "approve"),
+    ("4821", "approve"), ("go ahead", "approve"), ("👍", "approve"),
     ("no", "reject"), ("No thanks.", "reject"), ("cancel", "reject"), ("don't", "reject"),
     ("1 yes", "approve"), ("YES 4821", "approve"), ("4821 no", "reject"),
 ])
@@ -42,7 +43,10 @@ async def test_one_pending_simple_answers(text, expected):
 async def test_several_pending_by_number_and_code_partial_answers_allowed():
     both = [EMAIL, FLIGHT]
     assert verdicts(await parse_reply("1 yes 2 no", both)) == {"a1": "approve", "a2": "reject"}
-    assert verdicts(await parse_reply("yes 1, no 2", both)) == {"a1": "approve", "a2": "reject"}
+    assert verdicts(await parse_reply("7310 no, 4821 yes", both)) == {"a1": "approve",
+                                                                     "a2": "reject"}
+    # A verdict before a position is no answer: "yes 1" (issue 43).
+    assert (await parse_reply("yes 1, no 2", both)).unrelated
     assert verdicts(await parse_reply("2: yes", both)) == {"a2": "approve"}
     assert verdicts(await parse_reply("YES 7310", both)) == {"a2": "approve"}
     assert verdicts(await parse_reply("yes to all", both)) == {"a1": "approve", "a2": "approve"}
@@ -69,21 +73,25 @@ async def test_contradictions_ask():
     assert parsed.decisions == [] and parsed.clarify
 
 
-async def test_free_text_naming_each_action():
-    parsed = await parse_reply("approve the email, cancel the flight", [EMAIL, FLIGHT])
-    assert verdicts(parsed) == {"a1": "approve", "a2": "reject"}
-    parsed = await parse_reply("send the email and skip the flight", [EMAIL, FLIGHT])
-    assert verdicts(parsed) == {"a1": "approve", "a2": "reject"}
+async def test_free_text_naming_each_action_decides_nothing():
+    """Issue 43: a verb or a name is never an answer ("send the email" once approved; so did
+    "delete the email"): only the table's forms decide."""
+    for text in ("approve the email, cancel the flight", "send the email and skip the flight",
+                 "send it", "delete the email", "book the flight"):
+        parsed = await parse_reply(text, [EMAIL, FLIGHT])
+        assert parsed.unrelated and not parsed.decisions, text
 
 
-async def test_changes_make_an_edit():
-    parsed = await parse_reply("send it but make the subject 'Q3 numbers'", [EMAIL])
+async def test_changes_make_an_edit_only_in_the_documented_form():
+    parsed = await parse_reply("change the subject to 'Q3 numbers'", [EMAIL])
     [decision] = parsed.decisions
     assert decision.verdict is Verdict.EDIT and "Q3 numbers" in decision.changes
-    parsed = await parse_reply("change the subject to Q3", [EMAIL])
-    assert parsed.decisions[0].verdict is Verdict.EDIT
+    parsed = await parse_reply("change 2 the date to 4 March", [EMAIL, FLIGHT])
+    assert [(d.approval_id, d.verdict) for d in parsed.decisions] == [("a2", Verdict.EDIT)]
+    # A change inside a sentence is no answer (issue 43): it decides nothing.
+    assert (await parse_reply("send it but make the subject 'Q3 numbers'", [EMAIL])).unrelated
     locked = approval(3, "Delete all notes", "1111", editable=False)
-    parsed = await parse_reply("yes but change it to only old notes", [locked])
+    parsed = await parse_reply("change it to only old notes", [locked])
     assert parsed.decisions == [] and "can't be changed" in parsed.clarify
 
 
@@ -92,83 +100,24 @@ async def test_unrelated_messages_are_not_swallowed():
         assert (await parse_reply(text, [EMAIL])).unrelated
 
 
-async def test_the_interpreter_helps_and_is_validated():
-    async def good(text, pending):
-        return '```json\n{"decisions": [{"number": 2, "decision": "edit", "changes": "window"}]}'
-
-    text = "the email is fine I guess, but the flight with a window seat please, no wait"
-    parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=good)
-    assert parsed.decisions[0].approval_id == "a2" and parsed.decisions[0].changes == "window"
-    assert "team@example.com" in interpret_prompt(text, [EMAIL, FLIGHT])
-
-
-async def test_an_interpreter_that_fails_or_is_unsure_leaves_the_message_a_new_request():
-    """Issue [truth] 3: a waiting approval never eats a new request. Whatever the interpreter
-    does short of a valid, sure answer, the message goes to the loop (`unrelated`) and nothing
-    is decided; `unsure` lets a reminder of what waits follow the answer."""
-    async def bad(text, pending):  # an action that does not exist
-        return ('{"answers": true, "sure": true, "decisions": [{"number": 7, '
-                '"decision": "approve"}]}')
-
-    async def garbage(text, pending):
-        return "I think they mean yes"
-
-    async def down(text, pending):
-        raise TimeoutError("the LLM did not answer")
-
-    async def twice(text, pending):
-        return ('{"decisions": [{"number": 1, "decision": "approve"}, '
-                '{"number": 1, "decision": "reject"}]}')
-
-    async def not_sure(text, pending):
-        return ('{"answers": true, "sure": false, "decisions": [{"number": 1, '
-                '"decision": "reject"}]}')
-
+async def test_what_the_interpreter_once_read_decides_nothing():
+    """Issue 43: no classifier is asked any more. What the rules once sent to the LLM
+    ("yes I think so", "sounds good", a sentence that touches both requests) is not an
+    answer of the table: a message like any other, nothing decided, nothing asked back."""
     for text in ("remind me at 1pm to call mom, no rush", "book lunch with Ana at 1pm",
-                 "the email is fine I guess, but the flight with a window seat please, no wait"):
-        for interpreter in (bad, garbage, down, twice):
-            parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=interpreter)
-            assert parsed.unrelated and parsed.unsure and not parsed.decisions, (text, parsed)
-            assert parsed.clarify is None
-        parsed = await parse_reply(text, [EMAIL], interpret=not_sure)
-        assert parsed.unrelated and parsed.unsure and not parsed.decisions
-
-
-async def test_which_one_only_for_a_clear_answer_to_one_of_several():
-    async def answers_unsure(text, pending):
-        return '{"answers": true, "sure": false, "decisions": []}'
-
-    async def something_else(text, pending):
-        return '{"answers": false, "sure": true, "decisions": []}'
-
-    text = "yes to the one about the trip I think"
-    parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=answers_unsure)
-    assert parsed.decisions == [] and "Which one" in parsed.clarify
-    parsed = await parse_reply(text, [EMAIL, FLIGHT], interpret=something_else)
-    assert parsed.unrelated and not parsed.unsure and parsed.clarify is None
-
-
-async def test_a_sentence_that_starts_with_an_answer_needs_the_interpreter_to_be_one():
-    async def says(verdict):
-        async def interpret(text, pending):
-            return ('{"answers": true, "sure": true, "decisions": [{"number": 1, "decision": "'
-                    + verdict + '"}]}')
-        return interpret
-
-    assert verdicts(await parse_reply("yes I think so", [EMAIL],
-                                      interpret=await says("approve"))) == {"a1": "approve"}
-    assert verdicts(await parse_reply("no, not now", [EMAIL],
-                                      interpret=await says("reject"))) == {"a1": "reject"}
-    # Without an interpreter that is sure of it, a leading yes/no is no answer.
-    for text in ("yes I think so", "no, not now", "no worries, what's on tomorrow?"):
-        assert (await parse_reply(text, [EMAIL, FLIGHT])).unrelated
+                 "the email is fine I guess, but the flight with a window seat please, no wait",
+                 "yes to the one about the trip I think", "yes I think so", "no, not now",
+                 "no worries, what's on tomorrow?", "sounds good", "perfect"):
+        parsed = await parse_reply(text, [EMAIL, FLIGHT])
+        assert parsed.unrelated and not parsed.decisions and parsed.clarify is None, text
     assert (await parse_reply("I said no to coffee today", [EMAIL])).unrelated
     assert (await parse_reply("let's go to the store", [EMAIL])).unrelated
 
 
 async def test_yes_words_with_courtesy_are_a_clear_answer():
-    for text in ("yes please, go ahead", "ok do it, thanks", "Yes, send it!"):
+    for text in ("yes please, go ahead", "ok do it, thanks", "Yes, thank you!"):
         assert verdicts(await parse_reply(text, [EMAIL])) == {"a1": "approve"}, text
+    assert (await parse_reply("Yes, send it!", [EMAIL])).unrelated  # a verb: no answer
     assert verdicts(await parse_reply("no thanks, cancel", [EMAIL])) == {"a1": "reject"}
     assert (await parse_reply("yes no", [EMAIL])).decisions == []
 
