@@ -39,9 +39,7 @@ def pairing_notice_loop_seconds(settings: Settings) -> float:
 
 
 def allowance(settings: Settings) -> Allowance:
-    budget = settings.budget
-    return Allowance(others=micros(budget.daily_usd) if budget.daily_usd > 0 else None,
-                     owner=micros(budget.owner_daily_usd) if budget.owner_daily_usd else None)
+    return Allowance.from_usd(settings.budget.daily_usd, settings.budget.owner_daily_usd)
 
 
 def usage_command(gate: BudgetGate, lines: BudgetLines) -> Command:

@@ -176,7 +176,8 @@ class Gateway(SideDoors):
 
     async def _close(self, row_id: int, status: str, *, reply: Reply | None = None,
                      user_id: str | None = None, channel: str = "", address: str = "",
-                     error: str | None = None, writes: Batch | None = None) -> None:
+                     error: str | None = None, writes: Batch | None = None,
+                     kind: str = "reply") -> None:
         """The one way an inbox row ends: its reply (if it has one) queued and the row closed
         together (with the stored turn, `writes`), so the reply exists exactly once. One
         statement on Postgres (bot.db.batch)."""
@@ -187,7 +188,8 @@ class Gateway(SideDoors):
             await self.outbound.queue_reply(
                 batch, dedupe_key=f"reply:{row_id}", user_id=user_id, channel=channel,
                 address=address, text=reply.text,
-                payload=payload_of(reply.prompts, reply.stop))
+                payload=payload_of(reply.prompts, reply.stop,
+                                   {"kind": kind} if kind != "reply" else None))
         await deps.inbox.close(batch, row_id, status, deps.clock.now(), error)
         await batch.run(deps.db)
         if speaks:
@@ -267,7 +269,7 @@ class Gateway(SideDoors):
                                            own_message=row.trigger_task_id is None)
         writes = Batch()  # the stored turn, committed with its reply and the row's close
         try:
-            with paying_for(user.id, user.timezone):  # what the turn costs is theirs
+            with paying_for(user.id, user.timezone, user.is_owner):  # the turn's cost is theirs
                 reply = await deps.handle_message(
                     self._inbound(row, turn_id, channel, address, media),
                     emit=self._progress(channel, address), cancel=stop, steering=mailbox,
