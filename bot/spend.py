@@ -118,7 +118,9 @@ SPEND_COLUMNS = "".join(
     f", (SELECT COALESCE(SUM({column}), 0) FROM meter_ledger WHERE user_id = $1 AND at > $2)"
     f" AS {name}" for name, column in (("spend_llm", "llm_micros"),
                                         ("spend_messages", "messages_micros"),
-                                        ("spend_raised", "raised_micros")))
+                                        ("spend_raised", "raised_micros"))) + (
+    ", (SELECT worst_micros FROM meter_ledger WHERE user_id = $1 AND at > $2"
+    " AND kind = 'refused' ORDER BY at DESC, id DESC LIMIT 1) AS spend_refused")
 
 
 def latest_spend(row: Row) -> DaySpend | None:
@@ -126,7 +128,8 @@ def latest_spend(row: Row) -> DaySpend | None:
     if "spend_llm" not in row:
         return None
     return DaySpend("last 24 hours", int(row["spend_llm"] or 0),
-                    int(row["spend_messages"] or 0), int(row["spend_raised"] or 0))
+                    int(row["spend_messages"] or 0), int(row["spend_raised"] or 0),
+                    int(row["spend_refused"] or 0))
 
 
 class Spending:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.contracts.clock import Clock
@@ -45,7 +45,10 @@ class Standing:
 
     @property
     def over(self) -> bool:
-        return self.allowance is not None and self.spent.total >= self.allowance
+        """At the allowance: spent, or too near it for the last call the meter refused."""
+        return self.allowance is not None and (
+            self.spent.total >= self.allowance
+            or self.spent.total + self.spent.refused > self.allowance)
 
 
 @dataclass(frozen=True)
@@ -108,12 +111,13 @@ class BudgetGate:
             else await Ledger(self.spending.db).window(user.id, at)
         return Standing(spent, self.allowance.today(user.is_owner, spent))
 
-    async def holds(self, row: InboxRow, user: User) -> bool:
+    async def holds(self, row: InboxRow, user: User, *, fresh: bool = False) -> bool:
         """True when the message waits (the person is at their allowance): it and the rest
-        of theirs are `held`, and whoever must hear of it has."""
+        of theirs are `held`, and whoever must hear of it has. `fresh`: read the ledger again
+        (a turn the meter stopped part-way: what was read with the person's row is old)."""
         if row.trigger_task_id is None and command_word(row.text) is not None:
             return False  # a command calls no model: /usage, /help, /stop still answer
-        standing = await self.standing(user)
+        standing = await self.standing(replace(user, spent=None) if fresh else user)
         if not standing.over:
             return False
         held = await self.inbox.hold(user.id, row.id)

@@ -287,6 +287,9 @@ class Gateway(SideDoors):
             return
         finally:
             self.running.end(user.id, mailbox)
+        if reply.stop is TurnStop.LLM_ERROR and deps.budget is not None \
+                and await deps.budget.holds(row, user, fresh=True):
+            return  # the meter stopped it before a call: it waits, and goes on from its journal
         await self._finish(row, reply, writes=writes)
         if may_hold(user.id, PROMPTS.name):  # a prompt message whose requests may be settled
             await self.outbound.settle_prompts(user.id)

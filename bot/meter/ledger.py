@@ -13,6 +13,9 @@ from bot.contracts.people import DaySpend
 from bot.db import Database
 
 WINDOW = timedelta(hours=24)
+# The worst cost of the latest call refused in the window ($1: the person, $2: its start).
+LATEST_REFUSED = ("(SELECT worst_micros FROM meter_ledger WHERE user_id = $1 AND at > $2"
+                  " AND kind = 'refused' ORDER BY at DESC, id DESC LIMIT 1)")
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,12 @@ class Ledger:
                 "INSERT INTO meter_ledger (user_id, kind, at, llm_micros, raised_micros)"
                 " VALUES ($1, $2, $3, $4, $5)", user_id, kind, at, llm, raised)
 
+    async def refused(self, user_id: str, at: datetime, worst: int) -> None:
+        """An LLM call was not made: at its worst cost it would have passed the allowance."""
+        await self.db.execute(
+            "INSERT INTO meter_ledger (user_id, kind, at, worst_micros) VALUES ($1, 'refused',"
+            " $2, $3)", user_id, at, worst)
+
     async def message(self, *, outbox_id: int, user_id: str | None, channel: str,
                       address: str, kind: str, at: datetime, micros: int, parts: int,
                       segments: int) -> bool:
@@ -55,11 +64,11 @@ class Ledger:
         since = at - WINDOW
         row = await self.db.fetchrow(
             "SELECT COALESCE(SUM(llm_micros), 0) AS llm, COALESCE(SUM(messages_micros), 0)"
-            " AS messages, COALESCE(SUM(raised_micros), 0) AS raised FROM meter_ledger"
-            " WHERE user_id = $1 AND at > $2", user_id, since)
+            " AS messages, COALESCE(SUM(raised_micros), 0) AS raised, " + LATEST_REFUSED
+            + " AS refused FROM meter_ledger WHERE user_id = $1 AND at > $2", user_id, since)
         assert row is not None
         return DaySpend(since.isoformat(timespec="minutes"), int(row["llm"]),
-                        int(row["messages"]), int(row["raised"]))
+                        int(row["messages"]), int(row["raised"]), int(row["refused"] or 0))
 
     async def frees_at(self, user_id: str, at: datetime) -> datetime:
         """When the oldest cost in the window leaves it (the window has room again soonest)."""

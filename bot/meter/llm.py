@@ -76,6 +76,8 @@ class PricedLLM(WrappedLLM):
         spent = await self.ledger.window(who.user_id, self.clock.now())
         limit = self.allowance.today(who.is_owner, spent)
         if limit is not None and spent.total + _held[who.user_id] + worst > limit:
+            # Kept: the person is at their allowance until such a call fits (bot.gateway.budget).
+            await self.ledger.refused(who.user_id, self.clock.now(), worst)
             raise AllowanceSpent(
                 f"{who.user_id}: {dollars(spent.total)} spent in 24 hours; a call that may cost "
                 f"{dollars(worst)} would pass the allowance of {dollars(limit)}")

@@ -14,6 +14,8 @@ CREATE TABLE meter_ledger (
     raised_micros BIGINT NOT NULL DEFAULT 0,
     parts INTEGER NOT NULL DEFAULT 0,
     segments INTEGER NOT NULL DEFAULT 0,
+    -- A call the meter refused (kind 'refused'): its worst cost, what the next one needs.
+    worst_micros BIGINT NOT NULL DEFAULT 0,
     outbox_id BIGINT UNIQUE
 );
 CREATE INDEX meter_ledger_user_at ON meter_ledger (user_id, at);
