@@ -5,8 +5,9 @@
 - The payer: whose work the running code does, a context variable the gateway sets around each
   turn (`paying_for`). Every priced LLM call made in it (the loop, the fallback models, a
   sub-task, the shortening pass, reading an approval reply, the memory extraction the turn
-  started) is added to that person's day by `PricedLLM` (bot.meter.llm) as it returns: a call is paid when it
-  is made, so a turn redone from its journal (which makes no new calls) adds nothing twice.
+  started) is added to that person's day by `PricedLLM` (bot.meter.llm) as it returns: a
+  call is paid when it is made, so a turn redone from its journal (which makes no new calls)
+  adds nothing twice.
 - Messages: the meter (bot.meter.gate) adds a message's price before it goes, for a channel
   that charges per message (SMS: its segments at `sms.price_per_segment`).
 - `Spending`: the `daily_spend` table, one row per person and day (their own timezone's day),

@@ -16,7 +16,7 @@ from bot.db import Database
 from bot.gateway.budget import BudgetGate, figures
 from bot.gateway.outbound import Outbound
 from bot.gateway.pairing_notices import PairingNotices
-from bot.spend import Allowance, dollars, micros
+from bot.spend import Allowance, dollars
 from bot.turn.commands import Command
 from persona.lines import fill
 from persona.lines_people import AccessLines, BudgetLines

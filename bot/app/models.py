@@ -14,8 +14,8 @@ from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLM
 from bot.llm.transcribe import Transcriber
 from bot.loop.fallback import ModelSlot, provider_of
-from bot.plumbing.metrics import Metrics
 from bot.meter.llm import PricedLLM
+from bot.plumbing.metrics import Metrics
 from bot.spend import Allowance, Price, Prices, Spending
 
 

@@ -101,6 +101,10 @@ class Meter:
                 message.user_id, message.channel, message.address, kind, now - self.door_reply):
             return Verdict(False, f"not sent: a {kind[len(DOOR):]} reply went to this person "
                                   f"less than {self.door_reply} ago")
+        if kind == NOTICE and await self.ledger.sent_recently(
+                message.user_id, message.channel, message.address, NOTICE,
+                now - timedelta(hours=24)):
+            return Verdict(False, "not sent: the allowance notice went out in the last 24 hours")
         quote = await sender.quote(message) if isinstance(sender, Priced) else Quote()
         if user is not None and quote.micros > 0:
             refused = await self._over(user.id, user.is_owner, kind, message, now)
@@ -123,10 +127,7 @@ class Meter:
         if limit is None or spent.total < limit:
             return None
         if kind == NOTICE:
-            if not await self.ledger.sent_recently(user_id, message.channel, message.address,
-                                                   NOTICE, now - timedelta(hours=24)):
-                return None
-            return Verdict(False, "not sent: the allowance notice went out in the last 24 hours")
+            return None  # once in 24 hours (admit), whatever the allowance
         over = f"at the allowance ({dollars(spent.total)} of {dollars(limit)} in 24 hours)"
         if kind == "notification":
             return Verdict(False, f"waits: {over}",

@@ -6,8 +6,8 @@ from `quote` and counts it before it goes. Nothing goes to a number outside
 marked unreachable). Every SMS is held to `sms.max_segments`, whatever it carries
 (channels.sms.cut): what does not fit is kept for the person's "MORE" (SmsStore.keep_rest).
 Each part Twilio accepts is recorded (`sms_parts`) with its cost before the next is sent, so a
-retry after a failure part-way sends only what is missing. Errors become the channel port's two kinds: worth retrying
-(429, 5xx, network) or not (opted out, invalid number, any other 4xx).
+retry after a failure part-way sends only what is missing. Errors become the channel port's
+two kinds: worth retrying (429, 5xx, network) or not (opted out, invalid number, any other 4xx).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from bot.channel import (
 )
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import LoopEvent, OutboundMessage
-from bot.people.identity import IdentityStore
 from bot.meter.gate import Quote
 from bot.meter.ledger import Ledger
+from bot.people.identity import IdentityStore
 from bot.spend import micros
 from channels.sms.gsm import MULTI_GSM
 from channels.sms.render import MAX_CHARS, SmsBody, render_capped, segments_of

@@ -12,8 +12,8 @@ approval's question with its code and its answer: "Reply 1 to send, 2 to cancel"
   character, nor inside a surrogate pair (a character outside the BMP is one character here);
 - a link longer than a message can carry is not sent by SMS: `link_line` says where to read it
   (a link cut in two is no link);
-- a card is never cut: all cards go in one message when they fit there with the text, else
-  one card a message (the first after the text's first part, the next after MORE). A card
+- a card is never cut: cards go one a message (the first with the text's first part, the
+  next after MORE); the renderer puts them all in one message when they fit there whole. A card
   longer than the limit is the renderer's to prevent (channels.sms.render shortens its
   summary, never its code or its answer); one that comes anyway is cut like text, since the
   cap has no exception;
@@ -57,8 +57,8 @@ def cut_to_fit(text: str, tail: str, max_segments: int, note: str, *,
     cards = [c for c in (tail, *cards) if c.strip()]
     text = without_long_links(text, max_segments, note, link_line)
     whole = _joined(text, *cards)
-    if fits(whole, max_segments):
-        return Cut(whole)
+    if len(cards) <= 1 and fits(whole, max_segments):
+        return Cut(whole)  # (several cards: one a message; together only as render asks)
     # A card too long for a message of its own cannot stay whole: it is text then.
     if cards and not fits(_sent("", _note_for(cards[0], note), cards[0]), max_segments):
         return cut_to_fit(_joined(text, cards[0]), "", max_segments, note, cards=cards[1:],

@@ -200,17 +200,14 @@ def render_capped(message: OutboundMessage, *, max_segments: int, emoji: bool = 
     tail = _sendable(render_prompts(message.prompts, lines), emoji)
     note = lines.sms_more
     link = _sendable(lines.sms_link_elsewhere, emoji)
-    together = cut_to_fit(text, _joined_cards(kept, tail), max_segments, note, link_line=link)
-    if together.text and not together.rest:
-        return _bodies(together.text, MAX_CHARS), ""
+    if not kept:  # (cards kept for MORE go one a message, as they began)
+        together = cut_to_fit(text, tail, max_segments, note, link_line=link)
+        if together.text and not together.rest:
+            return _bodies(together.text, MAX_CHARS), ""
     cards = [*kept, *(_sendable(c, emoji) for c in
                       cards_of(message.prompts, lines, max_segments, note, emoji))]
     cut = cut_to_fit(text, "", max_segments, note, cards=cards, link_line=link)
     return (_bodies(cut.text, MAX_CHARS) if cut.text else []), cut.rest
-
-
-def _joined_cards(kept: list[str], tail: str) -> str:
-    return "\n".join(c for c in (*kept, tail) if c)
 
 
 def cards_of(prompts: tuple[ApprovalPrompt, ...], lines: SmsLines, max_segments: int,

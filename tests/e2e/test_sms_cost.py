@@ -50,9 +50,9 @@ class Served:
     env: dict[str, str]
     db: Path
 
-    async def text(self, sender: str, body: str) -> None:
+    async def text(self, sender: str, body: str, media: list[str] | None = None) -> None:
         params = inbound_params(sender, body, sid=f"SM{next(_sids):032d}",
-                                account_sid=self.twilio.account_sid)
+                                account_sid=self.twilio.account_sid, media=media)
         async with await post_signed(self.http, self.url, PUBLIC + "/sms/inbound", params,
                                      self.twilio.auth_token) as response:
             assert response.status == 200
@@ -80,8 +80,8 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path, fake_llm: FakeOpenAI, config: str
-                  ) -> AsyncIterator[Served]:
+async def serving(tmp_path: Path, fake_llm: FakeOpenAI, config: str,
+                  **more_env: str) -> AsyncIterator[Served]:
     async with FakeTwilio() as twilio, aiohttp.ClientSession() as http:
         port = free_port()
         env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url,
@@ -89,7 +89,7 @@ async def serving(tmp_path: Path, fake_llm: FakeOpenAI, config: str
                         VALET_SMS_FROM_NUMBER=FROM, VALET_HTTP_PORT=str(port),
                         VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
                         VALET_TWILIO_AUTH_TOKEN=twilio.auth_token,
-                        VALET_TWILIO_API_URL=twilio.base_url)
+                        VALET_TWILIO_API_URL=twilio.base_url, **more_env)
         (tmp_path / "valet.yaml").write_text(
             "memory:\n  enabled: false\n"
             f"owner:\n  name: Sam\n  phone_numbers: ['{OWNER}']\n{config}")

@@ -4,7 +4,6 @@ client sending replies to a fake Twilio REST server, the fake LLM thinking."""
 from __future__ import annotations
 
 import asyncio
-import math
 from argparse import Namespace
 
 import pytest
@@ -143,7 +142,6 @@ async def test_six_requests_at_once_go_one_card_a_message_within_the_cap_and_a_r
 
 
 async def test_opted_out_and_invalid_numbers_are_permanent_failures(world):
-    sender = world.channel.sender
     world.twilio.fail_to("+12125550987", 21610)
     world.twilio.fail_to("+15550000000", 21211)
     with pytest.raises(PermanentSendError) as opted_out:

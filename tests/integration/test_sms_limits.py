@@ -68,7 +68,6 @@ async def test_more_and_the_persona_s_words_send_the_rest_part_by_part(world, fa
 
 
 async def test_no_sms_goes_to_a_country_not_allowed_and_the_number_is_marked(world):
-    sender = world.channel.sender
     with pytest.raises(PermanentSendError) as refused:
         await world.send(OutboundMessage(1, None, "sms", "+447700900123", "hi"))
     assert refused.value.unreachable and "allowed_countries" in str(refused.value)
