@@ -3,14 +3,15 @@
 Before a turn runs, what the person spent in the last 24 hours (the meter's ledger: no
 timezone change moves that window) is held against their allowance; so is a turn the meter
 stopped before an LLM call (bot.meter.llm). At it, the message and any others of theirs not
-yet answered wait in the inbox as `held` (no turn, no LLM, no reply); they are told once that
-day in one sentence, and the owner once. The workers look at the people who wait every
+yet answered wait in the inbox as `held` (no turn, no LLM, no reply); they are told once in
+one sentence, and the owner once. The workers look at the people who wait every
 `budget.check_seconds`: once enough of their spending has left the 24 hours or the owner
 raised their allowance (`valet budget raise`, the console's Usage page), their messages are
-`received` again, in their order, and their queue is kicked. Triggered runs that would call the model wait the same way; a plain
-reminder, which calls none, is not a turn and goes; a slash command (/usage, /help, /stop)
-calls no model and is handled, though its answer, like every message, passes the meter
-(bot.meter.gate): at the allowance, a message that costs (an SMS) is not sent.
+`received` again, in their order, and their queue is kicked. Triggered runs that would call
+the model wait the same way; a plain reminder, which calls none, is not a turn and goes; a
+slash command (/usage, /help, /stop) calls no model and is handled, though its answer, like
+every message, passes the meter (bot.meter.gate): at the allowance, a message that costs (an
+SMS) is not sent.
 """
 
 from __future__ import annotations
