@@ -114,6 +114,8 @@ async def test_two_timezone_moves_give_no_fresh_allowance(fake_llm, tmp_path):
         await served.quiet()
         for i in range(12):
             await served.text(ALICE, f"question {i}")
+        await served.until("she is told", lambda: LINES.budget_reached in
+                           served.twilio.bodies_to(ALICE))
         await served.quiet()
         with sqlite3.connect(served.db) as db:
             [zone] = db.execute("SELECT timezone FROM users WHERE NOT is_owner").fetchone()
