@@ -64,7 +64,7 @@ class Figures:
 
     @property
     def over(self) -> bool:
-        return self.allowance is not None and self.today.total >= self.allowance
+        return Standing(self.today, self.allowance).over
 
 
 async def figures(spending: Spending, allowance: Allowance, user: User, at: datetime,
