@@ -58,7 +58,7 @@ async def run_budget(settings: Settings, args: argparse.Namespace, say: Say = pr
         if args.action == "list":
             rows = [_row(u, await figures(spending, limits, u, now, inbox))
                     for u in await users.list()]
-            say(table(("USER", "NAME", "TODAY", "ALLOWANCE", "THIS MONTH", "WAITING"), rows)
+            say(table(("USER", "NAME", "LAST 24H", "ALLOWANCE", "THIS MONTH", "WAITING"), rows)
                 if rows else "no users yet")
             return 0
         user_id = await _find_user(users, IdentityStore(db, users), args.user)

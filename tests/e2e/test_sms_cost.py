@@ -249,7 +249,7 @@ async def test_at_the_allowance_messages_wait_until_the_owner_raises_it(fake_llm
         await served.text(ALICE, "/usage")
         await served.quiet()
         assert served.twilio.bodies_to(ALICE)[-1] == \
-            "Today: $0.32 of your $0.50 allowance. This month: $0.32."
+            "Last 24 hours: $0.32 of your $0.50 allowance. This month: $0.32."
         await served.text(ALICE, "question 3")  # $0.33 spent: its call fits, and it ends at $0.49
         await served.quiet()
         for i in (4, 5):  # $0.49 and a call that may cost $0.155: not made, they wait

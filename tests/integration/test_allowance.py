@@ -69,7 +69,7 @@ async def test_at_the_allowance_messages_wait_and_go_on_after_24_hours(alice_app
     replies = sender.texts("alice")
     assert replies[:3] == ["Answer 1.", "Answer 2.", "Answer 3."]
     assert replies[3] == app.persona.lines.budget_reached  # once, not once per message
-    assert replies[4:] == ["Today: $0.45 of your $0.50 allowance. This month: $0.45."]
+    assert replies[4:] == ["Last 24 hours: $0.45 of your $0.50 allowance. This month: $0.45."]
     [owner] = sender.texts("owner-phone")
     assert owner.startswith("alice reached today's allowance ($0.45 of $0.50)")
     assert "valet budget raise test:alice" in owner
