@@ -1,5 +1,6 @@
 """`valet budget list` and `valet budget raise PERSON [--usd AMOUNT]`: what each person spent
-today and this month against their daily allowance (`budget:`), and the owner letting someone
+in the last 24 hours (the window the allowance holds: bot.meter) and this month against their
+daily allowance (`budget:`), and the owner letting someone
 at it go on today. Like the other admin commands they work on the database directly: the
 running `valet serve` lets the person's waiting messages through at its next look
 (`budget.check_seconds`)."""
