@@ -14,7 +14,7 @@ from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLM
 from bot.llm.transcribe import Transcriber
 from bot.loop.fallback import ModelSlot, provider_of
-from bot.meter.llm import PricedLLM
+from bot.meter.llm import Held, PricedLLM
 from bot.plumbing.metrics import Metrics
 from bot.spend import Allowance, Price, Prices, Spending
 
@@ -87,10 +87,11 @@ def priced(models: Models, settings: Settings, spending: Spending, clock: Clock)
     prices = Prices({name: Price(p.input, p.output, p.cached_input)
                      for name, p in settings.llm.prices.items()})
     limits = Allowance.from_usd(settings.budget.daily_usd, settings.budget.owner_daily_usd)
+    held = Held()  # calls under way, across the main model and its fallbacks
 
     def metered(llm: LLM) -> PricedLLM:
         return PricedLLM(llm, prices, spending, clock, allowance=limits,
-                         max_output_tokens=settings.llm.max_output_tokens)
+                         max_output_tokens=settings.llm.max_output_tokens, held=held)
 
     return replace(models, llm=metered(models.llm),
                    fallbacks=tuple(replace(slot, llm=metered(slot.llm))

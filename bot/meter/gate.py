@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage
@@ -50,7 +50,6 @@ class Quote:
     micros: int = 0
 
 
-@runtime_checkable
 class Priced(Protocol):
     """A channel that charges per message says what one will cost before it is sent."""
 
@@ -88,12 +87,17 @@ class Meter:
         self.door_reply = timedelta(minutes=door_reply_minutes)
 
     async def admit(self, message: OutboundMessage, sender: object) -> Verdict:
-        """Whether the message goes now; when it does, its price is on the person's ledger
-        (once: a retry of a message counted before goes without being counted again)."""
-        if await self.ledger.admitted(message.id):
+        """Whether the message goes now; when it does, it is on the ledger (once: a retry of a
+        message counted before goes without being counted again). A free channel's message is
+        written there only when its kind is paced (a door reply, the notice)."""
+        kind = kind_of(message)
+        # (The sender's method, not an isinstance on a runtime-checkable protocol: this runs
+        # for every message sent.)
+        quote_of = getattr(sender, "quote", None)
+        kept = quote_of is not None or kind in PACED or kind == NOTICE
+        if kept and await self.ledger.admitted(message.id):
             return GO  # counted when it was first let out; this is a retry
         now = self.clock.now()
-        kind = kind_of(message)
         user = await self.users.get(message.user_id) if message.user_id else None
         if user is not None and user.blocked:
             return Verdict(False, "not sent: the person is blocked")
@@ -105,11 +109,13 @@ class Meter:
                 message.user_id, message.channel, message.address, NOTICE,
                 now - timedelta(hours=24)):
             return Verdict(False, "not sent: the allowance notice went out in the last 24 hours")
-        quote = await sender.quote(message) if isinstance(sender, Priced) else Quote()
+        quote: Quote = await quote_of(message) if quote_of is not None else Quote()
         if user is not None and quote.micros > 0:
             refused = await self._over(user.id, user.is_owner, kind, message, now)
             if refused is not None:
                 return refused
+        if not kept:
+            return GO
         await self.ledger.message(
             outbox_id=message.id, user_id=message.user_id, channel=message.channel,
             address=message.address, kind=kind, at=now, micros=quote.micros,

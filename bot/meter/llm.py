@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.contracts.clock import Clock
@@ -15,6 +16,14 @@ from bot.meter.ledger import Ledger
 from bot.spend import Allowance, Payer, Prices, Spending, dollars, local_day, micros, payer
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Held:
+    """What each person's calls under way may still cost, in this process: one for all the
+    models the app calls (the main one and its fallbacks), so calls at once add up."""
+
+    by_person: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
 class AllowanceSpent(LLMError):
@@ -31,8 +40,9 @@ class PricedLLM(WrappedLLM):
 
     def __init__(self, inner: LLM, prices: Prices, spending: Spending, clock: Clock, *,
                  allowance: Allowance | None = None, max_output_tokens: int = 1024,
-                 chars_per_token: float = 4.0) -> None:
+                 chars_per_token: float = 4.0, held: Held | None = None) -> None:
         super().__init__(inner)
+        self.held = held if held is not None else Held()
         self.prices = prices
         self.spending = spending
         self.ledger = Ledger(spending.db)
@@ -59,7 +69,7 @@ class PricedLLM(WrappedLLM):
             response = await self.inner.complete(messages, tools, on_text=on_text)
         finally:
             if held and who is not None:
-                _held[who.user_id] -= held
+                self.held.by_person[who.user_id] -= held
         cost = micros(self.prices.cost(self.model, response.usage)) if who else 0
         if who is not None and cost:
             now = self.clock.now()
@@ -75,14 +85,10 @@ class PricedLLM(WrappedLLM):
         assert self.allowance is not None
         spent = await self.ledger.window(who.user_id, self.clock.now())
         limit = self.allowance.today(who.is_owner, spent)
-        if limit is not None and spent.total + _held[who.user_id] + worst > limit:
+        if limit is not None and spent.total + self.held.by_person[who.user_id] + worst > limit:
             # Kept: the person is at their allowance until such a call fits (bot.gateway.budget).
             await self.ledger.refused(who.user_id, self.clock.now(), worst)
             raise AllowanceSpent(
                 f"{who.user_id}: {dollars(spent.total)} spent in 24 hours; a call that may cost "
                 f"{dollars(worst)} would pass the allowance of {dollars(limit)}")
-        _held[who.user_id] += worst  # (no await since the check: no other call saw less)
-
-
-# What each person's calls under way may still cost (this process's), by person.
-_held: defaultdict[str, int] = defaultdict(int)
+        self.held.by_person[who.user_id] += worst  # (no await since the check)
