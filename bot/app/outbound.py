@@ -55,7 +55,7 @@ def build_outbound(base: Base, stores: Stores) -> Outbound:
 def build_meter(base: Base, stores: Stores) -> Meter:
     """The one gate every message passes before its channel sends it (bot.meter)."""
     return Meter(base.spending, allowance(base.settings), stores.users, base.clock,
-                 door_reply_minutes=base.settings.sms.door_reply_minutes)
+                 door_reply_minutes=base.settings.door_reply_minutes())
 
 
 def pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:

@@ -220,42 +220,45 @@ async def _one_by_one(app: App, url: str, twilio: FakeTwilio, bodies: list[str],
     await asyncio.wait_for(app.gateway.wait_idle(), 300)
 
 
-async def blocked_person(tmp: str) -> list[str]:
-    app, twilio, runner, url = await _world(tmp, "blocked", LongAnswer("Sure."),
-                                            policy="allowlist", allow=[ALICE])
+async def _texts_after_hi(tmp: str, name: str, batches: list[tuple[list[str], str]], *,
+                          block: bool = False, media: list[str] | None = None,
+                          **settings: Any) -> tuple[int, int]:
+    """Ana says hi (and is blocked, if asked), then sends each batch of texts (`media` with
+    those tagged "pic"): the SMS and segments she gets after the hi."""
+    app, twilio, runner, url = await _world(tmp, name, LongAnswer("Sure."), policy="allowlist",
+                                            allow=[ALICE], **settings)
     try:
         ana = await _ana(app, url, twilio)
-        await app.users.set_blocked(ana, True)
+        if block:
+            await app.users.set_blocked(ana, True)
         after = len(twilio.sent)
-        await _one_by_one(app, url, twilio, ["HELP"] * 20, "help")
-        await _one_by_one(app, url, twilio, [""] * 20, "pic", media=PICTURE)
-        sms, segments = _to_ana(twilio, after)
-        was = BEFORE_METER["blocked"]
-        return [f"  a blocked person's 40 texts (20 HELP, 20 pictures alone): {sms} SMS "
-                f"({segments} segments); before: {was[0]} SMS ({was[1]} segments); goal 0: "
-                f"{'met' if sms == 0 else 'NOT MET'}"]
+        for bodies, tag in batches:
+            await _one_by_one(app, url, twilio, bodies, tag, media if tag == "pic" else None)
+        return _to_ana(twilio, after)
     finally:
         await _close(app, twilio, runner)
+
+
+async def blocked_person(tmp: str) -> list[str]:
+    sms, segments = await _texts_after_hi(tmp, "blocked", [(["HELP"] * 20, "help"),
+                                                            ([""] * 20, "pic")],
+                                          block=True, media=PICTURE)
+    was = BEFORE_METER["blocked"]
+    return [f"  a blocked person's 40 texts (20 HELP, 20 pictures alone): {sms} SMS "
+            f"({segments} segments); before: {was[0]} SMS ({was[1]} segments); goal 0: "
+            f"{'met' if sms == 0 else 'NOT MET'}"]
 
 
 async def over_allowance(tmp: str) -> list[str]:
     prices = {"long": ModelPrice(input=1000, output=1000)}  # a chat: $1.25, past $0.01
-    app, twilio, runner, url = await _world(
-        tmp, "over", LongAnswer("Sure."), policy="allowlist", allow=[ALICE],
-        budget=BudgetSettings(daily_usd=0.01),
+    sms, segments = await _texts_after_hi(
+        tmp, "over", [(["HELP", "/help"] * 30, "o")], budget=BudgetSettings(daily_usd=0.01),
         sms=SmsSettings(from_number=FROM_NUMBER, price_per_segment=0.01),
         llm=app_llm(prices))
-    try:
-        await _ana(app, url, twilio)
-        after = len(twilio.sent)
-        await _one_by_one(app, url, twilio, ["HELP", "/help"] * 30, "o")
-        sms, segments = _to_ana(twilio, after)
-        was = BEFORE_METER["over"]
-        return [f"  an over-allowance person's 60 texts (30 HELP, 30 /help; $0.01 a day): "
-                f"{sms} SMS ({segments} segments); before: {was[0]} SMS ({was[1]} segments); "
-                f"goal <= 1 (the allowance notice): {'met' if sms <= 1 else 'NOT MET'}"]
-    finally:
-        await _close(app, twilio, runner)
+    was = BEFORE_METER["over"]
+    return [f"  an over-allowance person's 60 texts (30 HELP, 30 /help; $0.01 a day): "
+            f"{sms} SMS ({segments} segments); before: {was[0]} SMS ({was[1]} segments); "
+            f"goal <= 1 (the allowance notice): {'met' if sms <= 1 else 'NOT MET'}"]
 
 
 async def timezone_moves(tmp: str) -> list[str]:
