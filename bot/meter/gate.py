@@ -6,7 +6,7 @@ the meter did not let out). In this order:
    confirms it, so nothing a carrier requires goes through here);
 2. door replies (HELP/INFO, a picture alone, a picture with text): one of a kind at most once
    per `sms.door_reply_minutes` per person, on any channel (the rest of a long message after
-   MORE is a door reply too, held to the allowance but not to this pace: see PACED);
+   MORE is a door reply too, held to the allowance but not to this pace: see UNPACED);
 3. the allowance: the message's price (the channel's `quote`: SMS, its segments at
    `sms.price_per_segment`) is counted before it goes. A person already at their allowance for
    the last 24 hours gets only the notice that says so, once in 24 hours; a notification
@@ -34,9 +34,9 @@ from bot.spend import Allowance, Spending, dollars, local_day
 log = logging.getLogger(__name__)
 
 DOOR = "door:"  # the kind of a reply a channel gives at its door: "door:help", "door:picture"
-# The door replies held to one a while. The rest of a long message ("door:more") is not: it
-# is finite, each part is paid for, and a second MORE must not lose what the first left.
-PACED = frozenset({"door:help", "door:picture", "door:picture_too"})
+# The rest of a long message after MORE is a door reply not held to the pace: it is finite,
+# each part is paid for, and a second MORE must not lose what the first left.
+UNPACED = frozenset({"door:more"})
 NOTICE = "budget"  # the notice that a person's allowance is spent (bot.gateway.budget)
 NOTICE_KEY = "budget:"  # its outbox key's start
 
@@ -64,6 +64,12 @@ class Verdict:
 
 
 GO = Verdict(True)
+
+
+def _paced(kind: str) -> bool:
+    """A door reply held to one of its kind a while (HELP, a picture's answer, Telegram's
+    "I can't read that")."""
+    return kind.startswith(DOOR) and kind not in UNPACED
 
 
 def kind_of(message: OutboundMessage) -> str:
@@ -94,14 +100,14 @@ class Meter:
         # (The sender's method, not an isinstance on a runtime-checkable protocol: this runs
         # for every message sent.)
         quote_of = getattr(sender, "quote", None)
-        kept = quote_of is not None or kind in PACED or kind == NOTICE
+        kept = quote_of is not None or _paced(kind) or kind == NOTICE
         if kept and await self.ledger.admitted(message.id):
             return GO  # counted when it was first let out; this is a retry
         now = self.clock.now()
         user = await self.users.get(message.user_id) if message.user_id else None
         if user is not None and user.blocked:
             return Verdict(False, "not sent: the person is blocked")
-        if kind in PACED and await self.ledger.sent_recently(
+        if _paced(kind) and await self.ledger.sent_recently(
                 message.user_id, message.channel, message.address, kind, now - self.door_reply):
             return Verdict(False, f"not sent: a {kind[len(DOOR):]} reply went to this person "
                                   f"less than {self.door_reply} ago")
