@@ -73,10 +73,10 @@ class Ledger:
     async def frees_at(self, user_id: str, at: datetime) -> datetime:
         """When the oldest cost in the window leaves it (the window has room again soonest)."""
         oldest = await self.db.fetchval(
-            "SELECT MIN(at) FROM meter_ledger WHERE user_id = $1 AND at > $2"
-            " AND (llm_micros > 0 OR messages_micros > 0)", user_id, at - WINDOW)
-        # (SQLite hands an aggregate back as text: then a look again in a few minutes.)
-        return (oldest + WINDOW) if isinstance(oldest, datetime) else at + timedelta(minutes=5)
+            "SELECT at FROM meter_ledger WHERE user_id = $1 AND at > $2"
+            " AND (llm_micros > 0 OR messages_micros > 0) ORDER BY at LIMIT 1",
+            user_id, at - WINDOW)
+        return (oldest + WINDOW) if isinstance(oldest, datetime) else at
 
     async def sent_recently(self, user_id: str | None, channel: str, address: str, kind: str,
                             since: datetime) -> bool:

@@ -6,14 +6,18 @@ raises the allowance; nothing reaches Twilio that the meter did not let out."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from bot.channel import PermanentSendError
-from bot.contracts.envelopes import OutboundMessage
+from bot.config.channel_sections import SmsSettings
+from bot.config.sections import BudgetSettings
+from bot.contracts.envelopes import Notification, OutboundMessage
 from bot.gateway.budget import raise_today
 from bot.meter.ledger import Ledger
 from tests.fakes.fake_openai import Reply, ToolCall
-from tests.integration.sms_harness import ALICE, sms_world
+from tests.integration.sms_harness import ALICE, FROM_NUMBER, sms_world
 from tests.integration.test_allowance import priced_app, say
 
 
@@ -60,8 +64,6 @@ async def test_a_turn_is_stopped_before_the_call_that_would_pass_the_allowance_a
         app_factory, app_settings, fake_llm):
     # $0.20 a day; each call about $0.15 at worst. The turn's first call ($0.1501) asks for a
     # tool; the second would pass the allowance: not made, the message waits.
-    from bot.config.sections import BudgetSettings
-
     app, sender = await priced_app(app_factory, app_settings,
                                    budget=BudgetSettings(daily_usd=0.20))
     fake_llm.script(Reply(tool_calls=[ToolCall("current_time", {})], usage=(100, 100)),
@@ -87,3 +89,30 @@ async def test_the_sms_sender_sends_nothing_the_meter_did_not_let_out(world):
     assert [m.body for m in world.twilio.sent] == ["hi"]
     sent = await Ledger(world.app.db).sent("sms")
     assert (sent.parts, sent.segments) == (1, 1)
+
+
+async def test_a_reminder_at_the_allowance_waits_for_the_24_hours_and_a_help_is_not_sent(
+        app_factory):
+    world, close = await sms_world(
+        app_factory, sms=SmsSettings(from_number=FROM_NUMBER, price_per_segment=0.01),
+        budget=BudgetSettings(daily_usd=0.02))
+    try:
+        app = world.app
+        now = app.clock.now()
+        user = await app.identities.create_user("sms", ALICE, display_name="Ann",
+                                                default_timezone="UTC", at=now)
+        await Ledger(app.db).cost(user.id, now, llm=20_000)  # at the allowance
+        await app.outbound.notify(Notification(user.id, "Reminder: the dentist.", "r1"))
+        await app.outbound.answer_directly("sms", ALICE, "Help.", dedupe_key="h1",
+                                           user_id=user.id, kind="door:help")
+        await app.outbound.deliverer.deliver_due()
+        assert world.twilio.sent == []
+        rows = {r["dedupe_key"]: r for r in await app.db.fetch("SELECT * FROM outbox")}
+        assert rows["r1"]["status"] == "pending" and "waits" in rows["r1"]["last_error"]
+        assert rows["h1"]["status"] == "dead" and "allowance" in rows["h1"]["last_error"]
+        assert rows["r1"]["next_attempt_at"] == now + timedelta(hours=24)
+        app.clock.advance(hours=24, seconds=1)
+        await app.outbound.deliverer.deliver_due()
+        assert world.replies() == ["Reminder: the dentist."]
+    finally:
+        await close()
