@@ -77,8 +77,8 @@ def kind_of(message: OutboundMessage) -> str:
     outbox's kind ("reply", "notification", "edit:...")."""
     if message.kind.startswith(DOOR):
         return message.kind
-    if message.dedupe_key.startswith(NOTICE_KEY):
-        return NOTICE
+    if message.user_id and message.dedupe_key.startswith(f"{NOTICE_KEY}{message.user_id}:"):
+        return NOTICE  # the person's own (the owner's word about them is a notification)
     return message.kind
 
 
