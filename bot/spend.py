@@ -5,18 +5,20 @@
 - The payer: whose work the running code does, a context variable the gateway sets around each
   turn (`paying_for`). Every priced LLM call made in it (the loop, the fallback models, a
   sub-task, the shortening pass, reading an approval reply, the memory extraction the turn
-  started) is added to that person's day by `PricedLLM` as it returns: a call is paid when it
-  is made, so a turn redone from its journal (which makes no new calls) adds nothing twice.
-- Messages: a channel that charges per message adds each part's cost as its service takes it
-  (`Spending.add_message`; SMS: as Twilio takes a part).
+  started) is added to that person's day by `PricedLLM` (bot.meter.llm) as it returns: a
+  call is paid when it is made, so a turn redone from its journal (which makes no new calls)
+  adds nothing twice.
+- Messages: the meter (bot.meter.gate) adds a message's price before it goes, for a channel
+  that charges per message (SMS: its segments at `sms.price_per_segment`).
 - `Spending`: the `daily_spend` table, one row per person and day (their own timezone's day),
   in millionths of a dollar (sums stay exact): what the LLM and the messages sent cost, and
   what the owner added to that day's allowance.
 - `Allowance`: what a person may spend today: `budget.daily_usd` for everyone but the owner
   (the owner: `budget.owner_daily_usd`, none by default), plus the day's raises.
 
-A person's row is read at the start of a turn with the latest day of theirs
-(`SPEND_COLUMNS`, bot.people.users), so checking the allowance costs the turn no statement.
+A person's row is read at the start of a turn with their last 24 hours from the meter's
+ledger (`SPEND_COLUMNS`, bot.people.users), so checking the allowance costs the turn no
+statement. The allowance holds that window, not this report by day: bot.meter.
 """
 
 from __future__ import annotations
@@ -27,13 +29,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.contracts.clock import Clock
 from bot.contracts.people import DaySpend
 from bot.db import Database, Row
-from bot.llm.port import LLM, LLMResponse, Message, TextSink, TokenUsage, WrappedLLM
+from bot.llm.port import TokenUsage
 
 log = logging.getLogger(__name__)
 
@@ -89,15 +89,16 @@ def local_day(timezone: str, at: datetime) -> str:
 class Payer:
     user_id: str
     timezone: str
+    is_owner: bool = False
 
 
 _payer: ContextVar[Payer | None] = ContextVar("valet_payer", default=None)
 
 
 @contextmanager
-def paying_for(user_id: str, timezone: str) -> Iterator[None]:
+def paying_for(user_id: str, timezone: str, is_owner: bool = False) -> Iterator[None]:
     """LLM calls made in here (and in tasks started in here) are this person's."""
-    token = _payer.set(Payer(user_id, timezone))
+    token = _payer.set(Payer(user_id, timezone, is_owner))
     try:
         yield
     finally:
@@ -111,26 +112,31 @@ def payer() -> Payer | None:
 # --- the ledger --------------------------------------------------------------------------
 
 
-# The latest day of a person's spending, read with their row at the start of a turn ($1: the
-# person's id): the allowance is checked without a statement of its own.
+# What a person spent in the last 24 hours (the meter's ledger, bot.meter.ledger: the window
+# their allowance holds), read with their row at the start of a turn ($1: the person's id, $2:
+# 24 hours ago): the allowance is checked without a statement of its own.
 SPEND_COLUMNS = "".join(
-    f", (SELECT {expr} FROM daily_spend WHERE user_id = $1 ORDER BY day DESC LIMIT 1)"
-    f" AS {name}" for name, expr in (("spend_day", "day"), ("spend_llm", "llm_micros"),
-                                      ("spend_messages", "messages_micros"),
-                                      ("spend_raised", "raised_micros")))
+    f", (SELECT COALESCE(SUM({column}), 0) FROM meter_ledger WHERE user_id = $1 AND at > $2)"
+    f" AS {name}" for name, column in (("spend_llm", "llm_micros"),
+                                        ("spend_messages", "messages_micros"),
+                                        ("spend_raised", "raised_micros"))) + (
+    ", (SELECT worst_micros FROM meter_ledger WHERE user_id = $1 AND at > $2"
+    " AND kind = 'refused' ORDER BY at DESC, id DESC LIMIT 1) AS spend_refused")
 
 
 def latest_spend(row: Row) -> DaySpend | None:
-    """The latest day from a row read with SPEND_COLUMNS (None: not read so)."""
-    if "spend_day" not in row:
+    """The last 24 hours from a row read with SPEND_COLUMNS (None: not read so)."""
+    if "spend_llm" not in row:
         return None
-    if row["spend_day"] is None:
-        return DaySpend()
-    return DaySpend(str(row["spend_day"]), int(row["spend_llm"] or 0),
-                    int(row["spend_messages"] or 0), int(row["spend_raised"] or 0))
+    return DaySpend("last 24 hours", int(row["spend_llm"] or 0),
+                    int(row["spend_messages"] or 0), int(row["spend_raised"] or 0),
+                    int(row["spend_refused"] or 0))
 
 
 class Spending:
+    """The report by day (`daily_spend`): /usage's month, `valet budget`, the console. What
+    the allowance holds is the meter's ledger beside it (bot.meter.ledger)."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -145,14 +151,6 @@ class Spending:
             " messages_micros = daily_spend.messages_micros + excluded.messages_micros,"
             " raised_micros = daily_spend.raised_micros + excluded.raised_micros",
             user_id, day, llm, messages, raised)
-
-    async def add_message(self, user_id: str, usd: float, at: datetime) -> None:
-        """A part of a message to this person was handed to a channel that charges for it:
-        its cost, on their day."""
-        timezone = await self.db.fetchval("SELECT timezone FROM users WHERE id = $1", user_id)
-        if timezone is None:
-            return
-        await self.add(user_id, local_day(str(timezone), at), messages=micros(usd))
 
     async def day(self, user_id: str, day: str) -> DaySpend:
         row = await self.db.fetchrow(
@@ -182,6 +180,12 @@ class Allowance:
     others: int | None
     owner: int | None = None
 
+    @classmethod
+    def from_usd(cls, daily_usd: float, owner_daily_usd: float | None) -> Allowance:
+        """`budget.daily_usd` (0: no limit) and `budget.owner_daily_usd` (None: none)."""
+        return cls(others=micros(daily_usd) if daily_usd > 0 else None,
+                   owner=micros(owner_daily_usd) if owner_daily_usd else None)
+
     def base(self, is_owner: bool) -> int | None:
         return self.owner if is_owner else self.others
 
@@ -191,27 +195,3 @@ class Allowance:
 
 
 # --- the LLM, priced ----------------------------------------------------------------------
-
-
-class PricedLLM(WrappedLLM):
-    """Any `LLM`, each answer's cost added to the payer's day as it returns."""
-
-    def __init__(self, inner: LLM, prices: Prices, spending: Spending, clock: Clock) -> None:
-        super().__init__(inner)
-        self.prices = prices
-        self.spending = spending
-        self.clock = clock
-
-    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
-                       on_text: TextSink | None = None) -> LLMResponse:
-        response = await self.inner.complete(messages, tools, on_text=on_text)
-        who = payer()
-        cost = micros(self.prices.cost(self.model, response.usage)) if who else 0
-        if who is not None and cost:
-            try:
-                await self.spending.add(who.user_id, local_day(who.timezone, self.clock.now()),
-                                        llm=cost)
-            except Exception:  # accounting never fails the call that was made
-                log.warning("the cost of an LLM call for %s was not recorded", who.user_id,
-                            exc_info=True)
-        return response

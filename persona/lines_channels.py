@@ -42,6 +42,12 @@ class SmsLines(PairingWords):
     # of sms_more_words (alone, any case; comma-separated) for the next part.
     sms_more: str = "(reply MORE for the rest)"
     sms_more_words: str = "more, continue, go on"
+    # One approval card of several, in a message of its own (the next after MORE), answered
+    # by its code.
+    sms_card_answer: str = "Reply {code} YES to do it, {code} NO to cancel."
+    # In place of a link too long for a text message (channels/sms/cut.py).
+    sms_link_elsewhere: str = ("(a link too long for a text message: ask me for it on Telegram "
+                               "or read it on the console)")
 
 
 class TelegramLines(LineGroup):

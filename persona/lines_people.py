@@ -76,8 +76,10 @@ class BudgetLines(LineGroup):
                                  "with `valet budget raise {user}` or on the console's Usage "
                                  "page.")
     # /usage: {today} and {month} spent, {allowance} today's.
-    usage_report: str = "Today: {today} of your {allowance} allowance. This month: {month}."
-    usage_report_unlimited: str = "Today: {today}. This month: {month}."
+    # {today}: the last 24 hours, the window the allowance holds (bot.meter).
+    usage_report: str = ("Last 24 hours: {today} of your {allowance} allowance. This month: "
+                         "{month}.")
+    usage_report_unlimited: str = "Last 24 hours: {today}. This month: {month}."
     about_usage: str = "what you've spent today and this month"
 
 

@@ -16,7 +16,7 @@ from bot.db import Database
 from bot.gateway.budget import BudgetGate, figures
 from bot.gateway.outbound import Outbound
 from bot.gateway.pairing_notices import PairingNotices
-from bot.spend import Allowance, dollars, micros
+from bot.spend import Allowance, dollars
 from bot.turn.commands import Command
 from persona.lines import fill
 from persona.lines_people import AccessLines, BudgetLines
@@ -39,9 +39,7 @@ def pairing_notice_loop_seconds(settings: Settings) -> float:
 
 
 def allowance(settings: Settings) -> Allowance:
-    budget = settings.budget
-    return Allowance(others=micros(budget.daily_usd) if budget.daily_usd > 0 else None,
-                     owner=micros(budget.owner_daily_usd) if budget.owner_daily_usd else None)
+    return Allowance.from_usd(settings.budget.daily_usd, settings.budget.owner_daily_usd)
 
 
 def usage_command(gate: BudgetGate, lines: BudgetLines) -> Command:

@@ -14,8 +14,9 @@ from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import LLM
 from bot.llm.transcribe import Transcriber
 from bot.loop.fallback import ModelSlot, provider_of
+from bot.meter.llm import Held, PricedLLM
 from bot.plumbing.metrics import Metrics
-from bot.spend import Price, PricedLLM, Prices, Spending
+from bot.spend import Allowance, Price, Prices, Spending
 
 
 @dataclass(frozen=True)
@@ -79,12 +80,19 @@ NO_LLM_MESSAGE = (
 
 
 def priced(models: Models, settings: Settings, spending: Spending, clock: Clock) -> Models:
-    """Each model's calls added to the payer's day at `llm.prices` (none listed: as it was)."""
+    """Each model's calls checked against the payer's allowance before they go, at their worst
+    cost, and added to the payer's day at `llm.prices` (none listed: as it was)."""
     if not settings.llm.prices:
         return models
     prices = Prices({name: Price(p.input, p.output, p.cached_input)
                      for name, p in settings.llm.prices.items()})
-    return replace(models, llm=PricedLLM(models.llm, prices, spending, clock),
-                   fallbacks=tuple(replace(slot, llm=PricedLLM(slot.llm, prices, spending,
-                                                               clock))
+    limits = Allowance.from_usd(settings.budget.daily_usd, settings.budget.owner_daily_usd)
+    held = Held()  # calls under way, across the main model and its fallbacks
+
+    def metered(llm: LLM) -> PricedLLM:
+        return PricedLLM(llm, prices, spending, clock, allowance=limits,
+                         max_output_tokens=settings.llm.max_output_tokens, held=held)
+
+    return replace(models, llm=metered(models.llm),
+                   fallbacks=tuple(replace(slot, llm=metered(slot.llm))
                                    for slot in models.fallbacks))

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 
 from bot.app.base import Base
+from bot.app.costs import allowance
 from bot.app.stores import Stores
 from bot.approvals.outcomes import card_outcomes
 from bot.channel import PermanentSendError
@@ -19,6 +20,7 @@ from bot.gateway.notify import Notifier, RoutableSenders
 from bot.gateway.outbound import Outbound
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.prompt_edits import Outcomes, PromptEdits
+from bot.meter.gate import Meter
 from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
 from triggers.budget import TellOwner
@@ -39,7 +41,7 @@ def build_outbound(base: Base, stores: Stores) -> Outbound:
         db=db, clock=clock, users=stores.users, outbox=outbox,
         deliverer=OutboxDeliverer(outbox, senders, clock, policy,
                                   on_permanent=mark_unwritable(stores.identities, clock),
-                                  health=health),
+                                  health=health, meter=build_meter(base, stores)),
         notifier=Notifier(db, stores.users, stores.identities, outbox, clock,
                           RoutableSenders(senders), health),
         senders=senders,
@@ -48,6 +50,12 @@ def build_outbound(base: Base, stores: Stores) -> Outbound:
         # A process that delivers nothing tells the workers what it queued.
         wake_elsewhere=plane.relay.wake_elsewhere() if plane.relay and not base.roles.worker
         else None)
+
+
+def build_meter(base: Base, stores: Stores) -> Meter:
+    """The one gate every message passes before its channel sends it (bot.meter)."""
+    return Meter(base.spending, allowance(base.settings), stores.users, base.clock,
+                 door_reply_minutes=base.settings.door_reply_minutes())
 
 
 def pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:

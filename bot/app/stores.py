@@ -58,7 +58,7 @@ def holdings(settings: Settings) -> tuple[Holding, ...]:
 
 def build_stores(base: Base) -> Stores:
     settings, db, clock = base.settings, base.db, base.clock
-    users = UserStore(db, holdings=holdings(settings))
+    users = UserStore(db, holdings=holdings(settings), clock=clock)
     identities = IdentityStore(db, users)
     return Stores(
         users=users, identities=identities,

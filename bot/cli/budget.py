@@ -1,5 +1,6 @@
 """`valet budget list` and `valet budget raise PERSON [--usd AMOUNT]`: what each person spent
-today and this month against their daily allowance (`budget:`), and the owner letting someone
+in the last 24 hours (the window the allowance holds: bot.meter) and this month against their
+daily allowance (`budget:`), and the owner letting someone
 at it go on today. Like the other admin commands they work on the database directly: the
 running `valet serve` lets the person's waiting messages through at its next look
 (`budget.check_seconds`)."""
@@ -58,7 +59,7 @@ async def run_budget(settings: Settings, args: argparse.Namespace, say: Say = pr
         if args.action == "list":
             rows = [_row(u, await figures(spending, limits, u, now, inbox))
                     for u in await users.list()]
-            say(table(("USER", "NAME", "TODAY", "ALLOWANCE", "THIS MONTH", "WAITING"), rows)
+            say(table(("USER", "NAME", "LAST 24H", "ALLOWANCE", "THIS MONTH", "WAITING"), rows)
                 if rows else "no users yet")
             return 0
         user = await find_person(users, IdentityStore(db, users), args.user)

@@ -56,6 +56,9 @@ class SmsSettings(Section):
     # the owner is told once).
     stranger_reply_hours: float = pydantic.Field(24.0, gt=0)
     stranger_replies_per_hour: int = pydantic.Field(10, ge=0)
+    # A reply given at the door (HELP/INFO, a picture alone, a picture with text) goes to a
+    # person at most once per this many minutes for each kind, whatever they send (bot.meter).
+    door_reply_minutes: float = pydantic.Field(10.0, gt=0)
     # Countries (ISO codes: US, GB...) Valet may send SMS to, for any reason; None: those of
     # `from_number` and the owner's phone numbers (`valet doctor` shows the list).
     allowed_countries: list[str] | None = None

@@ -204,6 +204,11 @@ class Settings(Section):
         numbers = [n for n in [self.sms.from_number, *self.owner.phone_numbers] if n]
         return sorted({c for c in (country_of(n) for n in numbers) if c})
 
+    def door_reply_minutes(self) -> float:
+        """How often a reply given at a channel's door (HELP, a picture) may go to a person,
+        for each kind (`sms.door_reply_minutes`; the meter holds every channel to it)."""
+        return self.sms.door_reply_minutes
+
     def sms_segment_price(self, number: str) -> float:
         """What one SMS segment to this number costs, in US dollars: its country's price in
         `sms.price_per_segment`, else its `default`, else console.sms_price_per_segment."""

@@ -31,6 +31,9 @@ class DaySpend:
     llm: int = 0
     messages: int = 0  # what the messages sent cost (a channel that charges: SMS)
     raised: int = 0
+    # The worst cost of the latest LLM call the meter refused in the window (bot.meter): the
+    # person is at their allowance until it fits again.
+    refused: int = 0
 
     @property
     def total(self) -> int:

@@ -1,14 +1,17 @@
-"""A person at today's allowance (bot.spend): their messages wait, nothing is lost.
+"""A person at their allowance (bot.spend, bot.meter): their messages wait, nothing is lost.
 
-Before a turn runs, the person's spending today (read with their row) is held against their
-allowance. At it, the message and any others of theirs not yet answered wait in the inbox as
-`held` (no turn, no LLM, no reply); they are told once that day in one sentence, and the
-owner once. The workers look at the people who wait every `budget.check_seconds`: once their
-day has turned (in their timezone) or the owner raised today's allowance (`valet budget
-raise`, the console's Usage page), their messages are `received` again, in their order, and
-their queue is kicked. Triggered runs that would call the model wait the same way; a plain
-reminder, which calls none, is not a turn and goes; a slash command (/usage, /help, /stop)
-calls no model and is answered.
+Before a turn runs, what the person spent in the last 24 hours (the meter's ledger: no
+timezone change moves that window) is held against their allowance; so is a turn the meter
+stopped before an LLM call (bot.meter.llm). At it, the message and any others of theirs not
+yet answered wait in the inbox as `held` (no turn, no LLM, no reply); they are told once in
+one sentence, and the owner once. The workers look at the people who wait every
+`budget.check_seconds`: once enough of their spending has left the 24 hours or the owner
+raised their allowance (`valet budget raise`, the console's Usage page), their messages are
+`received` again, in their order, and their queue is kicked. Triggered runs that would call
+the model wait the same way; a plain reminder, which calls none, is not a turn and goes; a
+slash command (/usage, /help, /stop) calls no model and is handled, though its answer, like
+every message, passes the meter (bot.meter.gate): at the allowance, a message that costs (an
+SMS) is not sent.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.contracts.clock import Clock
@@ -24,6 +27,7 @@ from bot.contracts.envelopes import Notification, Urgency
 from bot.contracts.people import DaySpend, User
 from bot.gateway.inbox import InboxRow, InboxStore
 from bot.gateway.outbound import Outbound
+from bot.meter.ledger import Ledger
 from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
 from bot.spend import Allowance, Spending, dollars, local_day, micros
@@ -43,7 +47,10 @@ class Standing:
 
     @property
     def over(self) -> bool:
-        return self.allowance is not None and self.spent.total >= self.allowance
+        """At the allowance: spent, or too near it for the last call the meter refused."""
+        return self.allowance is not None and (
+            self.spent.total >= self.allowance
+            or self.spent.total + self.spent.refused > self.allowance)
 
 
 @dataclass(frozen=True)
@@ -57,14 +64,15 @@ class Figures:
 
     @property
     def over(self) -> bool:
-        return self.allowance is not None and self.today.total >= self.allowance
+        return Standing(self.today, self.allowance).over
 
 
 async def figures(spending: Spending, allowance: Allowance, user: User, at: datetime,
                   inbox: InboxStore | None = None) -> Figures:
-    day = local_day(user.timezone, at)
-    today = await spending.day(user.id, day)
-    return Figures(today, await spending.month(user.id, day),
+    """`today`: the last 24 hours, the window the allowance holds (bot.meter), door replies
+    and commands' answers counted with the rest; `month`: the person's calendar month."""
+    today = await Ledger(spending.db).window(user.id, at)
+    return Figures(today, await spending.month(user.id, local_day(user.timezone, at)),
                    allowance.today(user.is_owner, today),
                    await inbox.held_count(user.id) if inbox is not None else 0)
 
@@ -76,6 +84,7 @@ async def raise_today(spending: Spending, allowance: Allowance, user: User, at: 
     raise and no amount was given)."""
     amount = micros(usd) if usd is not None else allowance.base(user.is_owner) or 0
     if amount > 0:
+        await Ledger(spending.db).cost(user.id, at, raised=amount, kind="raise")
         await spending.add(user.id, local_day(user.timezone, at), raised=amount)
     return amount
 
@@ -94,23 +103,23 @@ class BudgetGate:
         self.identities = identities  # how the owner hears of a person, and names them
 
     async def standing(self, user: User, at: datetime | None = None) -> Standing:
-        """Today (the person's day) against their allowance; from their row when it was read
-        with their spending (a turn), else from the ledger."""
-        day = local_day(user.timezone, at or self.clock.now())
+        """The last 24 hours against their allowance, from the meter's ledger: a window no
+        change of timezone, name or channel moves (bot.meter)."""
+        at = at or self.clock.now()
         if self.allowance.base(user.is_owner) is None:
-            return Standing(DaySpend(day), None)
-        if user.spent is not None:  # their latest day: today's, or nothing yet today
-            spent = user.spent if user.spent.day == day else DaySpend(day)
-        else:
-            spent = await self.spending.day(user.id, day)
+            return Standing(DaySpend(local_day(user.timezone, at)), None)
+        # Read with their row in a turn (bot.people.users), else from the ledger.
+        spent = user.spent if user.spent is not None \
+            else await Ledger(self.spending.db).window(user.id, at)
         return Standing(spent, self.allowance.today(user.is_owner, spent))
 
-    async def holds(self, row: InboxRow, user: User) -> bool:
+    async def holds(self, row: InboxRow, user: User, *, fresh: bool = False) -> bool:
         """True when the message waits (the person is at their allowance): it and the rest
-        of theirs are `held`, and whoever must hear of it has."""
+        of theirs are `held`, and whoever must hear of it has. `fresh`: read the ledger again
+        (a turn the meter stopped part-way: what was read with the person's row is old)."""
         if row.trigger_task_id is None and command_word(row.text) is not None:
             return False  # a command calls no model: /usage, /help, /stop still answer
-        standing = await self.standing(user)
+        standing = await self.standing(replace(user, spent=None) if fresh else user)
         if not standing.over:
             return False
         held = await self.inbox.hold(user.id, row.id)
@@ -120,8 +129,10 @@ class BudgetGate:
         return True
 
     async def _tell(self, user: User, standing: Standing, row: InboxRow) -> None:
-        """Once a day each (the keys say which day): the person, then the owner."""
-        day = standing.spent.day
+        """Once a day each (the keys say which day; on SMS the meter also lets the person's
+        notice out at most once in 24 hours, whatever day their timezone makes it): the
+        person, then the owner."""
+        day = local_day(user.timezone, self.clock.now())
         channel = row.channel if row.trigger_task_id is None else None
         await self.outbound.notify(Notification(
             user.id, self.lines.budget_reached, f"budget:{user.id}:{day}", channel=channel,

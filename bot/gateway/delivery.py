@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import Enum
+from typing import Protocol
 
 from bot.channel import (
     Channel,
@@ -40,6 +41,7 @@ from bot.contracts.envelopes import OutboundMessage
 from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.sign_in_links import redacted
+from bot.meter.gate import Verdict
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.wake import woken
 
@@ -51,6 +53,12 @@ ChannelSender = Channel
 OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
 # Told when a channel's outage starts (bot.gateway.health).
 OnDown = Callable[[str, Outage], Awaitable[None]]
+
+
+class Admits(Protocol):
+    """The meter (bot.meter.gate.Meter): whether a message may go now, counted if it does."""
+
+    async def admit(self, message: OutboundMessage, sender: object) -> Verdict: ...
 Address = tuple[str, str]  # (channel, address)
 
 
@@ -77,8 +85,9 @@ class OutboxDeliverer:
     def __init__(self, store: OutboxStore, senders: Mapping[str, ChannelSender], clock: Clock,
                  policy: DeliveryPolicy | None = None, *,
                  on_permanent: OnPermanent | None = None, health: ChannelHealth | None = None,
-                 on_down: OnDown | None = None) -> None:
+                 on_down: OnDown | None = None, meter: Admits | None = None) -> None:
         self.store = store
+        self.meter = meter  # every message passes it before its channel sees it
         self.on_permanent = on_permanent
         self.health = health or ChannelHealth()
         self.on_down = on_down  # told once an outage starts (the owner hears of it)
@@ -245,6 +254,16 @@ class OutboxDeliverer:
             await self.store.dead(message.id, f"no sender for channel {message.channel!r}")
             return Outcome(Step.DONE)
         attempt = message.attempts + 1
+        if self.meter is not None:
+            verdict = await self.meter.admit(message, sender)
+            if verdict.wait_until is not None:  # not a failed try: it waits for the window
+                await self.store.retry_at(message.id, verdict.wait_until, verdict.reason,
+                                          counts=False)
+                return Outcome(Step.MOVED)
+            if not verdict.go:
+                await self.store.dead(message.id, verdict.reason, text=redacted(message.text))
+                log.info("outbox %s not sent: %s", message.id, verdict.reason)
+                return Outcome(Step.DONE)
         try:
             channel_id = await sender.send(message)
         except PartlySent as partly:

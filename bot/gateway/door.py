@@ -29,12 +29,15 @@ class Door(Protocol):
         ...
 
     async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
-                                 user_id: str | None, status: str = "done") -> bool:
-        """A message the channel answers itself (STOP, HELP): recorded, answered, closed."""
+                                 user_id: str | None, status: str = "done",
+                                 kind: str = "reply") -> bool:
+        """A message the channel answers itself (STOP, HELP): recorded, answered, closed.
+        `kind`: what the meter calls the answer ("door:help": at most one a while)."""
         ...
 
     async def answer_directly(self, channel: str, address: str, text: str, *,
-                              dedupe_key: str, user_id: str | None = None) -> None:
+                              dedupe_key: str, user_id: str | None = None,
+                              kind: str = "reply") -> None:
         """A fixed short answer to a known address, once per key (no inbox row)."""
         ...
 

@@ -178,7 +178,8 @@ class Gateway(SideDoors):
 
     async def _close(self, row_id: int, status: str, *, reply: Reply | None = None,
                      user_id: str | None = None, channel: str = "", address: str = "",
-                     error: str | None = None, writes: Batch | None = None) -> None:
+                     error: str | None = None, writes: Batch | None = None,
+                     kind: str = "reply") -> None:
         """The one way an inbox row ends: its reply (if it has one) queued and the row closed
         together (with the stored turn, `writes`), so the reply exists exactly once. One
         statement on Postgres (bot.db.batch)."""
@@ -189,7 +190,8 @@ class Gateway(SideDoors):
             await self.outbound.queue_reply(
                 batch, dedupe_key=f"reply:{row_id}", user_id=user_id, channel=channel,
                 address=address, text=reply.text,
-                payload=payload_of(reply.prompts, reply.stop))
+                payload=payload_of(reply.prompts, reply.stop,
+                                   {"kind": kind} if kind != "reply" else None))
         await deps.inbox.close(batch, row_id, status, deps.clock.now(), error)
         await batch.run(deps.db)
         if speaks:
@@ -269,7 +271,7 @@ class Gateway(SideDoors):
                                            own_message=row.trigger_task_id is None)
         writes = Batch()  # the stored turn, committed with its reply and the row's close
         try:
-            with paying_for(user.id, user.timezone):  # what the turn costs is theirs
+            with paying_for(user.id, user.timezone, user.is_owner):  # the turn's cost is theirs
                 reply = await deps.handle_message(
                     self._inbound(row, turn_id, channel, address, media),
                     emit=self._progress(channel, address), cancel=stop, steering=mailbox,
@@ -287,6 +289,9 @@ class Gateway(SideDoors):
             return
         finally:
             self.running.end(user.id, mailbox)
+        if reply.stop is TurnStop.LLM_ERROR and deps.budget is not None \
+                and await deps.budget.holds(row, user, fresh=True):
+            return  # the meter stopped it before a call: it waits, and goes on from its journal
         await self._finish(row, reply, writes=writes)
         if may_hold(user.id, PROMPTS.name):  # a prompt message whose requests may be settled
             await self.outbound.settle_prompts(user.id)

@@ -129,11 +129,14 @@ class Outbound:
                                          payload=payload)
 
     async def answer_directly(self, channel: str, address: str, text: str, *,
-                              dedupe_key: str, user_id: str | None = None) -> None:
+                              dedupe_key: str, user_id: str | None = None,
+                              kind: str = "reply") -> None:
         """A channel's short answer that needs no turn (media Valet cannot read yet), once per
-        key (the channel's own id of what it answers: a redelivered update is answered once)."""
+        key (the channel's own id of what it answers: a redelivered update is answered once).
+        `kind`: what the meter calls it (bot.meter.gate)."""
         await self.queue_reply(self.db, dedupe_key=dedupe_key, user_id=user_id,
-                               channel=channel, address=address, text=text)
+                               channel=channel, address=address, text=text,
+                               payload={"kind": kind} if kind != "reply" else None)
         self.wake()
 
     async def route(self, user_id: str, wanted: str | None,

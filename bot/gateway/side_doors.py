@@ -41,7 +41,8 @@ class SideDoors:
             log.warning("answering a %s button press failed", channel, exc_info=True)
 
     async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
-                                 user_id: str | None, status: str = "done") -> bool:
+                                 user_id: str | None, status: str = "done",
+                                 kind: str = "reply") -> bool:
         """A message a channel answers itself (STOP, HELP, a picture alone): recorded in the
         inbox first (a redelivery is a duplicate, answered once), answered with at most one
         fixed line, and closed: no turn, no LLM. False for a duplicate."""
@@ -52,14 +53,15 @@ class SideDoors:
         if user_id:
             await self.deps.inbox.assign(row_id, user_id)
         await self._close(row_id, status, reply=Reply(reply or ""), user_id=user_id,
-                          channel=msg.channel, address=msg.address)
+                          channel=msg.channel, address=msg.address, kind=kind)
         return True
 
     async def answer_directly(self, channel: str, address: str, text: str, *,
-                              dedupe_key: str, user_id: str | None = None) -> None:
+                              dedupe_key: str, user_id: str | None = None,
+                              kind: str = "reply") -> None:
         """A channel's short answer that needs no turn (media Valet cannot read yet)."""
         await self.outbound.answer_directly(channel, address, text, dedupe_key=dedupe_key,
-                                            user_id=user_id)
+                                            user_id=user_id, kind=kind)
 
     async def count_failure(self, channel: str, external_id: str, error: str) -> int:
         """A channel could not store or handle this message once more: how many times so far

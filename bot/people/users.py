@@ -4,8 +4,9 @@ gateway.)"""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
+from bot.contracts.clock import Clock
 from bot.contracts.people import User
 from bot.db import Database, Row
 from bot.db.turn_reads import Holding, forget, in_turn, learnt_holdings, read_once
@@ -24,11 +25,13 @@ def user_of(row: Row) -> User:
 class UserStore:
     """People. In a turn (bot.db.turn_reads) a person's row is read once, and with it, in the
     same statement, which of their stores hold anything the turn would read (`holdings`) and
-    their latest day of spending (bot.spend)."""
+    what they spent in the last 24 hours (bot.spend, bot.meter)."""
 
-    def __init__(self, db: Database, holdings: Sequence[Holding] = ()) -> None:
+    def __init__(self, db: Database, holdings: Sequence[Holding] = (),
+                 clock: Clock | None = None) -> None:
         self.db = db
         self.holdings = tuple(holdings)
+        self.clock = clock  # for the 24 hours of spending read with the row
         columns = "".join(f", {h.exists} AS holds_{i}" for i, h in enumerate(self.holdings))
         self._with_holdings = f"SELECT *{columns}{SPEND_COLUMNS} FROM users WHERE id = $1"
 
@@ -39,7 +42,8 @@ class UserStore:
         if not (self.holdings and in_turn()):
             row = await self.db.fetchrow("SELECT * FROM users WHERE id = $1", user_id)
             return user_of(row) if row else None
-        row = await self.db.fetchrow(self._with_holdings, user_id)
+        now = self.clock.now() if self.clock is not None else datetime.now(UTC)
+        row = await self.db.fetchrow(self._with_holdings, user_id, now - timedelta(hours=24))
         if row is None:
             return None
         learnt_holdings(user_id, [h.name for i, h in enumerate(self.holdings)

@@ -49,6 +49,7 @@ from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
 from bot.loop.subtasks import short_changed
 from bot.loop.types import REACT, SIMPLE
 from bot.memory.summaries import HOLDING as SUMMARY
+from bot.meter.llm import AllowanceSpent
 from bot.plumbing import logs
 from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
@@ -248,6 +249,8 @@ class Orchestrator:
             return lines.misconfigured
         if isinstance(err, LLMMalformedResponseError):
             return lines.llm_malformed
+        if isinstance(err, AllowanceSpent):  # the meter stopped the turn before a call
+            return lines.budget_reached
         return lines.llm_unavailable
 
     async def open_waits(self, ctx: TurnContext, before: StepResult,

@@ -1,14 +1,13 @@
 """Sending SMS through Twilio's REST API: the `Channel` the outbox delivers through.
 
-Nothing goes to a number outside `sms.allowed_countries`, whatever asked for it (refused as
-a permanent failure: the number is marked unreachable). A message is held to
-`sms.max_segments` (notifications: the larger of that and `summary_max_segments`): what does
-not fit is kept for the person's "MORE" (channels.sms.cut, SmsStore.keep_rest). One outbox
-row may still be several SMS (a limit of 10 segments is under Twilio's 1,600 characters, but
-a question that must go whole may be longer). Each part Twilio accepts is recorded
-(`sms_parts`) with its cost before the next is sent, so a retry after a failure part-way
-sends only what is missing. Errors become the channel port's two kinds: worth retrying
-(429, 5xx, network) or not (opted out, invalid number, any other 4xx).
+Nothing is sent that the meter (bot.meter.gate) did not let out: it has the message's price
+from `quote` and counts it before it goes. Nothing goes to a number outside
+`sms.allowed_countries`, whatever asked for it (refused as a permanent failure: the number is
+marked unreachable). Every SMS is held to `sms.max_segments`, whatever it carries
+(channels.sms.cut): what does not fit is kept for the person's "MORE" (SmsStore.keep_rest).
+Each part Twilio accepts is recorded (`sms_parts`) with its cost before the next is sent, so a
+retry after a failure part-way sends only what is missing. Errors become the channel port's
+two kinds: worth retrying (429, 5xx, network) or not (opted out, invalid number, any other 4xx).
 """
 
 from __future__ import annotations
@@ -33,8 +32,10 @@ from bot.channel import (
 )
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import LoopEvent, OutboundMessage
+from bot.meter.gate import Quote
+from bot.meter.ledger import Ledger
 from bot.people.identity import IdentityStore
-from bot.spend import Spending
+from bot.spend import micros
 from channels.sms.gsm import MULTI_GSM
 from channels.sms.render import MAX_CHARS, SmsBody, render_capped, segments_of
 from channels.sms.store import SmsStore
@@ -119,7 +120,7 @@ class SmsSender:
                  clock: Clock, lines: SmsLines, emoji: bool = False,
                  summary_max_segments: int = 2, max_segments: int = 3,
                  may_send: Callable[[str], bool] = lambda number: False,
-                 spending: Spending | None = None,
+                 ledger: Ledger | None = None,
                  price: Callable[[str], float] = lambda number: 0.0) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
@@ -143,20 +144,36 @@ class SmsSender:
         self.max_segments = max_segments
         self.summary_max_segments = summary_max_segments
         self.may_send = may_send  # the number's country is allowed (sms.allowed_countries)
-        self.spending = spending  # each part's price (`price`: a segment's) on the person's day
-        self.price = price
+        # The meter's ledger: a message it did not let out (bot.meter.gate) is never sent.
+        # None: a sender built without the meter (a test of rendering alone).
+        self.ledger = ledger
+        self.price = price  # a segment's, by number
 
     async def close(self) -> None:
         await self.http.close()
 
+    async def quote(self, message: OutboundMessage) -> Quote:
+        """What the message costs if it is sent now (bot.meter.gate counts it before it goes):
+        nothing for a number it will not go to."""
+        if not self.may_send(message.address) \
+                or await self.identities.opted_out("sms", message.address):
+            return Quote(parts=0)
+        bodies, _rest = render_capped(message, max_segments=self.max_segments,
+                                      emoji=self.emoji, lines=self.lines)
+        segments = sum(b.segments for b in bodies[message.parts_sent:])
+        return Quote(len(bodies), segments, micros(segments * self.price(message.address)))
+
     async def send(self, message: OutboundMessage) -> str | None:
+        if self.ledger is not None and not await self.ledger.admitted(message.id):
+            raise PermanentSendError(f"outbox {message.id} was not let out by the meter: "
+                                     "not sent")
         if await self.identities.opted_out("sms", message.address):
             raise PermanentSendError(f"{message.address} opted out (STOP): not sent",
                                      opted_out=True)
         if not self.may_send(message.address):
             raise PermanentSendError(f"{message.address} is in no country of "
                                      "sms.allowed_countries: not sent", unreachable=True)
-        bodies, rest = render_capped(message, max_segments=self._limit(message),
+        bodies, rest = render_capped(message, max_segments=self.max_segments,
                                      emoji=self.emoji, lines=self.lines)
         if not bodies:
             return None
@@ -168,13 +185,6 @@ class SmsSender:
         if rest:  # the person asks for it with "MORE" (channels.sms.inbound)
             await self.store.keep_rest(message.address, message.id, rest, self.clock.now())
         return ",".join(sids)
-
-    def _limit(self, message: OutboundMessage) -> int:
-        """Segments a message may take: a notification may be a triggered run's summary,
-        held to its own limit before it was queued."""
-        if message.kind == "notification":
-            return max(self.max_segments, self.summary_max_segments)
-        return self.max_segments
 
     async def _create(self, message: OutboundMessage, part: int, body: SmsBody) -> str:
         kwargs: dict[str, Any] = {"to": message.address, "body": body.text}
@@ -192,10 +202,6 @@ class SmsSender:
         await self.store.record(message.id, part, sid, body.segments, body.encoding.value,
                                 self.clock.now())
         await self.store.add_cost(message.id, body.segments, body.encoding.value)
-        if message.user_id and self.spending is not None:
-            await self.spending.add_message(message.user_id,
-                                            body.segments * self.price(message.address),
-                                            self.clock.now())
         log.info("sms %s part %d to %s: %s, %d segment(s) %s", message.id, part,
                  message.address, sid, body.segments, body.encoding.value)
         return sid

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
+from bot.meter.ledger import Ledger
 from bot.text.phones import in_countries
 from channels.sms.adapter import SmsSender, TwilioAccount
 from channels.sms.inbound import SmsInbound
@@ -94,7 +95,8 @@ def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, s
                        summary_max_segments=settings.sms.summary_max_segments,
                        max_segments=settings.sms.max_segments,
                        may_send=in_countries(settings.sms_countries()),
-                       spending=host.spending, price=settings.sms_segment_price)
+                       ledger=Ledger(host.db),
+                       price=settings.sms_segment_price)
     inbound = SmsInbound(host, store, default_region=settings.sms.default_region)
     assert settings.public_url is not None
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,

@@ -87,14 +87,16 @@ class SmsInbound:
         elif identity.opted_out_at is not None:
             await self._at_the_door(msg, identity, None, status="rejected")
         elif word in HELP_WORDS:
-            await self._at_the_door(msg, identity, self.lines.sms_help)
+            await self._at_the_door(msg, identity, self.lines.sms_help, kind="door:help")
         elif media and not body.strip():
-            await self._at_the_door(msg, identity, self.lines.sms_picture_only)
+            await self._at_the_door(msg, identity, self.lines.sms_picture_only,
+                                    kind="door:picture")
         elif not await self._more(msg, identity):
             if media:  # the gateway marks the identity reachable again: they wrote
                 await self.door.answer_directly(CHANNEL, address, self.lines.sms_picture_too,
                                                 dedupe_key=f"sms-media:{sid}",
-                                                user_id=identity.user_id)
+                                                user_id=identity.user_id,
+                                                kind="door:picture_too")
             await self.door.receive(_translated(msg))
 
     async def _more(self, msg: IncomingMessage, identity: Identity) -> bool:
@@ -108,7 +110,7 @@ class SmsInbound:
         rest = await self.store.take_rest(msg.address)
         if rest is None:
             return False  # nothing waits: the words go to the conversation as they are
-        await self._at_the_door(msg, identity, rest)
+        await self._at_the_door(msg, identity, rest, kind="door:more")
         return True
 
     # --- answered here -------------------------------------------------------------------------
@@ -128,12 +130,14 @@ class SmsInbound:
         await self._at_the_door(msg, identity, None)
 
     async def _at_the_door(self, msg: IncomingMessage, identity: Identity | None,
-                           reply: str | None, *, status: str = "done") -> None:
+                           reply: str | None, *, status: str = "done",
+                           kind: str = "reply") -> None:
         """No turn, no LLM: the gateway records it, gives the fixed line (to a known number
-        only) and closes it."""
+        only) and closes it. The line passes the meter like any message (bot.meter.gate): a
+        blocked person gets none, and one of a `kind` goes at most once a while."""
         user_id = identity.user_id if identity else None
         await self.door.answer_at_the_door(msg, reply if user_id else None, user_id=user_id,
-                                           status=status)
+                                           status=status, kind=kind)
 
 
 def _translated(msg: IncomingMessage) -> IncomingMessage:

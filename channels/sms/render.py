@@ -10,11 +10,12 @@ their short codes ("4821 YES"). A pairing request is answered with its code ("PA
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind
 from bot.text.split import split_text
-from channels.sms.cut import cut_to_fit
+from channels.sms.cut import cut_to_fit, fits, kept_parts
 from channels.sms.gsm import Encoding, cost, fold
 from persona.lines import DEFAULT, fill
 from persona.lines_channels import SmsLines
@@ -190,12 +191,63 @@ def render(message: OutboundMessage, *, emoji: bool = False, limit: int = MAX_CH
 
 def render_capped(message: OutboundMessage, *, max_segments: int, emoji: bool = False,
                   lines: SmsLines = DEFAULT) -> tuple[list[SmsBody], str]:
-    """`render`, held to `max_segments`: the message, or its first part with the persona's
-    note saying how to get the rest (channels.sms.cut), and the rest ("" when none)."""
-    text = _sendable(plain_text(message.text), emoji)
+    """`render`, held to `max_segments` with no exception: the message, or its first part
+    with the persona's note saying how to get the rest (channels.sms.cut), and the rest (""
+    when none). Its prompts go together when they fit, else one card a message."""
+    text, kept = kept_parts(message.text)  # the rest of an earlier message: its cards whole
+    text = _sendable(plain_text(text), emoji)
+    kept = [_sendable(card, emoji) for card in kept]
     tail = _sendable(render_prompts(message.prompts, lines), emoji)
-    cut = cut_to_fit(text, tail, max_segments, lines.sms_more)
+    note = lines.sms_more
+    link = _sendable(lines.sms_link_elsewhere, emoji)
+    if not kept:  # (cards kept for MORE go one a message, as they began)
+        together = cut_to_fit(text, tail, max_segments, note, link_line=link)
+        if together.text and not together.rest:
+            return _bodies(together.text, MAX_CHARS), ""
+    cards = [*kept, *(_sendable(c, emoji) for c in
+                      cards_of(message.prompts, lines, max_segments, note, emoji))]
+    cut = cut_to_fit(text, "", max_segments, note, cards=cards, link_line=link)
     return (_bodies(cut.text, MAX_CHARS) if cut.text else []), cut.rest
+
+
+def cards_of(prompts: tuple[ApprovalPrompt, ...], lines: SmsLines, max_segments: int,
+             note: str, emoji: bool = False) -> list[str]:
+    """Each prompt as a card of its own that fits a message with the note: its summary
+    shortened as far as it must be, its code and its answer never."""
+    approvals = tuple(p for p in prompts if p.kind is not PromptKind.PAIRING)
+    cards = []
+    for prompt in sorted(approvals, key=lambda p: p.position):
+        def card(summary: str, prompt: ApprovalPrompt = prompt) -> str:
+            if len(approvals) == 1:
+                return _approval_prompts((replace(prompt, summary=summary),), lines)
+            return (f"{prompt.position}) {_sentence(summary)} - code {prompt.code}\n"
+                    + fill(lines.sms_card_answer, code=prompt.code))
+        cards.append(_shortened(card, prompt.summary, max_segments, note, emoji,
+                                f"{prompt.code} YES / {prompt.code} NO"))
+    cards += [render_prompts((p,), lines) for p in prompts if p.kind is PromptKind.PAIRING]
+    return cards
+
+
+def _shortened(card: Callable[[str], str], summary: str, max_segments: int, note: str,
+               emoji: bool, bare: str) -> str:
+    """The card with the longest start of `summary` that fits with the note; `bare` (the
+    code and its answer alone, in GSM-7) when not even the card's own words fit."""
+    def fits_with(length: int) -> bool:
+        shown = summary[:length].rstrip() + ("..." if length < len(summary) else "")
+        return fits(f"{_sendable(card(shown), emoji)} {note}", max_segments)
+
+    if fits_with(len(summary)):
+        return card(summary)
+    low, high, best = 0, len(summary) - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        if fits_with(middle):
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    if best is None:
+        return bare
+    return card(summary[:best].rstrip() + "...")
 
 
 def _sendable(text: str, emoji: bool) -> str:

@@ -16,6 +16,7 @@ What an update is: channels.telegram.kinds (a service message gets no reply at a
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -121,9 +122,11 @@ class InboundHandler:
 
     async def _say(self, origin: Origin, text: str) -> None:
         """A short answer that needs no turn, queued once per update (a redelivery is not
-        answered twice)."""
+        answered twice); a reply at the door: the meter lets the same one out once a while
+        (bot.meter.gate; its kind is its words)."""
         await self.door.answer_directly(CHANNEL, origin.address, text,
-                                        dedupe_key=f"telegram-notice:{origin.update_id}")
+                                        dedupe_key=f"telegram-notice:{origin.update_id}",
+                                        kind=f"door:{zlib.crc32(text.encode()):08x}")
 
     async def _voice(self, item: Voice) -> None:
         if not self.settings.hears_voice:

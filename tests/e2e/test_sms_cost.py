@@ -7,8 +7,9 @@ and the fake LLM:
 - a person over their rate limit hears "slow down" at most once a minute;
 - a 3,000-character answer goes in at most 3 segments, ending on a sentence, with MORE for
   the rest, which comes without an LLM call; a new question starts afresh;
-- a person at their daily allowance is told once, the owner once, their next messages wait,
-  and `valet budget raise` lets them through.
+- a person at their daily allowance (each LLM call checked at its worst cost before it goes)
+  is told once, the owner once, their next messages wait, and `valet budget raise` lets them
+  through.
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ class Served:
     env: dict[str, str]
     db: Path
 
-    async def text(self, sender: str, body: str) -> None:
+    async def text(self, sender: str, body: str, media: list[str] | None = None) -> None:
         params = inbound_params(sender, body, sid=f"SM{next(_sids):032d}",
-                                account_sid=self.twilio.account_sid)
+                                account_sid=self.twilio.account_sid, media=media)
         async with await post_signed(self.http, self.url, PUBLIC + "/sms/inbound", params,
                                      self.twilio.auth_token) as response:
             assert response.status == 200
@@ -80,8 +81,8 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path, fake_llm: FakeOpenAI, config: str
-                  ) -> AsyncIterator[Served]:
+async def serving(tmp_path: Path, fake_llm: FakeOpenAI, config: str,
+                  **more_env: str) -> AsyncIterator[Served]:
     async with FakeTwilio() as twilio, aiohttp.ClientSession() as http:
         port = free_port()
         env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url,
@@ -89,7 +90,7 @@ async def serving(tmp_path: Path, fake_llm: FakeOpenAI, config: str
                         VALET_SMS_FROM_NUMBER=FROM, VALET_HTTP_PORT=str(port),
                         VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
                         VALET_TWILIO_AUTH_TOKEN=twilio.auth_token,
-                        VALET_TWILIO_API_URL=twilio.base_url)
+                        VALET_TWILIO_API_URL=twilio.base_url, **more_env)
         (tmp_path / "valet.yaml").write_text(
             "memory:\n  enabled: false\n"
             f"owner:\n  name: Sam\n  phone_numbers: ['{OWNER}']\n{config}")
@@ -232,8 +233,11 @@ async def test_a_ucs2_answer_is_held_to_three_segments_counting_surrogate_pairs(
 
 
 async def test_at_the_allowance_messages_wait_until_the_owner_raises_it(fake_llm, tmp_path):
-    # 100 + 100 tokens at $1,000 a million: $0.20 a turn, and $0.01 an SMS segment.
-    config = ("llm:\n  prices:\n    fake-model: {input: 1000, output: 1000}\n"
+    # 100 + 100 tokens at $1 and $1,500 a million: $0.1501 a turn, and $0.01 an SMS segment.
+    # Each call is checked before it goes at its worst cost (its prompt's tokens and
+    # llm.max_output_tokens, 100: about $0.155), issue 44.
+    config = ("llm:\n  max_output_tokens: 100\n"
+              "  prices:\n    fake-model: {input: 1, output: 1500}\n"
               "sms:\n  price_per_segment: 0.01\n"
               "budget:\n  daily_usd: 0.50\n  check_seconds: 0.3\n"
               f"access:\n  channels:\n    sms: {{policy: allowlist, allow: ['{ALICE}']}}\n")
@@ -245,18 +249,21 @@ async def test_at_the_allowance_messages_wait_until_the_owner_raises_it(fake_llm
         await served.text(ALICE, "/usage")
         await served.quiet()
         assert served.twilio.bodies_to(ALICE)[-1] == \
-            "Today: $0.42 of your $0.50 allowance. This month: $0.42."
-        await served.text(ALICE, "question 3")  # $0.43 spent: it runs, and ends at $0.64
+            "Last 24 hours: $0.32 of your $0.50 allowance. This month: $0.32."
+        await served.text(ALICE, "question 3")  # $0.33 spent: its call fits, and it ends at $0.49
         await served.quiet()
-        for i in (4, 5):
+        for i in (4, 5):  # $0.49 and a call that may cost $0.155: not made, they wait
             await served.text(ALICE, f"question {i}")
+        # (The inbox is quiet once they wait, a moment before she is told.)
+        await served.until("she is told", lambda: LINES.budget_reached in
+                           served.twilio.bodies_to(ALICE))
         await served.quiet()
         bodies = served.twilio.bodies_to(ALICE)
         assert [b for b in bodies if b.startswith("Answer")] == \
             ["Answer 1.", "Answer 2.", "Answer 3."]
         assert bodies.count(LINES.budget_reached) == 1
         [owner] = [b for b in served.twilio.bodies_to(OWNER) if "allowance" in b]
-        assert owner.startswith(f"{ALICE} reached today's allowance ($0.64 of $0.50)")
+        assert owner.startswith(f"{ALICE} reached today's allowance ($0.49 of $0.50)")
         assert fake_llm.calls == 3
 
         code, out, err = await run_valet(["budget", "raise", f"sms:{ALICE}"], served.env)

@@ -72,6 +72,15 @@ class SmsWorld:
         await response.read()
         return response
 
+    async def send(self, message: Any) -> str | None:
+        """What the outbox's deliverer does with a row: the meter first, then the sender (the
+        sender sends nothing the meter did not let out)."""
+        meter = self.app.outbound.deliverer.meter
+        assert meter is not None
+        verdict = await meter.admit(message, self.channel.sender)
+        assert verdict.go, verdict.reason
+        return await self.channel.sender.send(message)
+
     async def idle(self) -> None:
         await asyncio.wait_for(self.app.gateway.wait_idle(), 10)
 

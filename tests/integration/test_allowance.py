@@ -1,8 +1,9 @@
-"""A daily allowance per person: each LLM call priced as it is made (fallback models and the
-shortening pass included, cached input billed apart), each SMS part at its country's price;
-at the allowance the person's messages wait (told once, the owner once), commands still
-answer, and the next day or a raise lets them through in order; /usage, `valet budget list`
-and the console's Usage page show the same figures."""
+"""A daily allowance per person, for the last 24 hours: each LLM call checked before it goes at
+its worst cost (its prompt's tokens and llm.max_output_tokens: bot.meter.llm) and priced as it
+is made (fallback models and the shortening pass included, cached input billed apart); at
+the allowance the person's messages wait (told once, the owner once), commands still answer,
+and the end of the 24 hours or a raise lets them through in order; /usage, `valet budget
+list` and the console's Usage page show the same figures."""
 
 from __future__ import annotations
 
@@ -23,14 +24,16 @@ from tests.helpers import RecordingSender, incoming
 from tests.integration.console_harness import console_client, sign_in
 from tests.integration.test_console_pages import said
 
-# 100 + 100 tokens at $1,000 a million: $0.20 a call.
-PRICES = {"fake-model": ModelPrice(input=1000, output=1000),
-          "backup-model": ModelPrice(input=2000, output=2000)}
+# 100 + 100 tokens at $1 and $1,500 a million: $0.1501 a call; its worst (a few thousand
+# prompt tokens and llm.max_output_tokens, 100) a little over $0.15.
+PRICES = {"fake-model": ModelPrice(input=1, output=1500),
+          "backup-model": ModelPrice(input=2, output=3000)}
 
 
 async def priced_app(app_factory, app_settings, **overrides):
-    llm = app_settings().llm
+    llm = overrides.pop("llm", None) or app_settings().llm
     llm.prices = PRICES
+    llm.max_output_tokens = 100
     access = AccessSettings(channels={"test": ChannelAccess(policy="allowlist",
                                                             allow=["alice"])})
     settings = {"llm": llm, "access": access, "budget": BudgetSettings(daily_usd=0.50),
@@ -54,10 +57,11 @@ async def say(app, text: str) -> None:
     await app.gateway.wait_idle()
 
 
-async def test_at_the_allowance_messages_wait_and_go_on_the_next_day(alice_app, fake_llm):
+async def test_at_the_allowance_messages_wait_and_go_on_after_24_hours(alice_app, fake_llm):
     app, sender = alice_app
     fake_llm.script(*(Reply(content=f"Answer {i}.", usage=(100, 100)) for i in range(1, 6)))
-    for text in ("one", "two", "three"):  # $0.20, $0.40, then $0.60: the third crosses it
+    # $0.15, $0.30, $0.45; then a call that may cost $0.15 would pass $0.50: not made
+    for text in ("one", "two", "three"):
         await say(app, text)
     await say(app, "four")
     await say(app, "five")
@@ -65,47 +69,50 @@ async def test_at_the_allowance_messages_wait_and_go_on_the_next_day(alice_app, 
     replies = sender.texts("alice")
     assert replies[:3] == ["Answer 1.", "Answer 2.", "Answer 3."]
     assert replies[3] == app.persona.lines.budget_reached  # once, not once per message
-    assert replies[4:] == ["Today: $0.60 of your $0.50 allowance. This month: $0.60."]
+    assert replies[4:] == ["Last 24 hours: $0.45 of your $0.50 allowance. This month: $0.45."]
     [owner] = sender.texts("owner-phone")
-    assert owner.startswith("alice reached today's allowance ($0.60 of $0.50)")
+    assert owner.startswith("alice reached today's allowance ($0.45 of $0.50)")
     assert "valet budget raise test:alice" in owner
     assert fake_llm.calls == 3
-    assert await app.release_held() == []  # still today: nothing goes
-    app.clock.advance(hours=15)  # past midnight where alice lives (UTC)
+    assert await app.release_held() == []  # still within the 24 hours: nothing goes
+    app.clock.advance(hours=15)  # past midnight where alice lives (UTC): still nothing
+    assert await app.release_held() == []
+    app.clock.advance(hours=9, minutes=1)  # the 24 hours of those calls are over
     alice_id = (await app.identities.resolve("test", "alice")).id
     assert await app.release_held() == [alice_id]
     await app.gateway.wait_idle()
     assert sender.texts("alice")[-2:] == ["Answer 4.", "Answer 5."]  # in their order
     month = await app.budget.spending.month(alice_id, "2026-01-06")
-    assert month.total == 1_000_000  # five calls at $0.20 (the test channel costs nothing)
+    assert month.total == 5 * 150_100  # five calls (the test channel costs nothing)
 
 
 async def test_a_raise_from_the_console_lets_the_waiting_messages_through(
         app_factory, fake_llm, app_settings):
     app, sender = await priced_app(app_factory, app_settings,
-                                   console=ConsoleSettings(enabled=True))
+                                   console=ConsoleSettings(enabled=True),
+                                   budget=BudgetSettings(daily_usd=0.20))
     fake_llm.script(*(Reply(content=f"Answer {i}.", usage=(600, 100)) for i in range(1, 4)))
-    await say(app, "one")  # $0.70: over at once
+    await say(app, "one")  # $0.1506: the next call, that may cost $0.15, does not fit $0.20
     await say(app, "two")
     alice = await app.identities.resolve("test", "alice")
     client = await console_client(app)
     try:
         csrf = await sign_in(client, app)
         page = html.unescape(await (await client.get("/console/usage")).text())
-        assert "$0.70" in page and "(at the allowance)" in page
+        assert "$0.15" in page and "(at the allowance)" in page
         response = await client.post(f"/console/usage/{alice.id}/raise", data={"csrf": csrf})
-        assert said(response.url) == ("Raised today's allowance of alice by $0.50: their "
+        assert said(response.url) == ("Raised today's allowance of alice by $0.20: their "
                                       "waiting messages go on.")
         await app.gateway.wait_idle()
         assert sender.texts("alice")[-1] == "Answer 2."
         page = html.unescape(await (await client.get("/console/usage")).text())
-        assert "$1.00" in page  # today's allowance after the raise
+        assert "$0.40" in page  # the allowance after the raise
         listed: list[str] = []
         assert await run_budget(app.settings, Namespace(action="list"), listed.append,
                                 clock=app.clock) == 0
         [table] = listed
         row = next(line for line in table.splitlines() if line.startswith(alice.id))
-        assert "$1.40" in row and "$1.00" in row  # today (and this month), the allowance
+        assert "$0.30" in row and "$0.40" in row  # the 24 hours (and this month), the allowance
     finally:
         await client.close()
 
@@ -123,10 +130,10 @@ async def test_fallback_models_and_cached_input_are_priced(app_factory, fake_llm
     assert sender.texts("alice")[-1] == "From the backup."
     alice = await app.identities.resolve("test", "alice")
     day = await app.budget.spending.day(alice.id, "2026-01-05")
-    assert day.llm == 400_000  # 200 tokens at the backup's $2,000 a million
+    assert day.llm == 300_200  # 100 tokens at the backup's $2 a million, 100 at its $3,000
     await say(app, "two")
     day = await app.budget.spending.day(alice.id, "2026-01-05")
-    assert day.llm == 400_000 + 1_000_000  # 1,000 input tokens at $1,000, 800 of them cached
+    assert day.llm == 300_200 + 1_000  # 1,000 input tokens at $1, 800 of them cached
     # ... at the input price, since fake-model has no cached price of its own
 
 

@@ -4,7 +4,6 @@ client sending replies to a fake Twilio REST server, the fake LLM thinking."""
 from __future__ import annotations
 
 import asyncio
-import math
 from argparse import Namespace
 
 import pytest
@@ -15,8 +14,10 @@ from bot.config.channel_sections import SmsSettings
 from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage
 from channels.sms.gsm import is_gsm
 from channels.sms.store import SmsStore
+from persona.lines import DEFAULT as LINES
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
+from tests.fakes.sms_segments import segments
 from tests.integration.sms_harness import (
     ALICE,
     FROM_NUMBER,
@@ -114,40 +115,39 @@ async def test_twilio_5xx_and_429_are_retried_without_sending_twice(world, fake_
     assert (await world.outbox_row(row["id"]))["status"] == "sent"
 
 
-async def test_a_long_message_failing_part_way_sends_only_the_missing_part_on_retry(world):
-    """A message goes in several SMS only when the questions it asks (which go whole, never
-    cut for MORE) are longer than one SMS can be: here six requests to approve at once."""
+async def test_six_requests_at_once_go_one_card_a_message_within_the_cap_and_a_retry_sends_once(
+        world):
+    """Six requests to approve at once are longer than one message may be: the first goes with
+    the text, each within sms.max_segments, its code and answer whole; the next after MORE
+    (issue 44: the cap has no exception). A send that failed is sent once on its retry."""
     summaries = [f"Send the long weekly report number {i} to the team list; " + "x" * 240
                  for i in range(6)]
     prompts = tuple(ApprovalPrompt(f"a{i}", f"{1000 + i}", i + 1, summary)
                     for i, summary in enumerate(summaries))
     message = OutboundMessage(77, None, "sms", ALICE, "Before I go ahead, I need your OK:",
                               prompts)
-    world.twilio.pass_next()
     world.twilio.fail_next(500)
     with pytest.raises(TransientSendError):
-        await world.channel.sender.send(message)
-    assert len(world.twilio.sent) == 1
-    await world.channel.sender.send(message)  # the outbox's retry
-    first, second = world.replies()
-    assert len(first) <= 1600 and len(second) <= 1600
-    assert first.startswith("Before I go ahead") and second.endswith('"1000 YES 1001 NO".')
-    assert "MORE" not in first + second  # a question is never cut off for MORE
+        await world.send(message)
+    assert world.twilio.sent == []
+    await world.send(message)  # the outbox's retry
+    [first] = world.replies()
+    assert segments(first).count <= 3
+    assert first.startswith("Before I go ahead") and "code 1000\nReply 1000 YES" in first
+    assert first.startswith(f"Before I go ahead, I need your OK: {LINES.sms_more}\n1) ")
+    assert "1001" not in first
     row = await world.app.db.fetchrow(
         "SELECT segments FROM sms_messages WHERE outbox_id = 77")
-    # Billed once per part, 153 GSM-7 characters a segment in a multi-part SMS.
-    assert row["segments"] == math.ceil(len(first) / 153) + math.ceil(len(second) / 153)
-    assert row["segments"] == world.twilio.segments_to(ALICE)
+    assert row["segments"] == segments(first).count == world.twilio.segments_to(ALICE)
 
 
 async def test_opted_out_and_invalid_numbers_are_permanent_failures(world):
-    sender = world.channel.sender
     world.twilio.fail_to("+12125550987", 21610)
     world.twilio.fail_to("+15550000000", 21211)
     with pytest.raises(PermanentSendError) as opted_out:
-        await sender.send(OutboundMessage(901, None, "sms", "+12125550987", "hi"))
+        await world.send(OutboundMessage(901, None, "sms", "+12125550987", "hi"))
     with pytest.raises(PermanentSendError) as invalid:
-        await sender.send(OutboundMessage(902, None, "sms", "+15550000000", "hi"))
+        await world.send(OutboundMessage(902, None, "sms", "+15550000000", "hi"))
     assert opted_out.value.opted_out and not invalid.value.opted_out
     assert invalid.value.unreachable
     assert world.twilio.sent == []

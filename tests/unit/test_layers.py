@@ -81,6 +81,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bot.capabilities", "bot.credentials", "bot.channel"),
     ("bot.capability_router",),  # opens the capabilities a message names (bot.capabilities')
     ("bot.people",),  # who Valet serves and who may talk to it
+    ("bot.meter",),  # the one gate for money: messages and LLM calls (bot/meter)
     ("bot.approvals",),
     ("bot.loop",),  # the ReAct loop
     ("bot.tasks",),  # tasks waiting for an answer (a step of the turn)
