@@ -24,6 +24,7 @@ from bot.app.models import build_transcriber
 from bot.app.outbound import build_outbound
 from bot.app.owner import CONSOLE_ADDRESS as CONSOLE_ADDRESS  # re-exported
 from bot.app.owner import OWNER_ID as OWNER_ID
+from bot.app.database import pending
 from bot.app.owner import ensure_owner
 from bot.app.plane import Plane
 from bot.app.roles import Roles
@@ -155,7 +156,8 @@ class App:
                   memory=memory, compactor=turn.compactor, closers=base.closers,
                   metrics=base.metrics, transcriber=transcriber, roles=base.roles,
                   plane=base.plane)
-        await app.ensure_owner()
+        if pending(app.db) is None:  # else once `valet serve` has reached it
+            await app.ensure_owner()
         return app
 
     def channel_host(self) -> ChannelHost:
