@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_console_pipe import clean_env, run_valet
-from tests.e2e.test_onboard import fakes as fakes  # noqa: F401  (the fixture)
+from tests.e2e.test_onboard import fakes as fakes
 from tests.e2e.test_onboard import flags, onboard_env
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
@@ -45,8 +45,8 @@ def _telegram_lines(out: str) -> list[str]:
 
 @pytest.mark.parametrize("form", ["", "/", "/bot", "/bot/"])
 async def test_the_bot_api_address_works_with_or_without_its_bot(tmp_path, fake_llm, tg, form):
-    code, out, err = await _doctor(tmp_path, fake_llm, VALET_TELEGRAM_TOKEN=TOKEN,
-                                   VALET_TELEGRAM_API_URL=tg.api_url + form)
+    _, out, err = await _doctor(tmp_path, fake_llm, VALET_TELEGRAM_TOKEN=TOKEN,
+                                VALET_TELEGRAM_API_URL=tg.api_url + form)
     assert BOT_OK in out.splitlines(), out + err
     assert "Traceback" not in out + err and "FAIL  Telegram" not in out
 
@@ -87,13 +87,13 @@ async def test_a_closed_llm_port_is_nothing_listening(tmp_path, fake_llm):
 
 
 async def test_a_database_not_made_yet_prints_no_migration_lines(tmp_path, fake_llm):
-    code, out, err = await _doctor(tmp_path, fake_llm, VALET_LOG_LEVEL="INFO")
+    _, out, err = await _doctor(tmp_path, fake_llm, VALET_LOG_LEVEL="INFO")
     assert "does not exist yet" in out
     assert "applied migration" not in out + err
     assert not (tmp_path / "valet.db").exists()  # nothing made without --fix
 
 
-async def test_onboard_takes_the_bot_api_address_with_its_bot(fakes, tmp_path):  # noqa: F811
+async def test_onboard_takes_the_bot_api_address_with_its_bot(fakes, tmp_path):
     fake_llm, tg, twilio = fakes
     tg.user_says(4242, "/start")
     env = onboard_env(tmp_path, tg, twilio, VALET_TELEGRAM_API_URL=tg.api_url + "/bot")
@@ -102,7 +102,7 @@ async def test_onboard_takes_the_bot_api_address_with_its_bot(fakes, tmp_path): 
     assert "ok: the bot is @valet_test_bot" in out and "Traceback" not in out + err
 
 
-async def test_onboard_says_in_one_line_that_no_bot_api_answers(fakes, tmp_path):  # noqa: F811
+async def test_onboard_says_in_one_line_that_no_bot_api_answers(fakes, tmp_path):
     fake_llm, tg, twilio = fakes
     env = onboard_env(tmp_path, tg, twilio, VALET_TELEGRAM_API_URL=tg.api_url + "/nope")
     code, out, err = await run_valet(flags(fake_llm), env)

@@ -21,7 +21,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +119,29 @@ async def started(tmp_path: Path, own_postgres: ThrowawayPostgres, fake_llm: Fak
             yield one
         finally:
             await one.proc.terminate()
-            if os.path.ismount(one.data / "spool"):
-                subprocess.run(["umount", "-l", str(one.data / "spool")], check=False)
+
+
+@pytest.fixture
+def full_spool_disk(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(the spool directory, the file that fills it): a 64 KiB tmpfs mounted where the spool
+    is, filled up; unmounted at the end."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a full spool disk is a 64 KiB tmpfs mounted for the test: needs root "
+                    "and mount(8)")
+    spool = tmp_path / "data" / "spool"
+    spool.mkdir(parents=True, mode=0o700)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs",
+                              str(spool)], capture_output=True, text=True, timeout=30)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (mount: {mounted.stderr.strip()})")
+    try:
+        filler = spool / "filler"
+        with filler.open("wb", buffering=0) as f, pytest.raises(OSError):  # ENOSPC: full
+            while True:
+                f.write(b"\0" * 4096)
+        yield spool, filler
+    finally:
+        subprocess.run(["umount", "-l", str(spool)], check=False, timeout=30)
 
 
 async def _started_without_database(s: Started, http: aiohttp.ClientSession) -> None:
@@ -177,21 +198,10 @@ async def test_serve_started_with_postgres_stopped_keeps_texts_and_answers_each_
 
 
 async def test_with_the_spool_disk_full_the_first_texts_are_refused_with_503_and_no_leftovers(
-        started: Started, own_postgres: ThrowawayPostgres):
+        full_spool_disk: tuple[Path, Path], started: Started, own_postgres: ThrowawayPostgres):
     s = started
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("a full spool disk is a 64 KiB tmpfs mounted for the test: needs root "
-                    "and mount(8)")
-    spool = s.data / "spool"
-    spool.mkdir(parents=True, mode=0o700)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs",
-                              str(spool)], capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (mount: {mounted.stderr.strip()})")
-    filler = spool / "filler"
-    with filler.open("wb", buffering=0) as f, pytest.raises(OSError):  # ENOSPC: full
-        while True:
-            f.write(b"\0" * 4096)
+    spool, filler = full_spool_disk
+    assert spool == s.data / "spool"
     async with aiohttp.ClientSession() as http:
         await _started_without_database(s, http)
         s.tg.user_says(OWNER_CHAT, "hello from telegram")
