@@ -257,13 +257,15 @@ async def _database_reached(app: Served, stop: asyncio.Event) -> bool:
                 "and everything else waits until it is reached")
     reach = asyncio.ensure_future(waiting.reach())
     stopped = asyncio.ensure_future(stop.wait())
+    reached = False
     try:
         await asyncio.wait({reach, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        reached = reach.done()
     finally:
         stopped.cancel()
-        if not reach.done():
+        if not reached:
             await cancel_and_wait(reach)
-    if not reach.done():
+    if not reached:
         return False
     reach.result()  # a mistake found once the server answered (a wrong password) is raised
     await app.ensure_owner()

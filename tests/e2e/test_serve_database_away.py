@@ -224,3 +224,15 @@ async def test_with_the_spool_disk_full_the_first_texts_are_refused_with_503_and
 async def _ready(s: Started, http: aiohttp.ClientSession) -> bool:
     status, _ = await s.readyz(http)
     return status == 200
+
+
+async def test_stopped_before_its_database_came_back_it_exits_cleanly_and_keeps_the_spool(
+        started: Started):
+    s = started
+    async with aiohttp.ClientSession() as http:
+        await _started_without_database(s, http)
+        assert await s.text(http, 0) == 200
+    assert await s.proc.terminate() == 0  # SIGTERM while it waits: nothing had started
+    log = s.log()
+    assert "Traceback" not in log and "valet serve: stopped" in log, log[-3000:]
+    assert len(list((s.data / "spool").glob("*.json"))) == 1  # kept for the next start
