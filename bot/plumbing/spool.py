@@ -89,7 +89,9 @@ class Spool:
         self._replayers: dict[str, Replay] = {}
         self._seq = itertools.count()
         self._writing: Counter[str] = Counter()  # puts under way, by kind (not in place yet)
-        self._pending: set[str] = set()  # kinds with entries waiting
+        # Kinds with entries waiting; those an earlier run left count from the first second,
+        # so a webhook that can be stored before the mover starts still goes behind them.
+        self._pending: set[str] = {_kind_of(p) for p in self._entries()}
         self._wake = asyncio.Event()
         self._failures: dict[str, int] = {}
         self._mover: asyncio.Task[None] | None = None

@@ -202,3 +202,18 @@ def test_a_write_the_disk_refuses_leaves_no_temporary_file_and_is_a_503(tmp_path
     assert "could not be kept" in child.stderr and "answered 503" in child.stderr
     names = sorted(p.name for p in (tmp_path / "spool").iterdir())
     assert len(names) == 1 and names[0].endswith(".sms.inbound.json"), names  # no .tmp
+
+
+async def test_entries_an_earlier_run_left_hold_their_kind_before_the_mover_starts(tmp_path):
+    earlier = Spool(tmp_path)
+    earlier.replays("sms.inbound", Store().replay)
+    await earlier.put("sms.inbound", {"id": "from-before-the-crash"})
+
+    spool, store = Spool(tmp_path), Store()  # the next start: its mover not started yet
+    spool.replays("sms.inbound", store.replay)
+    now = datetime.now(UTC)
+    assert spool.waiting("sms.inbound") and not spool.waiting("events")
+    assert await store_or_keep(spool, "sms.inbound", {"id": "new"}, now,
+                               lambda: store.replay({"id": "new"}, now)) is True
+    assert await spool.move_all() == 2
+    assert store.order == ["from-before-the-crash", "new"]
