@@ -182,6 +182,9 @@ async def test_serve_started_with_postgres_stopped_keeps_texts_and_answers_each_
         assert statuses == [200] * TEXTS
         assert len(list((s.data / "spool").glob("*.json"))) == TEXTS
         assert s.twilio.sent == [] and s.tg.texts(OWNER_CHAT) == []
+        assert s.tg.called("getUpdates") == []  # long polling waits for the database
+        await until(lambda: _tries(s, http), "a few tries, each after a longer wait")
+        assert s.tg.called("getUpdates") == []
 
         own_postgres.resume()
         await _answered_in_order(s, [f"re: m{n:02d}" for n in range(TEXTS)])
@@ -219,6 +222,13 @@ async def test_with_the_spool_disk_full_the_first_texts_are_refused_with_503_and
     refusals = [line for line in log.splitlines() if "answered 503" in line]
     assert len(refusals) == 5 and all(" ERROR " in line for line in refusals), refusals
     assert [p for p in _problems(log) if "answered 503" not in p] == []
+
+
+async def _tries(s: Started, http: aiohttp.ClientSession, at_least: int = 4) -> bool:
+    """/readyz says the database was tried `at_least` times (1 + 2 + 4 s of waits)."""
+    _, ready = await s.readyz(http)
+    found = re.search(r"(\d+) tries", ready["problems"].get("database", ""))
+    return found is not None and int(found.group(1)) >= at_least
 
 
 async def _ready(s: Started, http: aiohttp.ClientSession) -> bool:
