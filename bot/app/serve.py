@@ -253,8 +253,9 @@ async def _database_reached(app: Served, stop: asyncio.Event) -> bool:
     waiting = pending(app.db)
     if waiting is None:
         return True
-    log.warning("valet serve: started without its database; webhooks are kept in the spool "
-                "and everything else waits until it is reached")
+    log.warning("valet serve: started without its database; %s until it is reached",
+                "webhooks are kept in the spool and everything else waits" if app.roles.web
+                else "nothing starts")
     reach = asyncio.ensure_future(waiting.reach())
     stopped = asyncio.ensure_future(stop.wait())
     reached = False

@@ -86,8 +86,8 @@ class PendingDatabase:
         server away, see the module)."""
         while self._db is None:
             wait = backoff_delay(self.attempts, base=1.0, cap=self.max_wait_seconds)
-            log.warning("database: %s; trying again in %.0fs (webhooks are kept in the spool "
-                        "meanwhile)", self.error, wait, extra=about(DATABASE))
+            log.warning("database: %s; trying again in %.0fs", self.error, wait,
+                        extra=about(DATABASE))
             await asyncio.sleep(wait)
             if self._closed:
                 raise DatabaseUnavailable("closed before the database was reached")

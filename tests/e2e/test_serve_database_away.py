@@ -30,12 +30,12 @@ import pytest
 
 from bot.app.database import open_database
 from tests.e2e.roles_harness import RoleProcess
-from tests.e2e.test_console_pipe import clean_env
+from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, sign
 from tests.helpers import until as wait_until
-from tests.servers import ThrowawayPostgres
+from tests.servers import ThrowawayPostgres, ThrowawayRedis
 
 pytestmark = pytest.mark.slow
 
@@ -246,3 +246,37 @@ async def test_stopped_before_its_database_came_back_it_exits_cleanly_and_keeps_
     log = s.log()
     assert "Traceback" not in log and "valet serve: stopped" in log, log[-3000:]
     assert len(list((s.data / "spool").glob("*.json"))) == 1  # kept for the next start
+
+
+async def test_role_processes_started_with_postgres_stopped_wait_and_answer_in_order(
+        tmp_path: Path, own_postgres: ThrowawayPostgres, own_redis: ThrowawayRedis,
+        fake_llm: FakeOpenAI):
+    """`valet serve --role web` and `--role worker` on a migrated database whose server is
+    down at their start (a reboot): the web process keeps the texts; both start their parts
+    once Postgres is back (the schema checked, not migrated: `valet migrate` ran before)."""
+    fake_llm.responder = answer
+    dsn = own_postgres.create_database("valet")
+    async with FakeTwilio() as twilio, FakeTelegram() as tg:
+        tg.started(OWNER_CHAT)
+        s = Started(tmp_path, dsn, fake_llm, twilio, tg)
+        s.env["VALET_REDIS_URL"] = own_redis.url
+        assert (await run_valet(["migrate"], s.env))[0] == 0
+        own_postgres.pause()
+        web = s.proc = RoleProcess(["web"], s.env, tmp_path / "web.log")
+        worker = RoleProcess(["worker"], s.env, tmp_path / "worker.log")
+        try:
+            async with aiohttp.ClientSession() as http:
+                await asyncio.gather(web.start(ready=False), worker.start(ready=False))
+                status, ready = await s.readyz(http)
+                assert status == 503 and "not reached since start-up" in \
+                    ready["problems"]["database"], ready
+                assert [await s.text(http, n) for n in range(5)] == [200] * 5
+                own_postgres.resume()
+                await until(lambda: s.twilio.bodies_to(OWNER_PHONE) ==
+                            [f"re: m{n:02d}" for n in range(5)],
+                            "each kept text answered once, in order", seen=s.inbox)
+                await until(lambda: _ready(s, http), "the web process ready")
+        finally:
+            await asyncio.gather(web.terminate(), worker.terminate())
+    for proc in (web, worker):
+        assert "Traceback" not in proc.log.read_text(), proc.log.read_text()[-3000:]
