@@ -3,6 +3,10 @@ application carries the health checks and /metrics in every role; a web process 
 channel's webhooks and POST /events; a worker process adds the owner's console. The parts the
 roles run (turns, delivery, the approval sweeper, the scheduler) run beside it.
 
+Started while its Postgres is away (a reboot, a restart during an outage) it listens anyway:
+webhooks go to the spool, /readyz says why, and the parts start once the database is reached
+(bot.db.pending: tried again with backoff).
+
 On SIGTERM (or SIGINT) it stops taking new work (channels stop receiving; webhooks answer 503
 so Telegram and Twilio send again later), lets running turns and their replies finish for
 `http.shutdown_grace_seconds`, then stops; whatever is still unfinished stays in the inbox and
