@@ -58,12 +58,14 @@ class PendingDatabase:
     """The Database port before (and after) its server is reached; see the module."""
 
     def __init__(self, open_database: Callable[[], Awaitable[Database]], *, dialect: str,
-                 first_error: DatabaseUnavailable, max_wait_seconds: float = 10.0,
+                 first_error: DatabaseUnavailable, first_wait_seconds: float = 1.0,
+                 max_wait_seconds: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.dialect = dialect
         self._open = open_database
         self._db: Database | None = None
         self.error: DatabaseUnavailable | None = first_error  # why it is not reached yet
+        self.first_wait_seconds = first_wait_seconds
         self.max_wait_seconds = max_wait_seconds
         self._clock = clock
         self.since = clock()
@@ -85,7 +87,8 @@ class PendingDatabase:
         """Open it, trying again until its server is there (raised: anything that is not a
         server away, see the module)."""
         while self._db is None:
-            wait = backoff_delay(self.attempts, base=1.0, cap=self.max_wait_seconds)
+            wait = backoff_delay(self.attempts, base=self.first_wait_seconds,
+                                 cap=self.max_wait_seconds)
             log.warning("database: %s; trying again in %.0fs", self.error, wait,
                         extra=about(DATABASE))
             await asyncio.sleep(wait)
