@@ -52,6 +52,8 @@ class PairingNotices:
         if await self.db.fetchval(
                 "SELECT 1 FROM pairing_requests WHERE noticed_at IS NULL LIMIT 1") is None:
             return False
+        if await self.seconds_until_open() is not None:
+            return False  # told recently (a read: a flood of strangers writes nothing here)
         try:
             async with self.db.transaction() as tx:
                 rows = await tx.fetch(
