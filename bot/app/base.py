@@ -69,7 +69,7 @@ async def open_base(settings: Settings, *, clock: Clock, llm: LLM | None,
     closers: list[Callable[[], Awaitable[None]]] = [plane.close, models.close]
     try:
         db = db or await open_database(settings.database_url, migrate=migrate,
-                                       settings=settings.database)
+                                       settings=settings.database, wait=serving)
     except BaseException:
         for closer in closers:
             await closer()

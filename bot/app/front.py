@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from bot.app.costs import pairing_notices
-from bot.app.database import open_database
+from bot.app.database import open_database, pending
 from bot.app.owner import access_with_claims, ensure_owner
 from bot.app.plane import Plane, build_plane
 from bot.app.roles import Roles
@@ -86,7 +86,7 @@ class Front:
         plane = await build_plane(settings, serving=True)
         assert plane.relay is not None, "the web role needs Redis (bot.app.roles.check_roles)"
         try:
-            db = await open_database(settings.database_url, migrate=migrate)
+            db = await open_database(settings.database_url, migrate=migrate, wait=True)
         except BaseException:
             await plane.close()
             raise
@@ -117,11 +117,16 @@ class Front:
             answer_button=ButtonAnswers(approvals, clock, lines=lines).answer_button,
             mid_turn=settings.gateway.mid_turn, relay=plane.relay,
             pairing_notices=pairing_notices(settings, db, clock, outbound, lines)))
-        await ensure_owner(settings, users, identities, clock)
-        return cls(settings=settings, db=db, clock=clock, persona=persona, users=users,
+        front = cls(settings=settings, db=db, clock=clock, persona=persona, users=users,
                    identities=identities, access=access, outbound=outbound, gateway=gateway,
                    approval_store=approvals,
                    events=StoredEventBus(db, clock, signals=plane.signals), plane=plane)
+        if pending(db) is None:  # else once `valet serve` has reached it
+            await front.ensure_owner()
+        return front
+
+    async def ensure_owner(self) -> None:
+        await ensure_owner(self.settings, self.users, self.identities, self.clock)
 
     def channel_host(self) -> ChannelHost:
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,

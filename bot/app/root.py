@@ -18,6 +18,7 @@ from bot.app.approvals import build_approvals
 from bot.app.base import build_agents as build_agents  # re-exported
 from bot.app.base import open_base
 from bot.app.costs import build_budget, pairing_notice_loop_seconds
+from bot.app.database import pending
 from bot.app.inbound import build_gateway
 from bot.app.memory import Memory, build_memory
 from bot.app.models import build_transcriber
@@ -155,7 +156,8 @@ class App:
                   memory=memory, compactor=turn.compactor, closers=base.closers,
                   metrics=base.metrics, transcriber=transcriber, roles=base.roles,
                   plane=base.plane)
-        await app.ensure_owner()
+        if pending(app.db) is None:  # else once `valet serve` has reached it
+            await app.ensure_owner()
         return app
 
     def channel_host(self) -> ChannelHost:

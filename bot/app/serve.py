@@ -3,6 +3,10 @@ application carries the health checks and /metrics in every role; a web process 
 channel's webhooks and POST /events; a worker process adds the owner's console. The parts the
 roles run (turns, delivery, the approval sweeper, the scheduler) run beside it.
 
+Started while its Postgres is away (a reboot, a restart during an outage) it listens anyway:
+webhooks go to the spool, /readyz says why, and the parts start once the database is reached
+(bot.db.pending: tried again with backoff).
+
 On SIGTERM (or SIGINT) it stops taking new work (channels stop receiving; webhooks answer 503
 so Telegram and Twilio send again later), lets running turns and their replies finish for
 `http.shutdown_grace_seconds`, then stops; whatever is still unfinished stays in the inbox and
@@ -27,6 +31,7 @@ from bot.app.roles import Roles
 from bot.config import Settings
 from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
+from bot.plumbing.background import cancel_and_wait
 from bot.plumbing.spool import Spool
 from bot.plumbing.startup import started
 from channels.registry import specs
@@ -49,6 +54,8 @@ class Served(Observed, Hosts, Protocol):
 
     @property
     def identities(self) -> IdentityStore: ...
+
+    async def ensure_owner(self) -> object: ...
 
     async def start(self) -> None: ...
 
@@ -81,6 +88,7 @@ def extra_routes(app: Served, env: Mapping[str, str] | None = None,
 async def readiness(app: Served, channels: list[ServedChannel]) -> tuple[bool, dict[str, Any]]:
     """What /readyz answers: every part this process depends on, checked now, and for each
     that fails what is wrong (a channel's own words for what its receiving does)."""
+    from bot.app.database import pending
     from bot.app.observe import database_reachable, redis_reachable
 
     receives = app.roles.web
@@ -104,7 +112,10 @@ async def readiness(app: Served, channels: list[ServedChannel]) -> tuple[bool, d
     if app.roles.worker and stream is not None:
         checks["work stream"] = stream.claiming  # a worker that lost Redis claims nothing
     if not checks["database"]:
+        waiting = pending(app.db)
         problems["database"] = "the database cannot be reached" + (
+            f" ({waiting.waiting_for()}; Valet tries again and starts its parts once it is "
+            "there)" if waiting is not None else "") + (
             "; webhooks are kept in the spool until it can" if receives else "")
     return all(checks.values()), {"checks": checks, "problems": problems}
 
@@ -152,7 +163,7 @@ def _service_logging(settings: Settings) -> None:
     """Start-up and shutdown lines always show (each channel's own too); request URLs never
     do (a channel's library may put its token in them: its spec's `quiet_loggers`)."""
     channels = specs(settings)
-    for name in ("bot.app.serve", "bot.plumbing.outages", "bot.plumbing.spool",
+    for name in ("bot.app.serve", "bot.plumbing.outages", "bot.plumbing.spool", "bot.db.pending",
                  *(n for spec in channels for n in spec.loggers)):
         logger = logging.getLogger(name)
         logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
@@ -193,17 +204,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
         await web.TCPSite(runner, settings.http.host, settings.http.port).start()
         log.info("valet serve (%s): listening on http://%s:%s (/healthz, /readyz)", roles,
                  settings.http.host, settings.http.port)
-        await app.start()
-        await _start_channels(app, channels)
-        if spool is not None:
-            spool.start()  # what an earlier run kept is stored first
-        if terminal is not None:
-            await terminal.open()
-        if app.roles.web:  # it knows how to reach each channel: the claim is said there
-            await _claim_if_ownerless(app, channels)
-        started()  # the collector runs again (bot.plumbing.startup)
-        await stop.wait()
-        await _drain(app, channels, settings.http.shutdown_grace_seconds)
+        if await _database_reached(app, stop):  # else stopped first: nothing was started
+            await _run_parts(app, channels, spool, terminal, stop)
     finally:
         await _close_served(app, channels, runner, terminal, spool)
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -227,6 +229,52 @@ async def _build_served(settings: Settings, roles: Roles) -> Served:
 
         app = await App.build(settings, migrate=migrate, roles=roles, serving=True)
     return app
+
+
+async def _run_parts(app: Served, channels: list[ServedChannel], spool: Spool | None,
+                     terminal: TerminalEndpoint | None, stop: asyncio.Event) -> None:
+    """The parts started (the database is there), run until `stop`, then drained."""
+    await app.start()
+    await _start_channels(app, channels)
+    if spool is not None:
+        spool.start()  # what an earlier run kept is stored first
+    if terminal is not None:
+        await terminal.open()
+    if app.roles.web:  # it knows how to reach each channel: the claim is said there
+        await _claim_if_ownerless(app, channels)
+    started()  # the collector runs again (bot.plumbing.startup)
+    await stop.wait()
+    await _drain(app, channels, app.settings.http.shutdown_grace_seconds)
+
+
+async def _database_reached(app: Served, stop: asyncio.Event) -> bool:
+    """Started while its Postgres was away (bot.db.pending): webhooks have been kept in the
+    spool from the first second (the web server listens already); nothing else starts (no
+    turn, no Telegram polling, no trigger) until the database is reached, its migrations
+    applied, and the owner ensured. False when told to stop first."""
+    from bot.app.database import pending
+
+    waiting = pending(app.db)
+    if waiting is None:
+        return True
+    log.warning("valet serve: started without its database; %s until it is reached",
+                "webhooks are kept in the spool and everything else waits" if app.roles.web
+                else "nothing starts")
+    reach = asyncio.ensure_future(waiting.reach())
+    stopped = asyncio.ensure_future(stop.wait())
+    reached = False
+    try:
+        await asyncio.wait({reach, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        reached = reach.done()
+    finally:
+        stopped.cancel()
+        if not reached:
+            await cancel_and_wait(reach)
+    if not reached:
+        return False
+    reach.result()  # a mistake found once the server answered (a wrong password) is raised
+    await app.ensure_owner()
+    return True
 
 
 async def _close_served(app: Served, channels: list[ServedChannel],

@@ -5,11 +5,13 @@ Nothing it prints carries a secret: URLs are shown with their credentials masked
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from bot.app.database import MIGRATIONS, open_database
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
@@ -43,6 +45,20 @@ async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
     data directory, migrations, the Telegram webhook and menu) and each is said. Each check
     runs on its own (Report.guarded): one that raises is a FAIL line naming it, and the
     others still run."""
+    # A line per migration (log_level: INFO) would bury the report, which says what it
+    # applied in one line, and would contradict it for the stand-in schema a new database is
+    # checked against.
+    migrations = logging.getLogger("bot.db.migrate")
+    level = migrations.level
+    migrations.setLevel(max(level, logging.WARNING))
+    try:
+        return await _run_doctor(settings, say, fix=fix, env=env)
+    finally:
+        migrations.setLevel(level)
+
+
+async def _run_doctor(settings: Settings, say: Say, *, fix: bool,
+                      env: Mapping[str, str] | None) -> int:
     env = os.environ if env is None else env
     report = Report.of(say, env, fix=fix)
     say(f"configuration: {settings.source}")
@@ -288,8 +304,7 @@ async def _check_llm(settings: Settings, llm: LLM, ok: Say, bad: Say) -> None:
         bad(f"LLM at {where} does not know the model {model!r}: check VALET_LLM_MODEL "
             "(or llm.model)")
     except LLMError as err:
-        bad(f"LLM {model} at {where} did not answer: {type(err).__name__}: "
-            f"{str(err)[:200]}")
+        bad(f"LLM {model} at {where} did not answer: {_why_not(err, settings.llm.base_url)}")
 
 
 async def _check_fallbacks(settings: Settings, ok: Say, bad: Say) -> None:
@@ -306,9 +321,25 @@ async def _check_fallbacks(settings: Settings, ok: Say, bad: Say) -> None:
             ok(f"fallback LLM {fallback.model} at {where} answered (provider {slot.provider})")
         except LLMError as err:
             bad(f"fallback LLM {fallback.model} at {where} did not answer: "
-                f"{type(err).__name__}: {str(err)[:200]}")
+                f"{_why_not(err, fallback.base_url or settings.llm.base_url)}")
         finally:
             await slot.llm.close()
+
+
+def _why_not(err: LLMError, base_url: str | None) -> str:
+    """Why an LLM did not answer, in one line: a port nobody listens on is said so (the client
+    reports a refused connection as a timeout)."""
+    cause: BaseException | None = err
+    for _ in range(10):
+        if cause is None:
+            break
+        if isinstance(cause, ConnectionRefusedError):
+            parts = urlsplit(base_url or "https://api.openai.com")
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            return (f"nothing listens at {parts.hostname}:{port} (connection refused): start "
+                    "the LLM server, or check VALET_LLM_BASE_URL")
+        cause = cause.__cause__ or cause.__context__
+    return f"{type(err).__name__}: {str(err)[:200]}"
 
 
 def _some(names: list[str]) -> str:

@@ -24,6 +24,7 @@ from bot.config.problems import (
 )
 from bot.config.registries import registry_paths
 from bot.config.settings import Settings
+from bot.config.urls import telegram_api_base, telegram_api_problem
 from bot.text.phones import PhoneNumberError, normalize
 
 # Environment variable -> path in the settings tree.
@@ -108,6 +109,11 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
         problems += _phone_numbers_in_e164(settings, where)
         problems += _fallback_keys(settings, env, where)
         problems += _database_password(settings, env)
+    api_url = env.get("VALET_TELEGRAM_API_URL") or None
+    problem = telegram_api_problem(api_url) if api_url else None
+    if problem:
+        problems.append(Problem("environment VALET_TELEGRAM_API_URL", "telegram.api_url",
+                                problem))
     if problems:
         raise ConfigError(in_file_order(problems))
     assert settings is not None
@@ -115,7 +121,7 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
     settings.llm.api_key = pydantic.SecretStr(api_key) if api_key else None
     settings.telegram.token = env.get("VALET_TELEGRAM_TOKEN") or None
     settings.telegram.webhook_secret = env.get("VALET_TELEGRAM_WEBHOOK_SECRET") or None
-    settings.telegram.api_url = env.get("VALET_TELEGRAM_API_URL") or None
+    settings.telegram.api_url = telegram_api_base(api_url) if api_url else None
     return settings
 
 

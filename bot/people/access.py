@@ -148,7 +148,7 @@ class AccessControl:
     async def _pairings_after_claim(self, channel: str, address: str, at: datetime) -> None:
         """The new owner's own pairing request (they wrote before they claimed) is settled:
         they are in. Strangers' requests made while nobody could answer them expire: each gets
-        a fresh code, and the owner a notice, when they write again."""
+        a fresh code, and the owner a notice at once, when they write again."""
         assert self.claims is not None
         await self.db.execute(
             "UPDATE pairing_requests SET status = 'approved', decided_at = $3, user_id = $4"
@@ -160,6 +160,9 @@ class AccessControl:
         if expired:
             log.warning("%s pairing request(s) made before the owner claimed this Valet "
                         "expired: they get a new code when they write again", expired)
+        # Notices of requests before the claim reached nobody who reads them: the window
+        # (bot.gateway.pairing_notices) starts afresh, and the next request is told at once.
+        await self.db.execute("DELETE FROM owner_notices WHERE kind = 'pairing'")
 
     async def _redeem_link(self, code: str, channel: str, address: str, display_name: str,
                            at: datetime) -> Admission:

@@ -8,7 +8,10 @@ written here instead, and answered as if stored:
 
     put(kind, payload)  one file per entry, written to a temporary name, fsynced, renamed into
                         place and the directory fsynced: durable when it returns. Files 0600
-                        in a 0700 directory (a text's words are a person's).
+                        in a 0700 directory (a text's words are a person's). A write that
+                        fails (a full disk) leaves no temporary file behind and raises
+                        `SpoolUnwritable`: the webhook is answered 503, with one ERROR line,
+                        never acknowledged as kept.
     run()               the mover: the oldest entry first, handed to its kind's replayer (the
                         same code the webhook runs, with the time it arrived); the file is
                         removed once that returns. A crash between the two replays it again:
@@ -16,7 +19,9 @@ written here instead, and answered as if stored:
                         an event id) makes that a duplicate, so each reaches the inbox once.
                         Still unreachable: the mover waits (1 s, growing to 5 s) and tries the
                         same entry again. Any other failure is tried `tries` times, then the
-                        entry is kept aside in `failed/` with an ERROR line (never dropped).
+                        entry is put aside in `failed/` with an ERROR line (never dropped), as
+                        is an entry that cannot be read (corrupt): counted and logged as put
+                        aside, never as stored.
     waiting(kind)       entries of that kind wait: a new webhook of the kind goes behind them,
                         so one person's messages keep their order through an outage (per
                         process: several web processes sharing the directory each move every
@@ -42,6 +47,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
+
 from bot.plumbing.background import cancel_and_wait
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import DATABASE, about, dependency_of, recovered
@@ -52,6 +59,16 @@ log = logging.getLogger(__name__)
 SUFFIX = ".json"
 _KIND = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 Replay = Callable[[Mapping[str, Any], datetime], Awaitable[None]]
+
+
+class SpoolUnwritable(web.HTTPServiceUnavailable):
+    """The spool could not keep a webhook (a full or read-only disk): raised from the
+    webhook's handler, aiohttp answers 503 (the sender may try again; nothing was
+    acknowledged) without a traceback."""
+
+    def __init__(self, kind: str, err: OSError) -> None:
+        super().__init__(text="cannot keep this message now; try again later")
+        self.why = f"{kind}: {type(err).__name__}: {err}"
 
 
 @dataclass(frozen=True)
@@ -72,11 +89,14 @@ class Spool:
         self._replayers: dict[str, Replay] = {}
         self._seq = itertools.count()
         self._writing: Counter[str] = Counter()  # puts under way, by kind (not in place yet)
-        self._pending: set[str] = set()  # kinds with entries waiting
+        # Kinds with entries waiting; those an earlier run left count from the first second,
+        # so a webhook that can be stored before the mover starts still goes behind them.
+        self._pending: set[str] = {_kind_of(p) for p in self._entries()}
         self._wake = asyncio.Event()
         self._failures: dict[str, int] = {}
         self._mover: asyncio.Task[None] | None = None
         self.moved = 0  # entries handed to the inbox by this process (metrics, tests)
+        self.put_aside = 0  # entries moved to failed/ by this process
 
     # --- the webhook's side -------------------------------------------------------------------
 
@@ -103,6 +123,10 @@ class Spool:
         self._writing[kind] += 1
         try:
             path = await asyncio.to_thread(_write_durably, self.directory, name, data)
+        except OSError as err:
+            log.error("spool: a %s webhook could not be kept in %s (%s: %s): answered 503",
+                      kind, self.directory, type(err).__name__, err)
+            raise SpoolUnwritable(kind, err) from err
         finally:
             self._writing[kind] -= 1
         self._pending.add(kind)
@@ -141,35 +165,39 @@ class Spool:
     async def move_all(self) -> int | None:
         """Every waiting entry stored, oldest first: how many were moved; None when some
         could not be yet (they wait, and what came after them of the same kind)."""
-        moved, stuck = 0, False
+        moved, aside, stuck = 0, 0, False
         while True:
-            progress, stuck = await self._one_pass()
-            moved += progress
-            if stuck or not progress:
+            stored, put_aside, stuck = await self._one_pass()
+            moved, aside = moved + stored, aside + put_aside
+            if stuck or not stored + put_aside:
                 break
         # Synchronous from the listing on: a put finishing now is seen by the next pass.
         self._pending = {_kind_of(p) for p in self._entries()}
         if moved:
             log.warning("spool: %d kept message(s) stored", moved)
             recovered(DATABASE)
+        if aside:
+            log.error("spool: %d kept message(s) put aside in %s (not stored; see the lines "
+                      "above)", aside, self.directory / "failed")
         return None if stuck else moved
 
-    async def _one_pass(self) -> tuple[int, bool]:
-        """(entries moved, whether any could not be): a kind whose entry could not be stored
-        keeps the rest of that kind waiting behind it; the database unreachable stops all."""
-        moved, blocked = 0, set[str]()
+    async def _one_pass(self) -> tuple[int, int, bool]:
+        """(entries stored, entries put aside, whether any could not be moved): a kind whose
+        entry could not be stored keeps the rest of that kind waiting behind it; the database
+        unreachable stops all."""
+        done: Counter[_Moved] = Counter()
+        blocked = set[str]()
         for path in self._entries():
             kind = _kind_of(path)
             if kind in blocked:
                 continue
             outcome = await self._move(path)
             if outcome is _Moved.DATABASE_DOWN:
-                return moved, True
+                return done[_Moved.DONE], done[_Moved.ASIDE], True
             if outcome is _Moved.LATER:
                 blocked.add(kind)
-            elif outcome is _Moved.DONE:
-                moved += 1
-        return moved, bool(blocked)
+            done[outcome] += 1
+        return done[_Moved.DONE], done[_Moved.ASIDE], bool(blocked)
 
     async def _move(self, path: Path) -> _Moved:
         try:
@@ -177,12 +205,10 @@ class Spool:
         except FileNotFoundError:
             return _Moved.GONE  # moved by another process sharing the directory
         except (OSError, ValueError, KeyError, TypeError) as err:
-            self._put_aside(path, f"unreadable: {err}")
-            return _Moved.DONE
+            return self._put_aside(path, f"unreadable: {type(err).__name__}: {err}")
         replay = self._replayers.get(entry.kind)
         if replay is None:
-            self._put_aside(path, f"nothing in this process stores {entry.kind!r}")
-            return _Moved.DONE
+            return self._put_aside(path, f"nothing in this process stores {entry.kind!r}")
         try:
             await replay(entry.payload, entry.at)
         except asyncio.CancelledError:
@@ -197,20 +223,21 @@ class Spool:
                         failures, type(err).__name__, err, exc_info=failures == 1)
             if failures < self.tries:
                 return _Moved.LATER
-            self._put_aside(path, f"{type(err).__name__}: {err}")
-            return _Moved.DONE
+            return self._put_aside(path, f"{type(err).__name__}: {err}")
         self._failures.pop(path.name, None)
         _remove(path)
         self.moved += 1
         return _Moved.DONE
 
-    def _put_aside(self, path: Path, reason: str) -> None:
+    def _put_aside(self, path: Path, reason: str) -> _Moved:
         failed = self.directory / "failed"
         failed.mkdir(mode=0o700, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             path.replace(failed / path.name)
         self._failures.pop(path.name, None)
-        log.error("spool: %s could not be stored (%s); kept in %s", path.name, reason, failed)
+        self.put_aside += 1
+        log.error("spool: %s put aside in %s, not stored (%s)", path.name, failed, reason)
+        return _Moved.ASIDE
 
     def _entries(self) -> list[Path]:
         try:
@@ -225,7 +252,8 @@ class Spool:
 
 
 class _Moved(Enum):
-    DONE = "done"  # stored (or put aside): removed from the journal
+    DONE = "done"  # stored: removed from the journal
+    ASIDE = "put aside"  # unreadable, or failed every try: moved to failed/
     GONE = "gone"  # another process took it
     LATER = "later"  # not now: tried again, after a wait
     DATABASE_DOWN = "database down"  # nothing can be stored now
@@ -240,17 +268,23 @@ def _write_durably(directory: Path, name: str, data: bytes) -> Path:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)  # whatever the umask made of it
     temporary = directory / f".{name}.tmp"
+    final = directory / name
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.fchmod(fd, 0o600)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    final = directory / name
-    os.replace(temporary, final)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, final)
+    except BaseException:
+        # A full disk: the half-written file would take the room the next outage needs.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)  # the rename itself survives a power cut

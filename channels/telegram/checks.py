@@ -20,6 +20,7 @@ from telegram.request import HTTPXRequest
 
 from bot.channel import MenuCommand
 from bot.config.channel_sections import TelegramSettings
+from bot.config.urls import telegram_api_base
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,11 @@ class TokenRefused(TelegramUnusable):
     """Telegram refused the token itself: every other call would be refused the same way."""
 
 
+class NoBotApi(TelegramUnusable):
+    """What answers at VALET_TELEGRAM_API_URL is not a Bot API server: every other call would
+    fail the same way."""
+
+
 @dataclass(frozen=True)
 class WebhookState:
     url: str  # "" when none is set (polling)
@@ -50,20 +56,43 @@ def webhook_url(base: str) -> str:
     return base if base.endswith(WEBHOOK_PATH) else base + WEBHOOK_PATH
 
 
+def api_base(api_url: str | None) -> str:
+    """The Bot API server calls go to (VALET_TELEGRAM_API_URL, with or without its /bot:
+    bot.config.urls), without the /bot<token> python-telegram-bot adds."""
+    return telegram_api_base(api_url or DEFAULT_API_URL)
+
+
 def make_bot(token: str, api_url: str | None = None, *, read_timeout: float = 15.0) -> Bot:
-    api = (api_url or DEFAULT_API_URL).rstrip("/")
+    api = api_base(api_url)
     return Bot(token, base_url=f"{api}/bot", base_file_url=f"{api}/file/bot",
                request=HTTPXRequest(connection_pool_size=4, read_timeout=read_timeout),
                get_updates_request=HTTPXRequest(connection_pool_size=1,
                                                 read_timeout=read_timeout + 10.0))
 
 
+class _SaidInOurWords(logging.Filter):
+    """python-telegram-bot's traceback for an answer that is not JSON: the caller's one line
+    says what it means (not a Bot API server at that address)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Can not load invalid JSON data")
+
+
 async def bot_username(bot: Bot) -> str:
-    """The bot's @name (getMe); TelegramUnusable when the token is refused or Telegram cannot
-    be reached."""
+    """The bot's @name (getMe); TelegramUnusable when the token is refused, Telegram cannot
+    be reached, or what answers at VALET_TELEGRAM_API_URL is not a Bot API server."""
+    said_here = _SaidInOurWords()
+    library = logging.getLogger("telegram.request.BaseRequest")
+    library.addFilter(said_here)
     try:
         me = await bot.get_me()
-    except InvalidToken:
+    except InvalidToken as err:
+        if err.__cause__ is not None:  # its answer was not the Bot API's JSON at all
+            where = bot.base_url.removesuffix(bot.token).removesuffix("/bot")
+            raise NoBotApi(
+                f"no Bot API server at {where} (getMe answered {_plain(err).split('.')[0]} "
+                "and no Bot API JSON): check VALET_TELEGRAM_API_URL, the server's address "
+                "alone, e.g. https://api.telegram.org (Valet adds /bot<token>)") from None
         raise TokenRefused("Telegram refused the bot token: check VALET_TELEGRAM_TOKEN "
                                "(the token @BotFather gave you, /mybots > API Token)") from None
     except NetworkError as err:
@@ -71,6 +100,8 @@ async def bot_username(bot: Bot) -> str:
                                f"{_plain(err)}") from None
     except TelegramError as err:
         raise TelegramUnusable(f"Telegram refused getMe: {_plain(err)}") from None
+    finally:
+        library.removeFilter(said_here)
     return me.username or str(me.id)
 
 

@@ -14,6 +14,7 @@ from telegram.error import TelegramError
 from bot.config import Settings
 from bot.setup.report import MenuSource, Report
 from channels.telegram.checks import (
+    NoBotApi,
     TelegramUnusable,
     TokenRefused,
     WebhookState,
@@ -63,7 +64,7 @@ async def check_telegram(settings: Settings, report: Report, menu: MenuSource) -
         try:
             name = "@" + await bot_username(bot)
             report.ok(f"Telegram bot {name} ({tg.mode})")
-        except TokenRefused as err:
+        except (TokenRefused, NoBotApi) as err:  # every other call would fail alike
             report.bad(str(err))
             return
         except TelegramUnusable as err:

@@ -53,8 +53,8 @@ from bot.plumbing.request_body import BodyError, BodyLimits, read_json_object, r
 from bot.plumbing.spool import Spool, store_or_keep
 from channels.telegram.adapter import TelegramChannel
 from channels.telegram.checks import ALLOWED_UPDATES as ALLOWED_UPDATES
-from channels.telegram.checks import DEFAULT_API_URL, register_webhook, set_menu
 from channels.telegram.checks import WEBHOOK_PATH as WEBHOOK_PATH
+from channels.telegram.checks import api_base, register_webhook, set_menu
 from channels.telegram.checks import bot_commands as bot_commands
 from channels.telegram.checks import webhook_url as webhook_url
 from channels.telegram.inbound import CHANNEL, BotIdentity, InboundHandler, InboundSettings
@@ -113,7 +113,7 @@ class TelegramService:
         check_settings(settings)
         assert settings.token is not None
         self.settings = settings
-        api = (settings.api_url or DEFAULT_API_URL).rstrip("/")
+        api = api_base(settings.api_url)
         self.bot = Bot(settings.token, base_url=f"{api}/bot", base_file_url=f"{api}/file/bot",
                        request=HTTPXRequest(connection_pool_size=64, read_timeout=15.0),
                        get_updates_request=HTTPXRequest(connection_pool_size=2,

@@ -164,4 +164,9 @@ async def test_the_claim_leaves_no_pairing_code_behind(start_telegram, fake_llm)
     await h.tg.wait_for(lambda: len(bot_messages(h.tg, 55)) >= 2)
     [fresh] = await h.app.access.list_pairings(h.app.clock.now())
     assert fresh.address == "55"
+    # The new owner is told at once (what was told before the claim reached nobody), of
+    # that one request alone.
+    await h.tg.wait_for(lambda: any(fresh.code in m for m in bot_messages(h.tg, 77)))
+    [notice] = [m for m in bot_messages(h.tg, 77) if fresh.code in m]
+    assert "wants to talk to me" in notice and "people asked" not in notice
     assert fake_llm.calls == 0  # strangers never reach the LLM

@@ -103,11 +103,12 @@ async def test_an_entry_that_keeps_failing_is_put_aside_never_dropped(tmp_path, 
     await spool.put("events", {"id": "e1"})
     assert await spool.move_all() is None
     assert await spool.move_all() is None
-    assert await spool.move_all() == 1  # the third failure puts it aside
-    assert spool.count() == 0
+    assert await spool.move_all() == 0  # the third failure puts it aside: not stored
+    assert spool.count() == 0 and spool.put_aside == 1 and spool.moved == 0
     assert [p.name.endswith(".events.json") for p in (tmp_path / "failed").iterdir()] == [True]
-    assert any("could not be stored" in r.getMessage() and r.levelname == "ERROR"
-               for r in caplog.records)
+    assert any("put aside" in r.getMessage() and "not stored" in r.getMessage()
+               and r.levelname == "ERROR" for r in caplog.records)
+    assert not any("kept message(s) stored" in r.getMessage() for r in caplog.records)
 
 
 async def test_store_or_keep_stores_now_or_keeps_while_the_database_is_away(tmp_path):
@@ -142,3 +143,77 @@ async def test_a_kind_nobody_replays_is_refused_before_anything_is_written(tmp_p
     with pytest.raises(ValueError):
         await spool.put("sms.inbound", {"id": "x"})
     assert not Path(tmp_path).joinpath("failed").exists() and spool.count() == 0
+
+
+async def test_a_corrupt_entry_is_put_aside_and_said_so_never_told_as_stored(tmp_path, caplog):
+    spool, store = Spool(tmp_path), Store()
+    spool.replays("sms.inbound", store.replay)
+    await spool.put("sms.inbound", {"id": "a"})
+    broken = await spool.put("sms.inbound", {"id": "b"})
+    await spool.put("sms.inbound", {"id": "c"})
+    broken.write_text("{ not json")  # a disk that failed under it
+    caplog.set_level("INFO", logger="bot.plumbing.spool")
+
+    assert await spool.move_all() == 2
+    assert store.order == ["a", "c"] and spool.moved == 2 and spool.put_aside == 1
+    assert [p.name for p in (tmp_path / "failed").iterdir()] == [broken.name]
+    said = [r.getMessage() for r in caplog.records]
+    assert any(broken.name in m and "put aside" in m and "unreadable" in m for m in said), said
+    assert "spool: 2 kept message(s) stored" in said
+    assert any(m.startswith("spool: 1 kept message(s) put aside") for m in said), said
+
+
+# Run in a child process: RLIMIT_FSIZE is the whole process's, and pytest's own capture
+# files would hit it too. Python ignores SIGXFSZ, so a write past it fails with EFBIG, as a
+# full disk fails one with ENOSPC.
+_FULL_DISK_CHILD = """
+import asyncio, resource, sys
+from pathlib import Path
+from bot.plumbing.spool import Spool, SpoolUnwritable
+
+async def main():
+    spool = Spool(Path(sys.argv[1]))
+    async def replay(payload, at):
+        pass
+    spool.replays("sms.inbound", replay)
+    await spool.put("sms.inbound", {"id": "fits"})
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64, resource.RLIM_INFINITY))
+    try:
+        await spool.put("sms.inbound", {"id": "x" * 4096})
+    except SpoolUnwritable as err:
+        print(err.status, err.why.split(":")[0])
+    else:
+        print("kept")
+
+asyncio.run(main())
+"""
+
+
+def test_a_write_the_disk_refuses_leaves_no_temporary_file_and_is_a_503(tmp_path):
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", _FULL_DISK_CHILD, str(tmp_path / "spool")],
+                           capture_output=True, text=True, timeout=60,
+                           cwd=Path(__file__).resolve().parents[2])
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == ["503", "sms.inbound"], child.stdout + child.stderr
+    assert "Traceback" not in child.stderr
+    assert "could not be kept" in child.stderr and "answered 503" in child.stderr
+    names = sorted(p.name for p in (tmp_path / "spool").iterdir())
+    assert len(names) == 1 and names[0].endswith(".sms.inbound.json"), names  # no .tmp
+
+
+async def test_entries_an_earlier_run_left_hold_their_kind_before_the_mover_starts(tmp_path):
+    earlier = Spool(tmp_path)
+    earlier.replays("sms.inbound", Store().replay)
+    await earlier.put("sms.inbound", {"id": "from-before-the-crash"})
+
+    spool, store = Spool(tmp_path), Store()  # the next start: its mover not started yet
+    spool.replays("sms.inbound", store.replay)
+    now = datetime.now(UTC)
+    assert spool.waiting("sms.inbound") and not spool.waiting("events")
+    assert await store_or_keep(spool, "sms.inbound", {"id": "new"}, now,
+                               lambda: store.replay({"id": "new"}, now)) is True
+    assert await spool.move_all() == 2
+    assert store.order == ["from-before-the-crash", "new"]

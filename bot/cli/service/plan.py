@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bot.app.roles import PARTS, SCHEDULER, WEB, WORKER
 from bot.cli.service import units
+from bot.cli.service.local import local_servers
 from bot.cli.service.units import ETC, SET_BY_UNIT, UNIT_DIR, UnitSettings
 from bot.cli.service.users import group_of
 from bot.config import ConfigError, Settings
@@ -51,7 +52,8 @@ def plan_install(settings: Settings, env: Mapping[str, str], *, user: str,
     valet = installed_valet()
     plan = Plan(user=user)
     unit = UnitSettings(valet=valet, user=user, port=settings.http.port,
-                        protect_home="read-only" if valet.startswith(HOMES) else "yes")
+                        protect_home="read-only" if valet.startswith(HOMES) else "yes",
+                        local_servers=local_servers(settings))
     if unit.protect_home != "yes":
         plan.notes.append(f"{valet} is under a home directory: the unit reads homes "
                           "(ProtectHome=read-only); /opt/valet keeps them hidden")

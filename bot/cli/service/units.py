@@ -4,7 +4,12 @@ deploy/valet@.service are what this renders for /opt/valet/bin/valet).
 
 `valet.service` runs everything in one process (SQLite, or Postgres without Redis);
 `valet@.service` is the template for the roles (`valet@web`, `valet@worker`,
-`valet@scheduler`) against one Postgres and one Redis. Both read /etc/valet/valet.env OVER
+`valet@scheduler`) against one Postgres and one Redis. Each is ordered after (`After=`) and
+pulls in (`Wants=`) the Postgres and Redis of this machine it uses (bot.cli.service.local:
+the URLs name localhost, a loopback address or a socket), so after a reboot Valet starts once
+they have; a Valet that starts first anyway waits for its database (bot.db.pending). The
+shipped units are those of the usual set-ups: all in one on SQLite (none), the roles on a
+local Postgres and Redis (both). Both read /etc/valet/valet.env OVER
 their Environment= lines (systemd.exec(5)), so that file never sets what a unit sets
 (SET_BY_UNIT): the installer leaves those variables out of it, and `valet service status`
 says when a line there throws a unit's value away.
@@ -32,6 +37,9 @@ class UnitSettings:
     # ProtectHome=yes hides /home, /root and /run/user from the service; an install that
     # lives under /home needs it readable: "read-only".
     protect_home: str = "yes"
+    # The local servers' units Valet starts after (postgresql.service, redis-server.service);
+    # None: the shipped unit's (none for all in one, both for the roles' template).
+    local_servers: tuple[str, ...] | None = None
 
 
 _HARDENING = """NoNewPrivileges=yes
@@ -57,8 +65,8 @@ CapabilityBoundingSet=
 _ALL_IN_ONE = """[Unit]
 Description=Valet personal assistant (all in one)
 Documentation={documentation}
-After=network-online.target
-Wants=network-online.target
+After=network-online.target{servers}
+Wants=network-online.target{servers}
 
 [Service]
 Type=exec
@@ -94,8 +102,8 @@ WantedBy=multi-user.target
 _TEMPLATE = """[Unit]
 Description=Valet personal assistant (%i)
 Documentation={documentation}
-After=network-online.target postgresql.service redis-server.service
-Wants=network-online.target
+After=network-online.target{servers}
+Wants=network-online.target{servers}
 
 [Service]
 Type=exec
@@ -124,18 +132,25 @@ WantedBy=multi-user.target
 """
 
 
-def _render(template: str, unit: UnitSettings) -> str:
+POSTGRES_UNIT = "postgresql.service"
+REDIS_UNIT = "redis-server.service"
+
+
+def _render(template: str, unit: UnitSettings, servers: tuple[str, ...]) -> str:
     return template.format(
         documentation=DOCUMENTATION, user=unit.user, valet=unit.valet, etc=ETC, state=STATE,
-        port=unit.port, hardening=_HARDENING.format(protect_home=unit.protect_home))
+        port=unit.port, hardening=_HARDENING.format(protect_home=unit.protect_home),
+        servers="".join(f" {name}" for name in servers))
 
 
 def all_in_one(unit: UnitSettings) -> str:
-    return _render(_ALL_IN_ONE, unit)
+    servers = () if unit.local_servers is None else unit.local_servers
+    return _render(_ALL_IN_ONE, unit, servers)
 
 
 def template(unit: UnitSettings) -> str:
-    return _render(_TEMPLATE, unit)
+    servers = (POSTGRES_UNIT, REDIS_UNIT) if unit.local_servers is None else unit.local_servers
+    return _render(_TEMPLATE, unit, servers)
 
 
 def role_env(port: int) -> str:
