@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from persona.line_group import PLACEHOLDER, LineGroup
+from persona.lines_agents import AgentLines, LanguageLines
 from persona.lines_channels import (
     MailLines,
     SmsLines,
@@ -237,7 +238,7 @@ class CommandLines(LineGroup):
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
-            TerminalLines, WebConsoleLines):
+            TerminalLines, WebConsoleLines, AgentLines, LanguageLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 
