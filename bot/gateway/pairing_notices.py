@@ -60,8 +60,9 @@ class PairingNotices:
             waiting = [p for p in asked if p.status == "pending" and p.expires_at > now]
             if not waiting:
                 return False  # decided or expired before the owner was told: nothing to ask
-            text, prompts = self._notice(asked, waiting)
-            await self.outbound.notify_owner(text, dedupe_key=f"pairing-notice:{now.isoformat()}",
+            prompts = self._notice(asked, waiting)[1]
+            await self.outbound.notify_owner(lambda: self._notice(asked, waiting)[0],
+                                             dedupe_key=f"pairing-notice:{now.isoformat()}",
                                              prompts=prompts, q=tx)
         self.outbound.wake()
         return True
