@@ -11,6 +11,7 @@ whom it is speaking to."""
 
 from __future__ import annotations
 
+import unicodedata
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,15 @@ class SpokenLines(Lines):
                     return getattr(other, name)
         return super().__getattribute__(name)
 
+    def reworded(self, text: str) -> str:
+        """`text`, when it is one of these lines in the persona's own language, in the
+        listener's; anything else as it is."""
+        own = object.__getattribute__(self, "__dict__")
+        for key, line in own.items():
+            if line == text:
+                return str(getattr(self, key))
+        return text
+
     def in_language(self, language: str | None) -> Lines:
         """These lines in `language` (None or unknown: the persona's own)."""
         tables = object.__getattribute__(self, "__pydantic_private__")["_languages"]
@@ -112,3 +122,24 @@ def spoken_lines(language: str, rewording: dict[str, str],
     spoken = SpokenLines(**tables[language].model_dump())
     object.__getattribute__(spoken, "__pydantic_private__")["_languages"] = tables
     return spoken
+
+
+def language_named(text: str) -> str | None:
+    """The language a person names: its code ("es"), its own name ("español", "espanol") or
+    its English one ("Spanish"); None when it is none Valet speaks."""
+    word = _plain(text.strip().lower())
+    for code in LANGUAGES:
+        if word in (code, _plain(OWN_NAMES[code].lower()), ENGLISH_NAMES[code].lower()):
+            return code
+    return None
+
+
+def _plain(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if not unicodedata.combining(c))
+
+
+def reworded(lines: Lines, text: str) -> str:
+    """`text`, one of the persona's own lines kept as a string at start-up (a command's line
+    in /help), in the listener's language; any other text as it is."""
+    return lines.reworded(text) if isinstance(lines, SpokenLines) else text
