@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from persona.line_group import PLACEHOLDER, LineGroup
-from persona.lines_agents import AgentLines, LanguageLines
+from persona.lines_agents import AgentLines
+from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_channels import (
     MailLines,
     SmsLines,
@@ -238,7 +239,8 @@ class CommandLines(LineGroup):
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
-            TerminalLines, WebConsoleLines, AgentLines, LanguageLines):
+            TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
+            WhenLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 

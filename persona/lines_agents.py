@@ -1,6 +1,5 @@
 """What agents ask the person while they collect what they need (agents/base.py InputField
-prompts, agents/reminders.py), and how Valet proposes and confirms a person's language
-(bot/people/language_offer.py, /language)."""
+prompts, agents/reminders.py)."""
 
 from __future__ import annotations
 
@@ -19,20 +18,8 @@ class AgentLines(LineGroup):
     reminder_unreadable_when: str = ("Sorry, I can't read “{given}” as a date and time. When "
                                      "should I remind you? (e.g. “tomorrow 15:00”, “in 2 "
                                      "hours” or “friday 9am”)")
+    # A reminder's card ({when}: when_day, a date in the person's locale).
+    reminder_card: str = "Remind you “{what}”: {when}"
     reminder_when_problem: str = "Sorry, {problem}. When should I remind you?"
     # parse_when's complaint ({when}: the date and time in the person's locale).
     when_passed: str = "{when} has already passed"
-
-
-class LanguageLines(LineGroup):
-    """A person's language (/language, the offer after their first messages). Each catalog
-    writes these in its own language: {language} is that language's own name ("español")."""
-
-    # Proposed once, in the language the person wrote in; they answer with language_yes_word.
-    language_offer: str = "Would you like me to write to you in {language}? Reply {yes}."
-    language_yes_word: str = "YES"
-    language_set: str = "Okay, I'll write to you in {language} from now on."
-    language_current: str = ("I write to you in {language}. To change it: /language and one "
-                             "of {codes}.")
-    language_unknown: str = "I don't know the language {code}. I can write in: {codes}."
-    about_language: str = "the language I write to you in: /language es"

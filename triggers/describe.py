@@ -5,23 +5,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from bot.text.spoken import spoken_when
 from persona.lines import ScheduleLines, fill
 from triggers.cron import describe_cron, parse_cron
 from triggers.model import Task, TaskStatus, TriggerKind
 
 
 def when_in_words(at: datetime, now: datetime, zone: str, *, with_time: bool = True) -> str:
+    """In the listener's language and locale (bot.text.spoken): "tomorrow at 7:30",
+    "mañana a las 7:30"."""
     tz = ZoneInfo(zone)
-    local, today = at.astimezone(tz), now.astimezone(tz).date()
-    days = (local.date() - today).days
-    clock = f" at {local.hour}:{local.minute:02d}" if with_time else ""
-    if days == 0:
-        return "today" + clock
-    if days == 1:
-        return "tomorrow" + clock
-    if 1 < days < 7:
-        return f"{local:%A}" + clock
-    return f"{local:%A} {local.day} {local:%B}" + clock
+    return spoken_when(at.astimezone(tz), now.astimezone(tz), with_time=with_time)
 
 
 def schedule_in_words(task: Task) -> str:

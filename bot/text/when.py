@@ -34,8 +34,16 @@ def parse_when(text: str, now: datetime) -> datetime:
     if when is None:
         raise ValueError(UNREADABLE)
     if when <= now:
-        raise ValueError(f"{when:%A} {when.day} {when:%B}, {when:%H:%M} has already passed")
+        raise ValueError(passed(when))
     return when
+
+
+def passed(when: datetime) -> str:
+    """"Sunday 4 January, 9:00 has already passed", in the listener's language."""
+    from bot.text.spoken import spoken_date, spoken_time  # Babel: loaded when first needed
+    from persona.catalog import say
+
+    return say("when_passed", when=f"{spoken_date(when)}, {spoken_time(when)}")
 
 
 def _iso(text: str, tz: object) -> datetime | None:
