@@ -21,7 +21,6 @@ from typing import Any
 
 from persona.line_group import PLACEHOLDER, LineGroup
 from persona.lines_agents import AgentLines
-from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_channels import (
     MailLines,
     SmsLines,
@@ -29,6 +28,7 @@ from persona.lines_channels import (
     TerminalLines,
     WebConsoleLines,
 )
+from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_people import AccessLines, BudgetLines, MemoryLines
 
 
