@@ -36,6 +36,7 @@ from bot.contracts.envelopes import LoopEvent, OutboundMessage
 from bot.people.identity import IdentityStore
 from bot.spend import Spending
 from channels.sms.gsm import MULTI_GSM
+from channels.sms.plain_letters import plain_letters_setting
 from channels.sms.render import MAX_CHARS, SmsBody, render_capped, segments_of
 from channels.sms.store import SmsStore
 from persona.lines_channels import SmsLines
@@ -120,7 +121,8 @@ class SmsSender:
                  summary_max_segments: int = 2, max_segments: int = 3,
                  may_send: Callable[[str], bool] = lambda number: False,
                  spending: Spending | None = None,
-                 price: Callable[[str], float] = lambda number: 0.0) -> None:
+                 price: Callable[[str], float] = lambda number: 0.0,
+                 plain_letters: bool | None = None) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
@@ -130,6 +132,7 @@ class SmsSender:
         self.identities = identities
         self.clock = clock
         self.emoji = emoji
+        self.plain_letters = plain_letters  # sms.plain_letters (None: by the reader's language)
         # A triggered run's reply (the morning summary) fits this many segments.
         brief = Brevity(lambda text: segments_of(text, emoji=emoji) <= summary_max_segments,
                         about_chars=summary_max_segments * MULTI_GSM)
@@ -156,8 +159,9 @@ class SmsSender:
         if not self.may_send(message.address):
             raise PermanentSendError(f"{message.address} is in no country of "
                                      "sms.allowed_countries: not sent", unreachable=True)
-        bodies, rest = render_capped(message, max_segments=self._limit(message),
-                                     emoji=self.emoji, lines=self.lines)
+        with plain_letters_setting(self.plain_letters):
+            bodies, rest = render_capped(message, max_segments=self._limit(message),
+                                         emoji=self.emoji, lines=self.lines)
         if not bodies:
             return None
         already = await self.store.accepted(message.id)
