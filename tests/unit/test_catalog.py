@@ -9,25 +9,17 @@ import pytest
 
 from bot.contracts.envelopes import OutboundMessage
 from channels.console import render as console_render
-from channels.sms.gsm import Encoding, cost
-from channels.sms.plain_letters import plain_letters, plain_letters_setting
+from channels.sms.plain_letters import plain_letters
 from channels.sms.render import render as sms_render
 from channels.telegram.render import message_html
 from persona import load_persona
 from persona.catalog import LANGUAGES, SOURCE, lines_in, spoken_lines, table
 from persona.line_group import PLACEHOLDER, placeholders
-from persona.lines import Lines, fill
+from persona.lines import Lines
 from persona.speaking import speaking_to
+from tests.bench.sms_lines import sample, segment_table
 
 OTHERS = [code for code in LANGUAGES if code != SOURCE]
-SAMPLE = {"summary": "Send the email to Ana", "name": "Ana", "code": "4K7QXZ", "n": "1",
-          "minutes": "10", "what": "call mom", "when": "tomorrow at 15:00", "time": "15:00"}
-
-
-def sample(line: str) -> str:
-    return fill(line, **{name: SAMPLE.get(name, f"<{name}>") for name in placeholders(line)})
-
-
 @pytest.mark.parametrize("language", OTHERS)
 def test_every_line_exists_in_every_language(language):
     missing = sorted(set(Lines.model_fields) - set(table(language)))
@@ -97,30 +89,6 @@ def test_a_persona_rewording_in_its_own_language_is_not_said_in_another():
         assert spoken.cancelled == lines_in("fr").cancelled
 
 
-def segments(text: str, plain: bool) -> tuple[int, Encoding]:
-    body = plain_letters(text) if plain else text
-    sent = "".join(b.text for b in sms_render(OutboundMessage(1, "u1", "sms", "+1", body)))
-    c = cost(sent)
-    return c.segments, c.encoding
-
-
-def segment_table() -> list[tuple[str, int, int, int, int, int]]:
-    """Per language: lines, their segments without and with plain letters, and how many lines
-    are UCS-2 without and with them."""
-    rows = []
-    for language in LANGUAGES:
-        lines = lines_in(language)
-        said = [sample(getattr(lines, key)) for key in Lines.model_fields]
-        with speaking_to(language), plain_letters_setting(False):
-            raw = [segments(text, False) for text in said]
-        with speaking_to(language), plain_letters_setting(False):
-            plain = [segments(text, True) for text in said]
-        rows.append((language, len(said), sum(s for s, _ in raw), sum(s for s, _ in plain),
-                     sum(e is Encoding.UCS2 for _, e in raw),
-                     sum(e is Encoding.UCS2 for _, e in plain)))
-    return rows
-
-
 def test_the_sms_segments_of_every_line_per_language(capsys):
     rows = segment_table()
     with capsys.disabled():
@@ -130,7 +98,7 @@ def test_the_sms_segments_of_every_line_per_language(capsys):
     by_language = {row[0]: row for row in rows}
     # German is written in GSM-7 (ä ö ü ß are in it): plain letters change nothing there.
     assert by_language["de"][2] == by_language["de"][3]
-    for language, _, raw, plain, _, ucs_plain in rows:
+    for language, _, raw, plain, _, _ in rows:
         assert plain <= raw, language
     # With plain letters every line is GSM-7 (emoji are dropped by SMS unless the persona
     # allows them; curly quotes fold to straight ones).
