@@ -22,6 +22,7 @@ from bot.people.identity import IdentityStore
 from bot.tasks.resume import Resumer
 from persona.catalog import reworded
 from persona.lines import Lines, fill
+from persona.speaking import speaking_to
 
 # A handler says what to answer (a command turn), or answers with its own stop reason.
 Handler = Callable[[TurnContext, list[str]], Awaitable["str | Answered"]]
@@ -208,6 +209,8 @@ class Commands:
         approved = await self.access.approve(code, now)
         if approved is None:
             return fill(self.lines.pairing_no_request_expired, code=code)
-        await self.notify_user(approved, self.lines.pairing_welcome, dedupe_key=f"paired:{code}")
+        with speaking_to(approved.language):  # theirs, not the owner's
+            welcome = self.lines.pairing_welcome
+        await self.notify_user(approved, welcome, dedupe_key=f"paired:{code}")
         return fill(self.lines.pairing_approved, code=code,
                     name=await self.identities.name_of(approved))
