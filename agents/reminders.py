@@ -15,10 +15,10 @@ from agents.base import AgentResult, InputField, StandardAgent
 from agents.reminder_store import ReminderStore
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.text.spoken import spoken_date, spoken_time
-from bot.text.when import UNREADABLE, parse_when
+from bot.text.when import UNREADABLE, TimePassed, parse_when
 from bot.tools import tool
 from persona.catalog import say
+from persona.spoken import spoken_date, spoken_time
 from triggers.service import Owner
 
 
@@ -55,7 +55,11 @@ class ReminderDraftAgent(StandardAgent):
 
     def clean_when(self, value: str) -> str:
         """The time as ISO 8601 in the user's timezone (ValueError: ask again)."""
-        return parse_when(value, self.context.now()).isoformat()
+        try:
+            return parse_when(value, self.context.now()).isoformat()
+        except TimePassed as err:  # said in the person's language and locale
+            raise ValueError(say("when_passed", when=f"{spoken_date(err.when)}, "
+                                                     f"{spoken_time(err.when)}")) from None
 
     def question_for(self, spec: InputField, problem: str | None = None,
                      given: object = None) -> str:

@@ -70,7 +70,7 @@ def micros(usd: float) -> int:
 
 def dollars(amount: int) -> str:
     """$0.52: what a person and the owner read, in the reader's locale (0,52 $ in German)."""
-    from bot.text.spoken import spoken_money  # Babel: loaded when first said
+    from persona.spoken import spoken_money  # Babel: loaded when first said
 
     return spoken_money(amount / MICROS)
 

@@ -1,5 +1,5 @@
 """A person's language (/language, the offer after their first messages: bot/turn/language.py)
-and dates and times as they are said in it (bot/text/spoken.py: the day and time themselves
+and dates and times as they are said in it (persona/spoken.py: the day and time themselves
 are written by Babel in the person's locale)."""
 
 from __future__ import annotations

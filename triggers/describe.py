@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.text.spoken import spoken_when
 from persona.lines import ScheduleLines, fill
+from persona.spoken import spoken_when
 from triggers.cron import describe_cron, parse_cron
 from triggers.model import Task, TaskStatus, TriggerKind
 
 
 def when_in_words(at: datetime, now: datetime, zone: str, *, with_time: bool = True) -> str:
-    """In the listener's language and locale (bot.text.spoken): "tomorrow at 7:30",
+    """In the listener's language and locale (persona.spoken): "tomorrow at 7:30",
     "mañana a las 7:30"."""
     tz = ZoneInfo(zone)
     return spoken_when(at.astimezone(tz), now.astimezone(tz), with_time=with_time)

@@ -34,16 +34,17 @@ def parse_when(text: str, now: datetime) -> datetime:
     if when is None:
         raise ValueError(UNREADABLE)
     if when <= now:
-        raise ValueError(passed(when))
+        raise TimePassed(when)
     return when
 
 
-def passed(when: datetime) -> str:
-    """"Sunday 4 January, 9:00 has already passed", in the listener's language."""
-    from bot.text.spoken import spoken_date, spoken_time  # Babel: loaded when first needed
-    from persona.catalog import say
+class TimePassed(ValueError):
+    """The time read has already passed (`when`: for a caller that says it in the person's
+    language)."""
 
-    return say("when_passed", when=f"{spoken_date(when)}, {spoken_time(when)}")
+    def __init__(self, when: datetime) -> None:
+        super().__init__(f"{when:%A} {when.day} {when:%B}, {when:%H:%M} has already passed")
+        self.when = when
 
 
 def _iso(text: str, tz: object) -> datetime | None:
