@@ -62,9 +62,18 @@ async def run() -> list[str]:
     out = ["sms_lines: Valet's own lines by SMS, segments per language",
            "  language  lines  segments  with plain letters  UCS-2 lines  UCS-2 with plain"
            "  plain by default"]
-    for language, count, raw, plain, ucs, ucs_plain in segment_table():
+    rows = segment_table()
+    for language, count, raw, plain, ucs, ucs_plain in rows:
         out.append(f"  {language:8}  {count:5}  {raw:8}  {plain:18}  {ucs:11}  {ucs_plain:16}"
                    f"  {'yes' if language in PLAIN_BY_DEFAULT else 'no'}")
+    # The floor: English, written in GSM-7, costs what its length costs; the goal: with plain
+    # letters, no language's lines cost more than 5% over English's, and none is UCS-2.
+    english = rows[0][3]
+    worst = max(plain for _, _, _, plain, _, _ in rows)
+    met = worst <= english * 1.05 and all(row[5] == 0 for row in rows)
+    out.append(f"  floor: {english} segments (English); goal: every language with plain "
+               f"letters <= {english * 1.05:.0f} and no line in UCS-2: worst {worst}, "
+               f"{'met' if met else 'NOT MET'}")
     out.append("  lines whose segments differ (without -> with plain letters):")
     for language in LANGUAGES:
         differ = [f"{key} {raw[0]}->{plain[0]}"
