@@ -29,5 +29,10 @@ class WhenLines(LineGroup):
     when_tomorrow: str = "tomorrow at {time}"
     when_day: str = "{day} at {time}"
     when_date: str = "{weekday} {day} {month}"
+    # A schedule that runs at one time of day ({time}), and its next run after it.
+    when_every_day: str = "every day at {time}"
+    when_weekdays: str = "weekdays at {time}"
+    when_weekends: str = "weekends at {time}"
+    when_next: str = "{schedule}, next {when}"
     when_today_only: str = "today"
     when_tomorrow_only: str = "tomorrow"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from persona.catalog import say
 from persona.lines import ScheduleLines, fill
 from persona.spoken import spoken_when
-from triggers.cron import describe_cron, parse_cron
+from triggers.cron import at_one_time, describe_cron, parse_cron
 from triggers.model import Task, TaskStatus, TriggerKind
 
 
@@ -40,9 +41,11 @@ def task_line(task: Task, now: datetime) -> str:
     what = schedule_in_words(task)
     if task.status is TaskStatus.ACTIVE and task.next_run_at and task.kind is not \
             TriggerKind.CONDITION:
-        same_time = task.kind is TriggerKind.CRON and "at " in what
+        same_time = task.kind is TriggerKind.CRON and task.cron is not None and \
+            at_one_time(parse_cron(task.cron))
         nxt = when_in_words(task.next_run_at, now, task.timezone, with_time=not same_time)
-        what = f"{nxt}" if task.kind is TriggerKind.ONCE else f"{what}, next {nxt}"
+        what = f"{nxt}" if task.kind is TriggerKind.ONCE else \
+            say("when_next", schedule=what, when=nxt)
     state = "" if task.status is TaskStatus.ACTIVE else f" [{task.status.value}]"
     return f"{task.id}: {task.name} — {what}{state}"
 

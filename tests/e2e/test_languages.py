@@ -144,10 +144,13 @@ async def test_each_person_reads_valet_in_their_own_language_and_locale(fake_llm
                 code, out, err = await run_valet(["tasks", "add", "--user", user, "--schedule",
                                                   "tomorrow 15:00", "--remind", "x"], env)
                 assert code == 0, out + err
-            assert "x - mañana a las 15:00" in await ana_says("/tasks")  # "—" folded to GSM-7
+            listing = await ana_says("/tasks")  # "—" folded to GSM-7, plain "í", "ó"
+            assert "x - mañana a las 15:00" in listing
+            assert "llamar a mama - todos los dias a las 9:00; la proxima, " in listing
             [tasks_owner] = await owner_says("/tasks")
             assert tasks_owner.text.startswith("Deine Aufgaben:")
             assert "— morgen um 15:00" in tasks_owner.text
+            assert "Zahnarzt — jeden Tag um 9:00, als Nächstes " in tasks_owner.text
 
             # The morning summary: the model is told each one's language.
             before = len(twilio.bodies_to(ANA))
