@@ -4,24 +4,9 @@ for good, and nothing is switched on a guess)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from bot.contracts.clock import FakeClock
-from bot.contracts.envelopes import Inbound
 from bot.text.language_guess import guess_language
 from tests.fakes.fake_openai import Reply, ToolCall
-
-
-async def start(app_factory):
-    app = await app_factory(clock=FakeClock())
-    owner = await app.ensure_owner()
-    return app, owner.id
-
-
-def say(app, user: str, text: str):
-    return app.orchestrator.handle_message(Inbound(
-        user_id=user, channel="console", text=text,
-        received_at=datetime(2026, 1, 5, 9, tzinfo=UTC)))
+from tests.integration.test_agents import say, start
 
 
 async def test_language_command_sets_it_and_answers_in_it(app_factory):
