@@ -6,7 +6,7 @@ missing (pausing the turn), and `on_running()` does the work once everything is 
 
     class NoteAgent(StandardAgent):
         \"\"\"Save a note for the user.\"\"\"
-        body = InputField(str, "The text of the note", prompt="What should the note say?")
+        body = InputField(str, "The text of the note", prompt="note_ask_body")
 
         async def on_running(self) -> AgentResult:
             ...
@@ -30,6 +30,8 @@ import pydantic
 
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.tool_schema import clean_schema
+from persona.catalog import say
+from persona.lines import Lines
 
 RESERVED_FIELD_NAMES = frozenset({"task_instruction", "ctx"})
 
@@ -117,8 +119,8 @@ class InputField:
 
     def question(self) -> str:
         """What the user is asked when this field is missing."""
-        if self.prompt:
-            return self.prompt
+        if self.prompt:  # a line of the persona's (persona/lines_agents.py) by its key
+            return say(self.prompt) if self.prompt in Lines.model_fields else self.prompt
         text = re.split(r"\s*(?:\(|e\.g\.|\. )", self.description or self.name, maxsplit=1)[0]
         text = text.strip().rstrip(".:;")
         if not text:
@@ -127,7 +129,7 @@ class InputField:
             text = text[0].lower() + text[1:]
         if not re.match(r"(the|a|an|your|my|which|what)\b", text):
             text = f"the {text}"
-        return f"What's {text}?"
+        return say("agent_ask_field", field=text)
 
     def signature(self) -> list[Any]:
         """What schema_version covers: name, type and whether it is required."""
@@ -206,7 +208,8 @@ class StandardAgent:
                      given: Any = None) -> str:
         """The question asked when `spec` is missing (or was given as something unusable)."""
         if problem:
-            return f"I can't use “{given}”: {problem}. {spec.question()}"
+            return say("agent_cannot_use", given=given, problem=problem,
+                       question=spec.question())
         return spec.question()
 
     async def on_running(self) -> AgentResult | Any:

@@ -39,7 +39,7 @@ class NoteAgent(StandardAgent):
         required=False, validator=lambda s: len(s) <= MAX_TITLE,
         validator_description=f"at most {MAX_TITLE} characters")
     body = InputField(str, "The text of the note, in the user's words",
-                      prompt="What should the note say?")
+                      prompt="note_ask_body")
 
     async def on_running(self) -> AgentResult:
         title = self.title or title_from(self.body)

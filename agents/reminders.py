@@ -15,8 +15,10 @@ from agents.base import AgentResult, InputField, StandardAgent
 from agents.reminder_store import ReminderStore
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.text.when import UNREADABLE, parse_when
+from bot.text.when import UNREADABLE, TimePassed, parse_when
 from bot.tools import tool
+from persona.catalog import say
+from persona.spoken import spoken_date, spoken_time
 from triggers.service import Owner
 
 
@@ -25,6 +27,7 @@ def reminders_of(ctx: ToolExecutionContext) -> ReminderStore:
 
 
 def describe(when: datetime) -> str:
+    """For the model (tool results): the full date, the time and the zone."""
     return f"{when:%A} {when.day} {when:%B %Y} at {when:%H:%M} ({when.tzinfo})"
 
 
@@ -34,24 +37,36 @@ class ReminderDraftAgent(StandardAgent):
     label = "reminder"
 
     what = InputField(str, "What to remind the user about, e.g. \"call mom\"",
-                      prompt="What should I remind you about?")
+                      prompt="reminder_ask_what")
     when = InputField(
         str, "When to remind them, as the user said it or in ISO 8601, in the user's timezone",
-        prompt="When should I remind you? (e.g. “tomorrow 15:00” or “in 2 hours”)",
+        prompt="reminder_ask_when",
         validator_description="a future date/time such as 'tomorrow 15:00', 'in 2 hours', "
                               "'friday 9am' or '2026-03-10T09:00'")
 
+    def approval_summary(self) -> str:
+        """The card, in the person's language and locale: "Remind you “call mom”: Thursday
+        3 December at 15:00" (a date, not "tomorrow": a card is read later too)."""
+        if not (self.what and self.when):
+            return super().approval_summary()
+        due = datetime.fromisoformat(self.when)
+        return say("reminder_card", what=self.what,
+                   when=say("when_day", day=spoken_date(due), time=spoken_time(due)))
+
     def clean_when(self, value: str) -> str:
         """The time as ISO 8601 in the user's timezone (ValueError: ask again)."""
-        return parse_when(value, self.context.now()).isoformat()
+        try:
+            return parse_when(value, self.context.now()).isoformat()
+        except TimePassed as err:  # said in the person's language and locale
+            raise ValueError(say("when_passed", when=f"{spoken_date(err.when)}, "
+                                                     f"{spoken_time(err.when)}")) from None
 
     def question_for(self, spec: InputField, problem: str | None = None,
                      given: object = None) -> str:
         if spec.name == "when" and problem == UNREADABLE:
-            return (f"Sorry, I can't read “{given}” as a date and time. When should I remind "
-                    "you? (e.g. “tomorrow 15:00”, “in 2 hours” or “friday 9am”)")
+            return say("reminder_unreadable_when", given=given)
         if spec.name == "when" and problem:
-            return f"Sorry, {problem}. When should I remind you?"
+            return say("reminder_when_problem", problem=problem)
         return super().question_for(spec, problem, given)
 
     async def on_running(self) -> AgentResult:

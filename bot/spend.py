@@ -69,8 +69,10 @@ def micros(usd: float) -> int:
 
 
 def dollars(amount: int) -> str:
-    """$0.52: what a person and the owner read."""
-    return f"${amount / MICROS:,.2f}"
+    """$0.52: what a person and the owner read, in the reader's locale (0,52 $ in German)."""
+    from persona.spoken import spoken_money  # Babel: loaded when first said
+
+    return spoken_money(amount / MICROS)
 
 
 def local_day(timezone: str, at: datetime) -> str:

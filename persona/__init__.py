@@ -29,6 +29,37 @@ class _PersonaFile(pydantic.BaseModel):
     # The languages people answer "may I?" in besides English (bot.contracts.answer_words:
     # en, es, fr, de): "sí", "oui", "ja" approve, "¿qué...?" is a question.
     languages: list[str] = ["en"]
+    # The language of `lines:` and of the people who did not choose one (persona.catalog).
+    language: str = "en"
+    # A rewording of lines per other language: {es: {reminder: "..."}}; placeholders as in
+    # the line's default.
+    translations: dict[str, dict[str, str]] = {}
+
+    @pydantic.field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        from persona.catalog import language_problem
+
+        problem = language_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @pydantic.field_validator("translations")
+    @classmethod
+    def _translations_read(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        from persona.catalog import language_problem, lines_in
+
+        for language, rewording in value.items():
+            problem = language_problem(language)
+            if problem:
+                raise ValueError(problem)
+            try:
+                lines_in(language, rewording)
+            except pydantic.ValidationError as err:
+                raise ValueError(f"{language}: " + "; ".join(
+                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())) from None
+        return value
 
     @pydantic.field_validator("languages")
     @classmethod
@@ -63,6 +94,15 @@ FRAMEWORK_NOTES = (
 )
 
 
+def answer_in(language: str) -> str:
+    """The model's instruction for a person who chose `language` (persona.catalog)."""
+    from persona.catalog import ENGLISH_NAMES
+
+    name = ENGLISH_NAMES.get(language, language)
+    return (f"This user chose {name}: write every answer in {name}, whatever language the "
+            "conversation or tool results are in, until they ask for another.")
+
+
 @dataclass(frozen=True)
 class Persona:
     name: str
@@ -72,9 +112,21 @@ class Persona:
     source: str = ""
     emoji: bool = False
     languages: tuple[str, ...] = ("en",)  # what answers to approvals are read in
+    language: str = "en"  # its lines' language, and the default of people who chose none
+    translations: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Its lines answer in the listener's language (persona.catalog.SpokenLines).
+        from persona.catalog import SpokenLines, spoken_lines
+
+        if not isinstance(self.lines, SpokenLines):
+            rewording = self.lines.model_dump(include=self.lines.model_fields_set)
+            object.__setattr__(self, "lines", spoken_lines(self.language, rewording,
+                                                           self.translations))
 
     def system_prompt(self, *, channel: str, now: datetime, timezone: str,
-                      capabilities: list[str], opened_with: str | None = None) -> str:
+                      capabilities: list[str], opened_with: str | None = None,
+                      language: str | None = None) -> str:
         """The persona's prompt plus what the framework knows: capabilities (with
         `opened_with`, the tool that puts a capability's tools in front of the model), then
         time and zone. What never changes comes first and what changes every minute last, so
@@ -82,6 +134,8 @@ class Persona:
         parts = [self.prompt.strip()]
         if self.style.get(channel):
             parts.append(f"Style for this channel ({channel}): {self.style[channel].strip()}")
+        if language:  # the person's, stable: with the other facts that change rarely
+            parts.append(answer_in(language))
         if capabilities and opened_with:
             parts.append(f"Capabilities (call {opened_with} to use one): "
                          + "; ".join(capabilities) + ".")
@@ -132,4 +186,5 @@ def load_persona(name_or_path: str, channels: Collection[str] | None = None) -> 
                                        lambda loc: f"{path}:{yaml_line(root, loc)}")
         raise ConfigError(in_file_order(problems)) from err
     return Persona(parsed.name, parsed.system_prompt, dict(parsed.style), parsed.lines, str(path),
-                   emoji=parsed.emoji, languages=tuple(parsed.languages))
+                   emoji=parsed.emoji, languages=tuple(parsed.languages),
+                   language=parsed.language, translations=dict(parsed.translations))

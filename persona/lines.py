@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from persona.line_group import PLACEHOLDER, LineGroup
+from persona.lines_agents import AgentLines
 from persona.lines_channels import (
     MailLines,
     SmsLines,
@@ -27,6 +28,7 @@ from persona.lines_channels import (
     TerminalLines,
     WebConsoleLines,
 )
+from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_people import AccessLines, BudgetLines, MemoryLines
 
 
@@ -239,7 +241,8 @@ class CommandLines(LineGroup):
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
-            TerminalLines, WebConsoleLines):
+            TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
+            WhenLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 

@@ -15,7 +15,8 @@ from bot.approvals.triggered import TriggerApprovals
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.envelopes import Notification, Urgency
 from persona.lines import ScheduleLines, fill
-from triggers.executors import TriggerGateway
+from persona.speaking import speaking_to
+from triggers.executors import LanguageOf, TriggerGateway
 from triggers.model import RunOutcome, TaskStatus
 from triggers.store import TaskStore
 
@@ -27,11 +28,13 @@ _NOT_TO_PAUSE = (TaskStatus.PENDING_APPROVAL, TaskStatus.PAUSED, TaskStatus.DISA
 
 class ApprovalWatch:
     def __init__(self, approvals: TriggerApprovals, store: TaskStore,
-                 gateway: TriggerGateway, lines: ScheduleLines) -> None:
+                 gateway: TriggerGateway, lines: ScheduleLines,
+                 language_of: LanguageOf | None = None) -> None:
         self.approvals = approvals
         self.store = store
         self.gateway = gateway
         self.lines = lines
+        self.language_of = language_of  # the person's language (None: the persona's)
 
     async def settle(self, now: datetime) -> None:
         await self._pause_waiting(now)
@@ -69,7 +72,10 @@ class ApprovalWatch:
                     RunOutcome.EXPIRED if expired else RunOutcome.DONE)
             if expired:
                 run_key = latest["run_key"] if latest else "none"
+                language = await self.language_of(task.user_id) if self.language_of else None
+                with speaking_to(language):
+                    said = fill(self.lines.schedule_approval_expired, name=task.name)
                 await self.gateway.notify(Notification(
-                    task.user_id, fill(self.lines.schedule_approval_expired, name=task.name),
+                    task.user_id, said,
                     dedupe_key=f"task-expired:{task.id}:{run_key}", channel=task.channel,
                     urgency=Urgency.URGENT))

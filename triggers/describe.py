@@ -5,23 +5,18 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from persona.catalog import say
 from persona.lines import ScheduleLines, fill
-from triggers.cron import describe_cron, parse_cron
+from persona.spoken import spoken_when
+from triggers.cron import at_one_time, describe_cron, parse_cron
 from triggers.model import Task, TaskStatus, TriggerKind
 
 
 def when_in_words(at: datetime, now: datetime, zone: str, *, with_time: bool = True) -> str:
+    """In the listener's language and locale (persona.spoken): "tomorrow at 7:30",
+    "mañana a las 7:30"."""
     tz = ZoneInfo(zone)
-    local, today = at.astimezone(tz), now.astimezone(tz).date()
-    days = (local.date() - today).days
-    clock = f" at {local.hour}:{local.minute:02d}" if with_time else ""
-    if days == 0:
-        return "today" + clock
-    if days == 1:
-        return "tomorrow" + clock
-    if 1 < days < 7:
-        return f"{local:%A}" + clock
-    return f"{local:%A} {local.day} {local:%B}" + clock
+    return spoken_when(at.astimezone(tz), now.astimezone(tz), with_time=with_time)
 
 
 def schedule_in_words(task: Task) -> str:
@@ -46,9 +41,11 @@ def task_line(task: Task, now: datetime) -> str:
     what = schedule_in_words(task)
     if task.status is TaskStatus.ACTIVE and task.next_run_at and task.kind is not \
             TriggerKind.CONDITION:
-        same_time = task.kind is TriggerKind.CRON and "at " in what
+        same_time = task.kind is TriggerKind.CRON and task.cron is not None and \
+            at_one_time(parse_cron(task.cron))
         nxt = when_in_words(task.next_run_at, now, task.timezone, with_time=not same_time)
-        what = f"{nxt}" if task.kind is TriggerKind.ONCE else f"{what}, next {nxt}"
+        what = f"{nxt}" if task.kind is TriggerKind.ONCE else \
+            say("when_next", schedule=what, when=nxt)
     state = "" if task.status is TaskStatus.ACTIVE else f" [{task.status.value}]"
     return f"{task.id}: {task.name} — {what}{state}"
 

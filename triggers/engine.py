@@ -33,6 +33,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.approvals.triggered import TriggerApprovals
 from bot.contracts.clock import Clock
 from bot.db import Database
+from bot.people.users import UserStore
 from persona.lines import ScheduleLines
 from triggers.approval_watch import ApprovalWatch
 from triggers.changes import TaskChanges
@@ -80,7 +81,8 @@ class TriggerEngine:
         self.lease = DatabaseLease(db, self.holder,
                                    ttl=timedelta(seconds=self.settings.lease_seconds))
         self.windows = EventWindows(db, self.settings.event_window)
-        self.approvals = ApprovalWatch(TriggerApprovals(db), self.store, gateway, lines)
+        self.approvals = ApprovalWatch(TriggerApprovals(db), self.store, gateway, lines,
+                                       language_of=UserStore(db).language_of)
         self.leading = False
         self._lock = asyncio.Lock()
         self._scheduler: AsyncIOScheduler | None = None

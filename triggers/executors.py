@@ -5,7 +5,7 @@ deterministic executor does a fixed thing with no LLM call (a reminder sends its
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -13,10 +13,14 @@ from typing import Any, Protocol
 from bot.contracts.envelopes import Delivery, Notification, TriggerMessage, Urgency
 from bot.text.untrusted import quote_untrusted
 from persona.lines import ScheduleLines, fill
+from persona.speaking import speaking_to
 from triggers.model import RunKey, RunOutcome, Task, TriggerKind
 from triggers.templates import instruction_for
 
 MAX_EVENT_CHARS = 2000  # an event's data is quoted into the turn, bounded
+
+
+LanguageOf = Callable[[str], Awaitable[str | None]]  # a person's language (bot.people.users)
 
 
 class TriggerGateway(Protocol):
@@ -110,14 +114,19 @@ class OrchestratorExecutor:
 class ReminderExecutor:
     """A plain reminder: its text, sent as a notification. No LLM call."""
 
-    def __init__(self, gateway: TriggerGateway, lines: ScheduleLines) -> None:
+    def __init__(self, gateway: TriggerGateway, lines: ScheduleLines,
+                 language_of: LanguageOf | None = None) -> None:
         self.gateway = gateway
         self.lines = lines
+        self.language_of = language_of  # the person's language (None: the persona's)
 
     async def execute(self, run: RunContext) -> RunOutcome:
         text = str(run.task.action.get("text") or run.task.name)
+        language = await self.language_of(run.task.user_id) if self.language_of else None
+        with speaking_to(language):
+            said = fill(self.lines.reminder, text=text)
         delivery = await self.gateway.notify(Notification(
-            run.task.user_id, fill(self.lines.reminder, text=text), dedupe_key=run.message_key,
+            run.task.user_id, said, dedupe_key=run.message_key,
             channel=run.task.channel, fallback_channel=run.task.origin_channel,
             urgency=urgency_of(run.task)))
         # ALREADY_QUEUED is a redone run whose message went before: sent, once.
@@ -144,6 +153,7 @@ EXECUTORS = ("orchestrator", "reminder")  # what default_executors registers, by
 
 
 def default_executors(gateway: TriggerGateway, tools: Collection[str] = (), *,
-                      lines: ScheduleLines) -> ExecutorRegistry:
+                      lines: ScheduleLines, language_of: LanguageOf | None = None
+                      ) -> ExecutorRegistry:
     return ExecutorRegistry({"orchestrator": OrchestratorExecutor(gateway, tools),
-                             "reminder": ReminderExecutor(gateway, lines)})
+                             "reminder": ReminderExecutor(gateway, lines, language_of)})

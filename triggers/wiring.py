@@ -88,7 +88,8 @@ def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry
     engine says what the task service's lines say."""
     bus = StoredEventBus(db, clock, signals=signals)
     engine = TriggerEngine(db, clock, gateway,
-                           default_executors(gateway, registry.names(), lines=service.lines),
+                           default_executors(gateway, registry.names(), lines=service.lines,
+                                             language_of=UserStore(db).language_of),
                            bus=bus, checker=registry_checker(registry, clock, http=http,
                                                              services=services),
                            settings=settings, changes=service.changes, lines=service.lines)

@@ -35,6 +35,7 @@ from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.wake import woken
 from persona.lines import fill
 from persona.lines_channels import MailLines
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,10 @@ class DeliveryPolicy:
 class MailDelivery:
     def __init__(self, outbox: MailOutbox, clock: Clock, accounts: AccountLookup, *,
                  lines: MailLines, policy: DeliveryPolicy | None = None,
-                 notify: Notify | None = None, tls_context: ssl.SSLContext | None = None
-                 ) -> None:
+                 notify: Notify | None = None, tls_context: ssl.SSLContext | None = None,
+                 language_of: Callable[[str], Awaitable[str | None]] | None = None) -> None:
         self.outbox = outbox
+        self.language_of = language_of  # whom `notify` tells: their language (persona.speaking)
         self.clock = clock
         self.accounts = accounts
         self.policy = policy or DeliveryPolicy()
@@ -176,7 +178,10 @@ class MailDelivery:
                 continue
             # About the person's own request (like an approval's expiry): told now, not held
             # for quiet hours.
-            await self.notify(Notification(mail.user_id, outcome_line(mail, self.lines),
+            language = await self.language_of(mail.user_id) if self.language_of else None
+            with speaking_to(language):
+                said = outcome_line(mail, self.lines)
+            await self.notify(Notification(mail.user_id, said,
                                            f"mail:{mail.approval_id}:{mail.status.value}",
                                            urgency=Urgency.URGENT))
             await self.outbox.told(mail.approval_id)

@@ -1,5 +1,5 @@
 """The user's own settings, changed by saying so: name, timezone, quiet hours, preferred
-channel."""
+channel, language."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from agents.tools.clock import resolve_zone
 from bot.contracts.channels import names
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.tools import tool
+from persona.catalog import ENGLISH_NAMES, LANGUAGES, language_named
 
 if TYPE_CHECKING:
     from bot.people.users import UserStore
@@ -93,3 +94,19 @@ async def set_preferred_channel(ctx: ToolExecutionContext, channel: str) -> str:
         raise ValueError(f"unknown channel {channel!r}; one of {', '.join(known)}")
     await _users(ctx).set_preferred_channel(ctx.user_id, channel)
     return f"I'll reach you on {channel} for reminders and summaries."
+
+
+@tool(progress="changing your language")
+async def set_my_language(ctx: ToolExecutionContext, language: str) -> str:
+    """Set the language Valet writes to the user in, when they ask for one ("write to me in
+    Spanish", "háblame en español"): your answers, reminders, cards and notices from then on.
+
+    Args:
+        language: The language: en, es, fr, de or pt (or its name, e.g. "Spanish").
+    """
+    code = language_named(language)
+    if code is None:
+        raise ValueError(f"{language!r} is not a language Valet writes: {', '.join(LANGUAGES)}")
+    await _users(ctx).set_language(ctx.user_id, code, ctx.clock.now())
+    return (f"Language set to {ENGLISH_NAMES[code]} ({code}): write to the user in "
+            f"{ENGLISH_NAMES[code]} from now on.")

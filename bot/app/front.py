@@ -103,7 +103,7 @@ class Front:
                                       health=health),
             notifier=Notifier(db, users, identities, outbox, clock, senders, health=health),
             senders=senders, wake_elsewhere=plane.relay.wake_elsewhere(),
-            channel_down_line=persona.lines.channel_down)
+            channel_down_line=lambda: persona.lines.channel_down)
         approvals = ApprovalStore(
             db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
             lease=timedelta(seconds=settings.approvals.lease_seconds))

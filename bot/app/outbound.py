@@ -46,7 +46,7 @@ def build_outbound(base: Base, stores: Stores) -> Outbound:
                           RoutableSenders(senders), health),
         senders=senders,
         prompt_edits=PromptEdits(db, outbox, clock, outcomes, can_edit=can_edit_cards(senders)),
-        channel_down_line=lines.channel_down,
+        channel_down_line=lambda: lines.channel_down,  # in each owner's language
         # A process that delivers nothing tells the workers what it queued.
         wake_elsewhere=plane.relay.wake_elsewhere() if plane.relay and not base.roles.worker
         else None)

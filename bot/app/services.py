@@ -19,7 +19,8 @@ def build_mail(base: Base, stores: Stores, outbound: Outbound) -> MailDelivery:
     policy = DeliveryPolicy()
     return MailDelivery(MailOutbox(base.db, lease=policy.lease), base.clock,
                         stored_accounts(stores.credentials), lines=base.persona.lines,
-                        policy=policy, notify=outbound.notify)
+                        policy=policy, notify=outbound.notify,
+                        language_of=stores.users.language_of)
 
 
 def build_services(base: Base, stores: Stores, outbound: Outbound, tasks: TaskService,

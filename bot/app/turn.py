@@ -28,6 +28,7 @@ from bot.tasks.pool import HOLDING as PAUSED_TASKS
 from bot.tasks.resume import Resumer
 from bot.turn.commands import Command, Commands
 from bot.turn.context_steps import AskTimezoneOnce, ContextStep
+from bot.turn.language import OfferLanguage, language_command
 from bot.turn.orchestrator import Orchestrator
 from bot.turn.orchestrator_deps import AfterTurn, OrchestratorDeps
 from bot.turn.order import TurnSteps
@@ -55,6 +56,7 @@ async def build_turn(base: Base, stores: Stores, outbound: Outbound, approvals: 
                      answer_check=settings.agents.answer_check, journal=stores.journal)
     commands = build_commands(base, stores, outbound, approvals, resume, tasks, memory)
     commands.register(usage_command(budget, lines))
+    commands.register(language_command(stores.users, lines, base.persona.language))
     compactor = Compactor(stores.history, stores.summaries, base.llm, base.clock,
                           base.loop_config, flush=memory.extractor if memory else None)
     orchestrator = Orchestrator(OrchestratorDeps(
@@ -70,7 +72,8 @@ async def build_turn(base: Base, stores: Stores, outbound: Outbound, approvals: 
                                  reads=APPROVALS.name),
                      ContextStep("waiting tasks", resume.context_note, reads=PAUSED_TASKS.name),
                      ContextStep("plan", stores.agents.plans.context_note, reads=PLAN.name),
-                     AskTimezoneOnce(stores.users))).in_order(),
+                     AskTimezoneOnce(stores.users),
+                     OfferLanguage(stores.users, lines, base.persona.language))).in_order(),
         journal=stores.journal,
         exposure=exposure if settings.tool_exposure == "capabilities" else None,
         router=CapabilityRouter(exposure.on) if settings.capability_router else None,

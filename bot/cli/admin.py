@@ -16,6 +16,7 @@ from bot.config import Settings
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.people import User
 from channels.registry import specs
+from persona.catalog import LANGUAGES, language_named
 
 if TYPE_CHECKING:
     from bot.app import App  # imported when run, after the CLI has parsed its arguments
@@ -32,6 +33,11 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
                          ("unblock", "let a blocked user in again")):
         p = users_sub.add_parser(action, help=what)
         p.add_argument("user", help="user id, or channel:address (e.g. sms:+15551234567)")
+    setting = users_sub.add_parser("set", help="change a user's settings")
+    setting.add_argument("user", help="user id, or channel:address (e.g. sms:+15551234567)")
+    setting.add_argument("--language", required=True, metavar="LANGUAGE",
+                         help="the language Valet writes to them in: "
+                              + ", ".join(LANGUAGES) + ", or default (the persona's)")
     pair = sub.add_parser("pair", help="pending pairing requests from unknown senders")
     pair_sub = pair.add_subparsers(dest="action", required=True)
     pair_sub.add_parser("list", help="requests waiting for approval")
@@ -93,10 +99,13 @@ async def _users(app: App, args: argparse.Namespace, say: Callable[[str], None])
     if user is None:
         say(f"no such user: {args.user}")
         return 1
+    if args.action == "set":
+        return await _set_language(app, user, args.language, say)
     if args.action == "show":
         ids = await app.identities.of_user(user.id)
         say(f"id: {user.id}\nname: {user.display_name or '-'}\ntimezone: {user.timezone}\n"
-            f"preferred channel: {user.preferred_channel or '-'}\nowner: {user.is_owner}\n"
+            f"preferred channel: {user.preferred_channel or '-'}\n"
+            f"language: {user.language or 'default'}\nowner: {user.is_owner}\n"
             f"blocked: {user.blocked}\nmessages: {await app.history.count(user.id)}\n"
             + "".join(f"{unit.lower()} this month: {count}\n"
                       for unit, count in await _units_this_month(app, user)) +
@@ -107,6 +116,16 @@ async def _users(app: App, args: argparse.Namespace, say: Callable[[str], None])
         return 1
     await app.users.set_blocked(user.id, args.action == "block")
     say(f"{user.id} {'blocked' if args.action == 'block' else 'unblocked'}")
+    return 0
+
+
+async def _set_language(app: App, user: User, given: str, say: Callable[[str], None]) -> int:
+    code = None if given.strip().lower() == "default" else language_named(given)
+    if code is None and given.strip().lower() != "default":
+        say(f"unknown language {given!r}: one of {', '.join(LANGUAGES)}, or default")
+        return 2
+    await app.users.set_language(user.id, code, app.clock.now())
+    say(f"{user.id} reads {code or 'the default language'} now")
     return 0
 
 

@@ -51,6 +51,10 @@ class SmsSettings(Section):
     # Any other SMS fits this many segments: a longer answer gets one shortening pass, then is
     # cut after its last whole sentence that fits with "(reply MORE for the rest)".
     max_segments: int = pydantic.Field(3, ge=1, le=10)
+    # Letters GSM-7 lacks (á, ç, ã) sent as plain letters (a, c, a), so one accent does not
+    # turn a message into UCS-2 (70 characters a segment instead of 160): true, false, or
+    # unset: by the reader's language (on for en, es, fr, de; off for pt).
+    plain_letters: bool | None = None
     # A number that is not let in gets at most one SMS per this many hours, whatever it sends;
     # and all such numbers together at most `stranger_replies_per_hour` (then silence, and
     # the owner is told once).

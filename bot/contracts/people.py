@@ -21,6 +21,10 @@ class User:
     # The latest day they spent on, read with their row at the start of a turn (bot.spend);
     # None when read otherwise.
     spent: DaySpend | None = None
+    # The language Valet writes to them in (persona.catalog); None: the persona's.
+    language: str | None = None
+    # The language proposed to them after their first messages, while it waits for a yes.
+    language_offer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from bot.spend import Allowance, Spending, dollars, local_day, micros
 from bot.turn.commands import command_word
 from persona.lines import fill
 from persona.lines_people import BudgetLines
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -134,17 +135,20 @@ class BudgetGate:
         person, then the owner."""
         day = local_day(user.timezone, self.clock.now())
         channel = row.channel if row.trigger_task_id is None else None
+        with speaking_to(user.language):  # before any turn: said in their language here
+            reached = self.lines.budget_reached
         await self.outbound.notify(Notification(
-            user.id, self.lines.budget_reached, f"budget:{user.id}:{day}", channel=channel,
+            user.id, reached, f"budget:{user.id}:{day}", channel=channel,
             urgency=Urgency.URGENT))
         if user.is_owner:
             return
         ids = [i for i in await self.identities.of_user(user.id) if i.channel != "console"]
         ref = f"{ids[0].channel}:{ids[0].address}" if ids else user.id  # what the CLI takes
-        await self.outbound.notify_owner(
-            fill(self.lines.budget_reached_owner, name=await self.identities.name_of(user),
-                 user=ref,
-                 spent=dollars(standing.spent.total), allowance=dollars(standing.allowance or 0)),
+        name = await self.identities.name_of(user)
+        await self.outbound.notify_owner(  # in each owner's language
+            lambda: fill(self.lines.budget_reached_owner, name=name, user=ref,
+                         spent=dollars(standing.spent.total),
+                         allowance=dollars(standing.allowance or 0)),
             dedupe_key=f"budget:{user.id}:{day}")
 
     async def release(self, kick: Callable[[str], None]) -> list[str]:

@@ -44,6 +44,7 @@ from bot.gateway.sign_in_links import redacted
 from bot.meter.gate import Verdict
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.wake import woken
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ ChannelSender = Channel
 OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
 # Told when a channel's outage starts (bot.gateway.health).
 OnDown = Callable[[str, Outage], Awaitable[None]]
+LanguageOf = Callable[[str], Awaitable[str | None]]
 
 
 class Admits(Protocol):
@@ -91,6 +93,9 @@ class OutboxDeliverer:
         self.on_permanent = on_permanent
         self.health = health or ChannelHealth()
         self.on_down = on_down  # told once an outage starts (the owner hears of it)
+        # The recipient's language, for what a channel adds in its own words (a card's
+        # "Reply 1 to ...", "reply MORE"): persona.speaking. None: the persona's.
+        self.language_of: LanguageOf | None = None
         self.senders = senders
         self.clock = clock
         self.policy = policy or DeliveryPolicy()
@@ -254,8 +259,11 @@ class OutboxDeliverer:
             await self.store.dead(message.id, f"no sender for channel {message.channel!r}")
             return Outcome(Step.DONE)
         attempt = message.attempts + 1
+        language = await self.language_of(message.user_id) \
+            if self.language_of is not None and message.user_id else None
         if self.meter is not None:
-            verdict = await self.meter.admit(message, sender)
+            with speaking_to(language):  # the meter counts the message as it will be sent
+                verdict = await self.meter.admit(message, sender)
             if verdict.wait_until is not None:  # not a failed try: it waits for the window
                 await self.store.retry_at(message.id, verdict.wait_until, verdict.reason,
                                           counts=False)
@@ -265,7 +273,8 @@ class OutboxDeliverer:
                 log.info("outbox %s not sent: %s", message.id, verdict.reason)
                 return Outcome(Step.DONE)
         try:
-            channel_id = await sender.send(message)
+            with speaking_to(language):
+                channel_id = await sender.send(message)
         except PartlySent as partly:
             await self.store.rest_later(message.id, partly.parts_sent, self.clock.now())
             return Outcome(Step.MOVED)

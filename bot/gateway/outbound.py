@@ -29,6 +29,10 @@ from bot.gateway.outbox import Lane, OutboxStore
 from bot.gateway.prompt_edits import PromptEdits
 from bot.people.users import UserStore
 from persona.lines import fill
+from persona.speaking import speaking_to
+
+# A notice's text, or how to write it: composed for each recipient in their language.
+Said = str | Callable[[], str]
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +52,13 @@ class Outbound:
     # (bot.work.relay): called with (channel, address), or (None, None) for "look at all".
     wake_elsewhere: Callable[[str | None, str | None], None] | None = None
 
-    # What owners are told when a channel goes down ({channel}, {reason}).
-    channel_down_line: str = ""
+    # What owners are told when a channel goes down ({channel}, {reason}): read when said.
+    channel_down_line: Said = ""
 
     def __post_init__(self) -> None:
         self._delivery: asyncio.Task[None] | None = None
         self.deliverer.on_down = self._channel_down  # its outages are ours to tell
+        self.deliverer.language_of = self.users.language_of  # a channel's own lines: theirs
 
     @property
     def health(self) -> ChannelHealth:
@@ -62,8 +67,10 @@ class Outbound:
     async def _channel_down(self, channel: str, outage: Outage) -> None:
         """The owners hear once per outage, on another channel where they have one."""
         if self.channel_down_line:
+            line = self.channel_down_line
             await self.notify_owner(
-                fill(self.channel_down_line, channel=channel, reason=outage.reason),
+                lambda: fill(line() if callable(line) else line, channel=channel,
+                             reason=outage.reason),
                 dedupe_key=f"channel-down:{channel}:{outage.since.isoformat()}")
 
     async def channel_down(self, channel: str, reason: str, *, tell: bool = True) -> None:
@@ -158,16 +165,22 @@ class Outbound:
         return await self.notify(Notification(user.id, text, dedupe_key, channel=channel,
                                               urgency=urgency), q) is Delivery.QUEUED
 
-    async def notify_owner(self, text: str, *, dedupe_key: str,
+    async def notify_owner(self, text: Said, *, dedupe_key: str,
                            prompts: tuple[ApprovalPrompt, ...] = (),
                            q: Queries | None = None) -> bool:
         """Every owner is told, once per key (`q`: the caller's transaction; it wakes the
-        deliverer again once it commits)."""
+        deliverer again once it commits). `text` composed by a function is written for each
+        owner in their own language (a notice about Ana is in the owner's)."""
         owners = [u for u in await self.users.list() if u.is_owner]
         sent = False
         for owner in owners:
+            if callable(text):
+                with speaking_to(owner.language):
+                    said = text()
+            else:
+                said = text
             sent |= await self.notify(Notification(
-                owner.id, text, f"{dedupe_key}:{owner.id}", urgency=Urgency.URGENT,
+                owner.id, said, f"{dedupe_key}:{owner.id}", urgency=Urgency.URGENT,
                 prompts=prompts), q) is Delivery.QUEUED
         return sent
 

@@ -70,10 +70,11 @@ class PairingNotices:
                     now - self.every)
                 if opened is None:
                     raise _WindowClosed  # the window's opening gathers these (`run`)
-                text, prompts = self._notice(waiting)
+                # The text is composed per owner, in each one's language (persona.speaking).
+                prompts = self._notice(waiting)[1]
                 await self.outbound.notify_owner(
-                    text, dedupe_key=f"pairing-notice:{now.isoformat()}", prompts=prompts,
-                    q=tx)
+                    lambda: self._notice(waiting)[0],
+                    dedupe_key=f"pairing-notice:{now.isoformat()}", prompts=prompts, q=tx)
         except _WindowClosed:
             return False
         self.outbound.wake()

@@ -19,7 +19,9 @@ def user_of(row: Row) -> User:
     return User(row["id"], row["display_name"], row["timezone"], row["preferred_channel"],
                 bool(row["is_owner"]), bool(row["blocked"]), row["quiet_hours_start"],
                 row["quiet_hours_end"], tuple(z for z in candidates.split(",") if z),
-                latest_spend(row))
+                latest_spend(row), row.get("language"),
+                row.get("language_offered") if row.get("language_answered_at") is None
+                else None)
 
 
 class UserStore:
@@ -79,6 +81,29 @@ class UserStore:
         return await self.db.execute(
             "UPDATE users SET timezone_asked_at = $2 WHERE id = $1 AND timezone_asked_at IS NULL"
             " AND timezone_candidates IS NOT NULL", user_id, at) > 0
+
+    async def language_of(self, user_id: str) -> str | None:
+        """The language `user_id` reads (None: the persona's, or nobody known)."""
+        user = await self.get(user_id)
+        return user.language if user else None
+
+    async def set_language(self, user_id: str, language: str | None, at: datetime) -> bool:
+        """The person's language (None: the persona's); an open offer is answered by it."""
+        return await self._change(
+            user_id, "UPDATE users SET language = $1, language_answered_at = COALESCE("
+            "language_answered_at, $3) WHERE id = $2", language, user_id, at) > 0
+
+    async def offer_language(self, user_id: str, language: str) -> bool:
+        """Proposes `language` once ever: False when something was proposed before or the
+        person has one already (another turn got there first)."""
+        return await self._change(
+            user_id, "UPDATE users SET language_offered = $1 WHERE id = $2 AND language IS NULL"
+            " AND language_offered IS NULL", language, user_id) > 0
+
+    async def close_language_offer(self, user_id: str, at: datetime) -> None:
+        """The offer was passed by (the next message was not a yes): it is not made again."""
+        await self._change(user_id, "UPDATE users SET language_answered_at = $1 WHERE id = $2"
+                           " AND language_answered_at IS NULL", at, user_id)
 
     async def set_display_name(self, user_id: str, name: str) -> None:
         await self._change(user_id, "UPDATE users SET display_name = $1 WHERE id = $2",

@@ -34,8 +34,17 @@ def parse_when(text: str, now: datetime) -> datetime:
     if when is None:
         raise ValueError(UNREADABLE)
     if when <= now:
-        raise ValueError(f"{when:%A} {when.day} {when:%B}, {when:%H:%M} has already passed")
+        raise TimePassed(when)
     return when
+
+
+class TimePassed(ValueError):
+    """The time read has already passed (`when`: for a caller that says it in the person's
+    language)."""
+
+    def __init__(self, when: datetime) -> None:
+        super().__init__(f"{when:%A} {when.day} {when:%B}, {when:%H:%M} has already passed")
+        self.when = when
 
 
 def _iso(text: str, tz: object) -> datetime | None:

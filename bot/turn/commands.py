@@ -20,7 +20,9 @@ from bot.contracts.turn import Answered, Continue, StepResult, TurnContext
 from bot.people.access import AccessControl, one_line, quoted
 from bot.people.identity import IdentityStore
 from bot.tasks.resume import Resumer
+from persona.catalog import reworded
 from persona.lines import Lines, fill
+from persona.speaking import speaking_to
 
 # A handler says what to answer (a command turn), or answers with its own stop reason.
 Handler = Callable[[TurnContext, list[str]], Awaitable["str | Answered"]]
@@ -110,7 +112,8 @@ class Commands:
             return Answered(text=fill(self.lines.command_unknown, command=word),
                             stop=TurnStop.COMMAND)
         if command.owner_only and not ctx.user.is_owner:
-            return Answered(text=command.refusal or self.lines.command_owner_only,
+            return Answered(text=reworded(self.lines, command.refusal or "")
+                            or self.lines.command_owner_only,
                             stop=TurnStop.COMMAND)
         said = await command.handler(ctx, args)
         return said if isinstance(said, Answered) else Answered(text=said, stop=TurnStop.COMMAND)
@@ -141,7 +144,8 @@ class Commands:
     # --- the commands ----------------------------------------------------------------------
 
     async def _help(self, ctx: TurnContext, args: list[str]) -> str:
-        listed = [f"{c.name}: {c.help}" for c in self.listed(ctx.user, ctx.msg.channel)]
+        listed = [f"{c.name}: {reworded(self.lines, c.help)}"  # in the reader's language
+                  for c in self.listed(ctx.user, ctx.msg.channel)]
         return fill(self.lines.help_text, commands="\n".join(listed))
 
     async def _start(self, ctx: TurnContext, args: list[str]) -> str:
@@ -205,6 +209,8 @@ class Commands:
         approved = await self.access.approve(code, now)
         if approved is None:
             return fill(self.lines.pairing_no_request_expired, code=code)
-        await self.notify_user(approved, self.lines.pairing_welcome, dedupe_key=f"paired:{code}")
+        with speaking_to(approved.language):  # theirs, not the owner's
+            welcome = self.lines.pairing_welcome
+        await self.notify_user(approved, welcome, dedupe_key=f"paired:{code}")
         return fill(self.lines.pairing_approved, code=code,
                     name=await self.identities.name_of(approved))

@@ -58,6 +58,7 @@ from bot.turn.modes import choose_mode
 from bot.turn.orchestrator_deps import OrchestratorDeps
 from bot.turn.telemetry import turn_record
 from bot.turn.trace_store import turn_trace
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,12 @@ class Orchestrator:
                       cancel: asyncio.Event | None, steering: Steering | None,
                       writes: Queries | None) -> Reply:
         ctx = await self.prepare_context(msg, cancel, steering)
+        # Every line of the turn is in the person's language (persona.speaking).
+        with speaking_to(ctx.user.language or self.deps.persona.language):
+            return await self._serve(ctx, emit, writes)
+
+    async def _serve(self, ctx: TurnContext, emit: EventSink | None,
+                     writes: Queries | None) -> Reply:
         rejection = self.should_process(ctx)
         if rejection is not None:
             return rejection
@@ -167,7 +174,8 @@ class Orchestrator:
         system = deps.persona.system_prompt(
             channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
             capabilities=self.capabilities(),
-            opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None)
+            opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None,
+            language=user.language)
         logs.turn_id.set(turn_id)
         summary = await deps.summaries.latest(user.id) \
             if deps.summaries and may_hold(user.id, SUMMARY.name) else None

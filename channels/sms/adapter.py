@@ -37,6 +37,7 @@ from bot.meter.ledger import Ledger
 from bot.people.identity import IdentityStore
 from bot.spend import micros
 from channels.sms.gsm import MULTI_GSM
+from channels.sms.plain_letters import plain_letters_setting
 from channels.sms.render import MAX_CHARS, SmsBody, render_capped, segments_of
 from channels.sms.store import SmsStore
 from persona.lines_channels import SmsLines
@@ -121,7 +122,8 @@ class SmsSender:
                  summary_max_segments: int = 2, max_segments: int = 3,
                  may_send: Callable[[str], bool] = lambda number: False,
                  ledger: Ledger | None = None,
-                 price: Callable[[str], float] = lambda number: 0.0) -> None:
+                 price: Callable[[str], float] = lambda number: 0.0,
+                 plain_letters: bool | None = None) -> None:
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
@@ -131,6 +133,7 @@ class SmsSender:
         self.identities = identities
         self.clock = clock
         self.emoji = emoji
+        self.plain_letters = plain_letters  # sms.plain_letters (None: by the reader's language)
         # A triggered run's reply (the morning summary) fits this many segments.
         brief = Brevity(lambda text: segments_of(text, emoji=emoji) <= summary_max_segments,
                         about_chars=summary_max_segments * MULTI_GSM)
@@ -158,10 +161,16 @@ class SmsSender:
         if not self.may_send(message.address) \
                 or await self.identities.opted_out("sms", message.address):
             return Quote(parts=0)
-        bodies, _rest = render_capped(message, max_segments=self.max_segments,
-                                      emoji=self.emoji, lines=self.lines)
+        bodies, _rest = self._render(message)
         segments = sum(b.segments for b in bodies[message.parts_sent:])
         return Quote(len(bodies), segments, micros(segments * self.price(message.address)))
+
+    def _render(self, message: OutboundMessage) -> tuple[list[SmsBody], str]:
+        """The message as it goes (quoted and sent alike): cut to the cap, in plain letters
+        where sms.plain_letters or the reader's language wants them."""
+        with plain_letters_setting(self.plain_letters):
+            return render_capped(message, max_segments=self.max_segments, emoji=self.emoji,
+                                 lines=self.lines)
 
     async def send(self, message: OutboundMessage) -> str | None:
         if self.ledger is not None and not await self.ledger.admitted(message.id):
@@ -173,8 +182,7 @@ class SmsSender:
         if not self.may_send(message.address):
             raise PermanentSendError(f"{message.address} is in no country of "
                                      "sms.allowed_countries: not sent", unreachable=True)
-        bodies, rest = render_capped(message, max_segments=self.max_segments,
-                                     emoji=self.emoji, lines=self.lines)
+        bodies, rest = self._render(message)
         if not bodies:
             return None
         already = await self.store.accepted(message.id)

@@ -95,8 +95,8 @@ def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, s
                        summary_max_segments=settings.sms.summary_max_segments,
                        max_segments=settings.sms.max_segments,
                        may_send=in_countries(settings.sms_countries()),
-                       ledger=Ledger(host.db),
-                       price=settings.sms_segment_price)
+                       ledger=Ledger(host.db), price=settings.sms_segment_price,
+                       plain_letters=settings.sms.plain_letters)
     inbound = SmsInbound(host, store, default_region=settings.sms.default_region)
     assert settings.public_url is not None
     webhook = SmsWebhook(auth_token=account.auth_token, public_url=settings.public_url,

@@ -3,13 +3,13 @@ message costs in segments.
 
 One character outside GSM-7 (a curly quote from the LLM, an em dash, a non-breaking space)
 switches the whole message to UCS-2: 70 characters a segment instead of 160. `fold` replaces
-such characters with their plain equivalents, but only when that makes the whole text GSM-7;
+such punctuation and spaces with their plain equivalents (letters: channels.sms.plain_letters),
+but only when that makes the whole text GSM-7;
 a text that needs UCS-2 anyway (Greek, Hindi, emoji the persona allows) keeps its characters.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
@@ -52,12 +52,9 @@ def is_gsm(text: str) -> bool:
 def _fold_char(char: str) -> str | None:
     if char in GSM_BASIC or char in GSM_EXTENDED:
         return char
-    if char in REPLACEMENTS:
-        return REPLACEMENTS[char]
-    # Accented letters GSM-7 lacks (á, ê, ō...): the letter without its accent.
-    bare = "".join(c for c in unicodedata.normalize("NFKD", char)
-                   if not unicodedata.combining(c))
-    return bare if bare and is_gsm(bare) else None
+    # Accented letters GSM-7 lacks (á, ê, ō...) are not punctuation: they are replaced only
+    # where the reader's language allows (channels.sms.plain_letters).
+    return REPLACEMENTS.get(char)
 
 
 def fold(text: str) -> str:

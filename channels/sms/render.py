@@ -17,6 +17,8 @@ from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind
 from bot.text.split import split_text
 from channels.sms.cut import cut_to_fit, fits, kept_parts
 from channels.sms.gsm import Encoding, cost, fold
+from channels.sms.plain_letters import plain_letters
+from channels.sms.plain_letters import wanted as plain_letters_wanted
 from persona.lines import DEFAULT, fill
 from persona.lines_channels import SmsLines
 
@@ -251,7 +253,13 @@ def _shortened(card: Callable[[str], str], summary: str, max_segments: int, note
 
 
 def _sendable(text: str, emoji: bool) -> str:
-    return fold(text if emoji else without_emoji(text))
+    return _gsm(text if emoji else without_emoji(text))
+
+
+def _gsm(text: str) -> str:
+    """The text folded to GSM-7 where it can be, its letters made plain where the reader's
+    language allows (sms.plain_letters)."""
+    return fold(plain_letters(text) if plain_letters_wanted() else text)
 
 
 def segments_of(markdown: str, *, emoji: bool = False) -> int:
@@ -260,7 +268,5 @@ def segments_of(markdown: str, *, emoji: bool = False) -> int:
 
 
 def _rendered_bodies(text: str, emoji: bool, limit: int) -> list[SmsBody]:
-    if not emoji:
-        text = without_emoji(text)
-    text = fold(text)
+    text = _sendable(text, emoji)
     return _bodies(text, limit) if text else []

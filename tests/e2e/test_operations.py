@@ -41,8 +41,10 @@ async def test_migrate_applies_everything_once_then_nothing(database_url, tmp_pa
     assert status == 0, err
     lines = out.splitlines()
     assert lines[:-1] == [f"applied {name}" for name in ALL_MIGRATIONS]
-    latest = len(ALL_MIGRATIONS)
-    assert lines[-1].startswith(f"applied {latest} migration(s): ")
+    # Numbers may skip (a branch's migration takes a distinctive one): the schema version is
+    # the highest number, the count is how many were applied.
+    latest = max(version for version, _, _ in migration_files(MIGRATIONS))
+    assert lines[-1].startswith(f"applied {len(ALL_MIGRATIONS)} migration(s): ")
     assert lines[-1].endswith(f" is at schema version {latest}")
 
     status, out, err = await run_valet(["migrate"], env)

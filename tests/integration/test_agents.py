@@ -104,7 +104,7 @@ async def test_extracted_arguments_that_are_invalid_are_asked_about(app_factory,
     fake_llm.script(LLMReply(tool_calls=[ToolCall("draft_reminder", {
         "what": "water plants", "when": "yesterday at 9"})]))
     reply = await say(app, me, "remind me to water the plants yesterday at 9")
-    assert reply.text == "Sorry, Sunday 4 January, 09:00 has already passed. When should I " \
+    assert reply.text == "Sorry, Sunday 4 January, 9:00 has already passed. When should I " \
                          "remind you?"
 
 

@@ -1,4 +1,5 @@
-"""People: who Valet serves, their linked channels, block and unblock (never the owner);
+"""People: who Valet serves, their linked channels, block and unblock (never the owner), the
+language Valet writes to each;
 strangers waiting to be let in (approve: they are told; deny); what Valet remembers of each
 person, with forget (through the memory service, as /forget does)."""
 
@@ -11,10 +12,11 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
 from bot.people.console_login import ConsoleSession
+from persona.catalog import LANGUAGES, OWN_NAMES
+from persona.speaking import speaking_to
 
 PAGE = "/console/people"
 FACTS = 50
-WELCOME = "You're in! I'm your assistant now: ask me anything."  # as `/pair approve` says
 
 
 def routes(console: Console) -> list[web.RouteDef]:
@@ -29,7 +31,22 @@ def routes(console: Console) -> list[web.RouteDef]:
             people.append((user, await app.identities.of_user(user.id), facts))
         return console.page(request, session, "people.html", title="People", people=people,
                             pairings=await app.access.list_pairings(now),
-                            memory_on=memory is not None)
+                            memory_on=memory is not None,
+                            languages=[(code, OWN_NAMES[code]) for code in LANGUAGES],
+                            default_language=app.persona.language)
+
+    async def language(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
+        user = await app.users.get(request.match_info["user"])
+        if user is None:
+            raise back(PAGE, "No such person.", failed=True)
+        chosen = str((await request.post()).get("language", ""))
+        if chosen not in ("", *LANGUAGES):
+            raise back(PAGE, f"Unknown language {chosen!r}.", failed=True)
+        await app.users.set_language(user.id, chosen or None, console.now())
+        said = f"{await app.identities.name_of(user)} reads " + \
+            (f"{OWN_NAMES[chosen]} now." if chosen else "the default language now.")
+        await console.record(request, session, "language", f"user {user.id}", said)
+        raise back(PAGE, said)
 
     async def block(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
         action = request.match_info["action"]
@@ -54,7 +71,9 @@ def routes(console: Console) -> list[web.RouteDef]:
         else:
             user = await app.access.approve(code, now)
             if user is not None:
-                await app.outbound.notify_user(user, WELCOME, dedupe_key=f"paired:{code}")
+                with speaking_to(user.language):  # as `/pair approve` says it
+                    welcome = app.persona.lines.pairing_welcome
+                await app.outbound.notify_user(user, welcome, dedupe_key=f"paired:{code}")
             said = f"Approved {code}: {await app.identities.name_of(user)} can talk to Valet " \
                 "now." if user else f"No pending request {code} (it may have expired)."
         for owner in [u for u in await app.users.list() if u.is_owner]:
@@ -73,6 +92,7 @@ def routes(console: Console) -> list[web.RouteDef]:
 
     return [web.get(PAGE, owner_only(console, page)),
             web.post(PAGE + "/{user}/{action:block|unblock}", owner_only(console, block)),
+            web.post(PAGE + "/{user}/language", owner_only(console, language)),
             web.post(PAGE + "/{user}/facts/{fact:[0-9]+}/forget", owner_only(console, forget)),
             web.post("/console/pairing/{code}/{action:approve|deny}",
                      owner_only(console, pairing))]
