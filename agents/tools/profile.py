@@ -10,7 +10,7 @@ from agents.services import services_of
 from agents.tools.clock import resolve_zone
 from bot.contracts.channels import names
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import tool
+from bot.tools import CHANGES, tool
 
 if TYPE_CHECKING:
     from bot.people.users import UserStore
@@ -25,7 +25,7 @@ def _users(ctx: ToolExecutionContext) -> UserStore:
 MAX_NAME = 60
 
 
-@tool(progress="noting your name")
+@tool(progress="noting your name", does=CHANGES)
 async def set_my_name(ctx: ToolExecutionContext, name: str) -> str:
     """Set the name the user goes by ("call me Sam", "I'm Sam Ortiz"): Valet signs messages it
     sends to other people for them with it.
@@ -40,7 +40,7 @@ async def set_my_name(ctx: ToolExecutionContext, name: str) -> str:
     return f"Name set: {clean}."
 
 
-@tool(progress="updating your timezone")
+@tool(progress="updating your timezone", does=CHANGES)
 async def set_my_timezone(ctx: ToolExecutionContext, timezone: str) -> str:
     """Set the user's timezone when they say where they are or which zone they are in
     ("I'm in Lisbon now", "use Pacific time"). Every time and reminder uses it from then on.
@@ -61,7 +61,7 @@ def _hhmm(value: str) -> str:
     return f"{int(match.group(1)):02d}:{match.group(2)}"
 
 
-@tool(progress="updating your quiet hours")
+@tool(progress="updating your quiet hours", does=CHANGES)
 async def set_quiet_hours(ctx: ToolExecutionContext, start: str | None = None,
                           end: str | None = None) -> str:
     """Set (or clear, with no times) the hours when Valet sends no proactive messages, in the
@@ -81,7 +81,7 @@ async def set_quiet_hours(ctx: ToolExecutionContext, start: str | None = None,
     return f"Quiet hours set: {first}-{last} ({ctx.timezone})."
 
 
-@tool(progress="updating where I reach you")
+@tool(progress="updating where I reach you", does=CHANGES)
 async def set_preferred_channel(ctx: ToolExecutionContext, channel: str) -> str:
     """Set where proactive messages (reminders, summaries) reach the user.
 

@@ -58,6 +58,18 @@ class MemoryService:
             return self.lines.memory_forget_nothing
         return fill(self.lines.memory_forgotten, facts="\n".join(f"- {f.text}" for f in facts))
 
+    async def matching(self, user_id: str, about: str = "", ids: Iterable[int] = ()
+                       ) -> list[Fact]:
+        """The person's open facts with these ids, or holding every word of `about` (what
+        `forget` would close), oldest first."""
+        wanted = {int(i) for i in ids}
+        if about and search_terms(about):
+            wanted |= {f.id for f in await self.store.search(user_id, about, 50, every=True)}
+        if not wanted:
+            return []
+        return sorted((f for f in await self.store.open_facts(user_id) if f.id in wanted),
+                      key=lambda f: f.id)
+
     async def forget(self, user_id: str, about: str = "", ids: Iterable[int] = ()
                      ) -> list[Fact]:
         """Close the person's facts with these ids, or those holding every word of `about`."""
