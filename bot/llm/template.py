@@ -11,7 +11,8 @@ tests/unit/test_template_debris.py):
   ran, so no word of the answer is passed off as a result: it is dropped, `imitated` is set
   and the loop tells the person nothing was done;
 - JSON shaped like a call (`{"name": …, "arguments": …}`) naming no offered tool: a made-up
-  call is not words for a person; it goes, and counts as an imitation;
+  call is not words for a person; it goes (one that does not parse, to the end of its
+  paragraph), and counts as an imitation;
 - HTML entities a server escaped (llama-cpp-python renders its templates with autoescape on:
   `it&#39;s`): read back into their characters.
 """
@@ -61,11 +62,12 @@ def clean_template(text: str, offered: frozenset[str]) -> Cleaned:
     cut, tokens = _cut_at_turn_end(text)
     if _RESPONSE_TAG.search(cut):  # a made-up result, whatever words surround it
         return Cleaned("", tokens, imitated=True)
+    tags = bool(_TOOLS_TAG.search(cut))
     cut = _TOOLS_TAG.sub("", cut)
     cut, made_up = _without_made_up_calls(cut, offered)
     if _ENTITY.search(cut):
         cut = html.unescape(cut)
-    return Cleaned(cut.strip() if (tokens or made_up) else cut, tokens, made_up)
+    return Cleaned(cut.strip() if (tokens or tags or made_up) else cut, tokens, made_up)
 
 
 def _cut_at_turn_end(text: str) -> tuple[str, bool]:
@@ -91,8 +93,8 @@ def _cut_at_turn_end(text: str) -> tuple[str, bool]:
 
 
 def _without_made_up_calls(text: str, offered: frozenset[str]) -> tuple[str, bool]:
-    """`text` without JSON shaped like a call that names no offered tool. A call cut off (it
-    does not parse) runs to the end of the answer."""
+    """`text` without JSON shaped like a call that names no offered tool. A call that does
+    not parse (cut off, or malformed) runs to the end of its paragraph."""
     if '"name"' not in text:
         return text, False
     out: list[str] = []
@@ -108,8 +110,9 @@ def _without_made_up_calls(text: str, offered: frozenset[str]) -> tuple[str, boo
         removed = True
         try:
             _, pos = decoder.raw_decode(text, found.start())
-        except (ValueError, RecursionError):
-            pos = len(text)
+        except (ValueError, RecursionError):  # to the paragraph's end, or the answer's
+            blank = text.find("\n\n", found.end())
+            pos = len(text) if blank == -1 else blank
     out.append(text[pos:])
     return "".join(out), removed
 
