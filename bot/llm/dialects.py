@@ -164,22 +164,23 @@ def without_markup(text: str) -> str:
         out.append(text[pos:found.start()])
         pos = found.end()
         if found.group(0) in ("[TOOL_CALLS]", "<|python_tag|>"):
-            rest = text[pos:]
-            body = _after_name(rest.lstrip()) if rest.lstrip()[:1] not in ("[", "{") \
-                else rest.lstrip()
-            json_text = _first_json_text(body) if body else ""
-            if json_text and json_text != body or _parses(json_text):
-                pos += len(rest) - len(body) + len(json_text) if body else 0
+            pos = _past_call_body(text, pos)
     out.append(text[pos:])
     return re.sub(r"[ \t]{2,}", " ", "".join(out)).strip()
 
 
-def _parses(text: str) -> bool:
+_CALL_NAME = re.compile(r"\s*(?:[A-Za-z_][\w.-]{0,100}(?:\[ARGS\])?)?\s*")
+
+
+def _past_call_body(text: str, pos: int) -> int:
+    """After a call token: past the name and JSON that follow it, when they are there."""
+    head = _CALL_NAME.match(text, pos)
+    start = head.end() if head else pos
     try:
-        json.loads(text)
+        _, end = json.JSONDecoder().raw_decode(text, start)
     except (ValueError, RecursionError):
-        return False
-    return True
+        return pos
+    return end
 
 
 # --- the forms ------------------------------------------------------------------------------

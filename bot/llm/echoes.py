@@ -2,8 +2,8 @@
 tool results it read (a page, a mail, an MCP server's answer), the quoted blocks of untrusted
 data anywhere (a forwarded message, a recalled memory written from a page:
 bot.text.untrusted). (An untrusted MCP server's tool descriptions taint the turn where they
-are offered: bot.loop.calls.) Call markup or a closing thinking tag that stands here is a quote when the answer repeats it
-(bot.llm.reading)."""
+are offered: bot.loop.calls.) Call markup or a closing thinking tag that stands here is a
+quote when the answer repeats it (bot.llm.reading)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.llm.call_fields import arguments_text, tool_names
+from bot.llm.echoes import third_party_text
 from bot.llm.port import (
     LLMMalformedResponseError,
     LLMResponse,
@@ -29,7 +30,6 @@ from bot.llm.port import (
     short_error,
 )
 from bot.llm.quirks import TEXT_CALLS, Quirk, refuses_tools
-from bot.llm.echoes import third_party_text
 from bot.llm.reading import ReadingRules, read_answer, reads_text_calls
 from bot.llm.visible import VisibleText
 from bot.text.sanitize import clean_json_text, clean_text

@@ -90,7 +90,7 @@ def read_answer(content: str | None, calls: list[ToolCall], reasoning: str | Non
     if thought.blocks:
         found.append(Quirk.THINK_UNOPENED if thought.unopened else Quirk.THINK_BLOCKS)
     visible: str | None = thought.visible
-    if visible and any(m in visible for m in MARKERS) or (visible and not calls):
+    if visible and (not calls or any(m in visible for m in MARKERS)):
         calls, visible = _text_calls(visible, calls, rules, found)
     if visible and may_hold_debris(visible):
         cleaned = clean_template(visible, rules.offered)
