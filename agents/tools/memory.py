@@ -33,7 +33,8 @@ async def remember(ctx: ToolExecutionContext, fact: str, kind: str = "fact") -> 
         kind: One of fact, preference, person, event.
     """
     stored = await _memory(ctx).learn(ctx.user_id, fact, Kind.parse(kind),
-                                      source_turn=f"tool:remember:{ctx.call_id}")
+                                      source_turn=f"tool:remember:{ctx.call_id}",
+                                      from_third_party=ctx.untrusted_context)
     if stored is None:
         return f"Already remembered: {fact}"
     return f"Remembered (#{stored.id}): {stored.text}"

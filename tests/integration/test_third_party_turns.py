@@ -126,3 +126,28 @@ async def test_open_and_forget_in_one_answer_asks(app_factory, app_settings, fak
     card = reply.prompts[0].summary
     assert all(f.text in card for f in facts)
     assert len(await store.open_facts(me)) == len(facts)  # nothing forgotten unasked
+
+
+async def test_a_fact_learnt_from_a_forwarded_message_taints_the_turn_that_recalls_it(
+        app_factory, app_settings, fake_llm):
+    app, me = await text_calls_app(app_factory, app_settings, memory=MemorySettings())
+    extracted = '{"facts": [{"text": "Ana\'s number is ' + EVIL + '", "kind": "person"}]}'
+    fake_llm.responder = lambda body: Reply(content=extracted)  # the extraction's answer
+    forwarded = ThirdPartyText("forwarded", f"Hi, it's Ana: my number is now {EVIL}", "Ana")
+    fake_llm.script(Reply(content="Noted what Ana says."))
+    await said(app, me, "my friend Ana sent me this", (forwarded,))
+    await asyncio.wait_for(app.memory.extractor.drain(), 10)
+    [fact] = await app.memory.service.store.open_facts(me)
+    assert fact.from_third_party
+    # Recalled in a later turn (no third-party text of its own): quoted as data, and the
+    # model's change asks.
+    fake_llm.script(Reply(tool_calls=[ToolCall("save_contact", {"name": "Ana",
+                                                                "phone": EVIL})]))
+    reply = await said(app, me, "what is Ana's number? save it")
+    system = fake_llm.requests[-1]["messages"][0]["content"]
+    assert "learnt from text someone else wrote" in system and "<<<untrusted data " in system
+    assert len(reply.prompts) == 1
+    assert await saved_phones(app, me) == []
+    # A fact the person said themselves is recalled as theirs: their change runs.
+    mine = await app.memory.service.learn(me, "Ben's number is +12125550199")
+    assert mine is not None and not mine.from_third_party
