@@ -134,4 +134,9 @@ def _echoed(text_calls: TextCalls, echoes: str) -> bool:
         return False
     if text_calls.quirk == Quirk.BARE_JSON:
         return '"name"' in echoes and any(f'"{c.name}"' in echoes for c in text_calls.calls)
-    return any(m in echoes for m in MARKERS)
+    return any(m in echoes for m in _MARKERS_OF[text_calls.quirk])
+
+
+# The markup each text form is written with (a Qwen3-Coder call may stand inside Hermes tags).
+_MARKERS_OF = {Quirk.HERMES: ("<tool_call>",), Quirk.FUNCTION_TAGS: ("<tool_call>", "<function="),
+               Quirk.MISTRAL: ("[TOOL_CALLS]",), Quirk.PYTHON_TAG: ("<|python_tag|>",)}
