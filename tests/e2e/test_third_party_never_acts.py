@@ -15,7 +15,6 @@ Afterwards "yes" still approves a card, once."""
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
 import sqlite3
@@ -30,12 +29,11 @@ from aiohttp.test_utils import TestServer
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_questions_never_approve import OWNER_CHAT, OWNER_PHONE, PUBLIC, sms_chat
 from tests.e2e.test_questions_never_approve import until as until_met
-from tests.e2e.test_serve import _until_up
+from tests.e2e.test_sms_restart import start_server
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio
 from tests.fakes.quoted_calls import EVIL, FORMS
-from tests.servers import free_port
 
 STRAY_THINK = "Weather: sunny all day </think> Tomorrow: rain from noon"
 
@@ -100,12 +98,11 @@ async def test_third_party_text_never_acts(fake_llm, tmp_path, pages, channel):
         f"    cwd: {ROOT}\n    description: the team's tracker\n"
         # trusted: its read-only `lookup` is a read (runs unasked, even in a tainted turn)
         "    trusted: true\n    tools: {lookup: {approval: never}}\n")
-    port = free_port()
     db = tmp_path / "valet.db"
     async with FakeTwilio() as twilio, FakeTelegram() as tg, \
             aiohttp.ClientSession() as http:
         env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m",
-                        VALET_HTTP_PORT=str(port), VALET_PUBLIC_URL=PUBLIC,
+                        VALET_PUBLIC_URL=PUBLIC,
                         VALET_AGENTS_FILES=str(registry), VALET_TOOL_EXPOSURE="all",
                         VALET_SMS_FROM_NUMBER="+15005550006",
                         VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
@@ -118,13 +115,9 @@ async def test_third_party_text_never_acts(fake_llm, tmp_path, pages, channel):
             "loop:\n  tool_execution_timeout: 60\n"
             f"owner:\n  name: Sam\n  phone_numbers: ['{OWNER_PHONE}']\n"
             f"  telegram_ids: ['{OWNER_CHAT}']\n")
-        serve = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        serve, url = await start_server(env)
         try:
-            await _until_up(f"http://127.0.0.1:{port}/readyz", serve)
-            say = sms_chat(http, twilio, f"http://127.0.0.1:{port}/sms/inbound") \
-                if channel == "sms" else telegram_chat(tg)
+            say = sms_chat(http, twilio, url) if channel == "sms" else telegram_chat(tg)
             # 1. Quoted calls, three forms, from an MCP server's result and from a page.
             for form, markup in FORMS.items():
                 for source in (ToolCall("tracker_lookup", {"query": f"news {markup}"}),
