@@ -80,3 +80,21 @@ def test_a_think_block_in_the_middle_of_an_answer_is_text(answer):
 def test_a_think_block_that_opens_the_answer_is_taken_out():
     reading = read("<think>6*7=42</think>\n\nSix times seven is 42.")
     assert reading.content == "Six times seven is 42." and reading.reasoning == "6*7=42"
+
+
+def test_a_stored_call_with_unreadable_arguments_goes_back_as_an_empty_object():
+    """Issue 45 item 4: a history stored before arguments were checked (or by anything else)
+    never carries arguments the server cannot parse."""
+    from bot.loop.context import close_tool_calls
+
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "unreadable_tool_call", "arguments": "to make it look like"}}
+    history = [{"role": "user", "content": "remind me"},
+               {"role": "assistant", "content": None, "tool_calls": [call]},
+               {"role": "tool", "tool_call_id": "c1", "content": "Error: no such tool"}]
+    cuts: list[str] = []
+    view = close_tool_calls(history, cuts)
+    assert view[1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert history[1]["tool_calls"][0]["function"]["arguments"] == "to make it look like"
+    assert cuts == ["sent the unreadable arguments of unreadable_tool_call as {}"]
+    assert close_tool_calls(view, []) is view  # readable ones pass untouched
