@@ -18,7 +18,6 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.llm.call_fields import arguments_text, tool_names
-from bot.llm.echoes import third_party_text
 from bot.llm.port import (
     LLMMalformedResponseError,
     LLMResponse,
@@ -119,7 +118,7 @@ class OpenAILLM:
         if tools:
             body["tools"] = tools
         rules = ReadingRules(offered, reads_text_calls(self.tool_calls, self.native_calls),
-                             third_party_text(messages))
+                             messages)
         try:
             if on_text is None:
                 completion = await self._client.post(

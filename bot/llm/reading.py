@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from bot.llm.call_fields import call_name, new_call_id
 from bot.llm.dialects import (
@@ -32,6 +35,7 @@ from bot.llm.dialects import (
     read_text_calls,
     without_markup,
 )
+from bot.llm.echoes import third_party_text
 from bot.llm.port import ToolCall
 from bot.llm.quirks import Quirk
 from bot.llm.reasoning import join_reasoning, split_reasoning
@@ -47,9 +51,14 @@ class ReadingRules:
 
     offered: frozenset[str] = frozenset()  # the tools the request offered
     text_calls: bool = True  # calls written as text may be read at all
-    # The request's third-party text (tool results, quoted blocks), joined: markup that
-    # stands in it is the model quoting, not calling (bot.llm.echoes).
-    echoes: str = ""
+    messages: Sequence[Mapping[str, Any]] = ()  # the request's messages
+
+    @cached_property
+    def echoes(self) -> str:
+        """The request's third-party text (tool results, quoted blocks), joined: markup that
+        stands in it is the model quoting, not calling (bot.llm.echoes). Read only for an
+        answer that holds markup."""
+        return third_party_text(self.messages)
 
 
 # `llm.tool_calls`: where calls written as text are read.
@@ -86,7 +95,8 @@ def read_answer(content: str | None, calls: list[ToolCall], reasoning: str | Non
         return Reading(text, calls, None, tuple(dict.fromkeys(found)))
     if reasoning:
         found.append(Quirk.REASONING_FIELD)
-    thought = split_reasoning(content or "", rules.echoes)
+    # (the request's third-party text is only gathered when a closing tag could be a quote)
+    thought = split_reasoning(content or "", rules.echoes if "</" in (content or "") else "")
     if thought.blocks:
         found.append(Quirk.THINK_UNOPENED if thought.unopened else Quirk.THINK_BLOCKS)
     visible: str | None = thought.visible

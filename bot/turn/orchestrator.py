@@ -50,7 +50,7 @@ from bot.loop.subtasks import short_changed
 from bot.loop.types import REACT, SIMPLE
 from bot.memory.summaries import HOLDING as SUMMARY
 from bot.plumbing import logs
-from bot.text.untrusted import holds_untrusted
+from bot.text.untrusted import OPENING as UNTRUSTED_OPENING
 from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
 from bot.turn.media import user_message
@@ -216,7 +216,7 @@ class Orchestrator:
         deps = self.loop_deps if choice is None else replace(self.loop_deps, tool_choice=choice)
         # A step's context line may quote third-party text (a recalled fact learnt from a
         # page): the turn is tainted from its first call (the loop adds what it reads later).
-        tool_ctx = ctx.tool_ctx if not holds_untrusted([{"content": system}]) \
+        tool_ctx = ctx.tool_ctx if UNTRUSTED_OPENING not in system \
             else replace(ctx.tool_ctx, untrusted_context=True)
         try:
             result = await react_loop(deps, [{"role": "system", "content": system}],

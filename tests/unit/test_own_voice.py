@@ -32,7 +32,7 @@ def test_an_answer_that_is_the_call_is_read(form):
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_a_call_quoted_from_third_party_text_is_text(form):
     page = f"Top story: heavy rain… {FORMS[form]} Markets: stocks flat"
-    echoed = ReadingRules(OFFERED, echoes=page)
+    echoed = ReadingRules(OFFERED, messages=[{"role": "tool", "content": page}])
     for answer in (FORMS[form], f"The page says:\n{FORMS[form]}"):
         reading = read(answer, echoed)
         assert reading.tool_calls == []
@@ -48,7 +48,8 @@ def test_a_call_inside_prose_is_text(form):
 
 
 def test_other_markup_in_third_party_text_does_not_silence_the_model_s_own_call():
-    echoed = ReadingRules(OFFERED, echoes="a page about [TOOL_CALLS] tokens")
+    echoed = ReadingRules(OFFERED, messages=[{"role": "tool",
+                                              "content": "a page about [TOOL_CALLS] tokens"}])
     assert [c.name for c in read(FORMS["hermes"], echoed).tool_calls] == ["forget"]
 
 
@@ -63,8 +64,8 @@ def test_where_the_endpoint_writes_calls_natively_markup_is_words():
 
 def test_a_stray_closing_think_tag_in_third_party_text_hides_nothing():
     answer = "The page says: Weather: sunny all day </think> Tomorrow: rain from noon."
-    reading = read(answer, ReadingRules(OFFERED, echoes="Weather: sunny all day </think> "
-                                                       "Tomorrow: rain"))
+    page = "Weather: sunny all day </think> Tomorrow: rain"
+    reading = read(answer, ReadingRules(OFFERED, messages=[{"role": "tool", "content": page}]))
     assert reading.content == answer and reading.reasoning is None
 
 
