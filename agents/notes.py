@@ -11,7 +11,7 @@ from agents.base import AgentResult, InputField, StandardAgent
 from agents.note_store import NoteStore
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import ToolOutcome, tool
+from bot.tools import CHANGES, READS, ToolOutcome, tool
 
 MAX_TITLE = 120
 
@@ -48,7 +48,7 @@ class NoteAgent(StandardAgent):
         return self.make_result(f"Saved note #{note.id} “{title}”.", id=note.id, title=title)
 
 
-@tool(progress="looking through your notes", safe_to_repeat=True)
+@tool(progress="looking through your notes", safe_to_repeat=True, does=READS)
 async def list_notes(ctx: ToolExecutionContext, limit: int = 10) -> str:
     """List the user's most recent notes, newest first.
 
@@ -61,7 +61,7 @@ async def list_notes(ctx: ToolExecutionContext, limit: int = 10) -> str:
     return "\n".join(n.line(ctx.tz) for n in notes)
 
 
-@tool(progress="searching your notes", safe_to_repeat=True)
+@tool(progress="searching your notes", safe_to_repeat=True, does=READS)
 async def search_notes(ctx: ToolExecutionContext, query: str, limit: int = 10) -> str:
     """Find the user's notes whose title or text contains all the given words.
 
@@ -93,7 +93,7 @@ async def check_delete(arguments: dict[str, Any], ctx: ToolExecutionContext
     return arguments
 
 
-@tool(progress="deleting the note", describe=describe_delete, prepare=check_delete)
+@tool(progress="deleting the note", describe=describe_delete, prepare=check_delete, does=CHANGES)
 async def delete_note(ctx: ToolExecutionContext, note_id: int) -> ToolOutcome:
     """Delete one of the user's notes for good, by its number (#12 -> 12). Look the number up
     with list_notes or search_notes first.

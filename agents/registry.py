@@ -9,6 +9,8 @@ file, line and what is wrong, all of them at once.
         expose_as_tool: true             # false: loaded, but not offered to the LLM
         approval: never                  # always | never | agent (its needs_approval() decides)
                                          # | untrusted (asks when third-party text is in the turn)
+        does: changes                    # its effect: reads | changes | sends; none declared
+                                         # is a change (in a tainted turn every change asks)
         timeout: 60                      # seconds (default: loop.agent_tool_execution_timeout)
         max_instances: 3                 # waiting at once per user (default: the pool's limit)
         safe_to_repeat: false            # true only if running it twice does no harm (reads
@@ -19,6 +21,7 @@ file, line and what is wrong, all of them at once.
         only: [current_time]             # optional allow list
         approval: never                  # always: every call waits for the user's OK; untrusted:
                                          # only in a turn holding a page, a mail, an event
+        does: reads                      # optional: overrides @tool(does=...) (its effect)
         safe_to_repeat: true             # optional: overrides @tool(safe_to_repeat=...)
         settings: {}                     # merged over valet.yaml tools.<module>; this wins
         capability: notes                # the group it belongs to (agents take it too); none:
@@ -213,7 +216,7 @@ class _Loader:
                     self.registry.tools.add(replace(
                         t, settings=settings, requires_approval=entry.approval == "always",
                         approval_if_untrusted=entry.approval == "untrusted",
-                        safe_to_repeat=safe))
+                        safe_to_repeat=safe, does=entry.does or t.does))
                     self._group(entry.capability, t.name, where("capability"))
 
     def _agent(self, entry: AgentEntry, where: Where) -> None:
@@ -231,7 +234,7 @@ class _Loader:
         spec = AgentSpec(name=name, cls=cls, description=entry.description or cls.description(),
                          expose_as_tool=entry.expose_as_tool, approval=entry.approval,
                          timeout=entry.timeout, max_instances=entry.max_instances,
-                         safe_to_repeat=entry.safe_to_repeat,
+                         safe_to_repeat=entry.safe_to_repeat, does=entry.does,
                          settings=dict(entry.settings), where=where())
         self.registry.agents[name] = spec
         if spec.expose_as_tool:

@@ -28,6 +28,8 @@ class AgentEntry(_Strict):
     description: str | None = None
     expose_as_tool: bool = True
     approval: Literal["always", "never", "agent", "untrusted"] = "agent"
+    # Its effect (bot.tools.EFFECTS); none declared: a change (asks in a tainted turn).
+    does: Literal["reads", "changes", "sends"] | None = None
     timeout: float | None = pydantic.Field(None, gt=0)
     max_instances: int | None = pydantic.Field(None, ge=1)
     safe_to_repeat: bool = False
@@ -59,6 +61,8 @@ class ToolEntry(_Strict):
     module: str = pydantic.Field(pattern=r"^[\w.]+$")
     only: list[str] | None = None
     approval: Literal["always", "never", "untrusted"] = "never"
+    # Overrides the tools' `@tool(does=...)` (bot.tools.EFFECTS); None: as they declare.
+    does: Literal["reads", "changes", "sends"] | None = None
     safe_to_repeat: bool | None = None  # None: as the @tool declares (default: not safe)
     settings: dict[str, Any] = {}
     capability: str | None = pydantic.Field(None, pattern=_NAME)

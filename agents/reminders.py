@@ -16,7 +16,7 @@ from agents.reminder_store import ReminderStore
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.when import UNREADABLE, TimePassed, parse_when
-from bot.tools import tool
+from bot.tools import READS, tool
 from persona.catalog import say
 from persona.spoken import spoken_date, spoken_time
 from triggers.service import Owner
@@ -89,7 +89,7 @@ class ReminderDraftAgent(StandardAgent):
             id=reminder.id, due=due.isoformat(), task_id=task.id)
 
 
-@tool(progress="checking your reminders", safe_to_repeat=True)
+@tool(progress="checking your reminders", safe_to_repeat=True, does=READS)
 async def list_reminders(ctx: ToolExecutionContext) -> str:
     """List the user's upcoming reminders (saved, not yet delivered)."""
     found = await reminders_of(ctx).upcoming(ctx.user_id)

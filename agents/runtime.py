@@ -23,7 +23,7 @@ from bot.contracts.pause import PausedTask
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.tasks.model import Fit, Resumed, Verdict
 from bot.tool_calls import render_result
-from bot.tools import Tool, ToolOutcome, ToolStatus
+from bot.tools import READS, Tool, ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,7 @@ class AgentSpec:
     timeout: float | None = None
     max_instances: int | None = None  # waiting at once, per user
     safe_to_repeat: bool = False  # a call cut short by a crash may simply run again
+    does: str | None = None  # its effect (bot.tools.EFFECTS); None: a change
     settings: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""  # file:line of the entry
 
@@ -58,6 +59,8 @@ class AgentSpec:
     def requires_approval(self, agent: StandardAgent) -> bool:
         if self.approval == "always":
             return True
+        if agent.context.untrusted_context and self.does != READS:
+            return True  # a tainted turn: every change asks (docs/security.md, "Taint")
         if self.approval == "never":
             return False
         if self.approval == "untrusted":
@@ -109,6 +112,7 @@ def agent_tool(spec: AgentSpec) -> Tool:
                 is_agent=True, settings=spec.settings,
                 progress=f"working on the {spec.cls.label}", safe_to_repeat=spec.safe_to_repeat,
                 requires_approval=spec.advertises_approval(), run_approved=run_approved,
+                does=spec.does,
                 check_arguments=check, summarize=summarize)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import tool
+from bot.tools import CHANGES, READS, tool
 from triggers.describe import task_line
 from triggers.model import ConditionCheck
 from triggers.service import Owner, TaskError, TaskService
@@ -40,7 +40,7 @@ async def _by_id(ctx: ToolExecutionContext, task_id: str,
     return f"{done} {task.id}: {task.name}."
 
 
-@tool(progress="scheduling")
+@tool(progress="scheduling", does=CHANGES)
 async def create_scheduled_task(ctx: ToolExecutionContext, instruction: str, schedule: str,
                                 name: str = "", channel: str = "",
                                 quiet_when_nothing: bool = False) -> str:
@@ -66,7 +66,7 @@ async def create_scheduled_task(ctx: ToolExecutionContext, instruction: str, sch
     return _done(ctx, "Scheduled", task)
 
 
-@tool(progress="setting up your morning summary")
+@tool(progress="setting up your morning summary", does=CHANGES)
 async def turn_on_morning_summary(ctx: ToolExecutionContext, schedule: str = "every day at 7:30",
                                   channel: str = "") -> str:
     """Turn on the user's morning summary (today's weather, calendar, reminders, to-dos and
@@ -83,7 +83,7 @@ async def turn_on_morning_summary(ctx: ToolExecutionContext, schedule: str = "ev
     return _done(ctx, "Turned on", task)
 
 
-@tool(progress="setting up a watch")
+@tool(progress="setting up a watch", does=CHANGES)
 async def create_event_task(ctx: ToolExecutionContext, instruction: str, source: str,
                             type: str = "*", fields: dict[str, str] | None = None,
                             name: str = "") -> str:
@@ -101,7 +101,7 @@ async def create_event_task(ctx: ToolExecutionContext, instruction: str, source:
     return _done(ctx, "Watching:", task)
 
 
-@tool(progress="setting up a watch")
+@tool(progress="setting up a watch", does=CHANGES)
 async def create_condition_task(ctx: ToolExecutionContext, instruction: str, check_tool: str,
                                 op: str, value: str, check_arguments: dict[str, Any] | None
                                 = None, every_minutes: int = 15, cooldown_minutes: int = 60,
@@ -133,13 +133,13 @@ async def create_condition_task(ctx: ToolExecutionContext, instruction: str, che
     return _done(ctx, "Watching:", task)
 
 
-@tool(progress="checking your tasks")
+@tool(progress="checking your tasks", does=READS)
 async def list_scheduled_tasks(ctx: ToolExecutionContext) -> str:
     """List the user's scheduled tasks and reminders with their next runs and ids."""
     return await _service(ctx).listing(ctx.user_id)
 
 
-@tool(progress="changing the task")
+@tool(progress="changing the task", does=CHANGES)
 async def change_scheduled_task(ctx: ToolExecutionContext, task_id: str, schedule: str = "",
                                 instruction: str = "", channel: str = "") -> str:
     """Change a scheduled task (only what is given changes).
@@ -158,7 +158,7 @@ async def change_scheduled_task(ctx: ToolExecutionContext, task_id: str, schedul
     return _done(ctx, "Changed:", task)
 
 
-@tool(progress="pausing the task")
+@tool(progress="pausing the task", does=CHANGES)
 async def pause_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     """Pause a scheduled task until the user resumes it.
 
@@ -168,7 +168,7 @@ async def pause_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     return await _by_id(ctx, task_id, _service(ctx).pause, "Paused")
 
 
-@tool(progress="resuming the task")
+@tool(progress="resuming the task", does=CHANGES)
 async def resume_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     """Resume a paused task (runs missed while paused are not made up).
 
@@ -178,7 +178,7 @@ async def resume_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     return await _by_id(ctx, task_id, _service(ctx).resume, "Resumed")
 
 
-@tool(progress="deleting the task")
+@tool(progress="deleting the task", does=CHANGES)
 async def delete_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     """Delete a scheduled task for good.
 
@@ -188,7 +188,7 @@ async def delete_scheduled_task(ctx: ToolExecutionContext, task_id: str) -> str:
     return await _by_id(ctx, task_id, _service(ctx).delete, "Deleted")
 
 
-@tool(triggered_only=True)
+@tool(triggered_only=True, does=READS)
 async def nothing_to_report(ctx: ToolExecutionContext, reason: str = "") -> str:
     """Call this in a [Scheduled Task], [Event Trigger] or [Condition Trigger] turn when the
     run found nothing worth telling the user; tasks set to stay quiet then send nothing.

@@ -22,7 +22,7 @@ import pydantic
 
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
-from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus
+from bot.tools import READS, Tool, ToolOutcome, ToolRegistry, ToolStatus
 
 OPEN_TOOL = "open_capability"
 # A group stays open for the turn it was opened in and this many turns after it: follow-ups
@@ -358,7 +358,7 @@ def open_capability_tool(on: Mapping[str, CapabilitySpec]) -> Tool:
         parameters={"type": "object", "properties": {
             "name": {"type": "string", "enum": list(names)}}, "required": ["name"]},
         fn=open_capability, args_model=args_model, context_param="ctx",
-        progress="getting ready", safe_to_repeat=True)
+        progress="getting ready", safe_to_repeat=True, does=READS)
 
 
 async def build_exposure(registry: ToolRegistry, specs: Mapping[str, CapabilitySpec],

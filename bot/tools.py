@@ -22,6 +22,13 @@ from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import TokenUsage
 from bot.llm.tool_schema import clean_schema, inline_refs, parse_docstring
 
+# What a call of a tool does to the world (its declared effect: registry `does:` or
+# `@tool(does=...)`). Only READS is harmless: a tool that declares nothing is a change, and
+# once a turn holds third-party text every CHANGES or SENDS call asks first
+# (bot.approvals.flow's gate; docs/security.md, "Taint").
+READS, CHANGES, SENDS = "reads", "changes", "sends"
+EFFECTS = (READS, CHANGES, SENDS)
+
 
 class ToolStatus(Enum):
     SUCCESS = "success"
@@ -140,6 +147,8 @@ class Tool:
     # Asks only in a turn where third-party text is in the context (registry `approval:
     # untrusted`): quiet hours, the preferred channel, tasks, memory and contacts writes.
     approval_if_untrusted: bool = False
+    # Its effect: READS, CHANGES or SENDS; None (undeclared) counts as a change.
+    does: str | None = None
     # How an approved call runs, with the stored arguments (Agent-Tools skip their own
     # approval step); None: `invoke`.
     run_approved: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[Any]] | None = None
@@ -161,6 +170,11 @@ class Tool:
     # Makes `parameters` and `args_model` when they are None (cached: every copy of the tool
     # shares one shape).
     shape: Callable[[], ToolShape] | None = None
+
+    @property
+    def only_reads(self) -> bool:
+        """Declared to change nothing: the one kind a tainted turn runs without asking."""
+        return self.does == READS
 
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments (made on first use)."""
@@ -221,19 +235,21 @@ def tool(fn: ToolFunction | None = None, *, name: str | None = None,
          progress: str = "", safe_to_repeat: bool = False,
          describe: Callable[[dict[str, Any], ToolExecutionContext], Awaitable[str]] | None = None,
          prepare: Check | None = None, effect: str | None = None,
-         triggered_only: bool = False) -> Any:
+         triggered_only: bool = False, does: str | None = None) -> Any:
     """Mark an async function as a tool. Use bare (`@tool`) or with options.
     `safe_to_repeat=True` only for tools without side effects (they only read). `describe`:
     how a call reads on an approval card, naming what it acts on. `prepare`: the check before
     a call is offered for approval (see Tool.prepare). `effect`: the key of the record its
     approved effect settles in (Tool.effect). `triggered_only`: offered only in a triggered
-    run."""
+    run. `does`: its effect, READS, CHANGES or SENDS (Tool.does)."""
+    if does is not None and does not in EFFECTS:
+        raise ValueError(f"does={does!r}: one of {', '.join(EFFECTS)}")
 
     def wrap(f: ToolFunction) -> ToolFunction:
         f.__valet_tool__ = replace(build_tool(  # type: ignore[attr-defined]
             f, name=name, description=description, timeout=timeout, progress=progress,
             safe_to_repeat=safe_to_repeat), describe=describe, prepare=prepare, effect=effect,
-            triggered_only=triggered_only)
+            triggered_only=triggered_only, does=does)
         return f
 
     return wrap(fn) if fn is not None else wrap

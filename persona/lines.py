@@ -55,6 +55,10 @@ class ConversationLines(LineGroup):
     deadline: str = ("That took longer than I can spend on one message, so I stopped. "
                      "Ask me again and I'll pick it up from there.")
     no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
+    # The model wrote what looks like a tool's result ("Saved note 12") without calling any
+    # tool: nothing was done, and the person is told so instead of reading it.
+    imitated_result: str = ("I didn't actually do anything there: nothing was saved, sent or "
+                            "changed. Could you ask me again?")
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
     cancelled: str = "Okay, I stopped."
     # A voice note that could not be fetched or transcribed (a few tries when its turn ran),
@@ -85,11 +89,12 @@ class ApprovalLines(LineGroup):
                                    "for your OK:")
     approval_expired: str = ("“{summary}” waited {minutes} minutes for your OK, so I didn't "
                              "do it. Ask again if you still want it.")
-    # On the card of a change to how Valet reaches the person (quiet hours, channel, tasks,
-    # memory, contacts) asked only because text someone else wrote is in the conversation
-    # (registry `approval: untrusted`): the card's last detail, under the label.
+    # On the card of a change asked only because the turn is tainted (docs/security.md): text
+    # someone else wrote is in the conversation, or the change came in one answer with
+    # opening new tools. The card's last detail, under the label.
     approval_untrusted_reason: str = ("this conversation holds text someone else wrote (a web "
-                                      "page, a mail or an event), so I check with you first")
+                                      "page, a mail, an event or a forwarded message), so I "
+                                      "check with you first")
     approval_untrusted_label: str = "why I ask"
     # On the card of an action a sub-task proposed (the delegate tool), after its summary.
     approval_from_subtask: str = "(for a sub-task of your request: {task})"

@@ -23,7 +23,7 @@ from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
 from bot.text.when import parse_when
-from bot.tools import ToolOutcome, tool
+from bot.tools import CHANGES, READS, ToolOutcome, tool
 
 NEXT_EVENT_HORIZON = timedelta(days=30)
 MAX_RANGE_DAYS = 62
@@ -75,7 +75,7 @@ async def _events_text(ctx: ToolExecutionContext, start: datetime, end: datetime
     return quote_untrusted("\n".join(e.line(ctx.tz) for e in events), note=EVENTS_NOTE)
 
 
-@tool(progress="checking your calendar", safe_to_repeat=True)
+@tool(progress="checking your calendar", safe_to_repeat=True, does=READS)
 async def list_events(ctx: ToolExecutionContext, day: str = "today",
                       until: str | None = None) -> str:
     """The user's calendar events on a day, or from `day` through `until`.
@@ -93,7 +93,7 @@ async def list_events(ctx: ToolExecutionContext, day: str = "today",
     return await _events_text(ctx, start, end, "No events.")
 
 
-@tool(progress="checking your calendar", safe_to_repeat=True)
+@tool(progress="checking your calendar", safe_to_repeat=True, does=READS)
 async def next_event(ctx: ToolExecutionContext) -> str:
     """The user's next calendar event (or the one in progress)."""
     now = ctx.now()
@@ -189,7 +189,7 @@ async def check_cancel(arguments: dict[str, Any], ctx: ToolExecutionContext
 
 # --- the tools that change the calendar (each approved first; agents/registry.yaml) ---------
 
-@tool(progress="adding to your calendar", prepare=check_create)
+@tool(progress="adding to your calendar", prepare=check_create, does=CHANGES)
 async def create_event(ctx: ToolExecutionContext, title: str, start: str,
                        end: str | None = None, attendees: list[str] | None = None,
                        location: str = "") -> ToolOutcome:
@@ -231,7 +231,7 @@ def _changed(err: CalendarError) -> ToolOutcome:
     return ToolOutcome.failed(f"Error: {err}")
 
 
-@tool(progress="moving the event", prepare=check_move)
+@tool(progress="moving the event", prepare=check_move, does=CHANGES)
 async def move_event(ctx: ToolExecutionContext, event_id: str, title: str, start: str,
                      end: str | None = None) -> ToolOutcome:
     """Move an event of the user's calendar to a new time.
@@ -254,7 +254,7 @@ async def move_event(ctx: ToolExecutionContext, event_id: str, title: str, start
     return ToolOutcome.done(f"Moved “{moved}” to {first.astimezone(ctx.tz):%a %d %b %H:%M}.")
 
 
-@tool(progress="cancelling the event", prepare=check_cancel)
+@tool(progress="cancelling the event", prepare=check_cancel, does=CHANGES)
 async def cancel_event(ctx: ToolExecutionContext, event_id: str, title: str) -> ToolOutcome:
     """Delete an event from the user's calendar.
 

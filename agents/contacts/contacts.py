@@ -14,7 +14,7 @@ from typing import Any
 from agents.contacts.store import Contact, ContactStore, Saved, clean_fields
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import ToolOutcome, tool
+from bot.tools import CHANGES, READS, ToolOutcome, tool
 
 
 def contacts_of(ctx: ToolExecutionContext) -> ContactStore:
@@ -43,7 +43,7 @@ def said(saved: Saved) -> str:
     return f"Updated {contact.name} ({'; '.join(saved.changed)}): {contact.line()}"
 
 
-@tool(progress="saving the contact")
+@tool(progress="saving the contact", does=CHANGES)
 async def save_contact(ctx: ToolExecutionContext, name: str, relationship: str | None = None,
                        phone: str | None = None, email: str | None = None,
                        telegram: str | None = None, notes: str | None = None) -> str:
@@ -82,7 +82,7 @@ async def check_proposal(arguments: dict[str, Any], ctx: ToolExecutionContext
     return {**arguments, **{k: cleaned.get(k) for k in fields}}
 
 
-@tool(progress="saving the contact", prepare=check_proposal)
+@tool(progress="saving the contact", prepare=check_proposal, does=CHANGES)
 async def propose_contact(ctx: ToolExecutionContext, name: str, found_in: str,
                           relationship: str | None = None, phone: str | None = None,
                           email: str | None = None, telegram: str | None = None,
@@ -106,7 +106,7 @@ async def propose_contact(ctx: ToolExecutionContext, name: str, found_in: str,
 propose_contact.__valet_tool__.summarize = _summarize_proposal
 
 
-@tool(progress="looking in your address book", safe_to_repeat=True)
+@tool(progress="looking in your address book", safe_to_repeat=True, does=READS)
 async def find_contact(ctx: ToolExecutionContext, query: str) -> str:
     """Find contacts in the user's address book by name ("Ana"), relationship ("my sister")
     or number ("#12"). Case and accents do not matter.
@@ -122,7 +122,7 @@ async def find_contact(ctx: ToolExecutionContext, query: str) -> str:
     return found[0].line()
 
 
-@tool(progress="reading your address book", safe_to_repeat=True)
+@tool(progress="reading your address book", safe_to_repeat=True, does=READS)
 async def list_contacts(ctx: ToolExecutionContext, limit: int = 50) -> str:
     """List the user's address book, by name.
 
@@ -154,7 +154,7 @@ async def check_delete(arguments: dict[str, Any], ctx: ToolExecutionContext
     return arguments
 
 
-@tool(progress="deleting the contact", describe=describe_delete, prepare=check_delete)
+@tool(progress="deleting the contact", describe=describe_delete, prepare=check_delete, does=CHANGES)
 async def delete_contact(ctx: ToolExecutionContext, contact_id: int) -> ToolOutcome:
     """Delete a contact from the user's address book for good, by its number (#12 -> 12).
     Look the number up with find_contact first.

@@ -26,7 +26,7 @@ from agents.services import services_of
 from bot.contracts.channels import ChannelTraits, for_messaging, named
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.gateway.others import MessageEffects, SendOutcome, Sent
-from bot.tools import ToolOutcome, tool
+from bot.tools import SENDS, ToolOutcome, tool
 
 MAX_TEXT = 1000
 SERVICE = "messages_to_others"
@@ -213,7 +213,7 @@ async def run_approved(arguments: dict[str, Any], ctx: ToolExecutionContext) -> 
     return await deliver(ctx, Plan(*(str(arguments[k]) for k in PINNED)))
 
 
-@tool(progress="sending your message", effect=MessageEffects.key)
+@tool(progress="sending your message", effect=MessageEffects.key, does=SENDS)
 async def message_someone(ctx: ToolExecutionContext, to: str, text: str,
                           sign_as: str | None = None) -> ToolOutcome:
     """Send someone in the user's address book a text message for the user: an SMS from

@@ -17,7 +17,7 @@ from agents.email.mime import Attachment, MailSummary, MessageText
 from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
-from bot.tools import tool
+from bot.tools import READS, tool
 
 if TYPE_CHECKING:
     from agents.email.imap import Listing
@@ -52,7 +52,7 @@ def _limit(value: int) -> int:
     return max(1, min(int(value), MAX_LISTED))
 
 
-@tool(progress="checking your email", safe_to_repeat=True)
+@tool(progress="checking your email", safe_to_repeat=True, does=READS)
 async def email_unread(ctx: ToolExecutionContext, limit: int = 10) -> str:
     """How many unread emails the user's inbox holds, and the newest of them (uid, sender,
     subject, date). Reading this does not mark anything as read.
@@ -88,7 +88,7 @@ def _since(value: str, ctx: ToolExecutionContext) -> date | None:
                          "last week or YYYY-MM-DD") from None
 
 
-@tool(progress="searching your email", safe_to_repeat=True)
+@tool(progress="searching your email", safe_to_repeat=True, does=READS)
 async def search_email(ctx: ToolExecutionContext, sender: str = "", subject: str = "",
                        since: str = "", limit: int = 10) -> str:
     """Search the user's inbox; give at least one of sender, subject, since. Lists the newest
@@ -140,7 +140,7 @@ def _message_block(message: MessageText, tz: ZoneInfo) -> str:
     return "\n".join(lines)
 
 
-@tool(progress="reading the email", safe_to_repeat=True)
+@tool(progress="reading the email", safe_to_repeat=True, does=READS)
 async def read_email(ctx: ToolExecutionContext, uid: str) -> str:
     """One email of the user's inbox as text: sender, recipients, date, subject, attachment
     names and the body. It stays unread in the mailbox.

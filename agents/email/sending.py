@@ -32,7 +32,7 @@ from agents.email.message import (
 from agents.email.outbox import MailStatus, OutgoingMail
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import ToolOutcome, ToolStatus, tool
+from bot.tools import SENDS, ToolOutcome, ToolStatus, tool
 
 PREVIEW_CHARS = 100  # of the body, on the card's one line
 QUEUED = ("Queued: the mail server did not answer; it will go out as soon as it does "
@@ -107,7 +107,7 @@ async def check_reply(args: dict[str, Any], ctx: ToolExecutionContext) -> dict[s
 
 
 @tool(progress="sending the email", describe=_describe_send, prepare=check_send,
-      effect=MailEffects.key)
+      effect=MailEffects.key, does=SENDS)
 async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject, body: Body,
                     cc: CopyTo | None = None) -> ToolOutcome:
     """Send a new email from the user's account (the user approves it first).
@@ -127,7 +127,7 @@ async def send_mail(ctx: ToolExecutionContext, to: Recipients, subject: Subject,
 
 
 @tool(progress="sending the reply", describe=_describe_reply, prepare=check_reply,
-      effect=MailEffects.key)
+      effect=MailEffects.key, does=SENDS)
 async def reply_to_mail(ctx: ToolExecutionContext, uid: int, body: Body,
                         reply_all: bool = False) -> ToolOutcome:
     """Reply to an email in the user's inbox, in its thread (the user approves it first).

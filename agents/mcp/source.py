@@ -23,12 +23,12 @@ import pydantic
 
 from agents.mcp.config import McpServerConfig
 from agents.mcp.connection import CallInterrupted, McpConnection, McpUnavailable
-from agents.mcp.policy import asks_first, stand_in_asks_first
+from agents.mcp.policy import asks_first, declared_effect, stand_in_asks_first
 from agents.mcp.results import error_text, result_text
 from agents.mcp.secrets import SecretReader
 from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import Tool, ToolOutcome, ToolStatus, decode_arguments
+from bot.tools import CHANGES, Tool, ToolOutcome, ToolStatus, decode_arguments
 
 if TYPE_CHECKING:
     import mcp_types
@@ -184,6 +184,7 @@ class McpToolSource:
             args_model=_NoArgs, timeout=timeout + self.config.start_timeout_seconds,
             progress=f"asking {self.config.name}", safe_to_repeat=policy.safe_to_repeat,
             requires_approval=asks_first(self.config, policy, remote.annotations),
+            does=declared_effect(self.config, policy, remote.annotations),
             summarize=self._summary(remote.name),
             source=self, remote=remote.name, call_timeout=timeout)
 
@@ -198,7 +199,7 @@ class McpToolSource:
             timeout=timeout + self.config.start_timeout_seconds,
             progress=f"asking {self.config.name}",
             safe_to_repeat=bool(policy and policy.safe_to_repeat),
-            requires_approval=stand_in_asks_first(policy),
+            requires_approval=stand_in_asks_first(policy), does=CHANGES,
             summarize=self._summary(guess), source=self, remote="", call_timeout=timeout)
 
     def _summary(self, remote: str) -> Any:

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bot.tools import tool
+from bot.tools import READS, tool
 
 MAX_LENGTH = 500
 MAX_BITS = 1024  # integers below 2**1024 (~1.8e308), the same range as floats
@@ -162,7 +162,7 @@ def evaluate(expression: str) -> tuple[str, int | float]:
     return ast.unparse(tree), value
 
 
-@tool(safe_to_repeat=True)
+@tool(safe_to_repeat=True, does=READS)
 async def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression safely and exactly; use it for any non-trivial math.
 

@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import tool
+from bot.tools import READS, tool
 
 
 @functools.cache
@@ -51,7 +51,7 @@ def describe(dt: datetime) -> str:
             f"({_offset(dt)}), {dt.tzinfo}")
 
 
-@tool(safe_to_repeat=True)
+@tool(safe_to_repeat=True, does=READS)
 async def current_time(ctx: ToolExecutionContext, timezone: str | None = None) -> str:
     """Get the current date, time and weekday, in the user's timezone or a given one.
 
@@ -89,7 +89,7 @@ def _parse_wall_time(text: str, today: date) -> datetime:
     return datetime(day.year, day.month, day.day, hour, int(minute or 0), int(second or 0))
 
 
-@tool(safe_to_repeat=True)
+@tool(safe_to_repeat=True, does=READS)
 async def convert_time(ctx: ToolExecutionContext, time: str, to_timezone: str,
                        from_timezone: str | None = None) -> str:
     """Convert a date/time from one timezone to another (handles daylight saving time).

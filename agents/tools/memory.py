@@ -1,7 +1,8 @@
 """The person in control of their memory: remember, recall, forget, forget everything.
 
-`forget_everything` is registered with `approval: always` (agents/registry.yaml), so the
-approvals package asks the person once before it runs.
+`forget` and `forget_everything` are registered with `approval: always`
+(agents/registry.yaml): forgetting is for good, so the approvals package asks the person
+before either runs; `forget`'s card names each fact (its words are resolved to ids first).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.memory.facts import Kind
 from bot.memory.service import MemoryService
-from bot.tools import ToolOutcome, tool
+from bot.tools import CHANGES, READS, ToolOutcome, tool
 
 
 def _memory(ctx: ToolExecutionContext) -> MemoryService:
@@ -22,7 +23,7 @@ def _memory(ctx: ToolExecutionContext) -> MemoryService:
     return memory
 
 
-@tool(progress="remembering that")
+@tool(progress="remembering that", does=CHANGES)
 async def remember(ctx: ToolExecutionContext, fact: str, kind: str = "fact") -> str:
     """Remember something about the user for later conversations, when they ask you to
     ("remember that my sister is Ana") or state something lasting they clearly want kept.
@@ -32,13 +33,14 @@ async def remember(ctx: ToolExecutionContext, fact: str, kind: str = "fact") -> 
         kind: One of fact, preference, person, event.
     """
     stored = await _memory(ctx).learn(ctx.user_id, fact, Kind.parse(kind),
-                                      source_turn=f"tool:remember:{ctx.call_id}")
+                                      source_turn=f"tool:remember:{ctx.call_id}",
+                                      from_third_party=ctx.untrusted_context)
     if stored is None:
         return f"Already remembered: {fact}"
     return f"Remembered (#{stored.id}): {stored.text}"
 
 
-@tool(progress="looking at what I remember", safe_to_repeat=True)
+@tool(progress="looking at what I remember", safe_to_repeat=True, does=READS)
 async def recall_memories(ctx: ToolExecutionContext, about: str = "") -> str:
     """List what you remember about the user ("what do you know about me?"), or only what
     bears on a topic. Each fact has its number (#id), usable with forget.
@@ -49,7 +51,33 @@ async def recall_memories(ctx: ToolExecutionContext, about: str = "") -> str:
     return await _memory(ctx).listing(ctx.user_id, about)
 
 
-@tool(progress="forgetting that")
+async def check_forget(arguments: dict[str, Any], ctx: ToolExecutionContext
+                       ) -> dict[str, Any]:
+    """Before asking: the facts meant, found now and pinned by id, so what is forgotten is
+    what the card named."""
+    about = str(arguments.get("about") or "")
+    ids = [int(i) for i in arguments.get("fact_ids") or ()]
+    if not about.strip() and not ids:
+        raise ValueError("say what to forget: words in the fact, or its number")
+    memory = services_of(ctx).memory
+    if memory is None:
+        raise ValueError("long-term memory is turned off in this installation: there is "
+                         "nothing to forget. The user was not asked.")
+    facts = await memory.matching(ctx.user_id, about, ids)
+    if not facts:
+        raise ValueError("no remembered fact matches that, so there is nothing to forget. "
+                         "The user was not asked.")
+    return {"about": "", "fact_ids": [f.id for f in facts]}
+
+
+async def _describe_forget(arguments: dict[str, Any], ctx: ToolExecutionContext) -> str:
+    memory = _memory(ctx)
+    facts = await memory.matching(ctx.user_id, "", arguments.get("fact_ids") or ())
+    return "Forget: " + "; ".join(f"#{f.id} {f.text}" for f in facts)
+
+
+@tool(progress="forgetting that", prepare=check_forget, describe=_describe_forget,
+      does=CHANGES)
 async def forget(ctx: ToolExecutionContext, about: str = "",
                  fact_ids: list[int] | None = None) -> str:
     """Forget facts about the user when they ask ("forget that I live in Porto"). Give the
@@ -78,7 +106,7 @@ async def check_forget_everything(arguments: dict[str, Any], ctx: ToolExecutionC
     return arguments
 
 
-@tool(progress="forgetting everything", prepare=check_forget_everything)
+@tool(progress="forgetting everything", prepare=check_forget_everything, does=CHANGES)
 async def forget_everything(ctx: ToolExecutionContext) -> ToolOutcome:
     """Forget everything you remember about the user, when they ask for exactly that. The
     user is asked to confirm before it happens."""

@@ -9,14 +9,14 @@ from agents.services import services_of
 from agents.tools.plan_store import PlanStep, PlanStore, render
 from bot.contracts.pause import PausedTask
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import ToolOutcome, ToolStatus, tool
+from bot.tools import CHANGES, READS, ToolOutcome, ToolStatus, tool
 
 
 def plans_of(ctx: ToolExecutionContext) -> PlanStore:
     return services_of(ctx).stores.plans
 
 
-@tool(progress="asking you")
+@tool(progress="asking you", does=READS)
 async def ask_user(ctx: ToolExecutionContext, question: str) -> ToolOutcome:
     """Ask the user one question and wait for the answer: their next message is the answer,
     and you continue from it then. Use it only when you cannot go on without something only
@@ -36,7 +36,7 @@ async def ask_user(ctx: ToolExecutionContext, question: str) -> ToolOutcome:
                        "message is the answer.", pause=task, result_status="WAITING_FOR_INPUT")
 
 
-@tool(progress="updating the plan")
+@tool(progress="updating the plan", does=READS)
 async def update_plan(ctx: ToolExecutionContext, steps: list[PlanStep]) -> str:
     """Keep a short plan for a request that takes several steps. Call it with the steps first,
     then again with the full list whenever a step starts or finishes. The plan is shown to you
@@ -52,7 +52,7 @@ async def update_plan(ctx: ToolExecutionContext, steps: list[PlanStep]) -> str:
     return render(steps, "Plan saved:") if steps else "Plan cleared."
 
 
-@tool(progress="cancelling")
+@tool(progress="cancelling", does=CHANGES)
 async def cancel_task(ctx: ToolExecutionContext, task_id: str) -> str:
     """Cancel a task that is waiting for the user's answer (listed in your context with its
     id), when the user no longer wants it.

@@ -10,7 +10,7 @@ from agents.services import services_of
 from agents.tools.clock import resolve_zone
 from bot.contracts.channels import names
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import tool
+from bot.tools import CHANGES, tool
 from persona.catalog import ENGLISH_NAMES, LANGUAGES, language_named
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def _users(ctx: ToolExecutionContext) -> UserStore:
 MAX_NAME = 60
 
 
-@tool(progress="noting your name")
+@tool(progress="noting your name", does=CHANGES)
 async def set_my_name(ctx: ToolExecutionContext, name: str) -> str:
     """Set the name the user goes by ("call me Sam", "I'm Sam Ortiz"): Valet signs messages it
     sends to other people for them with it.
@@ -41,7 +41,7 @@ async def set_my_name(ctx: ToolExecutionContext, name: str) -> str:
     return f"Name set: {clean}."
 
 
-@tool(progress="updating your timezone")
+@tool(progress="updating your timezone", does=CHANGES)
 async def set_my_timezone(ctx: ToolExecutionContext, timezone: str) -> str:
     """Set the user's timezone when they say where they are or which zone they are in
     ("I'm in Lisbon now", "use Pacific time"). Every time and reminder uses it from then on.
@@ -62,7 +62,7 @@ def _hhmm(value: str) -> str:
     return f"{int(match.group(1)):02d}:{match.group(2)}"
 
 
-@tool(progress="updating your quiet hours")
+@tool(progress="updating your quiet hours", does=CHANGES)
 async def set_quiet_hours(ctx: ToolExecutionContext, start: str | None = None,
                           end: str | None = None) -> str:
     """Set (or clear, with no times) the hours when Valet sends no proactive messages, in the
@@ -82,7 +82,7 @@ async def set_quiet_hours(ctx: ToolExecutionContext, start: str | None = None,
     return f"Quiet hours set: {first}-{last} ({ctx.timezone})."
 
 
-@tool(progress="updating where I reach you")
+@tool(progress="updating where I reach you", does=CHANGES)
 async def set_preferred_channel(ctx: ToolExecutionContext, channel: str) -> str:
     """Set where proactive messages (reminders, summaries) reach the user.
 
@@ -96,7 +96,7 @@ async def set_preferred_channel(ctx: ToolExecutionContext, channel: str) -> str:
     return f"I'll reach you on {channel} for reminders and summaries."
 
 
-@tool(progress="changing your language")
+@tool(progress="changing your language", does=CHANGES)
 async def set_my_language(ctx: ToolExecutionContext, language: str) -> str:
     """Set the language Valet writes to the user in, when they ask for one ("write to me in
     Spanish", "háblame en español"): your answers, reminders, cards and notices from then on.

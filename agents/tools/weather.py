@@ -19,7 +19,7 @@ import aiohttp
 from agents.services import services_of
 from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import tool
+from bot.tools import CHANGES, READS, tool
 
 GEOCODING_URL = "https://geocoding-api.open-meteo.com"
 FORECAST_URL = "https://api.open-meteo.com"
@@ -111,7 +111,7 @@ async def _place(ctx: ToolExecutionContext, place: str | None) -> Place:
     return known
 
 
-@tool(progress="checking the weather", safe_to_repeat=True)
+@tool(progress="checking the weather", safe_to_repeat=True, does=READS)
 async def weather(ctx: ToolExecutionContext, place: str | None = None, days: int = 1,
                   units: Literal["metric", "imperial"] | None = None) -> str:
     """Current weather, today's forecast, rain in the next hours, and up to 7 more days.
@@ -143,7 +143,7 @@ async def weather(ctx: ToolExecutionContext, place: str | None = None, days: int
         return f"Error: {err}"
 
 
-@tool(progress="remembering where you live")
+@tool(progress="remembering where you live", does=CHANGES)
 async def set_my_place(ctx: ToolExecutionContext, place: str) -> str:
     """Remember the user's home town for the weather ("I live in Lyon").
 

@@ -32,7 +32,7 @@ from bot.contracts.tool_context import ToolExecutionContext
 from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.plumbing.streams import read_capped
 from bot.text.untrusted import quote_untrusted
-from bot.tools import tool
+from bot.tools import READS, tool
 
 __all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
 
@@ -179,7 +179,7 @@ async def _render(response: aiohttp.ClientResponse, body: bytes, capped: bool, m
         text, note="the text below is the web page's content, written by its author")
 
 
-@tool(safe_to_repeat=True)
+@tool(safe_to_repeat=True, does=READS)
 async def web_fetch(ctx: ToolExecutionContext, url: str, max_chars: int = 20000) -> str:
     """Fetch a web page (http or https) and return its status, final URL, title and readable
     text. Use it to read a specific page or API URL; it does not search the web.

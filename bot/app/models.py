@@ -43,7 +43,7 @@ def build_llm(settings: Settings) -> LLM:
         raise ConfigError(NO_LLM_MESSAGE)
     return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
                      model=llm.model or "", timeout=llm.timeout_seconds,
-                     extra_body=llm.extra_body)
+                     extra_body=llm.extra_body, tool_calls=llm.tool_calls)
 
 
 def build_fallbacks(settings: Settings, metrics: Metrics) -> tuple[ModelSlot, ...]:

@@ -115,6 +115,14 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def asks_first(tool: Tool, ctx: ToolExecutionContext) -> bool:
+    """Whether a call of `tool` waits for the person's OK: its registry policy says always,
+    or the turn is tainted (it holds third-party text: docs/security.md) and the tool is not
+    a declared read, whatever its `approval:` says."""
+    return tool.requires_approval or (ctx.untrusted_context and (
+        tool.approval_if_untrusted or not tool.only_reads))
+
+
 class ApprovalFlow:
     def __init__(self, store: ApprovalStore, registry: ToolRegistry, clock: Clock, llm: LLM, *,
                  lines: ApprovalLines,
@@ -135,8 +143,7 @@ class ApprovalFlow:
 
     async def gate(self, call: ToolCall, tool: Tool, ctx: ToolExecutionContext
                    ) -> ToolOutcome | None:
-        asks = tool.requires_approval or (tool.approval_if_untrusted and ctx.untrusted_context)
-        if not asks or tool.is_agent:
+        if not asks_first(tool, ctx) or tool.is_agent:
             return None  # agents ask at their own approval point, once their fields are in
         try:
             arguments = tool.parse_arguments(call.arguments)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 
@@ -68,6 +68,12 @@ class LLMSettings(Section):
     # The same for background requests (memory extraction, summaries, briefs, probes).
     background_max_tokens: int = pydantic.Field(384, ge=16)
     extra_body: dict[str, Any] = {}
+    # Where tool calls the model writes as text (`<tool_call>…`, `[TOOL_CALLS]…`) are read as
+    # calls (bot.llm.reading): `text`, the endpoint writes them so (a template served without
+    # a tool parser: `valet doctor` says); `native`, never (they are words); `auto`, until the
+    # endpoint has sent a structured call. Even then, only an answer that is the call, and
+    # never markup quoted from a page, a mail or a tool's result (docs/security.md).
+    tool_calls: Literal["auto", "native", "text"] = "auto"
     # Only from the environment (VALET_LLM_API_KEY, else OPENAI_API_KEY); never from the file.
     api_key: pydantic.SecretStr | None = pydantic.Field(default=None, exclude=True)
     # Voice notes go to the same endpoint's /audio/transcriptions with this model (None: the

@@ -28,8 +28,8 @@ from bot.llm.port import (
     classify_openai_error,
     short_error,
 )
-from bot.llm.quirks import Quirk, refuses_tools
-from bot.llm.reading import read_answer
+from bot.llm.quirks import TEXT_CALLS, Quirk, refuses_tools
+from bot.llm.reading import ReadingRules, read_answer, reads_text_calls
 from bot.llm.visible import VisibleText
 from bot.text.sanitize import clean_json_text, clean_text
 
@@ -53,8 +53,11 @@ class OpenAILLM:
     """
 
     def __init__(self, *, base_url: str | None, api_key: str, model: str,
-                 timeout: float = 60.0, extra_body: dict[str, Any] | None = None) -> None:
+                 timeout: float = 60.0, extra_body: dict[str, Any] | None = None,
+                 tool_calls: str = "auto") -> None:
         self.model = model
+        # Where calls written as text are read (`llm.tool_calls`: auto, native, text).
+        self.tool_calls = tool_calls
         self._extra = dict(extra_body or {})
         # A base URL with credentials in it (a proxy's basic auth) keeps the default
         # transport, which turns them into the Authorization header; aiohttp refuses a URL's
@@ -69,6 +72,8 @@ class OpenAILLM:
         # an answer shows how the model writes (None), and for good once it thought aloud in
         # the text (a template may open the tag in the prompt, so no opening tag comes).
         self.thought_first: bool | None = None
+        # It sent a structured call: in `auto`, calls written as text are words from then on.
+        self.native_calls = False
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
@@ -99,6 +104,8 @@ class OpenAILLM:
             response = await self._request(messages, None, frozenset(), on_text)
         if self.tools_refused and tools:
             response.quirks = (*response.quirks, Quirk.TOOLS_REFUSED)
+        if response.tool_calls and not set(TEXT_CALLS) & set(response.quirks):
+            self.native_calls = True
         if {Quirk.THINK_BLOCKS, Quirk.THINK_UNOPENED} & set(response.quirks):
             self.thought_first = True  # for good: a model that thinks aloud may drop the tag
         elif response.content and self.thought_first is None:
@@ -110,11 +117,13 @@ class OpenAILLM:
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self._extra}
         if tools:
             body["tools"] = tools
+        rules = ReadingRules(offered, reads_text_calls(self.tool_calls, self.native_calls),
+                             messages)
         try:
             if on_text is None:
                 completion = await self._client.post(
                     "/chat/completions", body=body, cast_to=ChatCompletion)
-                return _from_completion(completion, offered)
+                return _from_completion(completion, rules)
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
             stream = await self._client.post(
@@ -122,7 +131,7 @@ class OpenAILLM:
                 stream=True, stream_cls=AsyncStream[ChatCompletionChunk])
             visible = VisibleText(on_text, tools_offered=bool(offered),
                                   thought_first=self.thought_first is not False)
-            return await _collect_stream(stream, visible, offered)
+            return await _collect_stream(stream, visible, rules)
         except openai.APIResponseValidationError as err:
             raise LLMMalformedResponseError(f"the endpoint's answer is not a completion: "
                                             f"{short_error(err)}") from err
@@ -164,7 +173,7 @@ class OpenAILLM:
 MAX_ARGUMENT_DEPTH = 32
 
 
-def _from_completion(completion: Any, offered: frozenset[str]) -> LLMResponse:
+def _from_completion(completion: Any, rules: ReadingRules) -> LLMResponse:
     """Our response from the client's parse. Without strict validation the client hands back
     whatever the body held (a str for a non-JSON body, None for `null`, a model missing
     fields, arguments as an object), so every part is checked here."""
@@ -192,7 +201,7 @@ def _from_completion(completion: Any, offered: frozenset[str]) -> LLMResponse:
     usage = usage_of(getattr(completion, "usage", None))
     content = getattr(message, "content", None)
     reading = read_answer(None if content is None else clean_text(content), calls,
-                          _reasoning(message), offered,
+                          _reasoning(message), rules,
                           (Quirk.ARGUMENTS_OBJECT,) if objects else ())
     _check_depth(reading.tool_calls)
     return LLMResponse(reading.content, reading.tool_calls, usage,
@@ -257,7 +266,7 @@ def json_depth(text: str) -> int:
 
 
 async def _collect_stream(stream: AsyncStream[ChatCompletionChunk], visible: VisibleText,
-                          offered: frozenset[str]) -> LLMResponse:
+                          rules: ReadingRules) -> LLMResponse:
     text: list[str] = []
     thought: list[str] = []
     calls: dict[int, dict[str, str]] = {}
@@ -291,7 +300,7 @@ async def _collect_stream(stream: AsyncStream[ChatCompletionChunk], visible: Vis
                   for i, s in sorted(calls.items())]
     # Cleaned whole, not per chunk: an emoji's two surrogate halves may come in two chunks.
     reading = read_answer(clean_text("".join(text)) or None, tool_calls,
-                          "".join(thought) or None, offered,
+                          "".join(thought) or None, rules,
                           (Quirk.ARGUMENTS_OBJECT,) if objects else ())
     _check_depth(reading.tool_calls)
     return LLMResponse(reading.content, reading.tool_calls, usage, finish, reading.reasoning,

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import openai
 
 from bot.contracts.clock import Clock
+from bot.llm.quirks import Quirk
 from bot.plumbing.backoff import backoff_delay
 
 log = logging.getLogger(__name__)
@@ -28,11 +29,24 @@ class ToolCall:
     arguments: str  # raw JSON text as the model wrote it; may be invalid
 
     def to_wire(self) -> dict[str, Any]:
+        """The call as the history keeps it and sends it back. Arguments that are not a JSON
+        object go back as `{}` (their tool result already says they were unreadable): a
+        server that checks them (llama.cpp: HTTP 500 "Failed to parse tool call arguments
+        as JSON") would refuse every later request of the conversation."""
         return {
             "id": self.id,
             "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
+            "function": {"name": self.name, "arguments": readable_arguments(self.arguments)},
         }
+
+
+def readable_arguments(arguments: str) -> str:
+    """`arguments` when they are a JSON object, else "{}"."""
+    try:
+        value = json.loads(arguments or "{}")
+    except (ValueError, RecursionError):
+        return "{}"
+    return arguments if isinstance(value, dict) else "{}"
 
 
 @dataclass
@@ -69,8 +83,10 @@ class LLMResponse:
 
     @property
     def empty(self) -> bool:
-        """No call and nothing a person could read."""
-        return not self.tool_calls and not (self.content or "").strip()
+        """No call and nothing a person could read (an answer that only imitated a tool's
+        result is not empty: the person is told nothing was done)."""
+        return not self.tool_calls and not (self.content or "").strip() \
+            and Quirk.IMITATED_RESULT not in self.quirks
 
     def assistant_message(self) -> Message:
         msg: Message = {"role": "assistant", "content": self.content or ""}

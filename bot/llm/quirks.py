@@ -21,6 +21,10 @@ class Quirk:
     REASONING_FIELD = "reasoning_field"
     ASKED_AGAIN = "asked_again"
     TOOLS_REFUSED = "tools_refused"
+    TEMPLATE_TOKENS = "template_tokens"
+    IMITATED_RESULT = "imitated_result"
+    ECHOED_CALL = "echoed_call"
+    CALL_IN_PROSE = "call_in_prose"
 
 
 # Each quirk in words, for /debug and `valet doctor`.
@@ -42,6 +46,12 @@ DESCRIBED = {
     Quirk.REASONING_FIELD: "thinking sent apart, in a reasoning field",
     Quirk.ASKED_AGAIN: "an empty answer, asked again",
     Quirk.TOOLS_REFUSED: "requests with tools refused: asked without them",
+    Quirk.TEMPLATE_TOKENS: "chat-template tokens (<|im_end|>, <|eot_id|>, </s>...) in the "
+                           "answer: the server may use the wrong chat template",
+    Quirk.IMITATED_RESULT: "a tool result or call imitated in the text (<tool_response>, "
+                           "JSON naming no tool): nothing ran, the person was told",
+    Quirk.ECHOED_CALL: "call markup quoted from third-party text: read as text, not run",
+    Quirk.CALL_IN_PROSE: "call markup inside prose: read as text, not run",
 }
 
 

@@ -2,13 +2,18 @@
 Qwen3, QwQ), `<thinking>` and `<reasoning>` blocks, served by a server without a reasoning
 parser. It is taken out of what a person reads and kept as the answer's reasoning (/debug).
 
-Three shapes are read (cases in tests/unit/dialect_corpus/):
-- whole blocks, anywhere (usually first; Qwen3 with thinking off writes an empty one);
-- an unclosed block: the answer was cut off while thinking, everything after the tag is
-  thought;
+Thinking is read only where the model puts it: at the start of the answer (cases in
+tests/unit/dialect_corpus/):
+- whole blocks that open the answer, one after another (Qwen3 with thinking off writes an
+  empty one);
+- an unclosed block that opens the answer: it was cut off while thinking, the rest is thought;
 - a closing tag with no opening one: DeepSeek-R1's template puts `<think>` into the prompt, so
   the answer starts with the thinking itself (vLLM's deepseek_r1 reasoning parser reads it the
   same way: everything before `</think>` is reasoning).
+
+A tag anywhere else (in the middle of an answer, in a page or a mail the model quotes) is
+text: it hides nothing. So is a closing tag that stands in the turn's third-party text
+(`echoes`): the model is quoting it, and what comes before it is the person's answer.
 
 Tags are matched without regard to case; the scan is linear in the text's length.
 """
@@ -32,35 +37,44 @@ class Thought:
     unopened: bool = False  # ... starting with no opening tag (the R1 template's shape)
 
 
-def split_reasoning(text: str) -> Thought:
-    """`text` without its thinking, and the thinking."""
+def split_reasoning(text: str, echoes: str = "") -> Thought:
+    """`text` without the thinking that opens it, and that thinking. `echoes`: the turn's
+    third-party text (a closing tag found there is the quote's, not the model's)."""
     first_open = OPENING.search(text)
     first_close = CLOSING.search(text)
     if first_open is None and first_close is None:
         return Thought(text, None)
-    visible: list[str] = []
     thought: list[str] = []
     pos = 0
     unopened = first_close is not None and (first_open is None
                                             or first_close.start() < first_open.start())
     if unopened and first_close is not None:
+        if CLOSING.search(echoes) is not None:
+            return Thought(text, None)  # a quoted closing tag: text, hiding nothing
         thought.append(text[:first_close.start()])
         pos = first_close.end()
-    while True:
-        opening = OPENING.search(text, pos)
+    while True:  # blocks one after another at the start; the first words end them
+        opening = OPENING.match(text, _skip_space(text, pos))
         if opening is None:
-            visible.append(text[pos:])
             break
-        visible.append(text[pos:opening.start()])
         closing = _CLOSE_OF[opening.group(1).lower()].search(text, opening.end())
         if closing is None:  # cut off while thinking: the rest is thought
             thought.append(text[opening.end():])
+            pos = len(text)
             break
         thought.append(text[opening.end():closing.start()])
         pos = closing.end()
-    shown = CLOSING.sub("", "".join(visible)).strip()  # a stray closing tag shows nothing
+    if not thought:
+        return Thought(text, None)  # tags in the middle of the answer: text
     parts = [t.strip() for t in thought if t.strip()]
-    return Thought(shown, "\n\n".join(parts) or None, blocks=True, unopened=unopened)
+    return Thought(text[pos:].strip(), "\n\n".join(parts) or None, blocks=True,
+                   unopened=unopened)
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
 
 
 def join_reasoning(*parts: str | None) -> str | None:

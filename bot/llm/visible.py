@@ -6,7 +6,10 @@ safe to show early. So when in doubt it holds text back: the final reply brings 
 
 - `<think>`, `<thinking>`, `<reasoning>` blocks are skipped; a tag split across chunks is held
   until it is whole (a `<thi` at a chunk's end is not shown).
-- `<tool_call>`, `<function=`, `[TOOL_CALLS]` and `<|python_tag|>` end what is shown; with
+- `<tool_call>`, `<function=`, `[TOOL_CALLS]`, `<|python_tag|>` and template debris
+  (`<|im_end|>` and the other turn tokens, `<tool_response>`, `<tools>`: bot.llm.template)
+  end what is shown; HTML entities a server escaped are shown as their characters (one cut
+  across chunks is held until whole); with
   tools offered, an answer that starts like JSON (`{`, `[`, a fence) is held whole: it may be
   a call.
 - `thought_first`: the model may write its thinking with no opening tag (the DeepSeek-R1
@@ -20,12 +23,15 @@ from __future__ import annotations
 import re
 from enum import Enum, auto
 
+from bot.llm import template
 from bot.llm.port import TextSink
 from bot.llm.reasoning import CLOSING, OPENING
 
-TOOL_MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|python_tag|>")
+TOOL_MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|python_tag|>",
+                *template.MARKERS)
 THINK_MARKERS = ("<think>", "<thinking>", "<reasoning>", "</think>", "</thinking>",
                  "</reasoning>")
+_PARTIAL_ENTITY = re.compile(r"&#?[0-9A-Za-z]{0,7}\Z")
 _TOOL = re.compile("|".join(re.escape(m) for m in TOOL_MARKERS), re.IGNORECASE)
 
 
@@ -114,13 +120,16 @@ class VisibleText:
 
     def _show(self, out: list[str], end: int) -> None:
         if end > self._pos:
-            out.append(self._text[self._pos:end])
+            out.append(template.unescape_entities(self._text[self._pos:end]))
             self._started = True
             self._pos = end
 
 
 def _partial_marker(text: str) -> int:
     """How many characters at the end of `text` could be the start of a marker."""
+    entity = _PARTIAL_ENTITY.search(text)
+    if entity is not None:
+        return len(text) - entity.start()
     markers = THINK_MARKERS + TOOL_MARKERS
     lowered = text[-max(len(m) for m in markers):].lower()
     for size in range(len(lowered), 0, -1):

@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from bot.capabilities import OPEN_TOOL
 from bot.config.policies import ReactLoopConfig
 from bot.contracts.envelopes import EventSink, EventType, LoopEvent
 from bot.contracts.tool_context import ToolExecutionContext
@@ -21,6 +22,11 @@ from bot.tool_calls import run_tool_call
 from bot.tools import ToolOutcome, ToolStatus
 
 
+def opens_while_calling(calls: list[ToolCall]) -> bool:
+    """One answer that opens a capability and calls something else in the same breath."""
+    return len(calls) > 1 and any(c.name == OPEN_TOOL for c in calls)
+
+
 def synthetic(call: ToolCall, status: ToolStatus, content: str) -> ToolOutcome:
     return ToolOutcome(call.id, call.name, status, content, 0, synthetic=True)
 
@@ -32,11 +38,15 @@ async def run_calls(deps: LoopDeps, run: LoopRun, response: LLMResponse,
     in the order the LLM asked for them."""
 
     step = run.llm_step
-    # Third-party text anywhere in what the model read makes guarded tools ask first (also
-    # in a sub-task whose turn held some: its flag comes in set), and so do the tool names,
-    # descriptions and schemas an untrusted MCP server wrote, offered in this request.
+    # The taint (docs/security.md): third-party text anywhere in what the model read makes
+    # every change ask first (also in a sub-task whose turn held some: its flag comes in
+    # set), and so do the tool names, descriptions and schemas an untrusted MCP server wrote,
+    # offered in this request, and an answer that opens a capability while it calls: tools
+    # the person never saw offered do not change anything unasked. The gate
+    # (bot.approvals.flow) is the one place that reads it.
     tool_ctx = replace(tool_ctx, untrusted_context=tool_ctx.untrusted_context
-                       or deps.offers_untrusted(run.messages) or holds_untrusted(run.messages))
+                       or deps.offers_untrusted(run.messages) or holds_untrusted(run.messages)
+                       or opens_while_calling(response.tool_calls))
 
     async def one(call: ToolCall) -> ToolOutcome:
         found = deps.registry.get(call.name)

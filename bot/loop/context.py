@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bot.llm.port import readable_arguments
 from bot.loop.masking import ToolMessageMasker
 
 Message = dict[str, Any]
@@ -274,13 +275,30 @@ def close_tool_calls(body: list[Message], cuts: list[str]) -> list[Message]:
             changed = True
             out.extend(_synthetic_results(open_ids, cuts))
             open_ids = []
-        out.append(msg)
         if role == "assistant" and msg.get("tool_calls"):
+            readable = _readable_calls(msg, cuts)
+            changed = changed or readable is not msg
+            msg = readable
             open_ids = [c["id"] for c in msg["tool_calls"]]
+        out.append(msg)
     if open_ids:
         changed = True
         out.extend(_synthetic_results(open_ids, cuts))
     return out if changed else body
+
+
+def _readable_calls(msg: Message, cuts: list[str]) -> Message:
+    """`msg` with every call's arguments a JSON object: one stored before they were checked
+    goes as `{}` (llama.cpp refuses a history call it cannot parse: bot.llm.port.to_wire)."""
+    calls = []
+    for call in msg["tool_calls"]:
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and readable_arguments(arguments) != arguments:
+            cuts.append(f"sent the unreadable arguments of {function.get('name')} as {{}}")
+            call = {**call, "function": {**function, "arguments": "{}"}}
+        calls.append(call)
+    return msg if calls == msg["tool_calls"] else {**msg, "tool_calls": calls}
 
 
 def _synthetic_results(call_ids: list[str], cuts: list[str]) -> list[Message]:

@@ -25,6 +25,7 @@ from bot.llm.port import (
     call_with_recovery,
     short_error,
 )
+from bot.llm.quirks import Quirk
 from bot.loop.calls import run_calls, synthetic
 from bot.loop.context import MAX_LEVEL
 from bot.loop.fallback import ModelSlot, on_models
@@ -103,7 +104,7 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
         if response is None:
             return TurnStop.DEADLINE, _final_text(run, lines.deadline), []
         if not response.tool_calls:
-            text = response.content or lines.no_answer
+            text = said(response, lines)
             run.append({"role": "assistant", "content": text})
             return TurnStop.FINAL_ANSWER, text, []
         if run.mode == SIMPLE:  # asked for tools it was not offered
@@ -235,7 +236,15 @@ def _close_unoffered(run: LoopRun, response: LLMResponse, lines: FallbackLines,
         run.append({**response.assistant_message(), "content": None})
         for call in response.tool_calls:
             run.append(synthetic(call, ToolStatus.SKIPPED, why).message())
-    return _final_text(run, response.content or lines.no_answer)
+    return _final_text(run, said(response, lines))
+
+
+def said(response: LLMResponse, lines: FallbackLines) -> str:
+    """What the person reads of a final answer. One that imitated a tool's result or call
+    (bot.llm.template) is not passed off as done: the person is told nothing was."""
+    if Quirk.IMITATED_RESULT in response.quirks:
+        return "\n\n".join(t for t in (response.content, lines.imitated_result) if t)
+    return response.content or lines.no_answer
 
 
 def _final_text(run: LoopRun, text: str) -> str:

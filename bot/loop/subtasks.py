@@ -37,7 +37,7 @@ from bot.loop.allowance import ChargedLLM, OverAllowance
 from bot.loop.react import CallGate, LoopDeps, react_loop
 from bot.loop.traces import KEPT_TEXT, shorten
 from bot.loop.types import ReactLoopResult, ToolCallRecord
-from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus, build_tool
+from bot.tools import READS, Tool, ToolOutcome, ToolRegistry, ToolStatus, build_tool
 from persona import FRAMEWORK_NOTES
 from persona.lines import ConversationLines, fill
 
@@ -82,7 +82,8 @@ class Subtasks:
 
         return replace(build_tool(delegate, progress="working on a sub-task",
                                   safe_to_repeat=True),  # its steps are journalled
-                       timeout=self.cfg.subtask_timeout_seconds + TIMEOUT_MARGIN)
+                       timeout=self.cfg.subtask_timeout_seconds + TIMEOUT_MARGIN,
+                       does=READS)  # itself: each step it runs passes the gate on its own
 
     async def run(self, ctx: ToolExecutionContext, task: str, names: list[str]) -> ToolOutcome:
         found = await self._tools(names)

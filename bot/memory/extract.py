@@ -28,6 +28,7 @@ from bot.memory.facts import MAX_FACT_CHARS, Fact, Kind, normalised
 from bot.memory.queue import ExtractionQueue, Job
 from bot.memory.service import MemoryService
 from bot.plumbing.background import Background
+from bot.text.untrusted import holds_untrusted
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,10 @@ class MemoryExtractor:
             if not worth_learning(ctx, turn):
                 return
             job = Job(ctx.turn_id, ctx.user.id, ctx.msg.text[:MAX_SAID_CHARS],
-                      turn.text[:MAX_ANSWER_CHARS])
+                      turn.text[:MAX_ANSWER_CHARS],
+                      # what this turn read (a page, a mail, a forwarded message) taints
+                      # what is learnt from it (recalled later as untrusted data)
+                      third_party=bool(ctx.msg.third_party) or holds_untrusted(turn.stored))
             self._spawn(self._first_run(job))
         except Exception:
             log.exception("memory extraction could not be started for turn %s", ctx.turn_id)
@@ -209,7 +213,8 @@ class MemoryExtractor:
             # that they are this person's).
             replaces = [i for i in new.replaces if i in known_ids]
             fact = await self.memory.learn(job.user_id, new.text, new.kind,
-                                           source_turn=job.turn_id, replaces=replaces)
+                                           source_turn=job.turn_id, replaces=replaces,
+                                           from_third_party=job.third_party)
             if fact is not None:
                 stored.append(fact)
                 known_texts.add(normalised(fact.text))

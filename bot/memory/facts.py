@@ -69,6 +69,8 @@ class Fact:
     valid_from: datetime
     valid_to: datetime | None = None
     closed_reason: str | None = None
+    # Learnt in a turn that held text someone else wrote: recalled as untrusted data.
+    from_third_party: bool = False
 
 
 def search_terms(text: str) -> list[str]:
@@ -86,7 +88,7 @@ def normalised(text: str) -> str:
 
 
 _COLUMNS = ("id, user_id, text, kind, source_turn, created_at, valid_from, valid_to,"
-            " closed_reason")
+            " closed_reason, from_third_party")
 _OPEN = "user_id = $1 AND valid_to IS NULL"
 # Facts still true, asked with the person's row: recalling for someone Valet knows nothing
 # about reads nothing here (bot.db.turn_reads).
@@ -102,8 +104,8 @@ class FactStore:
 
     async def add(self, user_id: str, text: str, kind: Kind = Kind.FACT, *,
                   source_turn: str | None = None, replaces: Iterable[int] = (),
-                  embedding: bytes | None = None, embedding_model: str | None = None
-                  ) -> Fact | None:
+                  embedding: bytes | None = None, embedding_model: str | None = None,
+                  from_third_party: bool = False) -> Fact | None:
         """Store a fact (closing the person's open facts it replaces). None when the person
         already has an open fact saying the same: duplicates are merged, not stored twice."""
         text = " ".join(text.split())[:MAX_FACT_CHARS]
@@ -116,8 +118,8 @@ class FactStore:
                 return None
             fact_id = int(await tx.fetchval(
                 "INSERT INTO memory_facts (user_id, text, kind, source_turn, created_at,"
-                " valid_from) VALUES ($1,$2,$3,$4,$5,$5) RETURNING id",
-                user_id, text, kind.value, source_turn, now))
+                " valid_from, from_third_party) VALUES ($1,$2,$3,$4,$5,$5,$6) RETURNING id",
+                user_id, text, kind.value, source_turn, now, int(from_third_party)))
             if embedding is not None and embedding_model:
                 await _put_embedding(tx, user_id, fact_id, embedding, embedding_model)
             if self.db.dialect == "sqlite":
@@ -126,7 +128,8 @@ class FactStore:
             await self._close(tx, user_id, [i for i in replaces if i != fact_id],
                               Closed.REPLACED, now, replaced_by=fact_id)
             await _bump(tx, user_id)
-        return Fact(fact_id, user_id, text, kind, source_turn, now, now)
+        return Fact(fact_id, user_id, text, kind, source_turn, now, now,
+                    from_third_party=from_third_party)
 
     async def close(self, user_id: str, fact_ids: Iterable[int], reason: Closed) -> list[Fact]:
         """Close this person's open facts among `fact_ids` (another person's ids are never
@@ -297,4 +300,4 @@ async def _bump(tx: Queries, user_id: str) -> None:
 def _fact(row: Row) -> Fact:
     return Fact(int(row["id"]), row["user_id"], row["text"], Kind.parse(row["kind"]),
                 row["source_turn"], row["created_at"], row["valid_from"], row["valid_to"],
-                row["closed_reason"])
+                row["closed_reason"], bool(row["from_third_party"]))

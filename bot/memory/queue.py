@@ -22,6 +22,8 @@ class Job:
     said: str  # the person's own words of the turn
     answer: str  # the assistant's reply: context for the extractor, never a source
     attempts: int = 0
+    # The turn held text someone else wrote: what is learnt from it says so (Fact).
+    third_party: bool = False
 
 
 class ExtractionQueue:
@@ -32,8 +34,10 @@ class ExtractionQueue:
         """Queue a turn, claimed by the caller (it runs it now); False if already queued."""
         changed = await self.db.execute(
             "INSERT INTO memory_extractions (turn_id, user_id, said, answer, created_at,"
-            " next_attempt_at) VALUES ($1,$2,$3,$4,$5,$6) ON CONFLICT (turn_id) DO NOTHING",
-            job.turn_id, job.user_id, job.said, job.answer, now, now + CLAIM)
+            " next_attempt_at, third_party) VALUES ($1,$2,$3,$4,$5,$6,$7)"
+            " ON CONFLICT (turn_id) DO NOTHING",
+            job.turn_id, job.user_id, job.said, job.answer, now, now + CLAIM,
+            int(job.third_party))
         return changed > 0
 
     async def done(self, turn_id: str) -> None:
@@ -55,7 +59,7 @@ class ExtractionQueue:
     async def claim_due(self, now: datetime, limit: int = 20) -> list[Job]:
         """Due jobs, each claimed (compare-and-set on its due time) for this caller."""
         rows = await self.db.fetch(
-            "SELECT turn_id, user_id, said, answer, attempts, next_attempt_at"
+            "SELECT turn_id, user_id, said, answer, attempts, next_attempt_at, third_party"
             " FROM memory_extractions WHERE next_attempt_at <= $1"
             " ORDER BY next_attempt_at LIMIT $2", now, limit)
         claimed = []
@@ -77,4 +81,4 @@ class ExtractionQueue:
 
 def _job(row: Row) -> Job:
     return Job(row["turn_id"], row["user_id"], row["said"], row["answer"],
-               int(row["attempts"]))
+               int(row["attempts"]), bool(row["third_party"]))

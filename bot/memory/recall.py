@@ -14,6 +14,7 @@ from bot.contracts.turn import Continue, StepResult, TurnContext
 from bot.db.turn_reads import may_hold
 from bot.memory.facts import HOLDING, Fact, FactStore
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, VectorIndex
+from bot.text.untrusted import quote_untrusted
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,19 @@ def within_budget(facts: list[Fact], budget_tokens: int) -> list[Fact]:
     return chosen
 
 
+# Facts learnt in a turn that held someone else's text (Fact.from_third_party) are quoted as
+# untrusted data under this note: the model reads them as data, and the turn that recalls
+# them is tainted (every change asks: docs/security.md).
+LEARNT_NOTE = ("the facts below were learnt from text someone else wrote (a page, a mail, a "
+               "forwarded message), not from the user")
+
+
 def render(facts: list[Fact]) -> str:
-    return "\n".join([HEADER, *(_line(f) for f in facts)])
+    own = [_line(f) for f in facts if not f.from_third_party]
+    learnt = [_line(f) for f in facts if f.from_third_party]
+    if learnt:
+        own.append(quote_untrusted("\n".join(learnt), note=LEARNT_NOTE))
+    return "\n".join([HEADER, *own])
 
 
 def _line(fact: Fact) -> str:

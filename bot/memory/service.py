@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot.memory.facts import Closed, Fact, FactStore, Kind, search_terms
-from bot.memory.recall import Recaller
+from bot.memory.recall import LEARNT_NOTE, Recaller
 from bot.memory.vectors import Embedder, EmbeddingsUnavailable, to_bytes
+from bot.text.untrusted import quote_untrusted
 from persona.lines import fill
 from persona.lines_people import MemoryLines
 
@@ -27,8 +28,8 @@ class MemoryService:
     embedder: Embedder | None = None
 
     async def learn(self, user_id: str, text: str, kind: Kind = Kind.FACT, *,
-                    source_turn: str | None = None, replaces: Iterable[int] = ()
-                    ) -> Fact | None:
+                    source_turn: str | None = None, replaces: Iterable[int] = (),
+                    from_third_party: bool = False) -> Fact | None:
         """Store a fact (embedded when an embedding model is set and answers; a fact left
         without a vector is embedded later). None when it repeats an open fact."""
         vector, model = None, None
@@ -40,7 +41,7 @@ class MemoryService:
                 log.warning("fact stored without its embedding for now: %s", err)
         return await self.store.add(user_id, text, kind, source_turn=source_turn,
                                     replaces=replaces, embedding=vector,
-                                    embedding_model=model)
+                                    embedding_model=model, from_third_party=from_third_party)
 
     async def listing(self, user_id: str, about: str = "") -> str:
         """What Valet remembers (about something, or everything), numbered by fact id."""
@@ -49,7 +50,12 @@ class MemoryService:
         if not facts:
             return self.lines.memory_nothing_about if about else self.lines.memory_nothing
         shown = facts[:LISTED]
-        listed = "\n".join(f"#{f.id} {f.text} ({f.kind.value})" for f in shown)
+        listed = "\n".join(f"#{f.id} {f.text} ({f.kind.value})" for f in shown
+                           if not f.from_third_party)
+        learnt = [f for f in shown if f.from_third_party]
+        if learnt:  # words someone else wrote, kept: data for the model, never instructions
+            listed = "\n".join(filter(None, [listed, quote_untrusted("\n".join(
+                f"#{f.id} {f.text} ({f.kind.value})" for f in learnt), note=LEARNT_NOTE)]))
         return fill(self.lines.memory_listing_more if len(facts) > LISTED
                     else self.lines.memory_listing, facts=listed)
 
@@ -57,6 +63,18 @@ class MemoryService:
         if not facts:
             return self.lines.memory_forget_nothing
         return fill(self.lines.memory_forgotten, facts="\n".join(f"- {f.text}" for f in facts))
+
+    async def matching(self, user_id: str, about: str = "", ids: Iterable[int] = ()
+                       ) -> list[Fact]:
+        """The person's open facts with these ids, or holding every word of `about` (what
+        `forget` would close), oldest first."""
+        wanted = {int(i) for i in ids}
+        if about and search_terms(about):
+            wanted |= {f.id for f in await self.store.search(user_id, about, 50, every=True)}
+        if not wanted:
+            return []
+        return sorted((f for f in await self.store.open_facts(user_id) if f.id in wanted),
+                      key=lambda f: f.id)
 
     async def forget(self, user_id: str, about: str = "", ids: Iterable[int] = ()
                      ) -> list[Fact]:

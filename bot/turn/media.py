@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from bot.contracts.envelopes import Image, Inbound, MediaRef
 from bot.plumbing.backoff import backoff_delay
+from bot.turn.third_party import with_third_party
 
 log = logging.getLogger(__name__)
 
@@ -159,10 +160,10 @@ def audio_file_name(ref: MediaRef) -> str:
 def stored_text(msg: Inbound) -> str:
     """The person's message as the history keeps it: "[photo] caption" for a photo; an
     audio file with what was heard of it."""
-    if not msg.media:
-        return msg.text
-    marks = " ".join(_mark(ref) for ref in msg.media)
-    return f"{marks} {msg.text}".strip()
+    said = msg.text
+    if msg.media:
+        said = f"{' '.join(_mark(ref) for ref in msg.media)} {msg.text}".strip()
+    return with_third_party(said, msg.third_party) if msg.third_party else said
 
 
 def _mark(ref: MediaRef) -> str:
@@ -182,8 +183,9 @@ def request_content(msg: Inbound) -> str | list[dict[str, Any]]:
         photo_missing = any(ref.kind == "photo" for ref in msg.media)
         return f"{stored_text(msg)}\n{NOT_LOADED}" if photo_missing else stored_text(msg)
     parts: list[dict[str, Any]] = []
-    if msg.text.strip():
-        parts.append({"type": "text", "text": msg.text})
+    said = with_third_party(msg.text, msg.third_party) if msg.third_party else msg.text
+    if said.strip():
+        parts.append({"type": "text", "text": said})
     parts += [image_part(image) for image in msg.images]
     return parts
 

@@ -51,6 +51,7 @@ from bot.loop.types import REACT, SIMPLE
 from bot.memory.summaries import HOLDING as SUMMARY
 from bot.meter.llm import AllowanceSpent
 from bot.plumbing import logs
+from bot.text.untrusted import OPENING as UNTRUSTED_OPENING
 from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
 from bot.turn.media import user_message
@@ -222,9 +223,13 @@ class Orchestrator:
         mode = choose_mode(self.deps.loop_config.mode, ctx, before, self.deps.persona.name)
         choice = self.routed(ctx, mode)
         deps = self.loop_deps if choice is None else replace(self.loop_deps, tool_choice=choice)
+        # A step's context line may quote third-party text (a recalled fact learnt from a
+        # page): the turn is tainted from its first call (the loop adds what it reads later).
+        tool_ctx = ctx.tool_ctx if UNTRUSTED_OPENING not in system \
+            else replace(ctx.tool_ctx, untrusted_context=True)
         try:
             result = await react_loop(deps, [{"role": "system", "content": system}],
-                                      conversation, ctx.tool_ctx, self.deps.loop_config,
+                                      conversation, tool_ctx, self.deps.loop_config,
                                       emit=emit, fallback=self.fallback, cancel=ctx.cancel,
                                       turn_id=ctx.turn_id, mode=mode, summary=ctx.summary,
                                       steering=ctx.steering)

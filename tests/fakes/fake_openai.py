@@ -34,9 +34,11 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.dialects import REFUSALS, Wire, render
+from tests.fakes.recordings import Recorded, llamacpp_refusal, respond
 from tests.openai_schema import problems
 
-__all__ = ["ContextOverflow", "Fail", "FakeOpenAI", "Hang", "Raw", "Reply", "ToolCall"]
+__all__ = ["ContextOverflow", "Fail", "FakeOpenAI", "Hang", "Raw", "Recorded", "Reply",
+           "ToolCall"]
 
 
 @dataclass
@@ -96,7 +98,7 @@ class Raw:
     content_type: str = "text/html"
 
 
-Item = Reply | Fail | Hang | ContextOverflow | Raw
+Item = Reply | Fail | Hang | ContextOverflow | Raw | Recorded
 Responder = Callable[[dict[str, Any]], Item | Awaitable[Item]]
 
 _SERVER_ERROR: tuple[str, str, str | None] = ("server_error", "Server error.", None)
@@ -195,6 +197,9 @@ class FakeOpenAI:
         # without its result, a result without its call, arguments that are not a string.
         self.strict = False
         self.refused: list[str] = []  # what strictness refused, for the test to show
+        # As llama.cpp with a tool template: a history call whose arguments are not JSON is
+        # refused with HTTP 500 (tests/fakes/recordings.py).
+        self.checks_call_arguments = False
 
     # -- public API -------------------------------------------------------
     @property
@@ -293,6 +298,8 @@ class FakeOpenAI:
             self.refused.append(found[0])
             return _error(400, f"Invalid request: {found[0]}", type_="invalid_request_error",
                           param="messages")
+        if self.checks_call_arguments and (refusal := llamacpp_refusal(body)) is not None:
+            return refusal
         if self.refuse_tools and body.get("tools"):
             status, error = REFUSALS[self.refuse_tools]
             return web.json_response(error, status=status)
@@ -309,6 +316,8 @@ class FakeOpenAI:
             headers = {} if item.retry_after is None else {"Retry-After": f"{item.retry_after:g}"}
             msg, code, type_ = item.message or message, item.code or code, item.type or type_
             return _error(item.status, msg, code, type_, headers=headers)
+        if isinstance(item, Recorded):
+            return await respond(request, body, item)
         if isinstance(item, Raw):
             return web.Response(text=item.body, status=item.status,
                                 content_type=item.content_type)

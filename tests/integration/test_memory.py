@@ -290,6 +290,12 @@ async def test_remember_and_forget_by_asking_and_forget_everything_asks_first(
     listing = llm.chats[-1][-1]["content"]  # the tool result the LLM answered from
     assert "Dog is Rex (person)" in listing and "Sister is Ana (person)" in listing
     await say(app, "Forget that I have a sister called Ana")
+    # Forgetting is for good: asked first (issue 43), the card naming the fact by its id.
+    assert len(await app.memory.service.store.open_facts(alice.id)) == 2
+    pending = await app.approvals.list_pending_approvals(alice.id)
+    assert [p.tool_name for p in pending] == ["forget"]
+    assert "Sister is Ana" in pending[0].summary and "Dog" not in pending[0].summary
+    await say(app, "yes")
     assert [f.text for f in await app.memory.service.store.open_facts(alice.id)] == \
         ["Dog is Rex"]
     assert llm.chats[-1][-1]["content"] == "Forgotten:\n- Sister is Ana"  # the tool result

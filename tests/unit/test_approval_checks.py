@@ -16,7 +16,7 @@ def test_every_built_in_tool_that_always_asks_checks_before_asking():
     asking = sorted(t.name for t in tools if t.requires_approval and not t.is_agent)
     assert asking == sorted([
         "delete_note", "create_event", "move_event", "cancel_event", "send_mail",
-        "reply_to_mail", "forget_everything", "propose_contact", "delete_contact",
+        "reply_to_mail", "forget", "forget_everything", "propose_contact", "delete_contact",
         "message_someone"])
     assert [name for name in asking if tools.get(name).prepare is None] == []
 

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from bot.llm.visible import VisibleText
 
 # Answers and thoughts without the characters markup starts with: the property is exact.
-PLAIN = st.text(alphabet=st.characters(blacklist_characters="<[{`|",
+# Text with no marker character ("&" opens an HTML entity, held until whole: one at the very
+# end of a stream is left to the final reply).
+PLAIN = st.text(alphabet=st.characters(blacklist_characters="<[{`|&",
                                        blacklist_categories=("Cs", "Cc")), max_size=60)
 TAGS = st.sampled_from(["think", "thinking", "reasoning", "THINK", "Think"])
 
@@ -64,3 +66,26 @@ def test_an_answer_that_starts_like_json_is_held_whole_when_tools_are_offered() 
     call = '{"name": "calculate", "arguments": {"expression": "6*7"}}'
     assert shown_while_streaming(call, [3, 9], tools=True) == ""
     assert shown_while_streaming("  [1, 2]", [3], tools=False) == "[1, 2]"
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=PLAIN, after=PLAIN, cuts=st.lists(st.integers(0, 500), max_size=12))
+def test_an_entity_a_server_escaped_is_shown_as_its_character(before: str, after: str,
+                                                               cuts: list[int]) -> None:
+    text = f"{before}it&#39;s{after}"
+    shown = shown_while_streaming(text, cuts, tools=False)
+    assert "&#39;" not in shown
+    assert f"{before}it's{after}".lstrip().startswith(shown)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=PLAIN, token=st.sampled_from(["<|im_end|>", "<|im_start|>", "<|eot_id|>",
+                                            "<end_of_turn>", "</s>", "<tool_response>",
+                                            "</tool_response>", "<tools>"]),
+       cuts=st.lists(st.integers(0, 500), max_size=12))
+def test_nothing_of_a_template_is_shown_while_streaming(before: str, token: str,
+                                                        cuts: list[int]) -> None:
+    text = f"{before}{token}\nhi{token}user"
+    shown = shown_while_streaming(text, cuts, tools=False)
+    assert token not in shown and not shown.endswith("<")
+    assert before.lstrip().startswith(shown)
