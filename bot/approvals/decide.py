@@ -23,7 +23,7 @@ from bot.approvals.outcomes import card_line, state_word
 from bot.approvals.replies import Decision, ParsedReply, Verdict, parse_reply
 from bot.approvals.retry import answerable
 from bot.approvals.store import HOLDING
-from bot.contracts.answer_words import AnswerWords, answer_words
+from bot.contracts.answer_words import AnswerWords, answer_words, words_for
 from bot.contracts.approvals import (
     ApprovalRequest,
     ApprovalStatus,
@@ -91,7 +91,8 @@ class ApprovalStep:
         # Only the person's own words answer (ctx.msg.text): forwarded or quoted text
         # (ctx.msg.third_party) never reaches the grammar.
         parsed = await parse_reply(
-            ctx.msg.text, pending, lines=self.lines, words=self.words,
+            ctx.msg.text, pending, lines=self.lines, words=words_for(self.words,
+                                                                     ctx.user.language),
             elsewhere=(lambda: elsewhere(ctx.user)) if elsewhere is not None else None)
         if asked is not None and (parsed.unrelated or parsed.clarify) and not parsed.question \
                 and ctx.msg.text.strip():
@@ -165,7 +166,9 @@ class ApprovalStep:
             return False
         if await self.store.change_asked(user_id, now):
             return True
-        return not (await parse_reply(text, pending, words=self.words)).unrelated
+        user = await self.users.get(user_id)
+        words = words_for(self.words, user.language if user else None)
+        return not (await parse_reply(text, pending, words=words)).unrelated
 
     def _settled(self, approval: ApprovalRequest) -> bool:
         return self.buttons.settled(approval)

@@ -99,8 +99,18 @@ GERMAN = AnswerWords(
     edit=_words("ändere, änder"),
 )
 
+PORTUGUESE = AnswerWords(
+    yes=_words("sim, pode, pode ser, claro, claro que sim, com certeza, beleza, certo, "
+               "combinado, de acordo, tá bom, ta bom, está bem, esta bem, confirmo"),
+    no=_words("não, nao, cancela, cancele, não faça, nao faca, deixa, deixa pra lá, "
+              "deixa pra la, esquece, nem pensar"),
+    courtesy=_words("por favor, pfv, obrigado, obrigada, valeu"),
+    everything=_words("a tudo, a todos, tudo, todos, os dois, ambos"),
+    edit=_words("muda, mudar, altera, alterar"),
+)
+
 LANGUAGES: dict[str, AnswerWords] = {"en": ENGLISH, "es": SPANISH, "fr": FRENCH,
-                                     "de": GERMAN}
+                                     "de": GERMAN, "pt": PORTUGUESE}
 
 
 def answer_words(languages: Iterable[str] = ()) -> AnswerWords:
@@ -111,6 +121,15 @@ def answer_words(languages: Iterable[str] = ()) -> AnswerWords:
         if code != "en":
             words = words | LANGUAGES[code]
     return words
+
+
+def words_for(base: AnswerWords, language: str | None) -> AnswerWords:
+    """What one person's answer is read in: `base` (English and the persona's languages)
+    and the person's own language, whichever it is (a person who chose Portuguese on a
+    Spanish persona is understood in both, and in English)."""
+    if language is None or language not in LANGUAGES or language == "en":
+        return base
+    return base | LANGUAGES[language]
 
 
 def languages_problem(languages: Iterable[str]) -> str | None:

@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from bot.approvals.replies import ParsedReply, Verdict, parse_reply
-from bot.contracts.answer_words import ENGLISH, LANGUAGES, answer_words
+from bot.contracts.answer_words import ENGLISH, LANGUAGES, answer_words, words_for
 from tests.unit.approval_phrasings import (
     ALL,
     ANA,
@@ -38,10 +38,14 @@ OLD_VERBS = [
     "allow", "manda", "envía", "envia", "borra", "reserva", "paga", "haz", "hazlo", "mándalo",
     "mandalo", "envíalo", "envialo", "bórralo", "borralo", "envoie", "envoie-le", "supprime",
     "supprime-le", "réserve", "paie", "fais", "schick", "schicke", "sende", "lösche", "lösch",
-    "lösch es", "schick es", "buche", "bezahle", "mach", "mach das", "mach es"]
+    "lösch es", "schick es", "buche", "bezahle", "mach", "mach das", "mach es",
+    # Portuguese (issue 49: the table in every language Valet speaks)
+    "apaga", "apague", "apaga isso", "envia", "envie", "manda", "salva", "guarda", "reserva",
+    "paga", "compra", "encaminha", "exclui", "exclua"]
 ACTIONS = ["send", "delete", "save", "book", "text", "email", "forward", "share", "bórralo",
            "supprime-le", "lösch es", "mándalo", "envoie-le", "schick es", "borra", "envoie",
-           "supprime", "lösche", "schick", "manda", "post", "pay", "buy", "order"]
+           "supprime", "lösche", "schick", "manda", "post", "pay", "buy", "order", "apaga",
+           "envia", "salva"]
 OBJECTS = ["it", "the note", "the message", "the email", "Ana", "me", "to me", "the dentist",
            "lo", "le", "es"]
 YES_NO = sorted(WORDS.yes | WORDS.no)
@@ -68,6 +72,21 @@ def test_no_word_of_the_table_names_an_action():
     for word in ("bórralo", "supprime le", "lösch es", "send", "delete", "save", "book",
                  "send it", "book it", "mándalo", "envoie le", "schick es"):
         assert word not in WORDS.yes and word not in WORDS.no
+
+
+async def test_the_persons_own_language_and_english_are_always_understood():
+    """A person who chose Portuguese on an English-only persona: "sim" and "yes" approve,
+    "não" cancels, "apaga" (delete) decides nothing; someone else's "sim" is not a word."""
+    english = answer_words()
+    theirs = words_for(english, "pt")
+    for text, verdict in (("sim", Verdict.APPROVE), ("yes", Verdict.APPROVE),
+                          ("Não!", Verdict.REJECT), ("sim, obrigado", Verdict.APPROVE)):
+        parsed = await parse_reply(text, [NOTE], words=theirs)
+        assert [d.verdict for d in parsed.decisions] == [verdict], text
+    for text in ("apaga", "apaga isso", "envia", "sim apaga"):
+        assert (await parse_reply(text, [NOTE], words=theirs)).decisions == [], text
+    assert (await parse_reply("sim", [NOTE], words=english)).decisions == []
+    assert words_for(english, None) is english and words_for(english, "xx") is english
 
 
 def test_the_reading_asks_no_classifier():
