@@ -139,6 +139,31 @@ class OpenAILLM:
             raise LLMMalformedResponseError(
                 f"the endpoint's answer is not JSON: {short_error(err)}") from err
 
+    async def raw_answer(self, messages: list[Message], **fields: Any) -> dict[str, Any]:
+        """The server's answer to one request (not streamed, no tools) as it came, unread:
+        `valet doctor` looks at what the model wrote before any reading cleans it."""
+        body = {key: value for key, value in {
+            "model": self.model, "messages": messages, **self._extra, **fields}.items()
+            if value is not None}  # a field given as None is left out
+        try:
+            answer = await self._client.post("/chat/completions", body=body, cast_to=object)
+        except openai.OpenAIError as err:
+            raise classify_openai_error(err) from err
+        if not isinstance(answer, dict):
+            raise LLMMalformedResponseError("the endpoint's answer is not a completion")
+        return answer
+
+    async def server_props(self) -> dict[str, Any] | None:
+        """llama.cpp's /props (its chat template, what the template supports), at the
+        server's root; None from a server that has none (the others)."""
+        root = str(self._client.base_url).rstrip("/").removesuffix("/v1")
+        try:
+            props = await self._client.get(f"{root}/props", cast_to=object)
+        except openai.OpenAIError as err:
+            log.debug("no /props: %s", short_error(err))
+            return None
+        return props if isinstance(props, dict) else None
+
     async def list_models(self) -> list[str]:
         try:
             page = await self._client.models.list()

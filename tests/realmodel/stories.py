@@ -105,7 +105,10 @@ def report(name: str, turns: list[Turn], extra: list[Exchange]) -> str:
         prompt, completion = turn.tokens
         lines.append(f"  {turn.seconds:5.1f} s  {len(turn.exchanges)} request(s)  "
                      f"{prompt} prompt tokens ({cached} from cache) {completion} out  "
-                     f"{turn.said!r}")
+                     f"{turn.said!r} -> {turn.shown[-1:]!r}")
+        lines.extend(f"      HTTP {e.status}: {e.error[:200]}" for e in turn.exchanges
+                     if e.error)
+        lines.extend(f"      calls {e.calls} of {e.offered}" for e in turn.exchanges if e.calls)
     if extra:
         lines.append(f"  doctor: {len(extra)} request(s), "
                      f"{sum(e.seconds for e in extra):.1f} s of the server")
