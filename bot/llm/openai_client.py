@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +19,9 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.llm.call_fields import arguments_text, tool_names
+from bot.llm.context_window import limit_from_refusal
 from bot.llm.port import (
+    LLMContextOverflowError,
     LLMMalformedResponseError,
     LLMResponse,
     Message,
@@ -69,6 +72,11 @@ class OpenAILLM:
         # an answer shows how the model writes (None), and for good once it thought aloud in
         # the text (a template may open the tag in the prompt, so no opening tag comes).
         self.thought_first: bool | None = None
+        # The context window it refused a request for (bot.llm.context_limit): requests are
+        # built within it; `on_context_learnt` keeps it (per endpoint and model).
+        self.context_tokens: int | None = None
+        self.on_context_learnt: Callable[[int], Awaitable[None]] | None = None
+        self.endpoint = base_url or "https://api.openai.com/v1"
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
@@ -129,7 +137,10 @@ class OpenAILLM:
         except openai.APIStatusError as err:
             if tools and refuses_tools(str(err)):
                 raise _ToolsRefused(short_error(err)) from err
-            raise classify_openai_error(err) from err
+            error = classify_openai_error(err)
+            if isinstance(error, LLMContextOverflowError):
+                await self._learn_context(str(err))
+            raise error from err
         except openai.OpenAIError as err:
             raise classify_openai_error(err) from err
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -138,6 +149,16 @@ class OpenAILLM:
             # _from_completion. Its strict mode, off here, would raise the validation error.)
             raise LLMMalformedResponseError(
                 f"the endpoint's answer is not JSON: {short_error(err)}") from err
+
+    async def _learn_context(self, refusal: str) -> None:
+        tokens = limit_from_refusal(refusal)
+        if tokens is None or tokens == self.context_tokens:
+            return
+        log.warning("the LLM %s refused a request too long for its context window of %d "
+                    "tokens: requests are built within it from now on", self.model, tokens)
+        self.context_tokens = tokens
+        if self.on_context_learnt is not None:
+            await self.on_context_learnt(tokens)
 
     async def raw_answer(self, messages: list[Message], **fields: Any) -> dict[str, Any]:
         """The server's answer to one request (not streamed, no tools) as it came, unread:

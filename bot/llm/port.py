@@ -188,7 +188,7 @@ def misconfiguration_hint(err: BaseException) -> str:
 
 _OVERFLOW_PATTERN = re.compile(
     r"context.length|context.window|maximum context|too many tokens|prompt is too long"
-    r"|reduce the length|exceeds the (?:model'?s )?(?:maximum|max)",
+    r"|reduce the length|exceeds the (?:model'?s )?(?:maximum|max|available context)",
     re.IGNORECASE,
 )
 

@@ -8,6 +8,7 @@ LLM call and before the loop returns, whatever stopped it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable
@@ -144,9 +145,12 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     if run.remaining() <= 0:
         return None
 
-    def view(level: int, reader: str) -> list[Message]:
-        built = deps.context.build(system, run.messages, level, reader=reader,
-                                   summary=run.summary)
+    tools_chars = len(json.dumps(tools)) if tools else 0  # the tools are sent too
+
+    def view(level: int, slot: ModelSlot) -> list[Message]:
+        built = deps.context.build(system, run.messages, level, tools_chars,
+                                   reader=slot.provider, summary=run.summary,
+                                   window=getattr(slot.llm, "context_tokens", None))
         if built.cuts:
             run.diagnostics.extend(built.cuts)
         return built.messages + (extra or [])
@@ -158,7 +162,7 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
 
     def attempt(slot: ModelSlot) -> Awaitable[CallOutcome]:
         return call_with_recovery(
-            slot.llm, lambda level: view(level, slot.provider), tools, run.cfg, deps.clock,
+            slot.llm, lambda level: view(level, slot), tools, run.cfg, deps.clock,
             max_recovery_level=MAX_LEVEL, start_level=run.level, on_text=on_text)
 
     def switched(left: ModelSlot, taken: ModelSlot, err: LLMError) -> None:
