@@ -48,6 +48,7 @@ async def test_a_model_that_does_not_stop_is_said_so(fake_llm, tmp_path):
     (tmp_path / "valet.yaml").write_text("memory:\n  enabled: false\n"
                                          "llm:\n  background_max_tokens: 40\n")
     code, out, err = await run_valet(["doctor"], env)
+    assert code == 0, out + err  # worth knowing, nothing broken
     assert "did not stop within 40 tokens (llm.background_max_tokens)" in out, out
     assert all(r["max_tokens"] == 40 for r in fake_llm.requests)
 
@@ -61,7 +62,7 @@ async def test_tools_the_server_drops_are_said_with_the_reason(fake_llm, tmp_pat
         else Reply(content="ready")
     code, out, err = await run_valet(["doctor"], _env(tmp_path, fake_llm))
     assert "this model does not call tools; Valet will only chat (the server drops the tools " \
-           "before the model sees them: its /props says supports_tools: false" in out, out
+           "before the model sees them: its /props says supports_tools: false" in out, out + err
     assert code == 0 and "all good" in out
 
 
@@ -71,7 +72,7 @@ async def test_a_server_that_refuses_tools_shows_no_log_line(fake_llm, tmp_path)
     fake_llm.refuse_tools = "llama.cpp"
     fake_llm.responder = lambda body: Reply(content="ready")
     code, out, err = await run_valet(["doctor"], _env(tmp_path, fake_llm))
-    assert "the server refuses requests with tools" in out
+    assert code == 0 and "the server refuses requests with tools" in out
     assert not LOG_LINE.search(out + err), out + err
     assert "refuses requests with tools" in (tmp_path / "valet.log").read_text()
 

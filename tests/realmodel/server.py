@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import os
 import signal
 import sys
 import threading

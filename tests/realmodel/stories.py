@@ -106,9 +106,9 @@ def report(name: str, turns: list[Turn], extra: list[Exchange]) -> str:
         lines.append(f"  {turn.seconds:5.1f} s  {len(turn.exchanges)} request(s)  "
                      f"{prompt} prompt tokens ({cached} from cache) {completion} out  "
                      f"{turn.said!r} -> {turn.shown[-1:]!r}")
-        lines.extend(f"      HTTP {e.status}: {e.error[:200]}" for e in turn.exchanges
-                     if e.error)
-        lines.extend(f"      calls {e.calls} of {e.offered}" for e in turn.exchanges if e.calls)
+        lines.extend(f"      {e.seconds:5.1f} s HTTP {e.status} {len(e.offered)} tools "
+                     f"{e.prompt_tokens}+{e.completion_tokens} tokens {e.finish_reason} "
+                     f"calls {e.calls} {e.error[:160]}" for e in turn.exchanges)
     if extra:
         lines.append(f"  doctor: {len(extra)} request(s), "
                      f"{sum(e.seconds for e in extra):.1f} s of the server")

@@ -81,7 +81,7 @@ async def test_a_telegram_conversation_in_the_models_own_template(llamacpp_own: 
         finally:
             await stop_serve(serve)
         conversation = list(proxy.exchanges)
-        code, out = await doctor(env)
+        _, out = await doctor(env)
     report("own template (Telegram)", turns, proxy.exchanges[len(conversation):])
     check_screen(turns)
     assert not any(m.buttons for m in tg.sent(OWNER_CHAT)), "a card, though no tool can run"
@@ -109,7 +109,8 @@ async def test_an_sms_conversation_with_a_tool_template(llamacpp_tools: LlamaSer
                    VALET_TWILIO_AUTH_TOKEN=twilio.auth_token,
                    VALET_TWILIO_API_URL=twilio.base_url)
         (tmp_path / "valet.yaml").write_text(
-            SETTINGS + f"access:\n  channels:\n    sms: {{policy: allowlist, allow: ['{ALICE}']}}\n")
+            SETTINGS + "access:\n  channels:\n"
+            f"    sms: {{policy: allowlist, allow: ['{ALICE}']}}\n")
         serve = await start_serve(env, tmp_path / "serve.log")
         url = env["VALET_HTTP_PORT"]
         turns: list[Turn] = []
