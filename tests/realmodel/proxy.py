@@ -45,7 +45,9 @@ class RecordingProxy:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
         self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
-        self._runner = web.AppRunner(app, access_log=None)
+        # A request Valet gives up on (its timeout) is given up upstream too, as the server
+        # would see it without the proxy: llama.cpp then cancels the generation.
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

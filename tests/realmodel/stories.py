@@ -27,7 +27,7 @@ MARKUP = re.compile(
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\S* +(?:DEBUG|INFO|WARNING|ERROR)\b",
                       re.M)
 CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]+(?:Error|Exception)\b")  # LLMContextOverflowError
-LLM_TIMEOUT = 45.0  # llm.timeout_seconds in the stories' valet.yaml
+LLM_TIMEOUT = 90.0  # llm.timeout_seconds in the stories' valet.yaml
 # A turn's bound: two attempts at the timeout (the port retries a timeout once) and the
 # time to read the answer and send it.
 TURN_BOUND = 2 * LLM_TIMEOUT + 20.0
