@@ -33,8 +33,8 @@ from bot.loop.journal import TurnRecorder
 from bot.loop.masking import WRITTEN_BY
 from bot.loop.state import CallGate, LoopDeps, LoopRun, ToolChoice
 from bot.loop.steering import steer
-from bot.loop.traces import llm_entry, switch_entry
-from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, ToolCallRecord
+from bot.loop.traces import failed_entry, llm_entry, switch_entry
+from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, Spent, ToolCallRecord
 from bot.tools import ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,8 @@ async def react_loop(
         run.append({"role": "assistant", "content": text})
     except LLMError as err:  # what the person added mid-turn is kept with the failure
         err.said_mid_turn = tuple(str(m["content"]) for m in run.new if m["role"] == "user")
+        err.spent = Spent(int((time.perf_counter() - started) * 1000), run.usage.input_tokens,
+                          run.usage.output_tokens, run.mode, list(run.trace))
         raise
     await emit(LoopEvent(EventType.EXECUTION_END, {"stop_reason": stop.value}))
     return ReactLoopResult(
@@ -178,6 +180,10 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
         raced = await _race(run, on_models(models, run.model, attempt, switched), cancel)
     except TimeoutError:
         return None
+    except LLMError as err:  # the turn fails here: its trace says after how long, and why
+        run.trace.append(failed_entry(run.llm_step, models[run.model].llm.model, err,
+                                      int((time.perf_counter() - asked) * 1000)))
+        raise
     if raced is _STOPPED:
         return _STOPPED
     outcome, run.model = raced
