@@ -88,6 +88,17 @@ async def doctor(env: dict[str, str]) -> tuple[int, str]:
     return code, out + err
 
 
+async def after_the_conversation(serve: asyncio.subprocess.Process, proxy: RecordingProxy,
+                                 env: dict[str, str]) -> tuple[list[Exchange], int, str]:
+    """`valet serve` stopped, then `valet doctor` on the same server: the conversation's
+    exchanges, and the doctor's exit code and output (its own exchanges follow in the
+    proxy's)."""
+    await stop_serve(serve)
+    conversation = list(proxy.exchanges)
+    code, out = await doctor(env)
+    return conversation, code, out
+
+
 def check_screen(turns: list[Turn]) -> None:
     for turn in turns:
         assert turn.shown, f"{turn.said!r} got no reply"
@@ -95,6 +106,16 @@ def check_screen(turns: list[Turn]) -> None:
             assert not MARKUP.search(text), f"markup on screen for {turn.said!r}: {text!r}"
             assert not CLASS_NAME.search(text), f"a class name on screen: {text!r}"
         assert turn.seconds <= TURN_BOUND, f"{turn.said!r} took {turn.seconds:.0f} s"
+
+
+def check_story(name: str, turns: list[Turn], proxy: RecordingProxy,
+                conversation: list[Exchange], doctor_said: str) -> None:
+    """What every story holds Valet to, whatever the model said: its turns reported, each
+    answered within its bound with nothing of a template on screen, and no raw log line in
+    the doctor's output."""
+    report(name, turns, proxy.exchanges[len(conversation):])
+    check_screen(turns)
+    assert not LOG_LINE.search(doctor_said), doctor_said
 
 
 def report(name: str, turns: list[Turn], extra: list[Exchange]) -> str:
@@ -117,5 +138,5 @@ def report(name: str, turns: list[Turn], extra: list[Exchange]) -> str:
     return text
 
 
-__all__ = ["RecordingProxy", "Turn", "answered", "check_screen", "doctor", "report",
+__all__ = ["RecordingProxy", "Turn", "after_the_conversation", "answered", "check_story",
            "start_serve", "stop_serve"]

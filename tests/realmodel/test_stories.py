@@ -14,19 +14,18 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.cli.doctor_llm import wrong_template
 from tests.e2e.test_console_pipe import clean_env
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 from tests.realmodel.conftest import LlamaServer
 from tests.realmodel.stories import (
     LLM_TIMEOUT,
-    LOG_LINE,
     RecordingProxy,
     Turn,
+    after_the_conversation,
     answered,
-    check_screen,
-    doctor,
-    report,
+    check_story,
     start_serve,
     stop_serve,
 )
@@ -79,15 +78,13 @@ async def test_a_telegram_conversation_in_the_models_own_template(llamacpp_own: 
                 await tg.wait_for(lambda n=before: len(tg.sent(OWNER_CHAT)) > n, timeout=30)
                 shown = [t for m in tg.sent(OWNER_CHAT)[before:] for t in (*m.edits, m.text)]
                 turns.append(Turn(text, seconds, shown, proxy.exchanges[asked:]))
-        finally:
+        except BaseException:
             await stop_serve(serve)
-        conversation = list(proxy.exchanges)
-        _, out = await doctor(env)
-    report("own template (Telegram)", turns, proxy.exchanges[len(conversation):])
-    check_screen(turns)
+            raise
+        conversation, _, out = await after_the_conversation(serve, proxy, env)
+    check_story("own template (Telegram)", turns, proxy, conversation, out)
     assert not any(m.buttons for m in tg.sent(OWNER_CHAT)), "a card, though no tool can run"
     assert not any(e.calls for e in conversation)
-    assert not LOG_LINE.search(out), out
     # The doctor says what the conversation showed: no tools, and why (the server drops
     # them: its template has none).
     assert "does not call tools" in out and "supports_tools: false" in out, out
@@ -100,7 +97,7 @@ async def test_an_sms_conversation_with_a_tool_template(llamacpp_tools: LlamaSer
     registry.write_text("tools:\n  - module: tests.fakes.risky_tools\n    only: [send_email]\n"
                         f"    approval: always\n    settings: {{log: {actions}}}\n")
     (tmp_path / "persona.yaml").write_text(PERSONA)
-    said = ["hi", "email bob@example.com that lunch is at noon", "2"]
+    said = ["hi", "email ann@example.com that I am late", "2"]
     async with RecordingProxy(llamacpp_tools.base_url) as proxy, FakeTwilio() as twilio, \
             aiohttp.ClientSession() as http:
         env = _env(tmp_path, proxy, VALET_AGENTS_FILES=str(registry),
@@ -133,21 +130,23 @@ async def test_an_sms_conversation_with_a_tool_template(llamacpp_tools: LlamaSer
                 cards += sum("Reply 1" in body for body in shown)
                 turns.append(Turn(text, time.monotonic() - started, shown,
                                   proxy.exchanges[asked:]))
-        finally:
+        except BaseException:
             await stop_serve(serve)
-        conversation = list(proxy.exchanges)
-        code, out = await doctor(env)
-    report("tool template (SMS)", turns, proxy.exchanges[len(conversation):])
-    check_screen(turns)
+            raise
+        conversation, code, out = await after_the_conversation(serve, proxy, env)
+    check_story("tool template (SMS)", turns, proxy, conversation, out)
     # Nothing changed without a card (the card was never approved: nothing at all), and a
     # card for every change the model asked for.
     assert not actions.exists(), actions.read_text()
     asked_to_send = [e for e in conversation if "send_email" in e.calls]
     assert bool(asked_to_send) == bool(cards), (cards, [e.calls for e in conversation])
-    assert not LOG_LINE.search(out), out
-    # The doctor says what the conversation showed: native calls when the model made them.
+    # The doctor says what the conversation showed: the server takes the tools (its template
+    # has them), native calls when the model made them, a wrong template only when the
+    # model's answers showed its tokens.
+    assert "drops the tools" not in out, out
     if any(e.calls for e in conversation):
         assert "does not call tools" not in out, out
-    if "all good" in out:
-        assert not any("<|im_" in e.content for e in conversation), out
-    print(json.dumps({"doctor_exit": code}))
+    if "wrong chat template" in out:
+        assert any(wrong_template(e.content) for e in conversation), out
+    print(json.dumps({"doctor_exit": code,
+                      "doctor_problems": [line for line in out.splitlines() if "FAIL" in line]}))
