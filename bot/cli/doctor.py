@@ -15,7 +15,7 @@ from bot.app.database import MIGRATIONS, open_database
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
 from bot.channel import MenuCommand
 from bot.cli.doctor_costs import check_costs
-from bot.cli.doctor_llm import capped_llm, check_llm, why
+from bot.cli.doctor_llm import CAP_FIELDS, capped_llm, check_llm, why
 from bot.cli.doctor_setup import (
     check_data_directory,
     check_events_token,
@@ -128,7 +128,11 @@ async def _check_models(settings: Settings, report: Report) -> None:
         return
     llm = capped_llm(settings)  # every probe capped: a model that never stops is told so
     try:
-        if await check_llm(settings, llm, report.ok, report.bad, report.note):
+        field = await check_llm(settings, llm, report.ok, report.bad, report.note)
+        if field is not None and field != CAP_FIELDS[0]:  # the cap as this server names it
+            await llm.close()
+            llm = capped_llm(settings, field)
+        if field is not None:
             await check_endpoint(settings, llm, report)  # what it does (bot/cli/endpoint.py)
     finally:
         await llm.close()

@@ -34,13 +34,13 @@ TEMPLATE_TOKEN = re.compile(
 CAP_FIELDS = ("max_tokens", "max_completion_tokens")
 
 
-def capped_llm(settings: Settings) -> OpenAILLM:
+def capped_llm(settings: Settings, field: str = CAP_FIELDS[0]) -> OpenAILLM:
     """The main model as the doctor asks it: every request capped at
-    `llm.background_max_tokens` (the probes are background work)."""
+    `llm.background_max_tokens` (the probes are background work), in `field`."""
     llm = settings.llm
     return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
                      model=llm.model or "", timeout=llm.timeout_seconds,
-                     extra_body={CAP_FIELDS[0]: llm.background_max_tokens, **llm.extra_body})
+                     extra_body={field: llm.background_max_tokens, **llm.extra_body})
 
 
 def wrong_template(text: str) -> str | None:
@@ -50,34 +50,35 @@ def wrong_template(text: str) -> str | None:
 
 
 async def check_llm(settings: Settings, llm: OpenAILLM, ok: Say, bad: Say,
-                    note: Say) -> bool:
-    """The model is offered and answers a short request readably; False when it does not
-    (the endpoint's profile is then not worth probing)."""
+                    note: Say) -> str | None:
+    """The model is offered and answers a short request readably: the field its cap is
+    taken in (CAP_FIELDS); None when it does not (the endpoint's profile is then not worth
+    probing)."""
     where = redact_url(settings.llm.base_url or "OpenAI")
     model = settings.llm.model
     try:
         offered = await llm.list_models()
     except LLMAuthError:
         bad(f"LLM at {where} refused the API key: check VALET_LLM_API_KEY / OPENAI_API_KEY")
-        return False
+        return None
     except LLMError:
         offered = []  # not every server lists its models; the call below still tells
     if offered and model not in offered:
         bad(f"LLM at {where} does not offer the model {model!r}: set VALET_LLM_MODEL (or "
             f"llm.model) to one it lists: {some(offered)}")
-        return False
+        return None
     try:
-        answer = await _ready(llm, settings.llm.background_max_tokens)
+        field, answer = await _ready(llm, settings.llm.background_max_tokens)
     except LLMAuthError:
         bad(f"LLM at {where} refused the API key: check VALET_LLM_API_KEY / OPENAI_API_KEY")
-        return False
+        return None
     except LLMModelNotFoundError:
         bad(f"LLM at {where} does not know the model {model!r}: check VALET_LLM_MODEL "
             "(or llm.model)")
-        return False
+        return None
     except LLMError as err:
         bad(f"LLM {model} at {where} did not answer: {why(err, settings)}")
-        return False
+        return None
     text, finish = _text(answer)
     token = wrong_template(text)
     if token is not None:
@@ -86,23 +87,24 @@ async def check_llm(settings: Settings, llm: OpenAILLM, ok: Say, bad: Say,
             "model's (or the model has none: a base model, not an instruction-tuned one); "
             "every reply would show them. Serve it with its own template (llama.cpp: --jinja; "
             "--chat-template-file for one that has none)")
-        return False
+        return None
     ok(f"LLM {model} at {where} answered ({text[:40]!r})")
     if finish == "length":
         note(f"LLM {model} did not stop within {settings.llm.background_max_tokens} tokens "
              "(llm.background_max_tokens) for a one-word answer: a model that rambles holds "
              "every turn until its cap")
-    return True
+    return field
 
 
-async def _ready(llm: OpenAILLM, cap: int) -> dict[str, Any]:
+async def _ready(llm: OpenAILLM, cap: int) -> tuple[str, dict[str, Any]]:
     try:
-        return await llm.raw_answer(READY)
+        return CAP_FIELDS[0], await llm.raw_answer(READY)
     except LLMBadRequestError as err:
         if CAP_FIELDS[0] not in str(err):
             raise
         # A server that names the cap otherwise (OpenAI's reasoning models): ask it so.
-        return await llm.raw_answer(READY, **{CAP_FIELDS[0]: None, CAP_FIELDS[1]: cap})
+        return CAP_FIELDS[1], await llm.raw_answer(
+            READY, **{CAP_FIELDS[0]: None, CAP_FIELDS[1]: cap})
 
 
 def _text(answer: dict[str, Any]) -> tuple[str, str | None]:

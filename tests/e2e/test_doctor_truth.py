@@ -86,3 +86,23 @@ async def test_a_timeout_is_said_in_words(fake_llm, tmp_path):
     assert code == 1
     assert "did not answer: no answer within llm.timeout_seconds (0.5 s)" in out, out
     assert not CLASS_NAME.search(out + err), out + err
+
+
+async def test_a_server_that_names_the_cap_otherwise_is_asked_so(fake_llm, tmp_path):
+    """OpenAI's reasoning models refuse max_tokens (400 unsupported_parameter)."""
+    from tests.fakes.fake_openai import Fail
+
+    def server(body):  # type: ignore[no-untyped-def]
+        if "max_tokens" in body:
+            return Fail(400, message="Unsupported parameter: 'max_tokens' is not supported "
+                        "with this model. Use 'max_completion_tokens' instead.",
+                        code="unsupported_parameter")
+        return Reply(content="6 times 7 is 42.") if body.get("tools") else \
+            Reply(content="ready")
+
+    fake_llm.responder = server
+    code, out, err = await run_valet(["doctor"], _env(tmp_path, fake_llm))
+    assert code == 0 and "answered ('ready')" in out, out + err
+    answered = [r for r in fake_llm.requests if "max_tokens" not in r]
+    assert answered and all(r["max_completion_tokens"] == 384 for r in answered)
+    assert any(r.get("tools") for r in answered)  # the probe too
