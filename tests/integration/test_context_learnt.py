@@ -9,6 +9,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from bot.contracts.envelopes import Inbound
 from bot.llm.context_limit import EndpointContexts
 from bot.memory.compaction import PROMPT as SUMMARY_PROMPT
@@ -25,12 +27,20 @@ REFUSAL = exchange(RECORDED, 10)["response"]["error"] if RECORDED else {
     "type": "invalid_request_error", "code": "context_length_exceeded"}
 
 
+# llama.cpp's own server says it otherwise (seen by tests/realmodel's stories): a 400 whose
+# type is exceed_context_size_error, with the window in its words and in n_ctx.
+LLAMACPP_REFUSAL = {"message": "request (2067 tokens) exceeds the available context size "
+                               "(2048 tokens), try increasing it",
+                    "type": "exceed_context_size_error", "code": None}
+
+
 class SmallWindow:
     """A server with a 2048-token context that refuses what does not fit, as
     llama-cpp-python did (a token counted as five characters of the request's JSON, tools
     included: the recorded refusal's 2,067 tokens were 11,996 characters)."""
 
-    def __init__(self, fake: Any) -> None:
+    def __init__(self, fake: Any, refusal: dict[str, Any]) -> None:
+        self.refusal = refusal
         self.refused = 0
         self.summaries = 0
         self.answered: list[int] = []
@@ -41,8 +51,8 @@ class SmallWindow:
                                                          )) // 5
         if tokens > WINDOW:
             self.refused += 1
-            return Fail(400, message=REFUSAL["message"], code=REFUSAL["code"],
-                        type=REFUSAL["type"])
+            return Fail(400, message=self.refusal["message"], code=self.refusal["code"],
+                        type=self.refusal["type"])
         self.answered.append(tokens)
         if body["messages"][0]["content"].startswith(SUMMARY_PROMPT.split("{")[0]):
             self.summaries += 1
@@ -55,8 +65,10 @@ def say(app: Any, user: str, text: str) -> Any:
                                                    received_at=NOW))
 
 
-async def test_the_window_is_learnt_from_one_refusal_and_kept(app_factory, fake_llm):
-    server = SmallWindow(fake_llm)
+@pytest.mark.parametrize("refusal", [REFUSAL, LLAMACPP_REFUSAL],
+                         ids=["llama-cpp-python", "llama.cpp"])
+async def test_the_window_is_learnt_from_one_refusal_and_kept(app_factory, fake_llm, refusal):
+    server = SmallWindow(fake_llm, refusal)
     app = await app_factory(tool_exposure="capabilities")  # the tools a turn is offered
     me = (await app.ensure_owner()).id
     for i in range(3):
