@@ -26,7 +26,8 @@ MARKUP = re.compile(
 # A raw log line in a command's output (`2026-12-02 02:17:06,033 WARNING bot.llm...`).
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\S* +(?:DEBUG|INFO|WARNING|ERROR)\b",
                       re.M)
-CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]+(?:Error|Exception)\b")  # LLMContextOverflowError
+# Valet's own error classes (LLMContextOverflowError...): a model may well write Python's.
+CLASS_NAME = re.compile(r"\bLLM[A-Za-z]*Error\b")
 LLM_TIMEOUT = 90.0  # llm.timeout_seconds in the stories' valet.yaml
 # A turn's bound: two attempts at the timeout (the port retries a timeout once) and the
 # time to read the answer and send it.
