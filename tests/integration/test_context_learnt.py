@@ -98,3 +98,12 @@ async def test_the_window_is_learnt_from_one_refusal_and_kept(app_factory, fake_
     assert again.llm.context_tokens == WINDOW
     await say(again, me, "what about the roses? " * 30)
     assert server.refused == 1
+
+
+async def test_the_windows_are_kept_per_endpoint_and_model(db):
+    """On SQLite and Postgres: one row per endpoint and model, the newest window wins."""
+    store = EndpointContexts(db)
+    await store.learn("http://a/v1", "small", 2048, NOW)
+    await store.learn("http://a/v1", "big", 8192, NOW)
+    await store.learn("http://a/v1", "small", 4096, NOW)
+    assert await store.all() == {("http://a/v1", "small"): 4096, ("http://a/v1", "big"): 8192}
