@@ -20,6 +20,7 @@ from bot.llm.port import (
     LLMTimeoutError,
     short_error,
 )
+from bot.llm.reading import read_answer
 from bot.text.redact import redact_url
 
 Say = Callable[[str], None]
@@ -88,7 +89,8 @@ async def check_llm(settings: Settings, llm: OpenAILLM, ok: Say, bad: Say,
             "every reply would show them. Serve it with its own template (llama.cpp: --jinja; "
             "--chat-template-file for one that has none)")
         return None
-    ok(f"LLM {model} at {where} answered ({text[:40]!r})")
+    shown = read_answer(text, [], None, frozenset()).content or ""  # as a person would see it
+    ok(f"LLM {model} at {where} answered ({shown[:40]!r})")
     if finish == "length":
         note(f"LLM {model} did not stop within {settings.llm.background_max_tokens} tokens "
              "(llm.background_max_tokens) for a one-word answer: a model that rambles holds "

@@ -106,3 +106,11 @@ async def test_a_server_that_names_the_cap_otherwise_is_asked_so(fake_llm, tmp_p
     answered = [r for r in fake_llm.requests if "max_tokens" not in r]
     assert answered and all(r["max_completion_tokens"] == 384 for r in answered)
     assert any(r.get("tools") for r in answered)  # the probe too
+
+
+async def test_the_answer_is_quoted_as_a_person_would_see_it(fake_llm, tmp_path):
+    """Read raw for template tokens, quoted read: a model's thinking is not its answer."""
+    fake_llm.script(Reply(message={"content": "<think>One word, then.</think>ready"}))
+    fake_llm.responder = lambda body: Reply(content="6 times 7 is 42.")
+    code, out, err = await run_valet(["doctor"], _env(tmp_path, fake_llm))
+    assert "answered ('ready')" in out and "One word" not in out, out + err
