@@ -113,4 +113,5 @@ async def test_the_answer_is_quoted_as_a_person_would_see_it(fake_llm, tmp_path)
     fake_llm.script(Reply(message={"content": "<think>One word, then.</think>ready"}))
     fake_llm.responder = lambda body: Reply(content="6 times 7 is 42.")
     code, out, err = await run_valet(["doctor"], _env(tmp_path, fake_llm))
-    assert "answered ('ready')" in out and "One word" not in out, out + err
+    assert code == 0, out + err
+    assert "answered ('ready')" in out and "One word" not in out, out
