@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
@@ -50,6 +51,33 @@ style:
   telegram: Plain text. Keep messages short.
   console: Plain text.
 """
+
+
+# An earlier turn in which the model called send_email (approved then): the tool template
+# renders it as a <tool_call> block in the prompt, which the model follows (the recordings'
+# hand-made requests with such a history got native calls in 8 of 14 samples).
+EARLIER = [
+    {"role": "user", "content": "email bob@example.com that lunch is at noon"},
+    {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call_earlier", "type": "function", "function": {
+            "name": "send_email",
+            "arguments": '{"to": "bob@example.com", "subject": "Lunch at noon"}'}}]},
+    {"role": "tool", "tool_call_id": "call_earlier",
+     "content": "Email sent to bob@example.com (subject “Lunch at noon”)."},
+    {"role": "assistant", "content": "Sent."}]
+
+
+async def seed_an_earlier_email(tmp_path: Path, env: dict[str, str]) -> None:
+    from bot.app import App
+    from bot.config import load_settings
+
+    app = await App.build(load_settings(str(tmp_path / "valet.yaml"), env=env))
+    try:
+        owner = await app.ensure_owner()
+        await app.history.append(owner.id, "earlier", EARLIER, channel="sms",
+                                 at=datetime.now(UTC))
+    finally:
+        await app.close()
 
 
 def _env(tmp_path: Path, proxy: RecordingProxy, **extra: str) -> dict[str, str]:
@@ -106,9 +134,8 @@ async def test_an_sms_conversation_with_a_tool_template(llamacpp_tools: LlamaSer
                    VALET_TWILIO_ACCOUNT_SID=twilio.account_sid,
                    VALET_TWILIO_AUTH_TOKEN=twilio.auth_token,
                    VALET_TWILIO_API_URL=twilio.base_url)
-        (tmp_path / "valet.yaml").write_text(
-            SETTINGS + "access:\n  channels:\n"
-            f"    sms: {{policy: allowlist, allow: ['{ALICE}']}}\n")
+        (tmp_path / "valet.yaml").write_text(SETTINGS + f"owner:\n  phone_numbers: ['{ALICE}']\n")
+        await seed_an_earlier_email(tmp_path, env)
         serve = await start_serve(env, tmp_path / "serve.log")
         url = env["VALET_HTTP_PORT"]
         turns: list[Turn] = []
