@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from bot.db import Database
 from bot.llm.openai_client import OpenAILLM
@@ -48,8 +48,7 @@ class EndpointContexts:
             endpoint, model, tokens, at)
 
 
-async def remember_contexts(store: EndpointContexts, llms: Iterable[LLM],
-                            now: type[datetime] | None = None) -> None:
+async def remember_contexts(store: EndpointContexts, llms: Iterable[LLM]) -> None:
     """Each client starts with the window its endpoint showed before, and keeps what it
     learns from now on."""
     try:
@@ -64,8 +63,7 @@ async def remember_contexts(store: EndpointContexts, llms: Iterable[LLM],
 
         async def keep(tokens: int, client: OpenAILLM = client) -> None:
             try:
-                await store.learn(client.endpoint, client.model, tokens,
-                                  (now or datetime).now().astimezone())
+                await store.learn(client.endpoint, client.model, tokens, datetime.now(UTC))
             except Exception as err:  # the window still holds for this process
                 log.warning("could not remember the context window of %s: %s", client.model,
                             err)
