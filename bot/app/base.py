@@ -21,6 +21,7 @@ from bot.config.registries import registry_paths
 from bot.contracts.channels import ChannelTraits
 from bot.contracts.clock import Clock
 from bot.db import Database
+from bot.llm.context_limit import EndpointContexts, remember_contexts
 from bot.llm.port import LLM
 from bot.plumbing.metrics import Metrics
 from bot.spend import Spending
@@ -75,6 +76,9 @@ async def open_base(settings: Settings, *, clock: Clock, llm: LLM | None,
             await closer()
         raise
     spending = Spending(db)
+    # the context windows the endpoints showed before (bot.llm.context_limit)
+    await remember_contexts(EndpointContexts(db), [models.llm, *(s.llm for s in
+                                                                 models.fallbacks)])
     models = priced(models, settings, spending, clock)  # the models' calls added to it
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
         total=settings.gateway.http_timeout_seconds))

@@ -11,12 +11,12 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from bot.app.database import MIGRATIONS, open_database
 from bot.capabilities import CapabilitySpec, CapabilityState, statuses
 from bot.channel import MenuCommand
 from bot.cli.doctor_costs import check_costs
+from bot.cli.doctor_llm import CAP_FIELDS, capped_llm, check_llm, why
 from bot.cli.doctor_setup import (
     check_data_directory,
     check_events_token,
@@ -29,14 +29,13 @@ from bot.config import ConfigError, Settings
 from bot.db import Database
 from bot.db.migrate import apply_migrations, refuse_newer, schema_state
 from bot.db.sqlite import file_of
-from bot.llm.port import LLM, LLMAuthError, LLMError, LLMModelNotFoundError
+from bot.llm.port import LLMError
 from bot.plumbing.redis import RedisUnavailable, open_redis
 from bot.setup.report import Report
 from bot.text.redact import redact_text, redact_url
 from channels.registry import specs
 
 Say = Callable[[str], None]
-MODELS_SHOWN = 10  # a server may list hundreds; a few are enough to spot the right name
 
 
 async def run_doctor(settings: Settings, say: Say, *, fix: bool = False,
@@ -137,17 +136,19 @@ async def _check_stores(settings: Settings, agents: Any, env: Mapping[str, str],
 
 
 async def _check_models(settings: Settings, report: Report) -> None:
-    from bot.app import NO_LLM_MESSAGE, build_llm
+    from bot.app import NO_LLM_MESSAGE
 
     if not settings.llm.configured:
         report.bad(NO_LLM_MESSAGE)
         return
-    llm = build_llm(settings)
+    llm = capped_llm(settings)  # every probe capped: a model that never stops is told so
     try:
-        answered = report.problems
-        await _check_llm(settings, llm, report.ok, report.bad)
-        if report.problems == answered:  # it answers: what it does (bot/cli/endpoint.py)
-            await check_endpoint(settings, llm, report)
+        field = await check_llm(settings, llm, report.ok, report.bad, report.note)
+        if field is not None and field != CAP_FIELDS[0]:  # the cap as this server names it
+            await llm.close()
+            llm = capped_llm(settings, field)
+        if field is not None:
+            await check_endpoint(settings, llm, report)  # what it does (bot/cli/endpoint.py)
     finally:
         await llm.close()
     await report.guarded("fallback LLMs", lambda: _check_fallbacks(settings, report.ok,
@@ -280,33 +281,6 @@ async def _check_redis(url: str, report: Report) -> None:
         report.bad(str(err))
 
 
-async def _check_llm(settings: Settings, llm: LLM, ok: Say, bad: Say) -> None:
-    where = redact_url(settings.llm.base_url or "OpenAI")
-    model = settings.llm.model
-    try:
-        offered = await llm.list_models()
-    except LLMAuthError:
-        bad(f"LLM at {where} refused the API key: check VALET_LLM_API_KEY / OPENAI_API_KEY")
-        return
-    except LLMError:
-        offered = []  # not every server lists its models; the call below still tells
-    if offered and model not in offered:
-        bad(f"LLM at {where} does not offer the model {model!r}: set VALET_LLM_MODEL (or "
-            f"llm.model) to one it lists: {_some(offered)}")
-        return
-    try:
-        response = await llm.complete(
-            [{"role": "user", "content": "Reply with the single word: ready"}], None)
-        ok(f"LLM {model} at {where} answered ({(response.content or '')[:40]!r})")
-    except LLMAuthError:
-        bad(f"LLM at {where} refused the API key: check VALET_LLM_API_KEY / OPENAI_API_KEY")
-    except LLMModelNotFoundError:
-        bad(f"LLM at {where} does not know the model {model!r}: check VALET_LLM_MODEL "
-            "(or llm.model)")
-    except LLMError as err:
-        bad(f"LLM {model} at {where} did not answer: {_why_not(err, settings.llm.base_url)}")
-
-
 async def _check_fallbacks(settings: Settings, ok: Say, bad: Say) -> None:
     """Each of `llm.fallback_models` answers one short request."""
     from bot.app.models import build_fallbacks
@@ -321,28 +295,8 @@ async def _check_fallbacks(settings: Settings, ok: Say, bad: Say) -> None:
             ok(f"fallback LLM {fallback.model} at {where} answered (provider {slot.provider})")
         except LLMError as err:
             bad(f"fallback LLM {fallback.model} at {where} did not answer: "
-                f"{_why_not(err, fallback.base_url or settings.llm.base_url)}")
+                f"{why(err, settings, fallback.base_url or settings.llm.base_url)[:200]}")
         finally:
             await slot.llm.close()
 
 
-def _why_not(err: LLMError, base_url: str | None) -> str:
-    """Why an LLM did not answer, in one line: a port nobody listens on is said so (the client
-    reports a refused connection as a timeout)."""
-    cause: BaseException | None = err
-    for _ in range(10):
-        if cause is None:
-            break
-        if isinstance(cause, ConnectionRefusedError):
-            parts = urlsplit(base_url or "https://api.openai.com")
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-            return (f"nothing listens at {parts.hostname}:{port} (connection refused): start "
-                    "the LLM server, or check VALET_LLM_BASE_URL")
-        cause = cause.__cause__ or cause.__context__
-    return f"{type(err).__name__}: {str(err)[:200]}"
-
-
-def _some(names: list[str]) -> str:
-    shown = ", ".join(sorted(names)[:MODELS_SHOWN])
-    return shown + (f" (and {len(names) - MODELS_SHOWN} more)" if len(names) > MODELS_SHOWN
-                    else "")

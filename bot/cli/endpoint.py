@@ -22,11 +22,12 @@ class Line:
     kind: str = "ok"  # "ok", "note" (worth knowing, nothing broken) or "bad"
 
 
-def describe(profile: EndpointProfile, context_limit: int, *, chat_only: bool = False
-             ) -> list[Line]:
+def describe(profile: EndpointProfile, context_limit: int, *, chat_only: bool = False,
+             dropped: bool = False) -> list[Line]:
     """The probe's findings, one line each; `context_limit`: loop.context_token_limit;
-    `chat_only`: loop.mode is simple (no tools are offered)."""
-    lines = [_tools_line(profile, chat_only)]
+    `chat_only`: loop.mode is simple (no tools are offered); `dropped`: the server said it
+    drops tools (llama.cpp's /props: its chat template has none)."""
+    lines = [_tools_line(profile, chat_only, dropped)]
     if profile.thinking is not None:
         apart = profile.thinking == Quirk.REASONING_FIELD
         lines.append(Line(f"{DESCRIBED[profile.thinking]}; Valet keeps it out of "
@@ -42,7 +43,7 @@ def describe(profile: EndpointProfile, context_limit: int, *, chat_only: bool = 
     return lines
 
 
-def _tools_line(profile: EndpointProfile, chat_only: bool) -> Line:
+def _tools_line(profile: EndpointProfile, chat_only: bool, dropped: bool) -> Line:
     if chat_only and profile.tools in (NONE, REFUSED):
         return Line(f"{NO_TOOLS} (loop.mode: simple)")
     if profile.tools == NATIVE:
@@ -54,6 +55,11 @@ def _tools_line(profile: EndpointProfile, chat_only: bool) -> Line:
         return Line(f"{NO_TOOLS} (the server refuses requests with tools; Valet asks without "
                     "them)", "note")
     assert profile.tools == NONE
+    if dropped:
+        return Line(f"{NO_TOOLS} (the server drops the tools before the model sees them: its "
+                    "/props says supports_tools: false, the chat template it uses has no "
+                    "tools; serve the model with a template that has them (llama.cpp: --jinja "
+                    "--chat-template-file), or set loop.mode: simple)", "note")
     return Line(f"{NO_TOOLS} (it answered a request to use the tool offered without calling "
                 "it; loop.mode: simple stops offering tools)", "note")
 
@@ -81,8 +87,17 @@ async def probe_lines(llm: OpenAILLM, context_limit: int, *, chat_only: bool = F
         profile = await probe_endpoint(llm)
     except LLMError as err:
         return None, [Line(f"the endpoint failed a request offering a tool: "
-                           f"{type(err).__name__}: {short_error(err)}", "bad")]
-    return profile, describe(profile, context_limit, chat_only=chat_only)
+                           f"{short_error(err)}", "bad")]
+    return profile, describe(profile, context_limit, chat_only=chat_only,
+                             dropped=profile.tools == NONE and await drops_tools(llm))
+
+
+async def drops_tools(llm: OpenAILLM) -> bool:
+    """llama.cpp says its chat template takes no tools (it then leaves them out of the
+    prompt without a word: the model never sees them)."""
+    props = await llm.server_props()
+    caps = (props or {}).get("chat_template_caps")
+    return isinstance(caps, dict) and caps.get("supports_tools") is False
 
 
 async def check_endpoint(settings: Settings, llm: LLM, report: Report) -> None:

@@ -205,7 +205,8 @@ def load_env(args: argparse.Namespace) -> Path:
 def _configure_logging(settings: Settings, command: str,
                        roles: list[str] | None = None) -> None:
     """The chat shows no raw log lines: they go to the log file (its path: `valet doctor`),
-    and the few worth telling the person become short notes (channels.console_tty).
+    and the few worth telling the person become short notes (channels.console_tty). The
+    doctor's neither: it says what it found in its own lines, the log goes to the file.
     `valet serve` writes to stderr (the journal, the container's log) and, when it is the
     whole deployment (every role), to the log file (`valet logs`); a process of some roles
     writes to stderr only: several of them share a data directory, and one file rotated by
@@ -215,12 +216,13 @@ def _configure_logging(settings: Settings, command: str,
     from bot.plumbing.logs import add_handler, file_handler, formatter
 
     handlers: list[logging.Handler] = []
-    owns_the_file = command == "chat" or (command == "serve" and Roles.of(roles).everything)
+    quiet = command in ("chat", "doctor")  # their own words on screen, no log lines
+    owns_the_file = quiet or (command == "serve" and Roles.of(roles).everything)
     if owns_the_file:
         to_file = file_handler(settings.log_file(), settings.log_format)
         if to_file is not None:
             handlers.append(to_file)
-    if command != "chat" or not handlers:
+    if not quiet or not handlers:
         # (A chat whose data directory is unusable: the database, which lives there too,
         # stops start-up next with one clear line; until then the log goes to stderr.)
         to_stderr = logging.StreamHandler(sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +19,9 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.llm.call_fields import arguments_text, tool_names
+from bot.llm.context_window import limit_from_refusal
 from bot.llm.port import (
+    LLMContextOverflowError,
     LLMMalformedResponseError,
     LLMResponse,
     Message,
@@ -74,6 +77,11 @@ class OpenAILLM:
         self.thought_first: bool | None = None
         # It sent a structured call: in `auto`, calls written as text are words from then on.
         self.native_calls = False
+        # The context window it refused a request for (bot.llm.context_limit): requests are
+        # built within it; `on_context_learnt` keeps it (per endpoint and model).
+        self.context_tokens: int | None = None
+        self.on_context_learnt: Callable[[int], Awaitable[None]] | None = None
+        self.endpoint = base_url or "https://api.openai.com/v1"
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, *,
@@ -138,7 +146,10 @@ class OpenAILLM:
         except openai.APIStatusError as err:
             if tools and refuses_tools(str(err)):
                 raise _ToolsRefused(short_error(err)) from err
-            raise classify_openai_error(err) from err
+            error = classify_openai_error(err)
+            if isinstance(error, LLMContextOverflowError):
+                await self._learn_context(str(err))
+            raise error from err
         except openai.OpenAIError as err:
             raise classify_openai_error(err) from err
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -147,6 +158,41 @@ class OpenAILLM:
             # _from_completion. Its strict mode, off here, would raise the validation error.)
             raise LLMMalformedResponseError(
                 f"the endpoint's answer is not JSON: {short_error(err)}") from err
+
+    async def _learn_context(self, refusal: str) -> None:
+        tokens = limit_from_refusal(refusal)
+        if tokens is None or tokens == self.context_tokens:
+            return
+        log.warning("the LLM %s refused a request too long for its context window of %d "
+                    "tokens: requests are built within it from now on", self.model, tokens)
+        self.context_tokens = tokens
+        if self.on_context_learnt is not None:
+            await self.on_context_learnt(tokens)
+
+    async def raw_answer(self, messages: list[Message], **fields: Any) -> dict[str, Any]:
+        """The server's answer to one request (not streamed, no tools) as it came, unread:
+        `valet doctor` looks at what the model wrote before any reading cleans it."""
+        body = {key: value for key, value in {
+            "model": self.model, "messages": messages, **self._extra, **fields}.items()
+            if value is not None}  # a field given as None is left out
+        try:
+            answer = await self._client.post("/chat/completions", body=body, cast_to=object)
+        except openai.OpenAIError as err:
+            raise classify_openai_error(err) from err
+        if not isinstance(answer, dict):
+            raise LLMMalformedResponseError("the endpoint's answer is not a completion")
+        return answer
+
+    async def server_props(self) -> dict[str, Any] | None:
+        """llama.cpp's /props (its chat template, what the template supports), at the
+        server's root; None from a server that has none (the others)."""
+        root = str(self._client.base_url).rstrip("/").removesuffix("/v1")
+        try:
+            props = await self._client.get(f"{root}/props", cast_to=object)
+        except openai.OpenAIError as err:
+            log.debug("no /props: %s", short_error(err))
+            return None
+        return props if isinstance(props, dict) else None
 
     async def list_models(self) -> list[str]:
         try:

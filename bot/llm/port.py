@@ -143,6 +143,8 @@ class LLMError(Exception):
     # Set by the loop on an error that ends a turn: what the person added while it ran
     # (bot.loop.steering), so the turn's record keeps their words.
     said_mid_turn: tuple[str, ...] = ()
+    # ...and what the turn had spent when it failed (its /debug trace: bot.turn.trace_store).
+    spent: Any = None  # bot.loop.types.Spent
 
 
 class LLMRateLimitError(LLMError):
@@ -204,7 +206,7 @@ def misconfiguration_hint(err: BaseException) -> str:
 
 _OVERFLOW_PATTERN = re.compile(
     r"context.length|context.window|maximum context|too many tokens|prompt is too long"
-    r"|reduce the length|exceeds the (?:model'?s )?(?:maximum|max)",
+    r"|reduce the length|exceeds the (?:model'?s )?(?:maximum|max|available context)",
     re.IGNORECASE,
 )
 

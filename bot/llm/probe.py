@@ -47,7 +47,7 @@ async def probe_endpoint(llm: OpenAILLM) -> EndpointProfile:
     try:
         response = await llm.complete(PROBE_MESSAGES, [PROBE_TOOL], on_text=_ignore)
     except LLMError as err:
-        streaming, stream_error = False, f"{type(err).__name__}: {short_error(err)}"
+        streaming, stream_error = False, short_error(err)  # the server's words
         response = await llm.complete(PROBE_MESSAGES, [PROBE_TOOL])
     length, source = await context_length(llm)
     return EndpointProfile(

@@ -96,6 +96,12 @@ class ContextManager:
         return int(chars / self.cfg.chars_per_token) + self.cfg.image_tokens * images + \
             self.PER_MESSAGE_OVERHEAD_TOKENS * len(messages)
 
+    def limit(self, window: int | None = None) -> int:
+        """The context a request is built within: loop.context_token_limit, or the window
+        the endpoint showed when it is smaller."""
+        limit = self.cfg.context_token_limit
+        return min(limit, window) if window else limit
+
     def truncate_tool_result(self, text: str, limit: int | None = None) -> tuple[str, int | None]:
         """(text that fits, original length if cut). Cuts at a newline when one is near."""
         limit = self.tool_result_limit if limit is None else limit
@@ -109,11 +115,13 @@ class ContextManager:
         return cut + marker, len(text)
 
     def build(self, system: list[Message], history: list[Message], level: int = NORMAL,
-              tools_chars: int = 0, *, reader: str | None = None, summary: str = ""
-              ) -> ContextView:
+              tools_chars: int = 0, *, reader: str | None = None, summary: str = "",
+              window: int | None = None) -> ContextView:
         """The request view of `history` at a recovery level (0 = normal), for the model of
         provider `reader` (tool rounds another provider wrote are flattened for it), with the
-        conversation's running `summary` (bot.memory.compaction) ahead of the messages."""
+        conversation's running `summary` (bot.memory.compaction) ahead of the messages;
+        `window`: the context the model's endpoint showed (bot.llm.context_limit), when it is
+        smaller than loop.context_token_limit."""
         cuts: list[str] = []
         limit = self.tool_result_limit if level < TRUNCATE_ALL else min(
             self.tool_result_limit, self.cfg.truncate_all_tool_result_chars)
@@ -122,7 +130,7 @@ class ContextManager:
         body = close_tool_calls(body, cuts)
         if summary:
             system = self._with_summary(system, summary, cuts)
-        budget = self.cfg.context_token_limit * self.cfg.context_trim_threshold
+        budget = self.limit(window) * self.cfg.context_trim_threshold
         fixed = self.estimate_tokens(system, tools_chars)
         estimate = self.estimate_tokens(body) if level < FORCE_TRIM else 0
         if level >= FORCE_TRIM:

@@ -8,6 +8,7 @@ LLM call and before the loop returns, whatever stopped it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable
@@ -33,8 +34,8 @@ from bot.loop.journal import TurnRecorder
 from bot.loop.masking import WRITTEN_BY
 from bot.loop.state import CallGate, LoopDeps, LoopRun, ToolChoice
 from bot.loop.steering import steer
-from bot.loop.traces import llm_entry, switch_entry
-from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, ToolCallRecord
+from bot.loop.traces import failed_entry, llm_entry, switch_entry
+from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, Spent, ToolCallRecord
 from bot.tools import ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,8 @@ async def react_loop(
         run.append({"role": "assistant", "content": text})
     except LLMError as err:  # what the person added mid-turn is kept with the failure
         err.said_mid_turn = tuple(str(m["content"]) for m in run.new if m["role"] == "user")
+        err.spent = Spent(int((time.perf_counter() - started) * 1000), run.usage.input_tokens,
+                          run.usage.output_tokens, run.mode, list(run.trace))
         raise
     await emit(LoopEvent(EventType.EXECUTION_END, {"stop_reason": stop.value}))
     return ReactLoopResult(
@@ -145,9 +148,12 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     if run.remaining() <= 0:
         return None
 
-    def view(level: int, reader: str) -> list[Message]:
-        built = deps.context.build(system, run.messages, level, reader=reader,
-                                   summary=run.summary)
+    tools_chars = len(json.dumps(tools)) if tools else 0  # the tools are sent too
+
+    def view(level: int, slot: ModelSlot) -> list[Message]:
+        built = deps.context.build(system, run.messages, level, tools_chars,
+                                   reader=slot.provider, summary=run.summary,
+                                   window=getattr(slot.llm, "context_tokens", None))
         if built.cuts:
             run.diagnostics.extend(built.cuts)
         return built.messages + (extra or [])
@@ -159,7 +165,7 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
 
     def attempt(slot: ModelSlot) -> Awaitable[CallOutcome]:
         return call_with_recovery(
-            slot.llm, lambda level: view(level, slot.provider), tools, run.cfg, deps.clock,
+            slot.llm, lambda level: view(level, slot), tools, run.cfg, deps.clock,
             max_recovery_level=MAX_LEVEL, start_level=run.level, on_text=on_text)
 
     def switched(left: ModelSlot, taken: ModelSlot, err: LLMError) -> None:
@@ -175,6 +181,10 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
         raced = await _race(run, on_models(models, run.model, attempt, switched), cancel)
     except TimeoutError:
         return None
+    except LLMError as err:  # the turn fails here: its trace says after how long, and why
+        run.trace.append(failed_entry(run.llm_step, models[run.model].llm.model, err,
+                                      int((time.perf_counter() - asked) * 1000)))
+        raise
     if raced is _STOPPED:
         return _STOPPED
     outcome, run.model = raced

@@ -44,6 +44,13 @@ def llm_entry(step: int, model: str, response: LLMResponse, *, latency_ms: int,
             "read": [DESCRIBED.get(q, q) for q in response.quirks]}
 
 
+def failed_entry(step: int, model: str, err: Exception, latency_ms: int) -> Entry:
+    """An LLM call that ended the turn: after how long (every attempt, retries included) and
+    the server's words."""
+    return {"kind": "llm_failed", "step": step, "model": model, "latency_ms": latency_ms,
+            "error": shorten(str(err), SHOWN)}
+
+
 def tool_entry(step: int, call: ToolCall, outcome: ToolOutcome) -> Entry:
     return {"kind": "tool", "step": step, "name": call.name,
             "arguments": shorten(call.arguments, KEPT_TEXT), "status": outcome.status.value,
@@ -117,6 +124,9 @@ def _entry_lines(entry: Entry, width: int) -> list[str]:
         if entry.get("reasoning"):
             lines.append(f"thinking: {shorten(entry['reasoning'], width)}")
         return lines
+    if kind == "llm_failed":
+        return [f"LLM {entry.get('model')}: no answer after {entry.get('latency_ms', 0) / 1000:.1f}"
+                f" s (retries included): {entry.get('error')}"]
     if kind == "tool":
         return [f"tool {entry.get('name')}({shorten(entry.get('arguments'), width // 2)}) -> "
                 f"{entry.get('status')}, {entry.get('latency_ms')} ms: "

@@ -35,6 +35,18 @@ class ToolCallRecord:
     outcome: str = ""  # the ToolStatus value (result_status may be an agent's own word)
 
 
+@dataclass(frozen=True)
+class Spent:
+    """What a turn that failed had spent (its /debug trace): how long it ran, the tokens of
+    the requests that were answered, and its trace up to the failure."""
+
+    duration_ms: int
+    input_tokens: int
+    output_tokens: int
+    mode: str
+    trace: list[dict[str, Any]]
+
+
 @dataclass
 class ReactLoopResult:
     response: str

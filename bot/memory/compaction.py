@@ -66,12 +66,9 @@ class Compactor:
         self.cfg = cfg
         self.flush = flush
         self.context = ContextManager(cfg)
-        budget = cfg.context_token_limit * cfg.context_trim_threshold
         self.window = history.load_limit  # what a turn loads
         self.high_messages = max(4, self.window * 3 // 4)
-        self.high_tokens = budget * 0.6
         self.keep_messages = max(2, min(cfg.max_history_messages, self.window // 4))
-        self.keep_tokens = budget / 4
         self._background = Background()
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -121,6 +118,21 @@ class Compactor:
                 if latest is None:  # another process folded it first
                     return added
                 after, added = latest.through_seq, added + 1
+
+    def _budget(self) -> float:
+        """The request view's budget: within the context the model's endpoint showed
+        (bot.llm.context_limit), when it refused a request for its length."""
+        window = getattr(self.llm, "context_tokens", None)
+        return self.context.limit(window if isinstance(window, int) else None) * \
+            self.cfg.context_trim_threshold
+
+    @property
+    def high_tokens(self) -> float:
+        return self._budget() * 0.6
+
+    @property
+    def keep_tokens(self) -> float:
+        return self._budget() / 4
 
     def _due(self, newest: list[Numbered], unsummarised: int) -> bool:
         return unsummarised > self.high_messages or \

@@ -18,6 +18,7 @@ from bot.contracts.approvals import ApprovalRequest
 from bot.contracts.envelopes import TurnStop
 from bot.contracts.turn import Answered, ComposedTurn, StepResult, TurnContext
 from bot.loop.react import ReactLoopResult
+from bot.loop.types import Spent
 from bot.turn.media import stored_user_message
 
 Message = dict[str, Any]
@@ -30,6 +31,7 @@ class LLMFailure:
     line: str  # what the person reads (the persona's words for what went wrong)
     error: str  # for the log and the transcript
     said_mid_turn: tuple[str, ...] = ()  # messages the person added while the turn ran
+    spent: Spent | None = None  # what the turn had spent when it failed (for /debug)
 
 
 @dataclass(frozen=True)

@@ -237,7 +237,7 @@ class Orchestrator:
             log.error("turn %s for %s failed: %s: %s", ctx.turn_id, ctx.user.id,
                       type(err).__name__, err)
             return LLMFailure(self.line_for(err), f"{type(err).__name__}: {err}",
-                              err.said_mid_turn)
+                              err.said_mid_turn, err.spent)
         if choice is not None and self.deps.router is not None \
                 and (choice.route.named or result.tool_calls):  # else nothing to settle
             misses = settle(choice, ctx.history, result.new_messages, result.trace)

@@ -9,7 +9,7 @@ from datetime import datetime
 from bot.contracts.turn import ComposedTurn, StepResult, TurnContext
 from bot.db import Database, Queries
 from bot.loop.traces import KEPT_TEXT, Entry, TurnTrace, render, shorten
-from bot.loop.types import ReactLoopResult
+from bot.loop.types import ReactLoopResult, Spent
 from bot.turn.commands import Command
 from bot.turn.compose import LLMFailure, Waits
 from persona.lines import CommandLines, fill
@@ -23,15 +23,19 @@ def turn_trace(ctx: TurnContext, before: StepResult, run: ReactLoopResult | LLMF
                              "result": shorten(late.content, KEPT_TEXT)}
                             for late in before.joined]
     looped = run if isinstance(run, ReactLoopResult) else None
-    if looped is not None:
-        entries += looped.trace
+    # A failed turn says what it had spent too: its real time and tokens, its trace.
+    spent = run.spent if isinstance(run, LLMFailure) and run.spent is not None else Spent(
+        looped.duration_ms, looped.token_usage.input_tokens, looped.token_usage.output_tokens,
+        looped.mode, looped.trace) if looped is not None else None
+    if spent is not None:
+        entries += spent.trace
     entries += [{"kind": "approval", "summary": p.summary} for p in waits.prompts]
     return TurnTrace(
         turn_id=ctx.turn_id, user_id=ctx.user.id, channel=ctx.msg.channel, at=at.isoformat(),
         said=shorten(ctx.msg.text, KEPT_TEXT), stop=turn.stop.value,
-        mode=looped.mode if looped else "", duration_ms=looped.duration_ms if looped else 0,
-        input_tokens=looped.token_usage.input_tokens if looped else 0,
-        output_tokens=looped.token_usage.output_tokens if looped else 0, entries=entries,
+        mode=spent.mode if spent else "", duration_ms=spent.duration_ms if spent else 0,
+        input_tokens=spent.input_tokens if spent else 0,
+        output_tokens=spent.output_tokens if spent else 0, entries=entries,
         error=run.error if isinstance(run, LLMFailure) else "")
 
 

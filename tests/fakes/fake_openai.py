@@ -193,6 +193,9 @@ class FakeOpenAI:
         self.chunk_size: int | None = None
         self.refuse_tools: str | None = None
         self.model_card: dict[str, Any] = {}
+        # llama.cpp's /props at the server's root (its chat template and what the template
+        # supports); None: 404, as every other server answers.
+        self.props: dict[str, Any] | None = None
         # As strict as OpenAI about a request's messages (tests/openai_schema.py): a call
         # without its result, a result without its call, arguments that are not a string.
         self.strict = False
@@ -220,6 +223,7 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/props", self._props)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         app.router.add_post("/v1/embeddings", self._embeddings)
         self._closing = asyncio.Event()
@@ -251,6 +255,11 @@ class FakeOpenAI:
         model = {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake",
                  **self.model_card}
         return web.json_response({"object": "list", "data": [model]})
+
+    async def _props(self, _: web.Request) -> web.Response:
+        if self.props is None:
+            return web.Response(status=404, text="Not Found")
+        return web.json_response(self.props)
 
     async def _transcribe(self, request: web.Request) -> web.Response:
         self.transcription_auth.append(request.headers.get("Authorization", ""))

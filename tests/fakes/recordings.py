@@ -3,7 +3,8 @@ back by the fake OpenAI server exactly as the real one answered: status, body an
 field it adds (`timings`, `system_fingerprint`, `prompt_tokens_details`), an SSE stream as it
 was sent. The recordings (tests/recordings/real_llamacpp/, copied from
 ../shared/data/real_llamacpp/, each file saying what happened) hold `exchanges`, each with its
-`request`, `status` and `response` (or `response_sse`).
+`request`, `status` and `response` (or `response_sse`); all twelve are copied, so the tests
+need nothing beside the project.
 
     fake.script(recorded(exchange("tool_response_shown", 1)))
 
@@ -31,13 +32,22 @@ RECORDINGS = Path(__file__).resolve().parent.parent / "recordings" / "real_llama
 
 
 def recording(name: str) -> dict[str, Any]:
+    """One recording (`title`, `what_happened`, `server`, `exchanges`)."""
     data: dict[str, Any] = json.loads((RECORDINGS / f"{name}.json").read_text())
     return data
 
 
-def exchange(name: str, seq: int) -> dict[str, Any]:
-    found: dict[str, Any] = next(e for e in recording(name)["exchanges"] if e["seq"] == seq)
+def exchange(source: str | dict[str, Any], seq: int) -> dict[str, Any]:
+    """Exchange `seq` of a recording, given by its name or as loaded (`recording`)."""
+    record = recording(source) if isinstance(source, str) else source
+    found: dict[str, Any] = next(e for e in record["exchanges"] if e["seq"] == seq)
     return found
+
+
+def recorded_message(record: dict[str, Any], seq: int) -> tuple[dict[str, Any], str]:
+    """The assistant message of a recorded (not streamed) answer, and its finish_reason."""
+    [choice] = exchange(record, seq)["response"]["choices"]
+    return choice["message"], choice["finish_reason"]
 
 
 @dataclass

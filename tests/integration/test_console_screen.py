@@ -73,4 +73,37 @@ def test_log_lines_and_stall_warnings_never_reach_the_chat():
                               ("LLMRateLimitError", 1, "429", None), None)
     for record in (stall, failure, retry):
         handler.handle(record)
-    assert notes == ["(the LLM is busy (rate limited); trying another way (attempt 1))"]
+    # Nothing else was tried (issue 45: "trying another way" only when another way is).
+    assert notes == ["(the LLM is busy (rate limited); not trying again (attempt 1))"]
+
+
+def test_notes_say_what_is_tried_in_words():
+    import logging
+
+    from bot.llm.port import Escalate, GiveUp, Retry
+    from channels.console_notes import ChatNotes
+
+    notes: list[str] = []
+    handler = ChatNotes(notes.append)
+
+    def failed(kind: str, decision: object) -> logging.LogRecord:
+        return logging.LogRecord("bot.llm.port", logging.WARNING, __file__, 1,
+                                 "llm call failed (%s, attempt %d): %s -> %s",
+                                 (kind, 1, "...", decision), None)
+
+    for record in (failed("LLMTimeoutError", Retry(0.0)),
+                   failed("LLMTimeoutError", GiveUp()),
+                   failed("LLMContextOverflowError", Escalate()),
+                   failed("SomethingNewError", GiveUp()),
+                   logging.LogRecord("bot.loop.react", logging.WARNING, __file__, 1,
+                                     "model %s failed (%s); the turn goes on with %s",
+                                     ("small", "LLMServerError", "backup"), None)):
+        handler.handle(record)
+    assert notes == [
+        "(the LLM did not answer in time; trying again in 0 s (attempt 1))",
+        "(the LLM did not answer in time; not trying again (attempt 1))",
+        "(the conversation is too long for the model; asking again with less of the "
+        "conversation (attempt 1))",
+        "(the LLM request failed; not trying again (attempt 1))",
+        "(the LLM server had a problem (small); trying another model: backup)"]
+    assert not any("Error" in note for note in notes)

@@ -118,5 +118,7 @@ async def test_doctor_asks_each_fallback_model_once(app_settings, fake_llm, back
     await run_doctor(settings.model_copy(update={"llm": llm}), lines.append)
     assert any(line.endswith(f"fallback LLM backup-model at {backup.base_url} answered "
                              f"(provider {provider_of(backup.base_url)})") for line in lines)
-    assert any("fallback LLM gone-model" in line and "LLMModelNotFoundError" in line
-               for line in lines)
+    # Said in words (the server's), never as an error's class name (issue 45, item 8).
+    [gone] = [line for line in lines if "fallback LLM gone-model" in line]
+    assert "did not answer: Error code: 404" in gone and "Not found" in gone, gone
+    assert "LLMModelNotFoundError" not in gone

@@ -120,3 +120,25 @@ async def test_reasoning_text_is_read_from_answers_and_streams(llm, fake_llm):
     assert (plain.content, plain.reasoning) == ("4", "2+2 is 4.")
     assert (streamed.content, streamed.reasoning) == ("5", "2+3 is 5.")
     assert "".join(chunks) == "5"  # the thinking is never shown as the answer
+
+
+async def test_debug_of_a_failed_turn_shows_its_real_time_and_tokens(app_factory, app_settings,
+                                                                     fake_llm):
+    """ramble_timeout_gives_up.json: both attempts ran to the timeout, and /debug said
+    "0.0 s, 0 tokens in / 0 out"."""
+    from tests.fakes.fake_openai import Hang
+
+    llm = app_settings().llm.model_copy(update={"timeout_seconds": 0.4})
+    app = await app_factory(llm=llm)
+    owner = await app.ensure_owner()
+    fake_llm.script(LLMReply(tool_calls=[ToolCall("calculate", {"expression": "6*7"})],
+                             usage=(120, 9)), Hang(5), Hang(5))
+    failed = await app.orchestrator.handle_message(inbound(owner.id, "what is 6*7?"))
+    assert failed.stop.value == "llm_error"
+    trace = await app.orchestrator.deps.traces.last(owner.id)
+    assert trace.duration_ms >= 800  # two attempts of 0.4 s at least, not 0
+    assert (trace.input_tokens, trace.output_tokens) == (120, 9)
+    assert [e["kind"] for e in trace.entries] == ["llm", "tool", "llm_failed"]
+    text = (await app.orchestrator.handle_message(inbound(owner.id, "/debug"))).text
+    assert f"{trace.duration_ms / 1000:.1f} s, 120 tokens in / 9 out" in text
+    assert "no answer after" in text and "(retries included)" in text

@@ -18,7 +18,13 @@ from bot.cli.onboard.endpoint_step import describe_endpoint
 from bot.config.channel_sections import plain_http_problem
 from bot.config.sections import OwnerSettings
 from bot.llm.openai_client import OpenAILLM
-from bot.llm.port import LLMAuthError, LLMError, LLMModelNotFoundError, LLMTimeoutError
+from bot.llm.port import (
+    LLMAuthError,
+    LLMError,
+    LLMModelNotFoundError,
+    LLMTimeoutError,
+    short_error,
+)
 from bot.setup.ask import OnboardStop, Question
 from bot.setup.onboarding import Context, Step
 from bot.text.redact import redact_url
@@ -114,7 +120,7 @@ async def _try_model(base_url: str, key: str, model: str) -> str | None:
         return f"the LLM at {where} does not know the model {model!r}"
     except LLMError as err:
         return f"the LLM at {where} did not answer a test request with {model}: " \
-               f"{type(err).__name__}: {str(err)[:160]}"
+               f"{short_error(err)[:160]}"
     finally:
         await llm.close()
     return None
