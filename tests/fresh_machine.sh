@@ -29,9 +29,13 @@ trap 'rm -rf "$parent"' EXIT
 [ "$(id -u)" -eq 0 ] && chown "$user": "$parent"
 clone="$parent/valet clone"
 start=$(date +%s)
-# (the repository belongs to root: git's upload-pack must be told it is safe to read)
-"${as_user[@]}" env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*' \
-    git clone -q "$repo" "$clone"
+source="$repo"
+if [ "$(id -u)" -eq 0 ]; then  # git refuses to read another user's repository: a bundle of HEAD
+    source="$parent/head.bundle"
+    git -C "$repo" bundle create -q "$source" HEAD
+    chown "$user": "$source"
+fi
+"${as_user[@]}" git clone -q "$source" "$clone"
 echo "fresh_machine.sh: $clone (parent $(stat -c %a "$parent"), user $("${as_user[@]}" id -un))"
 
 # The newcomer's environment: no VALET_ settings, no CI's paths; the system servers hidden.
