@@ -35,7 +35,7 @@ if [ "$(id -u)" -eq 0 ]; then  # git refuses to read another user's repository: 
     git -C "$repo" bundle create -q "$source" HEAD
     chown "$user": "$source"
 fi
-"${as_user[@]}" git clone -q "$source" "$clone"
+"${as_user[@]}" git -c advice.detachedHead=false clone -q "$source" "$clone"
 echo "fresh_machine.sh: $clone (parent $(stat -c %a "$parent"), user $("${as_user[@]}" id -un))"
 
 # The newcomer's environment: no VALET_ settings, no CI's paths; the system servers hidden.
