@@ -30,17 +30,15 @@ doctor: $(STAMP)
 # with the load beside it, and the 10 slowest tests.
 TEST_WORKERS ?= 4
 TEST_ARGS ?=
-PYTEST = $(PY) -m pytest -q -n $(TEST_WORKERS) --durations=10 $(TEST_ARGS)
-TIMED = start=$$(date +%s); $(PYTEST) $(1); rc=$$?; \
-	echo "make $@: $$(( $$(date +%s) - start )) s on $$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg)"; \
-	exit $$rc
+PYTEST_ARGS = -q -n $(TEST_WORKERS) --dist worksteal --durations=10
+SAY_TIME = echo "make $@: $$(( $$(date +%s) - start )) s on $$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg)"
 test: $(TEST_STAMP)
-	@$(call TIMED,)
+	@start=$$(date +%s); $(PY) -m pytest $(PYTEST_ARGS) $(TEST_ARGS); rc=$$?; $(SAY_TIME); exit $$rc
 
 # Only the tests that start PostgreSQL or Redis (the `servers` marker): the fresh-machine
 # check (tests/fresh_machine.sh) runs these where the servers come from the test dependencies.
 test-servers: $(TEST_STAMP)
-	@$(call TIMED,-m servers)
+	@start=$$(date +%s); $(PY) -m pytest $(PYTEST_ARGS) -m servers $(TEST_ARGS); rc=$$?; $(SAY_TIME); exit $$rc
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .

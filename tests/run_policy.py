@@ -3,6 +3,7 @@
 * The ``servers`` marker goes on every test that starts a PostgreSQL or Redis server (it
   takes one of tests/server_fixtures.py's fixtures, or the ``postgres`` side of the storage
   fixtures): `make test-servers` runs just those, as the fresh-machine check does.
+* The longest tests start first (with `--dist worksteal`, the workers end together).
 * In CI (``CI=true``) a skipped test is a failure: CI installs every tool the tests use
   (tests/ci_services.sh), so a skip there means something is missing that a developer's
   machine would silently lack as well. A skip that is the same everywhere (a case that
@@ -20,6 +21,10 @@ import pytest
 SERVER_FIXTURES = frozenset({"postgres_server", "postgres_dsn", "redis_server", "redis_url",
                              "own_postgres", "own_redis"})
 SKIP_EVERYWHERE = "not applicable:"
+# The files whose stories took longest (`make test` prints the 10 slowest tests): started
+# first. Only an order: a file missing from it runs all the same.
+LONGEST = frozenset({"tests/e2e/test_chaos.py", "tests/e2e/test_outages.py",
+                     "tests/e2e/test_console_browser.py"})
 
 
 def in_ci() -> bool:
@@ -45,10 +50,25 @@ def pytest_report_header() -> str:
             f"{os.environ.get('VALET_TEST_SERVERS', '')!r})")
 
 
+def _start_order(item: pytest.Item) -> int:
+    """The longest first, so that no worker starts a long story when the others are done:
+    the known longest stories, then the end-to-end ones (processes and servers), then the
+    integration tests, then the rest (short: they fill the workers' last minutes)."""
+    path = item.nodeid.split("::", 1)[0]
+    if path in LONGEST:
+        return 0
+    if path.startswith("tests/e2e/"):
+        return 1
+    if path.startswith("tests/integration/"):
+        return 2
+    return 3
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _starts_servers(item):
             item.add_marker(pytest.mark.servers)
+    items.sort(key=_start_order)  # stable: within each group, the order of collection
 
 
 @pytest.hookimpl(hookwrapper=True)
