@@ -183,3 +183,15 @@ def pg_bin_for_others(bindir: Path) -> Path:
     with contextlib.suppress(OSError):
         os.chmod(target, 0o755)
     return target / "bin"
+
+
+def main() -> int:
+    """`python -m tests.server_binaries`: which servers the tests would start; 1 if either is
+    missing (tests/fresh_machine.sh checks the packaged ones are found before it runs them)."""
+    pg, redis = find_pg_bin(), find_redis_server()
+    print(f"PostgreSQL: {pg or 'not found'}\nRedis: {redis or 'not found'}")
+    return 0 if pg and redis else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -28,6 +28,10 @@ from tests.e2e.test_deploy import _tool
 from tests.fakes.fake_openai import Reply
 
 SECRET = "sk-service-install-KEY"
+# Installing for real writes root's files (even into --root) and valet refuses it otherwise:
+# as an ordinary user these stories skip, saying so; CI runs as root.
+AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="`valet service install` (not --dry-run) "
+                             "needs root: run the suite as root, as CI does")
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +139,7 @@ async def test_dry_run_with_postgres_and_redis_prints_the_roles(valet, config, f
                                       "valet@scheduler.service"])
 
 
+@AS_ROOT
 async def test_installed_into_a_root_with_owners_modes_enabled_and_the_right_settings(valet,
         config, fake_llm, tmp_path):
     root = tmp_path / "root"
@@ -189,6 +194,7 @@ async def test_installed_into_a_root_with_owners_modes_enabled_and_the_right_set
     assert f"kept {etc}" in out
 
 
+@AS_ROOT
 async def test_roles_installed_into_a_root_are_migrated_and_enabled(valet, config, fake_llm,
                                                                    tmp_path, postgres_dsn,
                                                                    redis_url):
@@ -212,12 +218,17 @@ async def test_what_cannot_be_installed_is_one_line(valet, config, fake_llm, tmp
     assert code == 2
     assert err.strip() == ("valet: --role needs Postgres and Redis (VALET_DATABASE_URL, "
                            "VALET_REDIS_URL): one SQLite process runs every role")
+
+
+@AS_ROOT
+async def test_an_unknown_service_user_is_one_line(valet, config, fake_llm, tmp_path):
     code, _, err = await _valet(valet, ["service", "install", "--root", str(tmp_path / "r"),
                                  "--user", "no-such-user-here"], _env(config, fake_llm))
     assert code == 2 and "Traceback" not in err
     assert err.strip().startswith("valet: no user 'no-such-user-here' on this machine")
 
 
+@AS_ROOT
 async def test_a_configuration_the_service_could_not_use_is_refused_before_it_is_enabled(valet,
         config, fake_llm, tmp_path):
     """A relative SQLite path in valet.yaml would point into /etc/valet, where the service may
