@@ -54,10 +54,17 @@ MAPPED = {"VALET_DATABASE_URL", "VALET_REDIS_URL", "VALET_CONFIG", "VALET_DATA_D
           "VALET_PUBLIC_URL", "VALET_HTTP_HOST", "VALET_HTTP_PORT"}
 
 
+# How to get each tool: pip cannot bring these (hadolint comes with the test dependencies).
+INSTALL = {"caddy": "apt-get install caddy", "systemd-analyze": "apt-get install systemd",
+           "docker-compose": "apt-get install docker-compose",
+           "hadolint": "make .venv/.installed-test"}
+
+
 def _tool(name: str) -> str:
     found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
     if found is None:
-        _skip_or_fail(f"{name} not found (tests/ci_services.sh installs it)")
+        how = INSTALL.get(name, f"apt-get install {name}")
+        _skip_or_fail(f"{name} not found: {how} (tests/ci_services.sh does)")
     return str(found)
 
 
