@@ -23,8 +23,9 @@ SERVER_FIXTURES = frozenset({"postgres_server", "postgres_dsn", "redis_server", 
 SKIP_EVERYWHERE = "not applicable:"
 # The files whose stories took longest (`make test` prints the 10 slowest tests): started
 # first. Only an order: a file missing from it runs all the same.
-LONGEST = frozenset({"tests/e2e/test_chaos.py", "tests/e2e/test_outages.py",
-                     "tests/e2e/test_console_browser.py"})
+LONGEST = frozenset({"tests/e2e/test_chaos.py", "tests/e2e/test_bench_command.py",
+                     "tests/e2e/test_roles.py", "tests/e2e/test_operations.py",
+                     "tests/e2e/test_outages.py", "tests/e2e/test_console_browser.py"})
 
 
 def in_ci() -> bool:
