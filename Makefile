@@ -4,7 +4,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test lint bench doctor clean
+.PHONY: run test test-servers lint bench doctor clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -28,11 +28,21 @@ run: $(STAMP)
 doctor: $(STAMP)
 	$(VENV)/bin/valet doctor
 
-# Two pytest processes: the e2e stories mostly wait on subprocesses and servers (every test
-# starts its own on random loopback ports, so they do not collide). TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 2
+# The whole suite, in TEST_WORKERS pytest processes: most tests wait on subprocesses and
+# servers (each on its own loopback ports), so more processes than cores pays. TEST_WORKERS=0:
+# one process. TEST_ARGS: more pytest arguments (a file, -k, -x). It says how long it took,
+# with the load beside it, and the 10 slowest tests.
+TEST_WORKERS ?= 4
+TEST_ARGS ?=
+PYTEST_ARGS = -q -n $(TEST_WORKERS) --dist worksteal --durations=10
+SAY_TIME = echo "make $@: $$(( $$(date +%s) - start )) s on $$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg)"
 test: $(TEST_STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS)
+	@start=$$(date +%s); $(PY) -m pytest $(PYTEST_ARGS) $(TEST_ARGS); rc=$$?; $(SAY_TIME); exit $$rc
+
+# Only the tests that start PostgreSQL or Redis (the `servers` marker): the fresh-machine
+# check (tests/fresh_machine.sh) runs these where the servers come from the test dependencies.
+test-servers: $(TEST_STAMP)
+	@start=$$(date +%s); $(PY) -m pytest $(PYTEST_ARGS) -m servers $(TEST_ARGS); rc=$$?; $(SAY_TIME); exit $$rc
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .

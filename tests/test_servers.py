@@ -6,7 +6,7 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
-from tests.servers import ThrowawayPostgres
+from tests.servers import ThrowawayPostgres, ThrowawayRedis
 
 
 async def test_postgres_select_one(postgres_dsn: str) -> None:
@@ -85,11 +85,13 @@ async def test_redis_set_get_and_clean_between_tests(redis_url: str, value: str)
         await client.aclose()
 
 
-def test_a_paused_postgres_refuses_connections_and_resumes_on_its_port() -> None:
+def test_a_paused_postgres_refuses_connections_and_resumes_on_its_port(
+    own_postgres: ThrowawayPostgres,
+) -> None:
     import asyncio
     import socket
 
-    server = ThrowawayPostgres().start()
+    server = own_postgres  # the fixture skips, naming the package, where there is none
     try:
         dsn = server.create_database("paused")
         port = server.port
@@ -111,12 +113,12 @@ def test_a_paused_postgres_refuses_connections_and_resumes_on_its_port() -> None
         server.stop()
 
 
-def test_a_paused_redis_refuses_connections_and_resumes_on_its_port() -> None:
+def test_a_paused_redis_refuses_connections_and_resumes_on_its_port(
+    own_redis: ThrowawayRedis,
+) -> None:
     import socket
 
-    from tests.servers import ThrowawayRedis
-
-    server = ThrowawayRedis().start()
+    server = own_redis
     try:
         port = server.port
         server.pause()

@@ -33,7 +33,9 @@ class RoleProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.returncode is None
 
-    async def start(self, *, ready: bool = True, timeout: float = 60.0) -> None:
+    # Generous: three of these start at once, and a loaded 2-core machine (load 16) took 60 s
+    # to import and start one; the bound costs nothing when the machine is quick.
+    async def start(self, *, ready: bool = True, timeout: float = 180.0) -> None:
         args = [a for role in self.roles for a in ("--role", role)]
         with self.log.open("ab") as err:
             self.proc = await asyncio.create_subprocess_exec(

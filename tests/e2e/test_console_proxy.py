@@ -42,7 +42,7 @@ def published_console_caddyfile() -> str:
 async def caddy_in_front(tmp_path, valet_port: int) -> tuple[asyncio.subprocess.Process, int]:
     caddy = shutil.which("caddy")
     if caddy is None:
-        pytest.skip("caddy is not installed (tests/ci_services.sh installs it)")
+        pytest.skip("caddy not found: apt-get install caddy (tests/ci_services.sh does)")
     port = free_port()
     config = tmp_path / "Caddyfile"
     config.write_text(published_console_caddyfile())

@@ -93,7 +93,7 @@ async def test_a_send_cut_short_by_a_crash_does_not_block_later_replies(app_fact
     await app.start()
     fake_llm.script(LLMReply(content="still here"))
     await app.gateway.receive(incoming("hello?", channel="console", address="local"))
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert console.texts() == ["still here"]
     [dead] = await outbox.list("dead")
     assert "outcome unknown" in dead["last_error"]

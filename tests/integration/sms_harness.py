@@ -82,7 +82,7 @@ class SmsWorld:
         return await self.channel.sender.send(message)
 
     async def idle(self) -> None:
-        await asyncio.wait_for(self.app.gateway.wait_idle(), 10)
+        await asyncio.wait_for(self.app.gateway.wait_idle(), 60)
 
     def replies(self, to: str = ALICE) -> list[str]:
         return self.twilio.bodies_to(to)

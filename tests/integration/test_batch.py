@@ -46,7 +46,7 @@ async def test_a_batch_with_a_failing_write_changes_nothing(db: Database) -> Non
 
 async def test_a_literal_holding_a_dollar_runs_in_a_transaction(db: Database) -> None:
     if db.dialect != "postgres":
-        pytest.skip("SQLite's own $n translation does not read literals either")
+        pytest.skip("not applicable: SQLite's own $n translation does not read literals either")
     await _notes(db)
     counted = CountingDatabase(db)
     batch = Batch()

@@ -81,7 +81,7 @@ async def test_an_approval_decided_in_the_console_runs_once_as_its_person(world,
     assert stored.status is ApprovalStatus.EXECUTED and stored.decided_by == "console:owner"
     # Kim hears it at once, in a turn of her own (as after a press of her own button), not
     # with her next message.
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert sender.texts("kim-phone") == ["Good news: your email to the team went out."]
     told = fake_llm.requests[-1]
     assert any("Email sent to team@corp.example" in r for r in tool_results(told))

@@ -48,7 +48,7 @@ async def test_a_triggered_turn_runs_for_the_user_and_its_reply_is_a_notificatio
                          task_id="t1")
     assert await app.gateway.submit(run)
     assert not await app.gateway.submit(run)  # a duplicate fire is a no-op
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert test.texts("alice") == ["Good morning! Sunny, 21°C."]
     assert fake_llm.calls == 1
     assert fake_llm.requests[0]["messages"][-1]["content"] == "[Scheduled Task] morning summary"
@@ -71,7 +71,7 @@ async def test_a_triggered_turn_waits_for_the_persons_own_message_before_it(
     await first_started.wait()
     await app.gateway.submit(TriggerMessage(alice.id, "[Scheduled Task] ping", "t2:1", "t2"))
     release.set()
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert test.texts("alice") == ["re: hello", "re: [Scheduled Task] ping"]
 
 
@@ -84,7 +84,7 @@ async def test_a_notification_goes_to_the_named_channel_else_the_preferred_one(
         is Delivery.QUEUED
     assert await app.outbound.notify(Notification(alice.id, "again", "n2", channel="sms")) \
         is Delivery.ALREADY_QUEUED
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert test.texts() == ["by preference"]
     assert sms.texts() == ["by name"]
 
@@ -94,10 +94,10 @@ async def test_an_opted_out_or_unreachable_identity_gets_nothing_a_linked_one_do
     app, alice, test, sms = await two_channel_app()
     test.fail = [PermanentSendError("bot was blocked by the user", unreachable=True)]
     await app.outbound.notify(Notification(alice.id, "first", "n1"))
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert test.texts() == []
     await app.outbound.notify(Notification(alice.id, "second", "n2"))
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert test.texts() == [] and sms.texts() == ["second"]  # fell back to the linked number
 
     await app.identities.set_opted_out("sms", "+15550001111", True, at=app.clock.now())
@@ -117,9 +117,9 @@ async def test_quiet_hours_hold_a_notification_until_they_end_unless_urgent(
     await app.outbound.notify(Notification(alice.id, "your reminder", "n1"))
     await app.outbound.notify(Notification(alice.id, "the house is on fire", "n2",
                                           urgency=Urgency.URGENT))
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert test.texts() == ["the house is on fire"]
     clock.advance(hours=7, minutes=31)  # 07:01 the next morning
     app.outbound.deliverer.wake()
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert test.texts() == ["the house is on fire", "your reminder"]

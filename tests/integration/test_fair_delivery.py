@@ -100,9 +100,11 @@ async def test_a_backlog_to_one_address_never_holds_another_address(db):
     store = OutboxStore(db)
     clock = SystemClock()
     release = asyncio.Event()
+    stuck = asyncio.Event()
 
     async def slow_for_ana(message: OutboundMessage) -> None:
         if message.address == "ana":
+            stuck.set()
             await release.wait()
 
     sender = Recorder(slow_for_ana)
@@ -114,7 +116,7 @@ async def test_a_backlog_to_one_address_never_holds_another_address(db):
                                 DeliveryPolicy(concurrency=4, poll_seconds=0.05))
     running = asyncio.create_task(deliverer.run())
     try:
-        await asyncio.sleep(0.2)  # ana's first send is under way and stuck
+        await until(stuck.is_set, "ana's first send under way (and stuck)")
         await queue(store, db, "ben", "your answer", Lane.URGENT, clock.now())
         deliverer.wake()
         await until(lambda: sender.texts("ben") == ["your answer"], "ben's answer")

@@ -275,9 +275,9 @@ async def test_a_long_run_of_flood_control_waits_never_drops_the_message(gateway
                                           lane=Lane.URGENT)
     for _ in range(10):  # more refusals than max_attempts: each only says "wait 3 s"
         deliverer.wake()  # the app's own deliverer tries it; idle once it waits again
-        await asyncio.wait_for(app.gateway.wait_idle(), 10)
+        await asyncio.wait_for(app.gateway.wait_idle(), 60)
         app.clock.advance(seconds=3)
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert flaky.attempts == 11
     assert flaky.sent == [("x", "hello")]
     assert await app.outbound.outbox.count("dead") == 0

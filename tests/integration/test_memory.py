@@ -88,7 +88,7 @@ async def _admit(app, address: str):  # type: ignore[no-untyped-def]
 
 async def say(app, text: str, *, address: str = "alice", channel: str = "test") -> None:
     await app.gateway.receive(incoming(text, channel=channel, address=address))
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     await asyncio.wait_for(app.memory.extractor.drain(), 10)
 
 
@@ -196,7 +196,7 @@ async def test_extraction_runs_after_the_reply_is_sent(memory_app, fake_llm):
     app, senders = await memory_app()
     alice = await _admit(app, "alice")
     await app.gateway.receive(incoming("I work night shifts at the hospital"))
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)  # would hang if the reply waited
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)  # would hang if the reply waited
     assert senders["test"].texts("alice") == ["Noted."]
     await asyncio.wait_for(llm.extraction_started.wait(), 10)  # extraction started...
     assert await app.memory.service.store.open_facts(alice.id) == []  # ...not finished

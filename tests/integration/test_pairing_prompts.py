@@ -32,7 +32,9 @@ async def pairing_notice(world: SmsWorld, stranger: str = STRANGER) -> str:
     notice = world.replies(SAM)[-1]
     found = re.search(r"Reply PAIR (\w+) to let them in, or DENY \1 to refuse\.", notice)
     assert found is not None, notice
-    assert "Reply 1" not in notice and "2 to" not in notice
+    # The code is random (it may end in "2", as TQ4YZ2 did): only the words around it count.
+    words = notice.replace(found.group(1), "<code>")
+    assert "Reply 1" not in words and "2 to" not in words
     return found.group(1)
 
 

@@ -59,10 +59,10 @@ async def test_a_reminder_and_a_command_say_the_personas_lines(app_factory, fake
                                       clock.now() + timedelta(hours=1))
     clock.advance(hours=2)
     await app.triggers.engine.tick()
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert sender.texts() == ["Psst, call mom!"]
 
     await app.gateway.receive(incoming("/stop"))
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert sender.texts()[-1] == "Idle."
     assert fake_llm.requests == []

@@ -45,7 +45,7 @@ async def world(app_factory):
 
 
 async def idle(app) -> None:
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
 
 
 def results(fake_llm) -> list[str]:

@@ -109,7 +109,7 @@ async def test_a_webhook_before_the_bot_reached_the_api_is_kept_and_handled_afte
         assert tg.webhook["url"] == "https://valet.example.com/telegram/webhook"
         assert await spool.move_all() == 1
         tg.started(OWNER_CHAT)
-        await asyncio.wait_for(app.gateway.wait_idle(), 10)
+        await asyncio.wait_for(app.gateway.wait_idle(), 60)
         assert bot_messages(tg, OWNER_CHAT) == ["Hello again, Sam."]
     finally:
         await receiving.stop()

@@ -57,7 +57,7 @@ async def scheduled_email(app_factory, tmp_path, fake_llm):
 
 async def step(app) -> None:
     await app.triggers.engine.tick()
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     await app.triggers.engine.tick()  # sees what the run's turn left behind
 
 
@@ -97,5 +97,5 @@ async def test_an_unanswered_approval_expires_the_task_and_the_person_is_told(
     assert risky_tools.SENT == []
     assert [r["outcome"] for r in await store.runs(task.id)] == ["expired"]
     await app.gateway.receive(incoming("yes"))  # too late: nothing runs
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert risky_tools.SENT == []

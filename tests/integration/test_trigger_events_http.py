@@ -49,7 +49,7 @@ async def test_an_event_posted_with_the_token_starts_the_persons_task(app_factor
             headers={"Authorization": f"Bearer {TOKEN}"})
         assert resp.status == 202 and (await resp.json())["id"] == "ring-1"
         await app.triggers.bus.drain()
-        await asyncio.wait_for(app.gateway.wait_idle(), 10)
+        await asyncio.wait_for(app.gateway.wait_idle(), 60)
         assert sender.texts() == ["Someone rang the doorbell: it is the courier."]
         asked = fake_llm.requests[0]["messages"][-1]["content"]
         assert asked.startswith("[Event Trigger] home/door.ring:\n")
@@ -72,7 +72,7 @@ async def test_without_the_right_token_the_answer_is_401_and_nothing_runs(app_fa
                                 headers={"Authorization": f"Bearer {TOKEN}"})
         assert bad.status == 400
         await app.triggers.bus.drain()
-        await asyncio.wait_for(app.gateway.wait_idle(), 10)
+        await asyncio.wait_for(app.gateway.wait_idle(), 60)
         assert sender.texts() == [] and fake_llm.calls == 0
         assert await app.db.fetchval("SELECT COUNT(*) FROM trigger_runs") == 0
     finally:

@@ -39,7 +39,7 @@ async def two_processes(app_factory, postgres_dsn, clock):
 async def minute(apps, clock, engines=None) -> None:
     clock.advance(60)
     await asyncio.gather(*(a.triggers.engine.tick() for a in (engines or apps)))
-    await asyncio.gather(*(asyncio.wait_for(a.gateway.wait_idle(), 10) for a in apps))
+    await asyncio.gather(*(asyncio.wait_for(a.gateway.wait_idle(), 60) for a in apps))
 
 
 async def test_two_engines_run_every_minute_once_and_a_new_leader_takes_over(

@@ -46,7 +46,7 @@ def valet(app_factory):
 
 async def settle(app) -> None:
     await app.triggers.engine.tick()
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
 
 
 async def run_until(app, clock: FakeClock, until: datetime, step: timedelta) -> None:
@@ -187,7 +187,7 @@ async def test_an_event_starts_an_orchestrator_run_once_per_event(valet, fake_ll
     await app.triggers.bus.publish(parcel)  # delivered again (at-least-once): runs once
     await app.triggers.bus.publish(Event("email", "received", {"from": "boss@corp.example"}))
     await app.triggers.bus.drain()
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert sender.texts() == ["Your parcel from Amazon has shipped."]
     asked = fake_llm.requests[0]["messages"][-1]["content"]
     assert asked.startswith("[Event Trigger] email/received:") and "Shipped" in asked
@@ -240,7 +240,7 @@ async def test_a_person_schedules_a_reminder_by_saying_so_and_it_arrives(valet, 
                                                          "when": "today at 15:00"})]),
         LLMReply(content="I'll remind you at 15:00."))
     await app.gateway.receive(incoming("remind me at 3pm to call mom"))
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
     result = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
     assert "scheduled" in result["content"] and "does not send" not in result["content"]
     clock.advance(hours=6)

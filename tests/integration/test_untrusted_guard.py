@@ -57,7 +57,7 @@ async def world(app_factory):
 
 
 async def idle(app) -> None:
-    await asyncio.wait_for(app.gateway.wait_idle(), 10)
+    await asyncio.wait_for(app.gateway.wait_idle(), 60)
 
 
 async def nothing_changed(app, alice) -> None:

@@ -11,7 +11,7 @@ from bot.contracts.envelopes import EventType, LoopEvent, TurnStop
 from bot.llm.port import LLMAuthError, LLMServerError
 from bot.tools import ToolStatus
 from tests.fakes.fake_openai import ContextOverflow, Fail, Hang, Reply, ToolCall
-from tests.helpers import CountingTools, assert_closed, loop_config, run_loop
+from tests.helpers import CountingTools, assert_closed, loop_config, run_loop, until
 
 
 async def test_plain_answer_needs_no_tools(fake_llm, llm):
@@ -140,10 +140,10 @@ async def test_a_hanging_llm_call_stops_at_the_deadline_on_the_clock(fake_llm, l
 async def test_cancel_closes_running_calls(fake_llm, llm):
     fake_llm.script(Reply(tool_calls=[ToolCall("sleepy", {"seconds": 30})]))
     cancel = asyncio.Event()
-    task = asyncio.create_task(run_loop(llm, CountingTools().registry(), cancel=cancel))
-    while fake_llm.calls < 1:  # noqa: ASYNC110 (the fake server has no event to wait on)
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    tools = CountingTools()
+    task = asyncio.create_task(run_loop(llm, tools.registry(), cancel=cancel))
+    await until(lambda: any(c.startswith("sleepy:") for c in tools.calls),
+                "the tool call running")  # whatever the pace, cancelled while it runs
     cancel.set()
     result = await task
     assert result.stop_reason is TurnStop.CANCELLED
