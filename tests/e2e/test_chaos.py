@@ -347,6 +347,15 @@ async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram) -> None:
     raise AssertionError("never quiet: messages or replies still waiting")
 
 
+# While a card waits (its prompt in doubt: a killed worker was sending it), every other answer
+# ends with the line that names what waits and how to answer (issue 43: bot.approvals).
+STILL_WAITING = r"\n\nStill waiting for your OK: [^\n]*"
+
+
+def answers_message(text: str, i: int, j: int) -> bool:
+    return re.fullmatch(rf"re: p{i} m{j}(?:{STILL_WAITING})?", text) is not None
+
+
 async def what_became_of(db: Any, story: Story) -> list[dict[str, Any]]:
     """For a message with no answer: its inbox row and what was queued for it (shown when the
     story fails)."""
@@ -354,7 +363,7 @@ async def what_became_of(db: Any, story: Story) -> list[dict[str, Any]]:
     for i in range(PEOPLE):
         got = set(story.received(i))
         for j in range(EACH):
-            if (i in ASKING and j == 4) or f"re: p{i} m{j}" in got:
+            if (i in ASKING and j == 4) or any(answers_message(t, i, j) for t in got):
                 continue
             row = await db.fetchrow("SELECT id, status, attempts, error FROM inbox"
                                     " WHERE text = $1", f"p{i} m{j}")
@@ -372,7 +381,7 @@ def tally(story: Story, actions: Path, in_doubt: list[str]) -> dict[str, int]:
     for i in range(PEOPLE):
         seen = []
         for text in story.received(i):
-            match = re.fullmatch(rf"re: p{i} m(\d+)", text)
+            match = re.fullmatch(rf"re: p{i} m(\d+)(?:{STILL_WAITING})?", text)
             if match:
                 answers[(i, int(match.group(1)))] += 1
                 seen.append(int(match.group(1)))

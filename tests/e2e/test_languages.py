@@ -25,8 +25,11 @@ from tests.servers import free_port
 PUBLIC = "https://valet.example.com"
 OWNER_CHAT = 4242
 ANA = "+34612345678"
-CHEAP = (10, 0)  # prompt tokens at llm.prices below: $0.001
-DEAR = (10_000, 0)  # $1: more than Ana's allowance (budget.daily_usd 0.50)
+# Prompt tokens reported, at llm.prices below ($1 a million input tokens): the meter prices each
+# call before it goes at its worst (the prompt as sent, a few thousand tokens: well under a
+# cent), then counts what the server reported.
+CHEAP = (10, 0)  # $0.00001
+DEAR = (1_000_000, 0)  # $1: more than Ana's allowance (budget.daily_usd 0.50)
 
 
 def _system(body: dict[str, Any]) -> str:
@@ -76,7 +79,7 @@ async def test_each_person_reads_valet_in_their_own_language_and_locale(fake_llm
             f"access:\n  channels:\n    sms: {{policy: allowlist, allow: ['{ANA}']}}\n"
             "sms:\n  allowed_countries: [US, ES]\n  price_per_segment: 0\n"
             "budget:\n  daily_usd: 0.5\n"
-            "llm:\n  prices:\n    m: {input: 100, output: 0}\n")
+            "llm:\n  prices:\n    m: {input: 1, output: 0}\n")
         serve = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
