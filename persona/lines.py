@@ -53,6 +53,9 @@ class ConversationLines(LineGroup):
     deadline: str = ("That took longer than I can spend on one message, so I stopped. "
                      "Ask me again and I'll pick it up from there.")
     no_answer: str = "I couldn't finish that one. Could you try asking again, more simply?"
+    # After an answer the model did not finish: it reached the length one answer may be
+    # (llm.max_output_tokens).
+    cut_short: str = "(My answer was cut there: it got longer than I allow. Ask for the rest.)"
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
     cancelled: str = "Okay, I stopped."
     # A voice note that could not be fetched or transcribed (a few tries when its turn ran),

@@ -104,6 +104,8 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
             return TurnStop.DEADLINE, _final_text(run, lines.deadline), []
         if not response.tool_calls:
             text = response.content or lines.no_answer
+            if response.content and response.finish_reason == "length":
+                text = f"{text}\n\n{lines.cut_short}"  # it hit llm.max_output_tokens
             run.append({"role": "assistant", "content": text})
             return TurnStop.FINAL_ANSWER, text, []
         if run.mode == SIMPLE:  # asked for tools it was not offered

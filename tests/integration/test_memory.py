@@ -14,6 +14,7 @@ from bot.config.policies import AccessSettings, ChannelAccess
 from bot.config.sections import MemorySettings
 from bot.contracts.clock import FakeClock
 from bot.memory.extract import PROMPT
+from bot.memory.queue import FIRST_RETRY
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming
@@ -216,7 +217,7 @@ async def test_a_failed_extraction_is_retried_later_and_never_shown(memory_app, 
     assert await app.memory.extractor.queue.pending(alice.id) == 1
     llm.facts = lambda text: [{"text": "Partner is Sam", "kind": "person"}]
     assert await app.memory.extractor.retry_due() == 0  # not due yet
-    app.clock.advance(minutes=2)
+    app.clock.advance(seconds=2 * FIRST_RETRY.total_seconds())
     assert await app.memory.extractor.retry_due() == 1
     assert [f.text for f in await app.memory.service.store.open_facts(alice.id)] == \
         ["Partner is Sam"]
