@@ -70,6 +70,7 @@ class OpenAILLM:
         # test's client), in the field this endpoint reads: by its host, configured, or
         # learnt when the server refused one (then for good).
         self.caps = caps
+        self.base_url = base_url
         self.cap_field = cap_field or default_field(base_url)
         # A base URL with credentials in it (a proxy's basic auth) keeps the default
         # transport, which turns them into the Authorization header; aiohttp refuses a URL's

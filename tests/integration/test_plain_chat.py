@@ -5,6 +5,7 @@ number of modules is printed by `make bench` as turn_modules)."""
 from __future__ import annotations
 
 from tests.fakes.fake_openai import Reply
+from tests.helpers import told
 from tests.turn_modules import console_chat, modules_run
 
 # What a plain chat used to wander through although nothing waited there.
@@ -44,7 +45,7 @@ async def test_what_waits_is_still_read(app_factory, fake_llm) -> None:
     await app.services.stores.plans.set(owner.id, [PlanStep(step="call mom")], app.clock.now())
     seen = await modules_run(chat, "hi again")
     assert "agents.tools.plan_store" in seen
-    system = fake_llm.requests[-1]["messages"][0]["content"]
+    system = told(fake_llm.requests[-1]["messages"])
     assert "call mom" in system
 
 
