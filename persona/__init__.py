@@ -79,7 +79,7 @@ class Persona:
         `opened_with`, the tool that puts a capability's tools in front of the model). Only
         what stays the same turn after turn: it heads every request, so an endpoint's prompt
         cache reuses it and the whole history after it. What changes every turn or minute
-        (the time: `time_line`) goes with the newest message (bot.turn.turn_note)."""
+        (the time: `time_line`) goes with the newest message (bot.turn.media)."""
         parts = [self.prompt.strip()]
         if self.style.get(channel):
             parts.append(f"Style for this channel ({channel}): {self.style[channel].strip()}")

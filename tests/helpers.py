@@ -185,8 +185,8 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 30.0,
 
 def said(content: Any) -> Any:
     """A request's user message as the person wrote it: without the turn's note Valet puts
-    after the newest one (the time, recalled memory: bot.turn.turn_note)."""
-    from bot.turn.turn_note import NOTE_HEAD
+    after the newest one (the time, recalled memory: bot.turn.media)."""
+    from bot.turn.media import NOTE_HEAD
 
     if isinstance(content, list):
         return [p for p in content if not (isinstance(p, dict)
@@ -198,8 +198,8 @@ def said(content: Any) -> Any:
 
 def told(messages: list[dict[str, Any]]) -> str:
     """What a request told the model besides the conversation: its system prompt, and the
-    turn's note after the person's newest words (bot.turn.turn_note)."""
-    from bot.turn.turn_note import NOTE_HEAD
+    turn's note after the person's newest words (bot.turn.media)."""
+    from bot.turn.media import NOTE_HEAD
 
     system = str(messages[0].get("content") or "") if messages else ""
     newest = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"),

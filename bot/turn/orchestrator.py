@@ -53,12 +53,11 @@ from bot.plumbing import logs
 from bot.tool_offer import StableOffers
 from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
-from bot.turn.media import user_message
+from bot.turn.media import user_message, with_note
 from bot.turn.modes import choose_mode
 from bot.turn.orchestrator_deps import OrchestratorDeps
 from bot.turn.telemetry import turn_record
 from bot.turn.trace_store import turn_trace
-from bot.turn.turn_note import with_note
 from persona import time_line
 
 log = logging.getLogger(__name__)

@@ -185,7 +185,7 @@ async def test_after_a_huge_message_a_fifty_call_turn_always_sends_the_question(
     assert reply.text == "All 100 computed."
     assert len(fake_llm.requests) == 3
     for request in fake_llm.requests:
-        users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+        users = [said(m["content"]) for m in request["messages"] if m["role"] == "user"]
         assert users[-1] == "compute the hundred sums"
 
 
