@@ -244,6 +244,11 @@ class RoutedTools:
         offers, conversation, epoch = self.kept
         return offers.offer(conversation, epoch, wanted)
 
+    def kept_schemas(self) -> list[dict[str, Any]] | None:
+        """The conversation's tools so far (None: none yet), for a turn that needs none (a
+        greeting): offered all the same, the server's cached prompt stays valid."""
+        return (self.kept[0].current(*self.kept[1:]) or None) if self.kept else None
+
     def _kept_names(self) -> frozenset[str]:
         return self.kept[0].offered(*self.kept[1:]) if self.kept else frozenset()
 

@@ -50,6 +50,11 @@ class StableOffers:
             self._offers.popitem(last=False)
         return list(merged.values())
 
+    def current(self, conversation: str, epoch: str) -> list[Schema]:
+        """The tools the conversation was offered so far, as last offered (none: [])."""
+        offer = self._offers.get(conversation)
+        return list(offer.schemas.values()) if offer and offer.epoch == epoch else []
+
     def offered(self, conversation: str, epoch: str) -> frozenset[str]:
         """The names of the tools the conversation was offered so far."""
         offer = self._offers.get(conversation)

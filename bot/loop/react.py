@@ -96,7 +96,11 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         run.turns += 1
         await steer(run, run.steering)  # what the person added while the turn ran
-        tools = await deps.tool_schemas(run.messages) if run.mode == REACT else None
+        tools: list[dict[str, Any]] | None
+        if run.mode == REACT:
+            tools = await deps.tool_schemas(run.messages)
+        else:  # a greeting in auto mode: the conversation's tools, if any (the cache)
+            tools = deps.kept_tools() if run.cfg.mode != SIMPLE else None
         response = await _call_llm(deps, run, system, emit, tools=tools, cancel=cancel)
         if response is _STOPPED:  # /stop while the model was still writing
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []

@@ -49,6 +49,9 @@ class Said:
 
     text: str = "Hello! How can I help?"
     stops: bool = True  # False: it repeats `text` and never stops by itself
+    # Tool calls (name, arguments), written as a tool template makes the model write them and
+    # returned parsed, as llama.cpp with --jinja does (`text` is then ignored).
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 @dataclass
@@ -71,7 +74,8 @@ def render(body: dict[str, Any]) -> str:
     parts = [f"<|im_start|>system\n{system}<|im_end|>\n"] if system else []
     for msg in messages:
         content = msg.get("content")
-        text = content if isinstance(content, str) else json.dumps(content)
+        text = content if isinstance(content, str) else "" if content is None \
+            else json.dumps(content)
         for call in msg.get("tool_calls") or ():
             fn = call.get("function") or {}
             text += f"\n<tool_call>\n{fn.get('name')} {fn.get('arguments')}\n</tool_call>"
@@ -191,7 +195,14 @@ class FakeLlamaCpp:
         prompt_ms = (time.perf_counter() - started) * 1000
         cap = body.get("n_predict", body.get("max_tokens"))
         limit = cap if isinstance(cap, int) and cap >= 0 else self.n_ctx - len(prompt)
-        words = tokens(said.text) or [" "]
+        calls = [{"id": f"call{len(self.requests)}{i}", "type": "function",
+                  "function": {"name": name, "arguments": json.dumps(arguments)}}
+                 for i, (name, arguments) in enumerate(said.calls)]
+        # What the model writes for its calls is what the template renders them as later.
+        written_text = "".join(f"\n<tool_call>\n{c['function']['name']} "
+                               f"{c['function']['arguments']}\n</tool_call>" for c in calls) \
+            if calls else said.text
+        words = tokens(written_text) or [" "]
         written: list[str] = []
         generating = time.perf_counter()
         finish = "stop"
@@ -206,6 +217,10 @@ class FakeLlamaCpp:
             if self.token_seconds:
                 await asyncio.sleep(self.token_seconds)
         text = "".join(written)
+        if calls and finish == "stop":
+            finish, text = "tool_calls", ""
+        else:
+            calls = []
         outcome.update(status=200, finish_reason=finish, cache_n=cache_n,
                        prompt_n=len(prompt) - cache_n, predicted_n=len(written))
         timings = {"cache_n": cache_n, "prompt_n": len(prompt) - cache_n,
@@ -219,7 +234,8 @@ class FakeLlamaCpp:
         if not body.get("stream"):
             return web.json_response({
                 "choices": [{"finish_reason": finish, "index": 0,
-                             "message": {"role": "assistant", "content": text}}],
+                             "message": {"role": "assistant", "content": text or None,
+                                         **({"tool_calls": calls} if calls else {})}}],
                 **base, "object": "chat.completion", "usage": usage, "timings": timings})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
@@ -228,8 +244,11 @@ class FakeLlamaCpp:
             await response.write(f"data: {json.dumps(data)}\n\n".encode())
 
         chunk = {**base, "object": "chat.completion.chunk"}
+        delta: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(calls)]
         await send({**chunk, "choices": [{"index": 0, "finish_reason": None,
-                                          "delta": {"role": "assistant", "content": text}}]})
+                                          "delta": delta}]})
         await send({**chunk, "choices": [{"index": 0, "finish_reason": finish,
                                           "delta": {}}]})
         if (body.get("stream_options") or {}).get("include_usage"):
