@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,13 @@ import pytest
 from bot.config.llm_sections import LLMSettings
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.config.sections import MemorySettings
+from bot.contracts.clock import FakeClock
+from bot.contracts.envelopes import Inbound
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import call_with_recovery
 from bot.memory.extract import PROMPT as EXTRACTION_PROMPT
-from tests.fakes.fake_llamacpp import FakeLlamaCpp, Said
+from bot.turn.media import NOTE_HEAD
+from tests.fakes.fake_llamacpp import FakeLlamaCpp, Said, render, tokens
 from tests.helpers import RecordingSender, incoming, loop_config, said, until
 
 RECORDINGS = Path(__file__).parents[1] / "data" / "real_llamacpp"
@@ -172,3 +176,30 @@ async def test_a_request_llamacpp_refuses_as_invalid_is_repaired_once_not_sent_a
 class _NoClock:
     async def sleep(self, seconds: float) -> None:
         raise AssertionError("a refused request is never retried after a wait")
+
+
+async def test_two_turns_a_minute_apart_share_the_whole_history_prefix(llamacpp_app):
+    # The recorded system prompt ended with the minute ("Current time for the user: ...
+    # 02:17"): each new minute changed the prompt ahead of the whole history.
+    [rambled, _] = exchanges("ramble_until_timeout")
+    assert "Current time for the user" in rambled["request"]["messages"][0]["content"]
+    async with FakeLlamaCpp(jinja_tools=True) as server:
+        server.model = lambda body: Said("Noted.")
+        clock = FakeClock(datetime(2026, 12, 2, 14, 32, tzinfo=UTC))
+        app, _ = await llamacpp_app(server, clock=clock)
+        owner = await app.ensure_owner()
+        for text in ("my sister is called Ana", "what is six times seven"):
+            await app.orchestrator.handle_message(Inbound(
+                user_id=owner.id, channel="console", text=text, received_at=clock.now()))
+            clock.advance(minutes=1)
+    first, second = server.requests
+    assert "14:32" not in first["messages"][0]["content"]  # the system prompt holds no time
+    assert "14:32" in first["messages"][-1]["content"] and \
+        "14:33" in second["messages"][-1]["content"]
+    assert second["messages"][0] == first["messages"][0] and second["tools"] == first["tools"]
+    assert second["messages"][1]["content"] == said(first["messages"][1]["content"])
+    # The server reads from its cache everything the first request held up to its note.
+    rendered = render(first)
+    held = tokens(rendered[:rendered.index(NOTE_HEAD)].rstrip())
+    [_, answer] = server.answers
+    assert answer["cache_n"] >= len(held)
