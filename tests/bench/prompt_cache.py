@@ -26,7 +26,7 @@ from typing import Any
 from bot.config import load_settings
 from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
-from tests.fakes.fake_llamacpp import FakeLlamaCpp, Said, render, tokens
+from tests.fakes.fake_llamacpp import FakeLlamaCpp, Said, common_prefix, render, tokens
 
 GOAL_SHARE = 0.80
 START = datetime(2026, 12, 2, 14, 31, tzinfo=UTC)
@@ -97,24 +97,13 @@ async def conversation() -> list[tuple[int, int, int]]:
                         mine = tokens(render(body))
                         prompt += len(mine)
                         cached += answer["cache_n"]
-                        floor += len(mine) - _shared(previous, mine)
+                        floor += len(mine) - common_prefix(previous, mine)
                         previous = mine
                     found.append((prompt, cached, floor))
                     clock.advance(minutes=1)
             finally:
                 await app.close()
     return found
-
-
-def _shared(previous: list[str], mine: list[str]) -> int:
-    """The prefix of `mine` the previous request held (its answer aside): what a cache could
-    have kept at best, but for what was new."""
-    n = 0
-    for a, b in zip(previous, mine, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n
 
 
 async def run() -> list[str]:
