@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.capabilities import OPEN_TOOL, CapabilitySpec, ToolExposure, call_argument
+from bot.tool_offer import StableOffers
 
 Message = dict[str, Any]
 
@@ -231,15 +232,35 @@ class RoutedTools:
     route: Route = NOTHING
     triggered: bool = False  # a triggered run: the tools only such a run needs are offered
     refused: set[str] = field(default_factory=set)
+    # The conversation's tools so far, offered again (bot.tool_offer): (offers, the
+    # conversation, its epoch). None: each request offers only what is open.
+    kept: tuple[StableOffers, str, str] | None = None
 
     async def schemas(self, messages: list[Message]) -> list[dict[str, Any]]:
-        return await self.exposure.schemas(messages, self.route.groups, self.route.tools,
-                                           triggered=self.triggered)
+        wanted = await self.exposure.schemas(messages, self.route.groups, self.route.tools,
+                                             triggered=self.triggered)
+        if self.kept is None:
+            return wanted
+        offers, conversation, epoch = self.kept
+        return offers.offer(conversation, epoch, wanted)
+
+    def kept_schemas(self) -> list[dict[str, Any]] | None:
+        """The conversation's tools so far (None: none yet), for a turn that needs none (a
+        greeting): offered all the same, the server's cached prompt stays valid."""
+        return (self.kept[0].current(*self.kept[1:]) or None) if self.kept else None
+
+    def _kept_names(self) -> frozenset[str]:
+        return self.kept[0].offered(*self.kept[1:]) if self.kept else frozenset()
 
     def offers_untrusted(self, messages: list[Message]) -> bool:
-        return self.exposure.offers_untrusted(messages, self.route.groups)
+        kept = {g for name in self._kept_names()
+                if (g := self.exposure.group_of(name)) is not None}
+        return self.exposure.offers_untrusted(messages, self.route.groups | kept)
 
     def refusal(self, tool_name: str, messages: list[Message]) -> str | None:
+        if tool_name in self._kept_names() and self.exposure.group_of(tool_name) in \
+                self.exposure.on:
+            return None  # offered in this conversation: it may run
         why = self.exposure.refusal(tool_name, messages, self.route.groups, self.route.tools)
         group = self.exposure.group_of(tool_name)
         if why is not None and group is not None and group in self.exposure.on:

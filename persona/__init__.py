@@ -124,13 +124,13 @@ class Persona:
             object.__setattr__(self, "lines", spoken_lines(self.language, rewording,
                                                            self.translations))
 
-    def system_prompt(self, *, channel: str, now: datetime, timezone: str,
-                      capabilities: list[str], opened_with: str | None = None,
-                      language: str | None = None) -> str:
+    def system_prompt(self, *, channel: str, capabilities: list[str],
+                      opened_with: str | None = None, language: str | None = None) -> str:
         """The persona's prompt plus what the framework knows: capabilities (with
-        `opened_with`, the tool that puts a capability's tools in front of the model), then
-        time and zone. What never changes comes first and what changes every minute last, so
-        the start of every request is the same and an endpoint's prompt cache can reuse it."""
+        `opened_with`, the tool that puts a capability's tools in front of the model). Only
+        what stays the same turn after turn: it heads every request, so an endpoint's prompt
+        cache reuses it and the whole history after it. What changes every turn or minute
+        (the time: `time_line`) goes with the newest message (bot.turn.media)."""
         parts = [self.prompt.strip()]
         if self.style.get(channel):
             parts.append(f"Style for this channel ({channel}): {self.style[channel].strip()}")
@@ -142,10 +142,13 @@ class Persona:
         elif capabilities:
             parts.append("You can: " + "; ".join(capabilities) + ".")
         parts.append(FRAMEWORK_NOTES)
-        parts.append(
-            f"Current time for the user: {now.strftime('%A %d %B %Y, %H:%M')} "
-            f"({timezone}, UTC{now.strftime('%z')[:3]}:{now.strftime('%z')[3:]}).")
         return "\n\n".join(parts)
+
+
+def time_line(now: datetime, timezone: str) -> str:
+    """The person's current time, for this turn's note."""
+    return (f"Current time for the user: {now.strftime('%A %d %B %Y, %H:%M')} "
+            f"({timezone}, UTC{now.strftime('%z')[:3]}:{now.strftime('%z')[3:]}).")
 
 
 def resolve_persona_path(name_or_path: str) -> Path:

@@ -59,6 +59,9 @@ class ConversationLines(LineGroup):
     # tool: nothing was done, and the person is told so instead of reading it.
     imitated_result: str = ("I didn't actually do anything there: nothing was saved, sent or "
                             "changed. Could you ask me again?")
+    # After an answer the model did not finish: it reached the length one answer may be
+    # (llm.max_output_tokens).
+    cut_short: str = "(My answer was cut there: it got longer than I allow. Ask for the rest.)"
     rate_limited: str = "You're going faster than I can keep up. Give me a minute."
     cancelled: str = "Okay, I stopped."
     # A voice note that could not be fetched or transcribed (a few tries when its turn ran),

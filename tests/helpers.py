@@ -181,3 +181,30 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 30.0,
             shown = f"\n{await seen()}" if seen is not None else ""
             raise AssertionError(f"never happened: {what}{shown}")
         await asyncio.sleep(0.05)
+
+
+def said(content: Any) -> Any:
+    """A request's user message as the person wrote it: without the turn's note Valet puts
+    after the newest one (the time, recalled memory: bot.turn.media)."""
+    from bot.turn.media import NOTE_HEAD
+
+    if isinstance(content, list):
+        return [p for p in content if not (isinstance(p, dict)
+                                           and str(p.get("text", "")).startswith(NOTE_HEAD))]
+    if not isinstance(content, str) or NOTE_HEAD not in content:
+        return content
+    return content.split(NOTE_HEAD, 1)[0].removesuffix("\n\n")
+
+
+def told(messages: list[dict[str, Any]]) -> str:
+    """What a request told the model besides the conversation: its system prompt, and the
+    turn's note after the person's newest words (bot.turn.media)."""
+    from bot.turn.media import NOTE_HEAD
+
+    system = str(messages[0].get("content") or "") if messages else ""
+    newest = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"),
+                  "")
+    texts = [p.get("text", "") for p in newest if isinstance(p, dict)] \
+        if isinstance(newest, list) else [str(newest or "")]
+    notes = [t[t.index(NOTE_HEAD):] for t in texts if NOTE_HEAD in t]
+    return "\n\n".join([system, *notes])

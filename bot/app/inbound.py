@@ -35,4 +35,4 @@ def build_gateway(base: Base, stores: Stores, outbound: Outbound, turn: Turn,
         mid_turn=settings.gateway.mid_turn, answers_approval=approvals.step.answers_pending,
         relay=plane.relay, drained=plane.stream.drained if plane.stream else None,
         pairing_notices=pairing_notices(settings, base.db, base.clock, outbound, lines),
-        budget=budget))
+        budget=budget, person_first=base.models.gate))

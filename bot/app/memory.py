@@ -9,11 +9,13 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
+from bot.app.models import output_caps
 from bot.config import Settings
 from bot.contracts.clock import Clock
 from bot.contracts.turn import TurnContext
 from bot.db import Database
 from bot.llm.openai_client import OpenAILLM
+from bot.llm.person_first import PersonFirst, PersonFirstLLM
 from bot.llm.port import LLM
 from bot.memory.extract import MemoryExtractor
 from bot.memory.facts import FactStore
@@ -79,7 +81,7 @@ class Memory:
 
 
 def build_memory(settings: Settings, db: Database, clock: Clock, llm: LLM, *,
-                 lines: MemoryLines) -> Memory | None:
+                 lines: MemoryLines, gate: PersonFirst | None = None) -> Memory | None:
     """None when memory is turned off (memory.enabled: false). `lines`: the persona's."""
     cfg = settings.memory
     if not cfg.enabled:
@@ -99,8 +101,12 @@ def build_memory(settings: Settings, db: Database, clock: Clock, llm: LLM, *,
         extraction_llm = OpenAILLM(base_url=settings.llm.base_url, api_key=api_key,
                                    model=cfg.extraction_model,
                                    timeout=settings.llm.timeout_seconds,
-                                   extra_body=settings.llm.extra_body)
+                                   extra_body=settings.llm.extra_body,
+                                   caps=output_caps(settings),
+                                   cap_field=settings.llm.max_tokens_field)
         closers.append(extraction_llm)
+        if gate is not None:  # its requests after the turns, like the main model's
+            extraction_llm = PersonFirstLLM(extraction_llm, gate)
     recaller = Recaller(store, embedder, index)
     service = MemoryService(store, recaller, lines, embedder)
     return Memory(service, MemoryRecall(recaller, cfg.recall_budget_tokens),

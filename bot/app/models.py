@@ -5,12 +5,14 @@ speech to text for voice notes (`llm.transcription_model`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from bot.config import ConfigError, Settings
 from bot.contracts.clock import Clock
+from bot.llm.caps import OutputCaps
 from bot.llm.metered import MeteredLLM
 from bot.llm.openai_client import OpenAILLM
+from bot.llm.person_first import PersonFirst, PersonFirstLLM
 from bot.llm.port import LLM
 from bot.llm.transcribe import Transcriber
 from bot.loop.fallback import ModelSlot, provider_of
@@ -24,6 +26,9 @@ class Models:
     llm: LLM  # the main model, metered
     provider: str
     fallbacks: tuple[ModelSlot, ...] = ()
+    # Turns before background work on the server (bot.llm.person_first): the gateway says
+    # when turns are due and done.
+    gate: PersonFirst = field(default_factory=PersonFirst)
 
     async def close(self) -> None:
         for slot in self.fallbacks:
@@ -31,10 +36,13 @@ class Models:
 
 
 def build_models(settings: Settings, metrics: Metrics, llm: LLM | None = None) -> Models:
-    """The main model (`llm`, given by a test, or from the settings) and the fallbacks."""
-    return Models(MeteredLLM(llm or build_llm(settings), metrics),
+    """The main model (`llm`, given by a test, or from the settings) and the fallbacks,
+    their background requests after the turns (bot.llm.person_first)."""
+    gate = PersonFirst(concurrency=settings.llm.concurrency,
+                       quiet_seconds=settings.llm.background_quiet_seconds)
+    return Models(MeteredLLM(PersonFirstLLM(llm or build_llm(settings), gate), metrics),
                   settings.llm.provider or provider_of(settings.llm.base_url),
-                  build_fallbacks(settings, metrics))
+                  build_fallbacks(settings, metrics), gate)
 
 
 def build_llm(settings: Settings) -> LLM:
@@ -43,7 +51,13 @@ def build_llm(settings: Settings) -> LLM:
         raise ConfigError(NO_LLM_MESSAGE)
     return OpenAILLM(base_url=llm.base_url, api_key=llm.api_key_value() or "not-needed",
                      model=llm.model or "", timeout=llm.timeout_seconds,
-                     extra_body=llm.extra_body, tool_calls=llm.tool_calls)
+                     extra_body=llm.extra_body, tool_calls=llm.tool_calls,
+                     caps=output_caps(settings), cap_field=llm.max_tokens_field)
+
+
+def output_caps(settings: Settings) -> OutputCaps:
+    """Every request's cap on what it may write: answers, and background work."""
+    return OutputCaps(settings.llm.max_output_tokens, settings.llm.background_max_tokens)
 
 
 def build_fallbacks(settings: Settings, metrics: Metrics) -> tuple[ModelSlot, ...]:
@@ -58,7 +72,9 @@ def build_fallbacks(settings: Settings, metrics: Metrics) -> tuple[ModelSlot, ..
             llm.api_key_value() if same_endpoint else None
         client = OpenAILLM(base_url=base_url, api_key=key or "not-needed",
                            model=fallback.model,
-                           timeout=fallback.timeout_seconds or llm.timeout_seconds)
+                           timeout=fallback.timeout_seconds or llm.timeout_seconds,
+                           caps=output_caps(settings),
+                           cap_field=llm.max_tokens_field if same_endpoint else None)
         slots.append(ModelSlot(MeteredLLM(client, metrics),
                                fallback.provider or provider_of(base_url)))
     return tuple(slots)

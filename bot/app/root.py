@@ -46,7 +46,9 @@ from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
 from bot.gateway.sweep import InboxSweep, SweepPolicy
+from bot.llm.person_first import PersonFirst
 from bot.llm.port import LLM
+from bot.llm.server_props import server_slots
 from bot.llm.transcribe import Transcriber
 from bot.memory.compaction import Compactor
 from bot.memory.history import HistoryStore
@@ -101,6 +103,9 @@ class App:
     roles: Roles = field(default_factory=lambda: Roles.of(None))  # the parts this process runs
     plane: Plane | None = None  # how work and signals reach other processes (bot.app.plane)
     _background: list[asyncio.Task[None]] = field(default_factory=list)
+    # Turns before background LLM work (bot.llm.person_first): its server's slots asked at
+    # start when llm.concurrency does not say.
+    person_first: PersonFirst | None = None
 
     @property
     def registry(self) -> ToolRegistry:
@@ -138,7 +143,8 @@ class App:
         mail = build_mail(base, stores, outbound)
         approvals = build_approvals(base, stores, outbound, mail)
         tasks = build_tasks(base, stores, outbound)
-        memory = build_memory(settings, base.db, base.clock, base.llm, lines=base.persona.lines)
+        memory = build_memory(settings, base.db, base.clock, base.llm, lines=base.persona.lines,
+                              gate=base.models.gate)
         services = build_services(base, stores, outbound, tasks, mail, memory)
         budget = build_budget(base, stores, outbound)  # what a person may spend a day
         turn = await build_turn(base, stores, outbound, approvals, tasks, memory, services,
@@ -155,7 +161,7 @@ class App:
                   outbound=outbound, gateway=gateway, triggers=triggers, http=base.http,
                   memory=memory, compactor=turn.compactor, closers=base.closers,
                   metrics=base.metrics, transcriber=transcriber, roles=base.roles,
-                  plane=base.plane)
+                  plane=base.plane, person_first=base.models.gate)
         if pending(app.db) is None:  # else once `valet serve` has reached it
             await app.ensure_owner()
         return app
@@ -199,6 +205,9 @@ class App:
                 await start()
 
     async def _start_worker(self) -> None:
+        gate = self.person_first
+        if gate is not None and gate.concurrency is None:
+            gate.concurrency = await server_slots(self.settings.llm.base_url, self.http)
         await self.sweeper.start(sole_owner=self.db.dialect == "sqlite")
         await self.gateway.start()
         notices = self.gateway.deps.pairing_notices

@@ -29,6 +29,7 @@ from bot.config import ConfigError, Settings
 from bot.db import Database
 from bot.db.migrate import apply_migrations, refuse_newer, schema_state
 from bot.db.sqlite import file_of
+from bot.llm.caps import background_work
 from bot.llm.port import LLMError
 from bot.plumbing.redis import RedisUnavailable, open_redis
 from bot.setup.report import Report
@@ -290,8 +291,9 @@ async def _check_fallbacks(settings: Settings, ok: Say, bad: Say) -> None:
                               settings.llm.fallback_models, strict=True):
         where = redact_url(fallback.base_url or settings.llm.base_url or "OpenAI")
         try:
-            await slot.llm.complete(
-                [{"role": "user", "content": "Reply with the single word: ready"}], None)
+            with background_work():  # a probe: the small cap
+                await slot.llm.complete(
+                    [{"role": "user", "content": "Reply with the single word: ready"}], None)
             ok(f"fallback LLM {fallback.model} at {where} answered (provider {slot.provider})")
         except LLMError as err:
             bad(f"fallback LLM {fallback.model} at {where} did not answer: "

@@ -10,9 +10,15 @@ import pydantic
 
 from bot.config.sections import Section
 
-# Keys of llm.extra_body that would put a credential into the file (and every request log).
-SECRET_WORDS = re.compile(r"api.?key|authori[sz]ation|token|password|passwd|secret|cookie"
-                          r"|credential|bearer", re.IGNORECASE)
+# What a key of llm.extra_body is named when it holds a credential (it would sit in the file
+# and in every request): read word by word ("max_tokens" counts tokens; "access_token",
+# "token", "api_key", "Authorization" hold one).
+SECRET_KEY_WORDS = frozenset({"apikey", "authorization", "authorisation", "auth", "token",
+                              "password", "passwd", "secret", "cookie", "credential",
+                              "credentials", "bearer", "session", "signature"})
+# ...and what a credential looks like whatever its key: an HTTP auth value, a provider key.
+SECRET_VALUE = re.compile(r"^\s*(?:bearer|basic)\s+\S{8,}|^(?:sk|rk|pk|xox[abp])-[\w-]{16,}\s*$"
+                          r"|^gh[pousr]_\w{20,}\s*$|^AKIA[0-9A-Z]{16}\s*$", re.IGNORECASE)
 
 
 class FallbackModelSettings(Section):
@@ -67,6 +73,17 @@ class LLMSettings(Section):
     max_output_tokens: int = pydantic.Field(1024, ge=16)
     # The same for background requests (memory extraction, summaries, briefs, probes).
     background_max_tokens: int = pydantic.Field(384, ge=16)
+    # The request field the caps go in (None: learnt: max_completion_tokens for OpenAI,
+    # max_tokens elsewhere, changed when a server refuses it; `valet onboard` writes the one
+    # its probe saw work).
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens", "n_predict"] | None = None
+    # Requests the server runs at once (None: asked of the server where it says, llama.cpp's
+    # /props total_slots; else taken as several). With 1, background work (memory
+    # extraction, summaries) is cancelled when a person writes (bot.llm.person_first).
+    concurrency: int | None = pydantic.Field(None, ge=1)
+    # Background work starts only after the conversations have been quiet this long (a turn
+    # that follows soon finds the server's prompt cache still holding its conversation).
+    background_quiet_seconds: float = pydantic.Field(20.0, ge=0)
     extra_body: dict[str, Any] = {}
     # Where tool calls the model writes as text (`<tool_call>…`, `[TOOL_CALLS]…`) are read as
     # calls (bot.llm.reading): `text`, the endpoint writes them so (a template served without
@@ -109,13 +126,36 @@ class LLMSettings(Section):
         return value
 
 
+def key_words(key: str) -> list[str]:
+    """A key's words, lower case: "maxTokens" and "max-tokens" -> ["max", "tokens"];
+    "api_key" and "apiKey" -> ["apikey"] (the one word a key name means)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key)
+    words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+    joined: list[str] = []
+    for word in words:
+        if word == "key" and joined and joined[-1] in ("api", "access", "private", "secret"):
+            joined[-1] += "key"
+        else:
+            joined.append(word)
+    return joined
+
+
+def secret_key(key: str) -> bool:
+    """True for a key named for a credential (api_key, x-api-key, access_token, Authorization,
+    password...); False for one that counts or tunes (max_tokens, num_ctx, top_k)."""
+    words = key_words(key)
+    return any(w in SECRET_KEY_WORDS or w.endswith("apikey") or w in ("privatekey",
+               "accesskey", "secretkey") for w in words)
+
+
 def _secret_looking_keys(value: Any, prefix: str = "") -> list[str]:
-    if not isinstance(value, dict):
-        return []
+    """The keys of `value` (at any depth) that hold or are named for a credential."""
     found = []
-    for key, inner in value.items():
+    items = value.items() if isinstance(value, dict) else \
+        ((str(i), v) for i, v in enumerate(value)) if isinstance(value, list) else ()
+    for key, inner in items:
         name = f"{prefix}{key}"
-        if SECRET_WORDS.search(str(key)):
+        if secret_key(str(key)) or (isinstance(inner, str) and SECRET_VALUE.search(inner)):
             found.append(name)
         found += _secret_looking_keys(inner, f"{name}.")
     return found

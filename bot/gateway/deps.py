@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ButtonPress, Reply
@@ -32,6 +33,12 @@ class ReceiveResult(Enum):
     DUPLICATE = "duplicate"  # seen before: nothing happens
     REJECTED = "rejected"  # unknown or blocked sender: at most one short reply
     HANDLED = "handled"  # dealt with at the door (a /link code)
+
+
+class TurnWatcher(Protocol):
+    def turn_due(self, who: str) -> None: ...
+
+    def turn_done(self, who: str) -> None: ...
 
 
 @dataclass
@@ -77,3 +84,6 @@ class GatewayDeps:
     pairing_notices: PairingNotices | None = None
     # A person at today's allowance: their messages wait (None: no allowance).
     budget: BudgetGate | None = None
+    # Told when a person's turn is due and when none of theirs is left, so background LLM
+    # work gives way to them (bot.llm.person_first.PersonFirst).
+    person_first: TurnWatcher | None = None

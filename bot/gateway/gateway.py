@@ -200,6 +200,8 @@ class Gateway(SideDoors):
     def kick(self, user_id: str) -> None:
         """There is work for this user: make sure one drain runs for them."""
         self._dirty.add(user_id)
+        if self.deps.person_first is not None:  # background LLM work gives way
+            self.deps.person_first.turn_due(user_id)
         if user_id not in self._drains:
             self._drains[user_id] = asyncio.create_task(self._drain(user_id))
 
@@ -228,6 +230,8 @@ class Gateway(SideDoors):
             asyncio.get_running_loop().call_later(1.0, self.kick, user_id)
         finally:
             self._drains.pop(user_id, None)
+            if self.deps.person_first is not None and user_id not in self._drains:
+                self.deps.person_first.turn_done(user_id)
 
     async def _process(self, row: InboxRow) -> None:
         # A turn reads the person's row (and what their stores hold) once; on its first run

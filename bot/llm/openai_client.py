@@ -20,6 +20,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.llm.call_fields import arguments_text, tool_names
 from bot.llm.context_window import limit_from_refusal
+from bot.llm.caps import CAP_FIELDS, OutputCaps, default_field, field_instead
 from bot.llm.port import (
     LLMContextOverflowError,
     LLMMalformedResponseError,
@@ -43,6 +44,14 @@ class _ToolsRefused(Exception):
     """The server will not take a request with tools (the model has no tool template)."""
 
 
+class _CapRefused(Exception):
+    """The server refused the field the cap was sent in: `instead` is the one to use."""
+
+    def __init__(self, instead: str, why: str) -> None:
+        super().__init__(why)
+        self.instead = instead
+
+
 class OpenAILLM:
     """LLM over `openai.AsyncOpenAI`.
 
@@ -57,11 +66,18 @@ class OpenAILLM:
 
     def __init__(self, *, base_url: str | None, api_key: str, model: str,
                  timeout: float = 60.0, extra_body: dict[str, Any] | None = None,
-                 tool_calls: str = "auto") -> None:
+                 tool_calls: str = "auto", caps: OutputCaps | None = None,
+                 cap_field: str | None = None) -> None:
         self.model = model
         # Where calls written as text are read (`llm.tool_calls`: auto, native, text).
         self.tool_calls = tool_calls
         self._extra = dict(extra_body or {})
+        # Every request's cap on the tokens it may write (bot.llm.caps; None: uncapped, a
+        # test's client), in the field this endpoint reads: by its host, configured, or
+        # learnt when the server refused one (then for good).
+        self.caps = caps
+        self.base_url = base_url
+        self.cap_field = cap_field or default_field(base_url)
         # A base URL with credentials in it (a proxy's basic auth) keeps the default
         # transport, which turns them into the Authorization header; aiohttp refuses a URL's
         # credentials beside the client's own Authorization header.
@@ -103,13 +119,13 @@ class OpenAILLM:
                       on_text: TextSink | None) -> LLMResponse:
         offered = frozenset() if self.tools_refused else tool_names(tools)
         try:
-            response = await self._request(messages, tools if offered else None, offered,
-                                           on_text)
+            response = await self._capped(messages, tools if offered else None, offered,
+                                          on_text)
         except _ToolsRefused as err:
             self.tools_refused = True
             log.warning("the LLM %s refuses requests with tools (%s): Valet goes on without "
                         "tools, it will only chat (valet doctor says more)", self.model, err)
-            response = await self._request(messages, None, frozenset(), on_text)
+            response = await self._capped(messages, None, frozenset(), on_text)
         if self.tools_refused and tools:
             response.quirks = (*response.quirks, Quirk.TOOLS_REFUSED)
         if response.tool_calls and not set(TEXT_CALLS) & set(response.quirks):
@@ -120,9 +136,31 @@ class OpenAILLM:
             self.thought_first = False
         return response
 
+    async def _capped(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+                      offered: frozenset[str], on_text: TextSink | None) -> LLMResponse:
+        """The request, its cap in a field the server reads: a refused field is replaced by
+        the one the server names (or the next one it may read), once per field."""
+        for _ in CAP_FIELDS:
+            try:
+                return await self._request(messages, tools, offered, on_text)
+            except _CapRefused as err:
+                log.warning("the LLM %s does not take the cap as %s (%s): sending it as %s "
+                            "from now on", self.model, self.cap_field, err, err.instead)
+                self.cap_field = err.instead
+        return await self._request(messages, tools, offered, on_text)
+
+    def cap(self) -> dict[str, int]:
+        """The cap field of a request made now: none when uncapped, or when extra_body
+        already holds one (the operator's word)."""
+        if self.caps is None or any(name in self._extra for name in CAP_FIELDS):
+            return {}
+        return {self.cap_field: self.caps.now()}
+
     async def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
                        offered: frozenset[str], on_text: TextSink | None) -> LLMResponse:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **self._extra}
+        cap = self.cap()
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **cap,
+                                **self._extra}
         if tools:
             body["tools"] = tools
         rules = ReadingRules(offered, reads_text_calls(self.tool_calls, self.native_calls),
@@ -146,6 +184,10 @@ class OpenAILLM:
         except openai.APIStatusError as err:
             if tools and refuses_tools(str(err)):
                 raise _ToolsRefused(short_error(err)) from err
+            instead = field_instead(str(err), self.cap_field) \
+                if cap and 400 <= err.status_code < 500 else None
+            if instead is not None:
+                raise _CapRefused(instead, short_error(err)) from err
             error = classify_openai_error(err)
             if isinstance(error, LLMContextOverflowError):
                 await self._learn_context(str(err))

@@ -14,6 +14,7 @@ import openai
 
 from bot.contracts.clock import Clock
 from bot.llm.quirks import Quirk
+from bot.llm.repair import repaired
 from bot.plumbing.backoff import backoff_delay
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,12 @@ class LLMBadRequestError(LLMError):
     """The request is wrong in a way no retry fixes (unknown model, bad parameter)."""
 
 
+class LLMInvalidRequestError(LLMBadRequestError):
+    """The server says the request itself is invalid, whatever its status (llama.cpp answers
+    500 "Failed to parse tool call arguments as JSON"): never sent again as it was, repaired
+    once (bot.llm.repair)."""
+
+
 class LLMMalformedResponseError(LLMError):
     """The endpoint answered, but not with a usable completion: a body that is not JSON, no
     choices, a null message, tool-call arguments nested absurdly deep. Retried like a server
@@ -204,6 +211,11 @@ def misconfiguration_hint(err: BaseException) -> str:
     return str(err)
 
 
+# A server error that blames the request, not the server: the same request fails every time.
+_INVALID_REQUEST = re.compile(
+    r"failed to parse tool call arguments|tool call arguments? (?:is|are) not (?:valid )?JSON"
+    r"|invalid tool call arguments", re.IGNORECASE)
+
 _OVERFLOW_PATTERN = re.compile(
     r"context.length|context.window|maximum context|too many tokens|prompt is too long"
     r"|reduce the length|exceeds the (?:model'?s )?(?:maximum|max|available context)",
@@ -228,6 +240,8 @@ def classify_openai_error(err: openai.OpenAIError) -> LLMError:
             err.status_code == 400 and _OVERFLOW_PATTERN.search(text)
         ):
             return LLMContextOverflowError(text)
+        if _INVALID_REQUEST.search(text):
+            return LLMInvalidRequestError(text)
         if err.status_code >= 500:
             return LLMServerError(text)
         if err.status_code == 404 or code == "model_not_found":
@@ -269,11 +283,16 @@ class Escalate:
 
 
 @dataclass(frozen=True)
+class Repair:
+    """Ask again once with the request repaired (bot.llm.repair); give up if it cannot be."""
+
+
+@dataclass(frozen=True)
 class GiveUp:
     pass
 
 
-Decision = Retry | Escalate | GiveUp
+Decision = Retry | Escalate | Repair | GiveUp
 ErrorHandler = Callable[[LLMError, int, RetrySettings], Decision]
 
 
@@ -299,13 +318,18 @@ def recover_context(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision
     return Escalate()
 
 
+def repair_once(err: LLMError, attempt: int, cfg: RetrySettings) -> Decision:
+    return Repair() if attempt <= 1 else GiveUp()
+
+
 ERROR_HANDLERS: dict[type[LLMError], ErrorHandler] = {
     LLMRateLimitError: retry_with_backoff,
     LLMServerError: retry_with_backoff,
     LLMMalformedResponseError: retry_with_backoff,
     LLMTimeoutError: retry_once,
     LLMAuthError: raise_to_caller,
-    LLMBadRequestError: raise_to_caller,
+    LLMModelNotFoundError: raise_to_caller,
+    LLMBadRequestError: repair_once,
     LLMContextOverflowError: recover_context,
 }
 
@@ -343,9 +367,13 @@ async def call_with_recovery(
     level = start_level
     attempts: dict[type[LLMError], int] = {}
     retries = 0
+    repair = False  # the server refused the request as invalid: it goes repaired from now
     while True:
         try:
-            response = await llm.complete(build_view(level), tools, on_text=on_text)
+            view = build_view(level)
+            if repair:
+                view = repaired(view) or view
+            response = await llm.complete(view, tools, on_text=on_text)
             return CallOutcome(response, level, retries)
         except LLMError as err:
             kind = type(err)
@@ -361,6 +389,11 @@ async def call_with_recovery(
                     if level >= max_recovery_level:
                         raise LLMContextExhaustedError(str(err)) from err
                     level += 1
+                case Repair():
+                    if repair or repaired(build_view(level)) is None:
+                        raise  # nothing of the request can be mended: never sent as it was
+                    repair = True
+                    retries += 1
                 case GiveUp():
                     raise
 

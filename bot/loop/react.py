@@ -100,7 +100,11 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
         run.turns += 1
         await steer(run, run.steering)  # what the person added while the turn ran
-        tools = await deps.tool_schemas(run.messages) if run.mode == REACT else None
+        tools: list[dict[str, Any]] | None
+        if run.mode == REACT:
+            tools = await deps.tool_schemas(run.messages)
+        else:  # a greeting in auto mode: the conversation's tools, if any (the cache)
+            tools = deps.kept_tools() if run.cfg.mode != SIMPLE else None
         response = await _call_llm(deps, run, system, emit, tools=tools, cancel=cancel)
         if response is _STOPPED:  # /stop while the model was still writing
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
@@ -254,6 +258,8 @@ def said(response: LLMResponse, lines: FallbackLines) -> str:
     (bot.llm.template) is not passed off as done: the person is told nothing was."""
     if Quirk.IMITATED_RESULT in response.quirks:
         return "\n\n".join(t for t in (response.content, lines.imitated_result) if t)
+    if response.content and response.finish_reason == "length":
+        return f"{response.content}\n\n{lines.cut_short}"  # it hit llm.max_output_tokens
     return response.content or lines.no_answer
 
 

@@ -58,6 +58,12 @@ class LoopDeps:
             return self.registry.schemas()
         return await self.tool_choice.schemas(messages)
 
+    def kept_tools(self) -> list[dict[str, Any]] | None:
+        """The tools the conversation was offered so far, if its tool choice keeps them
+        (bot.tool_offer): what a turn without tools offers all the same."""
+        kept = getattr(self.tool_choice, "kept_schemas", None)
+        return kept() if kept is not None else None
+
     def offers_untrusted(self, messages: list[Message]) -> bool:
         """Whether a request made now offers tools whose names, descriptions and schemas a
         third party wrote (an MCP server the operator did not mark trusted)."""

@@ -36,7 +36,11 @@ def llm_entry(step: int, model: str, response: LLMResponse, *, latency_ms: int,
               tools_offered: int, replayed: bool = False) -> Entry:
     return {"kind": "llm", "step": step, "model": model,
             "input_tokens": response.usage.input_tokens,
+            # of them, those the server read from its prompt cache (llama.cpp's cache_n,
+            # OpenAI's cached_tokens): a stable prompt keeps this near input_tokens
+            "cached_tokens": response.usage.cached_input_tokens,
             "output_tokens": response.usage.output_tokens, "latency_ms": latency_ms,
+            "finish": response.finish_reason,
             "tools_offered": tools_offered, "replayed": replayed,
             "reasoning": shorten(response.reasoning, KEPT_REASONING),
             "text": shorten(response.content, KEPT_TEXT),
@@ -100,7 +104,8 @@ def render(trace: TurnTrace, *, width: int = SHOWN) -> str:
     head = (f"Turn {trace.turn_id} ({trace.channel}, {trace.at[:16].replace('T', ' ')}): "
             f"“{shorten(trace.said, 80)}”\n"
             f"mode {trace.mode or '?'}, stopped: {trace.stop}, {trace.duration_ms / 1000:.1f} s, "
-            f"{trace.input_tokens} tokens in / {trace.output_tokens} out")
+            f"{trace.input_tokens} tokens in{_from_cache(trace.entries)} / "
+            f"{trace.output_tokens} out")
     lines = [head]
     for n, entry in enumerate(trace.entries, 1):
         lines += [f"{n}. {line}" if i == 0 else f"   {line}"
@@ -110,13 +115,22 @@ def render(trace: TurnTrace, *, width: int = SHOWN) -> str:
     return "\n".join(lines)
 
 
+def _from_cache(entries: list[Entry]) -> str:
+    """How much of the turn's prompts the server read from its cache, when it said."""
+    cached = sum(e.get("cached_tokens") or 0 for e in entries if e.get("kind") == "llm")
+    return f" ({cached} from the server's prompt cache)" if cached else ""
+
+
 def _entry_lines(entry: Entry, width: int) -> list[str]:
     kind = entry.get("kind")
     if kind == "llm":
         said = (f"asked for {', '.join(entry['calls'])}" if entry.get("calls")
                 else f"answered “{shorten(entry.get('text'), width)}”")
-        lines = [f"LLM {entry.get('model')}: {entry.get('input_tokens')} in / "
-                 f"{entry.get('output_tokens')} out, {entry.get('latency_ms')} ms, "
+        cached = f" ({entry['cached_tokens']} from the cache)" \
+            if entry.get("cached_tokens") else ""
+        cut = " (cut at the length cap)" if entry.get("finish") == "length" else ""
+        lines = [f"LLM {entry.get('model')}: {entry.get('input_tokens')} in{cached} / "
+                 f"{entry.get('output_tokens')} out{cut}, {entry.get('latency_ms')} ms, "
                  f"{entry.get('tools_offered')} tools offered"
                  f"{' (from the journal)' if entry.get('replayed') else ''}; {said}"]
         if entry.get("read"):

@@ -28,6 +28,7 @@ from typing import Any
 from bot.config.policies import ReactLoopConfig
 from bot.contracts.clock import Clock
 from bot.contracts.turn import ComposedTurn, TurnContext
+from bot.llm.caps import background_work
 from bot.llm.port import LLM
 from bot.loop.context import ContextManager
 from bot.memory.extract import MAX_SAID_CHARS, MemoryExtractor, speaks_of_themselves
@@ -186,10 +187,11 @@ class Compactor:
     async def summarise(self, previous: str, messages: list[Message]) -> str:
         words = max(20, int(self.cfg.summary_tokens * 0.7))
         conversation = "\n".join(_line(m) for m in messages)
-        response = await self.llm.complete([
-            {"role": "system", "content": PROMPT.format(words=words)},
-            {"role": "user", "content": f"PREVIOUS_SUMMARY:\n{previous or '(none)'}\n\n"
-                                        f"NEW_MESSAGES:\n{conversation}"}], None)
+        with background_work():  # the small cap, and never before a person's turn
+            response = await self.llm.complete([
+                {"role": "system", "content": PROMPT.format(words=words)},
+                {"role": "user", "content": f"PREVIOUS_SUMMARY:\n{previous or '(none)'}\n\n"
+                                            f"NEW_MESSAGES:\n{conversation}"}], None)
         text = (response.content or "").strip()
         if not text:
             raise ValueError("the summariser answered with nothing")

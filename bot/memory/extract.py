@@ -23,6 +23,7 @@ from typing import Any
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import TurnStop
 from bot.contracts.turn import ComposedTurn, TurnContext
+from bot.llm.caps import background_work
 from bot.llm.port import LLM
 from bot.memory.facts import MAX_FACT_CHARS, Fact, Kind, normalised
 from bot.memory.queue import ExtractionQueue, Job
@@ -201,7 +202,8 @@ class MemoryExtractor:
         known = await self.memory.recaller.relevant(job.user_id, job.said,
                                                     limit=KNOWN_SHOWN // 2)
         known = known[:KNOWN_SHOWN]
-        answer = await self.llm.complete(_request(job, known), None)
+        with background_work():  # the small cap, and never before a person's turn
+            answer = await self.llm.complete(_request(job, known), None)
         found = parse_answer(answer.content)
         known_ids = {f.id for f in known}
         known_texts = {normalised(f.text) for f in known}

@@ -10,9 +10,11 @@ from datetime import datetime, timedelta
 from bot.db import Database, Row
 
 CLAIM = timedelta(minutes=5)  # a claimed job not finished by then is due again
-FIRST_RETRY = timedelta(minutes=1)
+# A failed extraction is tried again a few times, each later than the one before (and, like
+# every background request, only when no turn needs the server: bot.llm.person_first).
+FIRST_RETRY = timedelta(minutes=5)
 LAST_RETRY = timedelta(hours=6)
-MAX_ATTEMPTS = 8
+MAX_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -211,3 +211,31 @@ def user_message(msg: Inbound) -> dict[str, Any]:
 def stored_user_message(msg: Inbound) -> dict[str, Any]:
     """The person's message as the history keeps it (a photo as "[photo] caption")."""
     return {"role": "user", "content": stored_text(msg)}
+
+
+# --- this turn's note --------------------------------------------------------------------
+# What changes from turn to turn or minute to minute (the person's current time, the steps'
+# context lines: memory recalled, what waits, the plan) goes with the newest message, after
+# the history, never into the system prompt that heads every request: a server's prompt
+# cache then reuses the system prompt, the tools and the whole history, and reads only the
+# new messages. The note follows the person's words in their message (the same words begin
+# it in the next turn's history, so the shared prefix runs through them), marked as Valet's,
+# not theirs. Only the request carries it: the history keeps the person's words alone.
+
+NOTE_HEAD = "[Valet's note for this turn, not written by the person]"
+
+
+def note_text(lines: Sequence[str]) -> str:
+    return "\n".join([NOTE_HEAD, *(line for line in lines if line)])
+
+
+def with_note(message: Message, lines: Sequence[str]) -> Message:
+    """`message` (the person's newest) with the note after their words."""
+    if not any(lines):
+        return message
+    note = note_text(lines)
+    content = message.get("content")
+    if isinstance(content, list):  # a photo: the note is one more text part
+        return {**message, "content": [*content, {"type": "text", "text": note}]}
+    said = content if isinstance(content, str) else ""
+    return {**message, "content": f"{said}\n\n{note}" if said else note}

@@ -52,14 +52,16 @@ from bot.memory.summaries import HOLDING as SUMMARY
 from bot.meter.llm import AllowanceSpent
 from bot.plumbing import logs
 from bot.text.untrusted import OPENING as UNTRUSTED_OPENING
+from bot.tool_offer import StableOffers
 from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
-from bot.turn.media import user_message
+from bot.turn.media import user_message, with_note
 from bot.turn.modes import choose_mode
 from bot.turn.orchestrator_deps import OrchestratorDeps
 from bot.turn.telemetry import turn_record
 from bot.turn.trace_store import turn_trace
 from persona.speaking import speaking_to
+from persona import time_line
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,7 @@ class Orchestrator:
                                   journal=deps.journal, tool_choice=deps.exposure,
                                   provider=deps.provider, fallbacks=deps.fallbacks)
         self.fallback: FallbackLines = deps.persona.lines
+        self.offers = StableOffers()  # each conversation's tools, offered again (cache)
 
     async def handle_message(self, msg: Inbound, *, emit: EventSink | None = None,
                              cancel: asyncio.Event | None = None,
@@ -173,8 +176,7 @@ class Orchestrator:
             triggered_by=msg.external_id if msg.from_trigger else None, turn_id=turn_id,
             allowance=self._allowance(user))
         system = deps.persona.system_prompt(
-            channel=msg.channel, now=tool_ctx.now(), timezone=user.timezone,
-            capabilities=self.capabilities(),
+            channel=msg.channel, capabilities=self.capabilities(),
             opened_with=OPEN_TOOL if deps.exposure and deps.exposure.on else None,
             language=user.language)
         logs.turn_id.set(turn_id)
@@ -217,8 +219,10 @@ class Orchestrator:
 
     async def run_loop(self, ctx: TurnContext, before: StepResult, emit: EventSink | None
                        ) -> ReactLoopResult | LLMFailure:
-        system = "\n\n".join([ctx.system, *before.context])
-        conversation = [*ctx.history, *_said_before(before), user_message(ctx.msg),
+        system = ctx.system  # the same every turn: what changes goes with the newest message
+        note = [time_line(ctx.tool_ctx.now(), ctx.user.timezone), *before.context]
+        conversation = [*ctx.history, *_said_before(before),
+                        with_note(user_message(ctx.msg), note),
                         *(m for late in before.joined for m in late.messages())]
         mode = choose_mode(self.deps.loop_config.mode, ctx, before, self.deps.persona.name)
         choice = self.routed(ctx, mode)
@@ -252,7 +256,10 @@ class Orchestrator:
             return None
         route = router.route(ctx.msg.text, ctx.history) if router is not None \
             and mode == REACT else NOTHING
-        return RoutedTools(exposure, route, triggered=ctx.msg.from_trigger is not None)
+        triggered = ctx.msg.from_trigger is not None  # (its own tools: a set of its own)
+        return RoutedTools(exposure, route, triggered=triggered,
+                           kept=(self.offers, f"{ctx.user.id}:{triggered}",
+                                 str(hash(ctx.summary))))
 
     def line_for(self, err: LLMError) -> str:
         """What the person reads when the LLM could not be used: what actually happened."""

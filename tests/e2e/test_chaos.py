@@ -40,6 +40,7 @@ from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import Fail, Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, sign
+from tests.helpers import said
 from triggers.service import Owner
 from triggers.wiring import build_task_service
 
@@ -102,7 +103,7 @@ class FakeModel:
         last = body["messages"][-1]
         if last["role"] == "tool":
             return Reply(content=f"done: {last['content']}")
-        text = str(last["content"])
+        text = str(said(last["content"]))
         asked = re.search(r"send the report (p\d+)", text)
         if asked:
             return Reply(tool_calls=[ToolCall("send_email", {

@@ -13,6 +13,7 @@ import sys
 from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import Reply
+from tests.helpers import said
 from tests.servers import free_port
 
 
@@ -48,7 +49,8 @@ async def test_chat_beside_a_running_serve_on_sqlite_is_a_conversation_serve_han
         assert code == 0, err
         assert out.splitlines() == ["Hello from the server.", "Blue, you said."]
         # One conversation, held by the server: the second request carries the first turn.
-        seen = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "user"]
+        seen = [said(m["content"]) for m in fake_llm.requests[1]["messages"]
+                if m["role"] == "user"]
         assert seen == ["my colour is blue", "what is my colour?"]
         assert server.returncode is None
         server.send_signal(signal.SIGTERM)

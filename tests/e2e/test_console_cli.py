@@ -9,6 +9,7 @@ from pathlib import Path
 from bot.config import load_settings
 from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import Reply
+from tests.helpers import said
 
 
 def llm_env(fake_llm, tmp_path: Path, **extra: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
@@ -29,8 +30,8 @@ async def test_help_and_an_unknown_command_cost_no_llm_call(fake_llm, tmp_path):
 
 async def test_thirty_piped_lines_from_the_owner_get_thirty_answers(fake_llm, tmp_path):
     def answer(request):  # type: ignore[no-untyped-def]
-        said = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
-        return Reply(content=f"answer to {said}")
+        words = said([m for m in request["messages"] if m["role"] == "user"][-1]["content"])
+        return Reply(content=f"answer to {words}")
 
     fake_llm.responder = answer
     lines = [f"question {i}" for i in range(30)]
@@ -55,7 +56,8 @@ async def test_one_valet_yaml_from_two_directories_is_one_conversation(fake_llm,
     assert code == 0 and out == "Noted: blue.\n", err
     code, out, err = await run_valet(["chat", "--pipe"], env, "what is my colour?\n", cwd=there)
     assert code == 0 and out == "Blue.\n", err
-    seen = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "user"]
+    seen = [said(m["content"]) for m in fake_llm.requests[1]["messages"]
+            if m["role"] == "user"]
     assert seen == ["my colour is blue", "what is my colour?"]
     assert (home / "data" / "valet.db").exists()
     assert not (here / "data").exists() and not (there / "data").exists()

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.e2e.test_console_pipe import ROOT, clean_env
+from tests.helpers import said
 
 LINES = [b"caf\xe9 in latin-1", b"nul\x00in the middle", b"\xff\xfe\xfd",
          b"half an emoji \xf0\x9f\x91", b"escape \x1b[2J and bell \x07", b"still here?"]
@@ -31,7 +32,7 @@ async def test_lines_of_broken_bytes_are_each_answered_and_the_chat_exits_0(
     def respond(body):
         from tests.fakes.fake_openai import Reply
 
-        seen.append(body["messages"][-1]["content"])
+        seen.append(said(body["messages"][-1]["content"]))
         return Reply(content=f"answer {len(seen)}")
 
     fake_llm.responder = respond

@@ -14,6 +14,7 @@ import pexpect
 
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.fakes.fake_openai import Fail, Reply
+from tests.helpers import said
 
 LEFT, UP, CTRL_C, CTRL_D = "\x1b[D", "\x1b[A", "\x03", "\x04"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
@@ -49,7 +50,8 @@ def llm_env(fake_llm, tmp_path: Path) -> dict[str, str]:  # type: ignore[no-unty
 
 
 def last_user_text(fake_llm) -> str:  # type: ignore[no-untyped-def]
-    return [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
+    return said([m for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"][-1][
+        "content"])
 
 
 async def test_arrow_keys_edit_the_line_and_up_recalls_it(fake_llm, tmp_path):
@@ -149,8 +151,8 @@ async def test_a_message_typed_during_a_turn_waits_visibly_then_gets_its_answer(
     await expect(child, "First answer.")
     await expect(child, "Second answer.")
     await leave(child)
-    assert [m for m in fake_llm.requests[1]["messages"] if m["role"] == "user"][-1][
-        "content"] == "second"
+    assert said([m for m in fake_llm.requests[1]["messages"] if m["role"] == "user"][-1][
+        "content"]) == "second"
 
 
 async def test_alt_enter_starts_a_new_line_and_enter_sends_one_message(fake_llm, tmp_path):

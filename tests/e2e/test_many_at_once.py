@@ -33,6 +33,7 @@ from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
+from tests.helpers import said
 from tests.servers import free_port
 from triggers.service import Owner
 from triggers.wiring import build_task_service
@@ -55,14 +56,14 @@ triggers:
 
 def answer(body: dict[str, Any]) -> Reply:
     """The fake model: an event's turn says which event, a person gets "re: <their words>"."""
-    said = body["messages"][-1]["content"]
-    said = said if isinstance(said, str) else json.dumps(said)
-    event = re.search(r'"n": (\d+)', said)
-    if said.startswith("[Event Trigger]") and event:
+    words = said(body["messages"][-1]["content"])
+    words = words if isinstance(words, str) else json.dumps(words)
+    event = re.search(r'"n": (\d+)', words)
+    if words.startswith("[Event Trigger]") and event:
         return Reply(content=f"event {event.group(1)}")
-    if "tell me everything" in said:
+    if "tell me everything" in words:
         return Reply(content=LONG_ANSWER)
-    return Reply(content=f"re: {said}")
+    return Reply(content=f"re: {words}")
 
 
 LONG_ANSWER = "\n\n".join(f"Part {i}: " + "all work and no play " * 180 for i in range(60))

@@ -21,6 +21,7 @@ from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+from tests.helpers import said
 from tests.servers import free_port
 
 PUBLIC = "https://valet.example.com"
@@ -143,8 +144,9 @@ async def test_a_backup_taken_while_serving_starts_with_the_same_conversation(fa
     status, out, err = await run_valet(["chat", "--pipe"], restored, stdin="which door?\n")
     assert status == 0, err
     assert out.strip() == "The blue one."
-    said = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] != "system"]
-    assert said == ["my door is the blue one", "Noted: the blue door.", "which door?"]
+    spoken = [said(m["content"]) for m in fake_llm.requests[-1]["messages"]
+              if m["role"] != "system"]
+    assert spoken == ["my door is the blue one", "Noted: the blue door.", "which door?"]
 
 
 async def _get(url: str) -> int:

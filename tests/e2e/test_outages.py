@@ -34,6 +34,7 @@ from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, sign
+from tests.helpers import said
 from tests.helpers import until as wait_until
 from tests.servers import ThrowawayPostgres, ThrowawayRedis
 
@@ -64,7 +65,7 @@ def phone_of(i: int) -> str:
 
 def answer(body: dict[str, Any]) -> Reply:
     last = body["messages"][-1]
-    return Reply(content=f"re: {last['content']}")
+    return Reply(content=f"re: {said(last['content'])}")
 
 
 

@@ -26,6 +26,7 @@ from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+from tests.helpers import said
 from tests.helpers import until as wait_until
 from triggers.service import Owner
 from triggers.wiring import build_task_service
@@ -48,7 +49,7 @@ triggers:
 def responder(body: dict[str, Any]) -> Reply:
     """"slowly": a slow answer; "plan": first the clock tool (slowly), then an answer that
     names every user message after the plan's (what joined the turn); else "re: <text>"."""
-    users = [str(m["content"]) for m in body["messages"] if m["role"] == "user"]
+    users = [str(said(m["content"])) for m in body["messages"] if m["role"] == "user"]
     last = users[-1] if users else ""
     if any(m["role"] == "tool" for m in body["messages"][-3:]):
         plan = max(i for i, text in enumerate(users) if "plan" in text)

@@ -11,6 +11,7 @@ import sys
 
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.fakes.fake_openai import FakeOpenAI, Hang, Reply, ToolCall
+from tests.helpers import said
 
 MONDAY, TUESDAY = "book the table for Monday", "actually make it Tuesday"
 
@@ -24,7 +25,7 @@ async def until(check, what: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def said_by_person(request: dict) -> list[str]:  # type: ignore[type-arg]
-    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+    return [said(m["content"]) for m in request["messages"] if m["role"] == "user"]
 
 
 async def test_a_message_that_joined_a_turn_is_in_its_redo_once(fake_llm: FakeOpenAI,

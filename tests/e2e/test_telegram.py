@@ -16,6 +16,7 @@ from persona.lines import DEFAULT
 from tests.e2e.telegram_harness import OWNER_CHAT, SECRET, bot_messages
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.fake_telegram import parse_html
+from tests.helpers import said
 
 
 async def test_a_plain_chat_is_answered(start_telegram, fake_llm):
@@ -26,7 +27,7 @@ async def test_a_plain_chat_is_answered(start_telegram, fake_llm):
     [answer] = h.tg.sent(OWNER_CHAT)
     assert answer.text == "Hello Alice! How can I help?"
     assert answer.raw == "Hello <b>Alice</b>! How can I help?"
-    assert fake_llm.requests[0]["messages"][-1]["content"].endswith("hi there")
+    assert said(fake_llm.requests[0]["messages"][-1]["content"]).endswith("hi there")
     # The menu is the command table's (tests/e2e/test_telegram_menu.py has the whole story).
     menu = [c["command"] for c in h.tg.commands]
     assert {"start", "help", "pending", "cancel", "stop", "link", "whoami"} <= set(menu)
@@ -72,7 +73,7 @@ async def test_html_telegram_rejects_goes_again_as_plain_text(start_telegram, fa
 async def test_a_burst_of_429s_every_message_arrives_once_in_order_within_limits(
         start_telegram, fake_llm):
     fake_llm.responder = lambda body: Reply(
-        content="echo " + body["messages"][-1]["content"].split()[-1])
+        content="echo " + said(body["messages"][-1]["content"]).split()[-1])
     limits = Limits(per_chat_rate=4.0, per_chat_burst=1, per_bot_rate=6.0, per_bot_burst=1)
     h = await start_telegram(clock=SystemClock(), limits=limits)
     h.app.outbound.deliverer.policy.base_delay = 0.05  # retry as soon as Telegram allows
@@ -139,7 +140,7 @@ async def test_a_voice_note_is_transcribed_shown_and_answered(start_telegram, fa
     assert bot_messages(h.tg, OWNER_CHAT) == ["🎤 “remind me to buy milk”\n\n"
                                               "I'll remember the milk."]
     assert fake_llm.transcriptions == [{"model": "whisper-test", "audio": b"OggS fake audio"}]
-    assert fake_llm.requests[0]["messages"][-1]["content"].endswith("remind me to buy milk")
+    assert said(fake_llm.requests[0]["messages"][-1]["content"]).endswith("remind me to buy milk")
 
 
 async def test_a_photo_with_vision_off_gets_the_polite_sentence(start_telegram, fake_llm):
@@ -230,7 +231,7 @@ def test_fake_server_rejects_what_telegram_rejects():
 async def test_groups_are_off_by_default_and_on_only_when_mentioned_or_replied_to(
         start_telegram, fake_llm, fake_tg):
     fake_llm.responder = lambda body: Reply(
-        content="re: " + body["messages"][-1]["content"].split("\n")[-1])
+        content="re: " + said(body["messages"][-1]["content"]).split("\n")[-1])
     group = -1001
     h = await start_telegram(owner_ids=(str(OWNER_CHAT), str(group)))
     h.tg.user_says(group, "@valet_test_bot are you there?", chat_type="supergroup")

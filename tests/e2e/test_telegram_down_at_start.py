@@ -15,6 +15,7 @@ from tests.e2e.test_console_pipe import clean_env
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+from tests.helpers import said
 from tests.helpers import until as wait_until
 from tests.servers import free_port
 
@@ -34,7 +35,8 @@ async def readyz(http: aiohttp.ClientSession, proc: RoleProcess) -> tuple[int, d
 
 async def test_the_bot_api_out_of_reach_at_start_is_a_channel_down_then_up_not_an_exit(
         fake_llm, tmp_path):
-    fake_llm.responder = lambda body: Reply(content=f"re: {body['messages'][-1]['content']}")
+    fake_llm.responder = lambda body: Reply(
+        content=f"re: {said(body['messages'][-1]['content'])}")
     port = free_port()
     tg = FakeTelegram(port=port)  # not listening yet: the Bot API cannot be reached
     async with FakeTwilio() as twilio, aiohttp.ClientSession() as http:

@@ -33,6 +33,7 @@ from persona.lines import DEFAULT
 from tests.e2e.telegram_harness import Harness, bot_messages
 from tests.fakes.fake_openai import Reply
 from tests.fakes.telegram_spec import UPDATES_FILE, reference_data, spec
+from tests.helpers import said
 
 pytestmark = pytest.mark.skipif(
     reference_data(UPDATES_FILE) is None or spec() is None,
@@ -66,7 +67,7 @@ def spec_kind(message: dict[str, Any]) -> str:
 
 
 def answer(body: dict[str, Any]) -> Reply:
-    last = body["messages"][-1]["content"]
+    last = said(body["messages"][-1]["content"])
     text = last if isinstance(last, str) else " ".join(
         p.get("text", "") for p in last if isinstance(p, dict))
     return Reply(content=f"re: {text}")
@@ -117,7 +118,7 @@ async def test_every_message_kind_python_telegram_bot_models_is_answered_as_what
 
     kinds = Counter(kind for _, kind, _ in sent.values())
     print(f"\n{len(sent)} message kinds: {dict(kinds)}")
-    asked = [json.dumps(r["messages"][-1]["content"]) for r in fake_llm.requests]
+    asked = [json.dumps(said(r["messages"][-1]["content"])) for r in fake_llm.requests]
     wrong = []
     for chat, (name, kind, message) in sent.items():
         got = bot_messages(h.tg, chat)
@@ -199,7 +200,7 @@ async def test_an_audio_file_is_transcribed_as_a_file_with_its_caption_not_as_a_
     [reply] = bot_messages(h.tg, chat)
     assert not reply.startswith("🎤")  # a voice note's words head its reply; a song's do not
     assert fake_llm.transcription_files == ["audio.mp3"]
-    asked = fake_llm.requests[0]["messages"][-1]["content"]
+    asked = said(fake_llm.requests[0]["messages"][-1]["content"])
     assert asked == ("[audio file “The Beatles - Here Comes the Sun”; its words: “Here comes the "
                      "sun, little darling.”] what song is this?")
     # Redone after a crash, the turn would not transcribe it again: its words are kept.

@@ -16,6 +16,7 @@ from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import Hang, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
+from tests.helpers import said
 from tests.servers import free_port
 
 THUMB = b"\xff\xd8\xff thumbnail"
@@ -39,7 +40,7 @@ async def test_a_photo_reaches_the_model_with_its_caption_once_and_is_stored_as_
     assert fake_llm.images[0] == [("image/jpeg", PHOTO)]
     question = fake_llm.requests[0]["messages"][-1]
     assert question["role"] == "user"
-    assert question["content"] == [
+    assert said(question["content"]) == [
         {"type": "text", "text": "what plant is this?"},
         {"type": "image_url", "image_url": {
             "url": "data:image/jpeg;base64," + base64.b64encode(PHOTO).decode()}}]
@@ -50,7 +51,8 @@ async def test_a_photo_reaches_the_model_with_its_caption_once_and_is_stored_as_
     h.tg.user_says(OWNER_CHAT, "thanks")
     await h.tg.wait_for(lambda: len(bot_messages(h.tg, OWNER_CHAT)) == 2)
     assert fake_llm.images[1] == []
-    earlier = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "user"]
+    earlier = [said(m["content"]) for m in fake_llm.requests[1]["messages"]
+               if m["role"] == "user"]
     assert earlier == ["[photo] what plant is this?", "thanks"]
     assert await _user_messages(h.app) == ["[photo] what plant is this?", "thanks"]
     assert len(h.tg.called("getFile")) == 1
@@ -72,7 +74,7 @@ async def test_a_photo_that_can_no_longer_be_fetched_is_answered_from_its_captio
     assert bot_messages(h.tg, OWNER_CHAT) == [
         "I couldn't see the photo, but receipts go in Finance."]
     assert fake_llm.images == [[]]
-    assert fake_llm.requests[0]["messages"][-1]["content"] == (
+    assert said(fake_llm.requests[0]["messages"][-1]["content"]) == (
         "[photo] where do I file this receipt?\n"
         "(A photo came with this message, but it could not be loaded.)")
 
@@ -124,5 +126,5 @@ async def test_a_photo_whose_turn_was_killed_is_answered_with_the_image_after_a_
                     await proc.wait()
     assert tg.texts(42) == ["A fern, I'd say."]
     assert fake_llm.images == [[("image/jpeg", PHOTO)], [("image/jpeg", PHOTO)]]
-    assert fake_llm.requests[1]["messages"][-1]["content"][0] == {"type": "text",
+    assert said(fake_llm.requests[1]["messages"][-1]["content"])[0] == {"type": "text",
                                                                  "text": "what plant?"}

@@ -18,13 +18,14 @@ from channels.telegram.service import WEBHOOK_PATH, UpdateTries
 from persona import load_persona
 from tests.e2e.telegram_harness import OWNER_CHAT, SECRET, bot_messages
 from tests.fakes.fake_openai import Reply
+from tests.helpers import said
 
 UNREADABLE = load_persona("default").lines.message_unreadable
 QUICK = UpdateTries(retry_seconds=0.01)
 
 
 def echo(body: dict[str, Any]) -> Reply:
-    return Reply(content=f"re: {body['messages'][-1]['content']}")
+    return Reply(content=f"re: {said(body['messages'][-1]['content'])}")
 
 
 class Poisoned:

@@ -13,7 +13,7 @@ from bot.contracts.envelopes import Inbound
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.fakes.sample_agents import SENT
-from tests.helpers import assert_closed, requests_of
+from tests.helpers import assert_closed, requests_of, told
 
 REMINDER_QUESTION = "When should I remind you? (e.g. “tomorrow 15:00” or “in 2 hours”)"
 NOTE_QUESTION = "What should the note say?"
@@ -33,7 +33,7 @@ def say(app, user: str, text: str):
 
 
 def system_prompt(request) -> str:
-    return request["messages"][0]["content"]
+    return told(request["messages"])
 
 
 def tool_results(request) -> list[str]:

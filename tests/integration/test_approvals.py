@@ -14,7 +14,7 @@ from channels.console import render_prompt
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
-from tests.helpers import assert_closed, requests_of
+from tests.helpers import assert_closed, requests_of, told
 
 EMAIL = {"to": "team@corp.example", "subject": "Q3", "body": "Numbers attached."}
 FLIGHT = {"origin": "LHR", "destination": "JFK", "date": "2026-03-03"}
@@ -320,7 +320,7 @@ async def test_an_unrelated_message_goes_to_the_loop_and_the_approval_stays(
     fake_llm.script(LLMReply(content="It's sunny. (The email is still waiting for your OK.)"))
     reply = await say(app, me, "what's the weather like?")
     assert reply.text.startswith("It's sunny")
-    system = fake_llm.requests[-1]["messages"][0]["content"]
+    system = told(fake_llm.requests[-1]["messages"])
     assert "Waiting for the user's approval" in system and approval.code in system
     assert (await app.approvals.store.get(approval.id)).status is ApprovalStatus.PENDING
 

@@ -116,22 +116,29 @@ async def test_a_tool_of_a_closed_group_is_refused_and_its_group_opens(
     assert [path for path, _ in meteo.requests] == ["/v1/search", "/v1/forecast"]  # once
 
 
-async def test_an_open_capability_stays_for_the_next_turns_then_closes(
+async def test_an_open_capability_stays_offered_for_the_rest_of_the_conversation(
         app_factory, fake_llm, meteo):
+    # Once past `open_for_turns` a capability is no longer open, but the conversation keeps
+    # being offered its tools, in the same order: the server's prompt cache (which holds the
+    # tools ahead of the history) stays valid (bot.tool_offer).
     app, me = await lean_app(app_factory, meteo)
     fake_llm.script(Reply(tool_calls=[ToolCall("open_capability", {"name": "weather"})]),
                     Reply(content="Which town?"))
     await say(app, me, "will it rain?")
     # (Not "thanks": in auto mode a thanks is answered without any tools; the group still
     # counts that turn.)
-    for text in ("Lyon", "and tomorrow?", "and on Sunday?"):
+    offered = [t["function"]["name"] for t in fake_llm.requests[-1]["tools"]]
+    for text in ("Lyon", "and tomorrow?", "and on Sunday?", "something else entirely"):
         fake_llm.reset()
         fake_llm.script(Reply(content="ok"))
         await say(app, me, text)
-        assert "weather" in tools_of(fake_llm.requests[0]), text
+        assert [t["function"]["name"] for t in fake_llm.requests[0]["tools"]] == offered, text
+    assert "weather" in offered and set(offered) > CORE
+    # Another conversation starts with the core alone.
+    bob = await app.users.ensure("bob", display_name="Bob", at=app.clock.now())
     fake_llm.reset()
     fake_llm.script(Reply(content="ok"))
-    await say(app, me, "something else entirely")
+    await say(app, bob.id, "something else entirely")
     assert tools_of(fake_llm.requests[0]) == CORE
 
 

@@ -14,6 +14,7 @@ from bot.loop.context import SUMMARY_HEADER
 from bot.memory.compaction import PROMPT as SUMMARY_PROMPT
 from bot.memory.extract import PROMPT as EXTRACTION_PROMPT
 from tests.fakes.fake_openai import Reply
+from tests.helpers import said, told
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 FACT = "By the way, my locker code is 4812."
@@ -91,12 +92,13 @@ async def test_a_fact_from_message_3_of_400_still_reaches_the_request_that_needs
 
     await say(app, me, "what's my locker code?")
     request = endpoint.chats[-1]
-    system = request[0]["content"]
+    system = told(request)  # the summary in the system prompt, recalled facts in the note
     assert SUMMARY_HEADER in system and "4812" in system[system.index(SUMMARY_HEADER):]
     assert not any(FACT == m.get("content") for m in request)  # not the raw message...
     assert len(request) <= 45  # ...nor the 400 messages: the summary stands for them
     assert request[1]["role"] == "user"  # the kept messages start at the person's
-    assert request[-1] == {"role": "user", "content": "what's my locker code?"}
+    assert request[-1]["role"] == "user" and said(request[-1]["content"]) == \
+        "what's my locker code?"
     # Summarised once: the next turn found nothing new due.
     assert (await app.orchestrator.deps.summaries.latest(me)).version == summary.version
 

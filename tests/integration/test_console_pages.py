@@ -19,6 +19,7 @@ from bot.people.console_login import ConsoleLogins
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.helpers import RecordingSender, requests_of
+from tests.helpers import said as person_said
 from tests.integration.console_harness import console_client, say, sign_in
 from tests.integration.test_approvals import EMAIL, registry_file
 
@@ -92,7 +93,7 @@ async def test_an_approval_decided_in_the_console_runs_once_as_its_person(world,
     fake_llm.script(Reply(content="You're welcome."))
     await say(app, kim.id, "thanks")
     messages = fake_llm.requests[-1]["messages"]
-    assert messages[-1] == {"role": "user", "content": "thanks"}
+    assert messages[-1]["role"] == "user" and person_said(messages[-1]["content"]) == "thanks"
     assert sum("Email sent" in (m.get("content") or "") for m in messages
                if m["role"] == "tool") == 1
     actions = await ConsoleLogins(app.db).recent_actions()

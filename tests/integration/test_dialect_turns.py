@@ -18,6 +18,7 @@ from bot.contracts.envelopes import Inbound
 from persona.lines import DEFAULT
 from tests.fakes.dialects import CALL_DIALECTS
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
+from tests.helpers import said as person_said
 from tests.integration.test_compaction import Endpoint, seed
 from tests.openai_schema import assert_valid
 
@@ -204,4 +205,4 @@ async def test_a_greeting_answered_with_a_written_call_gets_its_tools(app_factor
     reply = await said(app, me, "hi")
     assert "tools" not in fake_llm.requests[0]
     assert reply.text == "Hello! Six times seven is 42, by the way."
-    assert fake_llm.requests[1]["messages"][-1]["content"] == "6 * 7 = 42"
+    assert person_said(fake_llm.requests[1]["messages"][-1]["content"]) == "6 * 7 = 42"

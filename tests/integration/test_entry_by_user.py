@@ -13,7 +13,7 @@ from bot.config.policies import AccessSettings, ChannelAccess
 from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Delivery, Notification, TriggerMessage, Urgency
 from tests.fakes.fake_openai import Reply as LLMReply
-from tests.helpers import RecordingSender, incoming
+from tests.helpers import RecordingSender, incoming, said
 
 NINE_AM = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
@@ -51,7 +51,8 @@ async def test_a_triggered_turn_runs_for_the_user_and_its_reply_is_a_notificatio
     await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert test.texts("alice") == ["Good morning! Sunny, 21°C."]
     assert fake_llm.calls == 1
-    assert fake_llm.requests[0]["messages"][-1]["content"] == "[Scheduled Task] morning summary"
+    assert said(fake_llm.requests[0]["messages"][-1]["content"]) == \
+        "[Scheduled Task] morning summary"
 
 
 async def test_a_triggered_turn_waits_for_the_persons_own_message_before_it(
@@ -60,7 +61,7 @@ async def test_a_triggered_turn_waits_for_the_persons_own_message_before_it(
     first_started, release = asyncio.Event(), asyncio.Event()
 
     async def respond(body):
-        last = body["messages"][-1]["content"]
+        last = said(body["messages"][-1]["content"])
         if last == "hello":
             first_started.set()
             await release.wait()

@@ -14,7 +14,7 @@ from bot.config.policies import AccessSettings, ChannelAccess
 from bot.config.sections import TriggerSettings
 from bot.contracts.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
-from tests.helpers import RecordingSender, unquoted
+from tests.helpers import RecordingSender, said, unquoted
 from triggers.events import Event
 from triggers.service import Owner
 
@@ -43,7 +43,7 @@ def events_asked(fake_llm) -> list[tuple[list[int], int]]:
     ones that did not fit are counted)."""
     asked = []
     for request in fake_llm.requests:
-        text = request["messages"][-1]["content"]
+        text = said(request["messages"][-1]["content"])
         if text.startswith("[Event Trigger]"):
             lines = unquoted(text.split("\n", 1)[1].rsplit("\nTask:", 1)[0]).splitlines()
             shown = [json.loads(line)["n"] for line in lines if line.startswith("{")]

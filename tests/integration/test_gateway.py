@@ -12,7 +12,7 @@ from bot.config.sections import GatewaySettings
 from bot.gateway.gateway import ReceiveResult
 from bot.gateway.outbox import Lane
 from tests.fakes.fake_openai import Reply as LLMReply
-from tests.helpers import RecordingSender, incoming
+from tests.helpers import RecordingSender, incoming, said
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ async def test_users_run_in_parallel_and_each_user_one_turn_at_a_time(gateway_ap
     order: list[str] = []
 
     async def respond(req):
-        text = req["messages"][-1]["content"]
+        text = said(req["messages"][-1]["content"])
         who = text.split("-")[0]
         in_flight[who] += 1
         assert in_flight[who] == 1, f"two turns at once for {who}"
@@ -85,8 +85,9 @@ async def test_users_run_in_parallel_and_each_user_one_turn_at_a_time(gateway_ap
     assert sender.texts("alice") == ["re alice-0", "re alice-1", "re alice-2"]
     assert sender.texts("bob") == ["re bob-0"]
     # Each of Alice's turns saw the ones before it.
-    alice_last = next(r for r in fake_llm.requests if r["messages"][-1]["content"] == "alice-2")
-    assert [m["content"] for m in alice_last["messages"] if m["role"] == "user"] == [
+    alice_last = next(r for r in fake_llm.requests
+                      if said(r["messages"][-1]["content"]) == "alice-2")
+    assert [said(m["content"]) for m in alice_last["messages"] if m["role"] == "user"] == [
         "alice-0", "alice-1", "alice-2"]
 
 
@@ -189,7 +190,7 @@ async def test_link_joins_a_second_channel_to_the_same_person(gateway_app, fake_
                                        address="tg-99"))
     await app.gateway.wait_idle()
     assert telegram.texts("tg-99")[-1] == "blue"
-    contents = [m["content"] for m in fake_llm.requests[-1]["messages"]]
+    contents = [said(m["content"]) for m in fake_llm.requests[-1]["messages"]]
     assert "my favourite colour is blue" in contents
     # A code works once.
     await app.gateway.receive(incoming(f"/link {code}", channel="telegram", address="tg-100"))

@@ -23,7 +23,7 @@ from bot.tool_calls import run_tool_call
 from bot.tools import ToolRegistry, ToolStatus
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
-from tests.helpers import RecordingSender, incoming
+from tests.helpers import RecordingSender, incoming, said
 
 HOSTILE_PAGE = "<a" * 150_000  # html.parser: ~11 s of CPU on the event loop
 DIRTY_BYTES = b"ok\x00 then \xff\xfe bad bytes \x1b[31m and \xc3"
@@ -94,7 +94,7 @@ async def test_a_page_built_to_freeze_the_parser_does_not_hold_up_another_user(
 
     async def respond(req):
         last = req["messages"][-1]
-        if last["role"] == "user" and last["content"] == "read that page":
+        if last["role"] == "user" and said(last["content"]) == "read that page":
             return LLMReply(tool_calls=[ToolCall("web_fetch", {"url": url})])
         if last["role"] == "tool":
             return LLMReply(content="The page has no readable text.")
@@ -185,7 +185,7 @@ async def test_after_a_huge_message_a_fifty_call_turn_always_sends_the_question(
     assert reply.text == "All 100 computed."
     assert len(fake_llm.requests) == 3
     for request in fake_llm.requests:
-        users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+        users = [said(m["content"]) for m in request["messages"] if m["role"] == "user"]
         assert users[-1] == "compute the hundred sums"
 
 

@@ -14,9 +14,10 @@ from bot.config.policies import AccessSettings, ChannelAccess
 from bot.config.sections import MemorySettings
 from bot.contracts.clock import FakeClock
 from bot.memory.extract import PROMPT
+from bot.memory.queue import FIRST_RETRY
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
-from tests.helpers import RecordingSender, incoming
+from tests.helpers import RecordingSender, incoming, told
 
 NINE_AM = datetime(2026, 1, 5, 9, tzinfo=UTC)
 MEMORY_HEADER = "What you remember about the user"
@@ -50,8 +51,10 @@ class ScriptedLLM:
         return answer if isinstance(answer, LLMReply) else LLMReply(content=answer)
 
     def memory_line(self, request: int = -1) -> str:
-        system = self.chats[request][0]["content"]
-        return system[system.find(MEMORY_HEADER):] if MEMORY_HEADER in system else ""
+        # Recalled memory is this turn's: in the note after the person's newest words.
+        newest = next(m["content"] for m in reversed(self.chats[request])
+                      if m["role"] == "user")
+        return newest[newest.find(MEMORY_HEADER):] if MEMORY_HEADER in newest else ""
 
 
 def known_id(extraction_text: str, words: str) -> int:
@@ -112,7 +115,7 @@ async def test_a_fact_is_recalled_after_a_restart_and_on_the_linked_channel_neve
     assert "Daughter Mia is 7" in llm.memory_line()
     assert senders["sms"].texts("+15550001111") == ["Noted."]
     await say(app, "Any party ideas for Mia?", address="bob")
-    assert MEMORY_HEADER not in llm.chats[-1][0]["content"]  # Bob's turn knows nothing
+    assert MEMORY_HEADER not in told(llm.chats[-1])  # Bob's turn knows nothing
     # The recalled facts were for the request only: the stored history never holds them.
     for message in await app.history.load(alice.id):
         assert MEMORY_HEADER not in (message.get("content") or "")
@@ -216,7 +219,7 @@ async def test_a_failed_extraction_is_retried_later_and_never_shown(memory_app, 
     assert await app.memory.extractor.queue.pending(alice.id) == 1
     llm.facts = lambda text: [{"text": "Partner is Sam", "kind": "person"}]
     assert await app.memory.extractor.retry_due() == 0  # not due yet
-    app.clock.advance(minutes=2)
+    app.clock.advance(seconds=2 * FIRST_RETRY.total_seconds())
     assert await app.memory.extractor.retry_due() == 1
     assert [f.text for f in await app.memory.service.store.open_facts(alice.id)] == \
         ["Partner is Sam"]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from bot.contracts.clock import FakeClock
 from bot.memory.facts import Closed, FactStore, Kind
-from bot.memory.queue import MAX_ATTEMPTS, ExtractionQueue, Job
+from bot.memory.queue import FIRST_RETRY, MAX_ATTEMPTS, ExtractionQueue, Job
 from bot.people.users import UserStore
 
 NOON = datetime(2026, 1, 5, 12, tzinfo=UTC)
@@ -109,7 +109,7 @@ async def test_a_failed_extraction_is_retried_later_and_given_up_in_the_end(db):
     assert await queue.claim_due(clock.now()) == []  # claimed by the first run
     assert await queue.failed(job, "LLMServerError: 500", clock.now())
     assert await queue.claim_due(clock.now()) == []  # not due yet
-    clock.advance(minutes=1)
+    clock.advance(seconds=FIRST_RETRY.total_seconds())
     [again] = await queue.claim_due(clock.now())
     assert again.attempts == 1 and again.said == "I moved to Lisbon"
     assert await queue.claim_due(clock.now()) == []  # claimed: a second pass gets nothing

@@ -9,7 +9,7 @@ import asyncio
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.config.sections import GatewaySettings
 from tests.fakes.fake_openai import Reply as LLMReply
-from tests.helpers import RecordingSender, incoming
+from tests.helpers import RecordingSender, incoming, said
 
 
 async def test_two_processes_serialise_a_user_through_redis(postgres_dsn, app_factory,
@@ -30,7 +30,7 @@ async def test_two_processes_serialise_a_user_through_redis(postgres_dsn, app_fa
     peak = {"alice": 0, "bob": 0}
 
     async def respond(req):
-        text = req["messages"][-1]["content"]
+        text = said(req["messages"][-1]["content"])
         who = text.split("-")[0]
         in_flight[who] += 1
         peak[who] = max(peak[who], in_flight[who])
@@ -49,7 +49,7 @@ async def test_two_processes_serialise_a_user_through_redis(postgres_dsn, app_fa
     assert peak == {"alice": 1, "bob": 1}
     sent = [t for s in senders for t in s.texts("alice")]
     assert sorted(sent) == [f"re alice-{i}" for i in range(6)]
-    alice_turns = [r["messages"][-1]["content"] for r in fake_llm.requests
-                   if r["messages"][-1]["content"].startswith("alice")]
+    alice_turns = [said(r["messages"][-1]["content"]) for r in fake_llm.requests
+                   if said(r["messages"][-1]["content"]).startswith("alice")]
     assert alice_turns == [f"alice-{i}" for i in range(6)]
     assert fake_llm.calls == 12

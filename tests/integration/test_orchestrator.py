@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from bot.contracts.envelopes import Inbound, LoopEvent, Reply
 from tests.fakes.fake_openai import Fail, ToolCall
 from tests.fakes.fake_openai import Reply as LLMReply
-from tests.helpers import assert_closed
+from tests.helpers import assert_closed, said, told
 
 
 def inbound(user: str, text: str) -> Inbound:
@@ -46,7 +46,7 @@ async def test_llm_down_gives_the_persona_apology_and_keeps_the_message(app_fact
     assert reply.stop.value == "llm_error"
     fake_llm.script(LLMReply(content="Back now. Milk, noted."))
     await app.orchestrator.handle_message(inbound(owner.id, "are you there?"))
-    contents = [m["content"] for m in fake_llm.requests[-1]["messages"]]
+    contents = [said(m["content"]) for m in fake_llm.requests[-1]["messages"]]
     assert "remember the milk" in contents and "are you there?" in contents
 
 
@@ -60,8 +60,9 @@ async def test_histories_are_per_user(app_factory, fake_llm):
     await app.orchestrator.handle_message(inbound("bob", "hello"))
     bob_request = fake_llm.requests[1]["messages"]
     assert not any("1234" in (m["content"] or "") for m in bob_request)
-    assert "America/Chicago" in bob_request[0]["content"]
-    assert "Europe/Paris" in fake_llm.requests[0]["messages"][0]["content"]
+    # Each person's time zone is in their turn's note, after their newest words.
+    assert "America/Chicago" in bob_request[-1]["content"]
+    assert "Europe/Paris" in fake_llm.requests[0]["messages"][-1]["content"]
 
 
 async def test_the_system_prompt_has_time_zone_and_capabilities(app_factory, fake_llm):
@@ -72,8 +73,11 @@ async def test_the_system_prompt_has_time_zone_and_capabilities(app_factory, fak
     await app.orchestrator.handle_message(inbound("kim", "hello"))
     system = fake_llm.requests[0]["messages"][0]["content"]
     assert system.startswith("You are Jeeves")
-    assert "14:30" in system and "Asia/Kolkata" in system and "UTC+05:30" in system
     assert "calculate" in system and "web_fetch" in system
+    # The time changes every minute: it is in the turn's note, after the person's words.
+    note = fake_llm.requests[0]["messages"][-1]["content"]
+    assert "14:30" in note and "Asia/Kolkata" in note and "UTC+05:30" in note
+    assert "14:30" not in system
 
 
 async def test_rate_limit_answers_without_calling_the_llm(app_factory, fake_llm):
@@ -120,7 +124,7 @@ async def test_the_user_changes_their_timezone_by_saying_so(app_factory, fake_ll
     assert user.timezone == "Europe/Lisbon"
     assert (user.quiet_hours_start, user.quiet_hours_end) == ("22:00", "07:00")
     await app.orchestrator.handle_message(inbound(owner.id, "thanks"))
-    assert "Europe/Lisbon" in fake_llm.requests[-1]["messages"][0]["content"]
+    assert "Europe/Lisbon" in told(fake_llm.requests[-1]["messages"])
 
 
 async def test_a_guessed_timezone_with_several_candidates_is_asked_about_once(app_factory,
@@ -132,7 +136,7 @@ async def test_a_guessed_timezone_with_several_candidates_is_asked_about_once(ap
     fake_llm.responder = lambda req: LLMReply(content="Hi! Which city are you in?")
     await app.orchestrator.handle_message(inbound("idaho", "hello"))
     await app.orchestrator.handle_message(inbound("idaho", "what's up"))
-    systems = [r["messages"][0]["content"] for r in fake_llm.requests]
+    systems = [told(r["messages"]) for r in fake_llm.requests]
     assert "could be in any of: America/Boise, America/Los_Angeles" in systems[0]
     assert "could be in any of" not in systems[1]  # asked once
     await app.users.set_timezone("idaho", "America/Los_Angeles")

@@ -18,6 +18,7 @@ from persona.lines import DEFAULT as LINES
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.fakes.sms_segments import segments
+from tests.helpers import said
 from tests.integration.sms_harness import (
     ALICE,
     FROM_NUMBER,
@@ -59,7 +60,7 @@ async def test_a_signed_text_is_acknowledged_with_empty_twiml_and_answered_throu
     assert (row["segments"], row["encoding"]) == (1, "GSM-7")
     assert world.twilio.refused_auth == 0
     # The person's words reached the LLM as theirs.
-    assert fake_llm.requests[0]["messages"][-1]["content"] == "hi, what's the weather?"
+    assert said(fake_llm.requests[0]["messages"][-1]["content"]) == "hi, what's the weather?"
 
 
 async def test_forged_unsigned_or_elsewhere_signed_requests_get_403_and_store_nothing(
@@ -437,7 +438,7 @@ async def test_the_morning_summary_by_sms_fits_two_segments_and_is_counted(app_f
         await world.idle()
         await world.app.triggers.engine.tick()  # the same minute again: nothing more
         await world.idle()
-        asked = fake_llm.requests[-1]["messages"][-1]["content"]
+        asked = said(fake_llm.requests[-1]["messages"][-1]["content"])
         assert "at most 300 characters" in asked and "one or two SMS" in asked
         assert [m.body for m in world.twilio.sent if m.to == ALICE][-1] == summary
         assert sum(m.body == summary for m in world.twilio.sent) == 1

@@ -14,7 +14,7 @@ from bot.config.policies import AccessSettings, ChannelAccess
 from bot.config.sections import AgentsSettings, GatewaySettings
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
-from tests.helpers import RecordingSender, incoming
+from tests.helpers import RecordingSender, incoming, said
 
 MONDAY, TUESDAY = "book the table for Monday", "actually make it Tuesday"
 
@@ -53,7 +53,7 @@ async def until(check, what: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def people_said(request) -> list[str]:  # type: ignore[no-untyped-def]
-    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+    return [said(m["content"]) for m in request["messages"] if m["role"] == "user"]
 
 
 async def while_the_tool_runs(app, fake_llm, hold, log, *later: str,  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ from bot.config.sections import AgentsSettings
 from bot.contracts.envelopes import Inbound
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply, ToolCall
-from tests.helpers import assert_closed, requests_of
+from tests.helpers import assert_closed, requests_of, said
 
 NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
 TASK = "Read my newest email, work out 6*7 and tell me the time in Tokyo; report all three."
@@ -71,7 +71,7 @@ async def test_a_delegated_task_adds_one_tool_result_to_the_conversation(app_fac
                                                      "tool", "tool"]
     # The person's conversation gains one tool result: the sub-task's answer.
     assert [m["role"] for m in last["messages"][1:]] == ["user", "assistant", "tool"]
-    result = last["messages"][-1]["content"]
+    result = said(last["messages"][-1]["content"])
     assert result.startswith("Sub-task finished (2 steps, 855 tokens)")
     assert "42; evening in Tokyo" in result
     stored = await app.history.load(me)
@@ -122,7 +122,7 @@ async def test_a_sub_task_cannot_use_what_is_not_there_nor_delegate_again(app_fa
         Reply(content="I can't hand that off."))
     reply = await say(app, me, "do it in a sub-task")
     assert reply.text == "I can't hand that off."
-    result = fake_llm.requests[-1]["messages"][-1]["content"]
+    result = said(fake_llm.requests[-1]["messages"][-1]["content"])
     assert result.startswith("Error: a sub-task cannot use delegate, launch_rockets.")
     assert fake_llm.calls == 2  # no sub-task ran
 

@@ -15,7 +15,7 @@ from bot.config.policies import AccessSettings, ChannelAccess
 from bot.contracts.clock import FakeClock
 from bot.text.untrusted import quote_untrusted
 from tests.fakes.fake_openai import Reply as LLMReply
-from tests.helpers import RecordingSender
+from tests.helpers import RecordingSender, said
 from triggers.service import Owner
 
 TOKEN = "s3cret-events-token"
@@ -51,7 +51,7 @@ async def test_an_event_posted_with_the_token_starts_the_persons_task(app_factor
         await app.triggers.bus.drain()
         await asyncio.wait_for(app.gateway.wait_idle(), 60)
         assert sender.texts() == ["Someone rang the doorbell: it is the courier."]
-        asked = fake_llm.requests[0]["messages"][-1]["content"]
+        asked = said(fake_llm.requests[0]["messages"][-1]["content"])
         assert asked.startswith("[Event Trigger] home/door.ring:\n")
         # The event's data reaches the model quoted as data, whoever posted it.
         assert quote_untrusted('{"who": "courier"}', note="the event's data, as home sent it") \

@@ -15,7 +15,7 @@ from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Notification
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
-from tests.helpers import RecordingSender, incoming
+from tests.helpers import RecordingSender, incoming, said
 from triggers.engine import FIRING
 from triggers.events import Event
 from triggers.executors import RunContext
@@ -153,7 +153,7 @@ async def test_the_morning_summary_runs_once_through_the_loop_and_asks_only_for_
     await settle(app)
     await settle(app)  # a second tick in the same minute fires nothing
     assert sender.texts() == ["Morning! No reminders today; 1 note due: dentist."]
-    asked = fake_llm.requests[0]["messages"][-1]["content"]
+    asked = said(fake_llm.requests[0]["messages"][-1]["content"])
     assert asked.startswith("[Scheduled Task] Good-morning summary.")
     assert "reminders due today" in asked and "waiting for my approval" in asked
     assert "weather" not in asked and "calendar" not in asked  # not configured: not mentioned
@@ -169,7 +169,7 @@ async def test_the_morning_summary_asks_for_the_weather_once_it_is_on_not_a_cale
     fake_llm.script(LLMReply(content="Morning! Grey, 4°C."))
     clock.advance(60)
     await settle(app)
-    asked = fake_llm.requests[0]["messages"][-1]["content"]
+    asked = said(fake_llm.requests[0]["messages"][-1]["content"])
     assert "today's weather" in asked and "calendar" not in asked
     assert sender.texts() == ["Morning! Grey, 4°C."]
 
@@ -189,7 +189,7 @@ async def test_an_event_starts_an_orchestrator_run_once_per_event(valet, fake_ll
     await app.triggers.bus.drain()
     await asyncio.wait_for(app.gateway.wait_idle(), 60)
     assert sender.texts() == ["Your parcel from Amazon has shipped."]
-    asked = fake_llm.requests[0]["messages"][-1]["content"]
+    asked = said(fake_llm.requests[0]["messages"][-1]["content"])
     assert asked.startswith("[Event Trigger] email/received:") and "Shipped" in asked
 
 
@@ -222,7 +222,7 @@ async def test_a_condition_fires_once_on_the_edge_not_in_its_cooldown_nor_after_
     await run_until(again, clock, clock.now() + timedelta(minutes=10), timedelta(minutes=5))
     assert sender.texts() == [] and fake_llm.calls == 1
     assert "[Condition Trigger] Condition met: flight_price < 100 (observed '90 GBP')" in \
-        fake_llm.requests[0]["messages"][-1]["content"]
+        said(fake_llm.requests[0]["messages"][-1]["content"])
 
 
 def _fake_check(price):

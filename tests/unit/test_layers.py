@@ -76,7 +76,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("persona",),  # the persona and every line a person reads
     ("bot.db",),  # the database port and the core's migrations
     ("bot.llm",),  # the LLM port
-    ("bot.tools", "bot.spend"),  # @tool and the registry; what a person spends a day
+    ("bot.tools", "bot.spend", "bot.tool_offer"),  # @tool and the registry; what a person
+    # spends a day; the tools a conversation was offered
     ("bot.tool_calls",),  # one tool call run to its outcome
     ("bot.capabilities", "bot.credentials", "bot.channel"),
     ("bot.capability_router",),  # opens the capabilities a message names (bot.capabilities')

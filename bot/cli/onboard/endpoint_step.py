@@ -5,6 +5,7 @@ call them, no streaming where it fails, the context the server reports."""
 from __future__ import annotations
 
 from bot.cli.endpoint import probe_lines, runs_without_tools
+from bot.llm.caps import default_field
 from bot.llm.openai_client import OpenAILLM
 from bot.setup.ask import Questions
 from bot.setup.draft import Draft
@@ -25,6 +26,10 @@ async def describe_endpoint(q: Questions, draft: Draft, llm: OpenAILLM,
         q.say("   Valet will run without tools (loop.mode: simple)")
     if not profile.streaming:
         draft.config[("loop", "stream")] = False
+    if profile.cap_field is not None and profile.cap_field != default_field(llm.base_url):
+        draft.config[("llm", "max_tokens_field")] = profile.cap_field  # remembered
+        q.say(f"   llm.max_tokens_field set to {profile.cap_field}: the server cuts answers "
+              "at a cap sent there")
     if profile.context_length is not None and profile.context_length < context_limit:
         draft.config[("loop", "context_token_limit")] = profile.context_length
         q.say(f"   loop.context_token_limit set to {profile.context_length}, as the server "

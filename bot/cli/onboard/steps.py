@@ -17,6 +17,7 @@ import openai
 from bot.cli.onboard.endpoint_step import describe_endpoint
 from bot.config.channel_sections import plain_http_problem
 from bot.config.sections import OwnerSettings
+from bot.llm.caps import OutputCaps, background_work
 from bot.llm.openai_client import OpenAILLM
 from bot.llm.port import (
     LLMAuthError,
@@ -111,11 +112,13 @@ async def llm_step(c: Context) -> None:
 
 async def _try_model(base_url: str, key: str, model: str) -> str | None:
     llm = OpenAILLM(base_url=None if base_url == OPENAI_URL else base_url,
-                    api_key=key or "not-needed", model=model, timeout=60.0)
+                    api_key=key or "not-needed", model=model, timeout=60.0,
+                    caps=OutputCaps())  # a probe: capped (a model that does not stop)
     where = redact_url(base_url)
     try:
-        await llm.complete([{"role": "user", "content": "Reply with the single word: ready"}],
-                           None)
+        with background_work():
+            await llm.complete([{"role": "user", "content": "Reply with the single word: ready"}],
+                               None)
     except LLMModelNotFoundError:
         return f"the LLM at {where} does not know the model {model!r}"
     except LLMError as err:
