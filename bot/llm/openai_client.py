@@ -19,8 +19,8 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.llm.call_fields import arguments_text, tool_names
-from bot.llm.context_window import limit_from_refusal
 from bot.llm.caps import CAP_FIELDS, OutputCaps, default_field, field_instead
+from bot.llm.context_window import limit_from_refusal
 from bot.llm.port import (
     LLMContextOverflowError,
     LLMMalformedResponseError,

@@ -60,8 +60,8 @@ from bot.turn.modes import choose_mode
 from bot.turn.orchestrator_deps import OrchestratorDeps
 from bot.turn.telemetry import turn_record
 from bot.turn.trace_store import turn_trace
-from persona.speaking import speaking_to
 from persona import time_line
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,5 @@
-"""What a real llama.cpp server did to Valet (recorded in tests/recordings/real_llamacpp/, copied
-from
-../shared/data/real_llamacpp/), replayed by the fake llama.cpp server (its one slot that
+"""What a real llama.cpp server did to Valet (recorded in tests/recordings/real_llamacpp/,
+copied from ../shared/data/real_llamacpp/), replayed by the fake llama.cpp server (its one slot that
 queues, a model that does not stop, its 500s), with what Valet must do instead:
 
 - ramble_until_timeout / ramble_timeout_gives_up: a model that does not stop held the turn
@@ -15,9 +14,7 @@ queues, a model that does not stop, its 500s), with what Valet must do instead:
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pydantic
