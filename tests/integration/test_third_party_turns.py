@@ -22,6 +22,7 @@ from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound, ThirdPartyText
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.quoted_calls import EVIL, FORMS
+from tests.helpers import told
 from tests.integration.test_email_reading import (  # noqa: F401 (fixtures)
     crlf,
     mailbox,
@@ -138,8 +139,9 @@ async def test_a_fact_learnt_from_a_forwarded_message_taints_the_turn_that_recal
     fake_llm.script(Reply(tool_calls=[ToolCall("save_contact", {"name": "Ana",
                                                                 "phone": EVIL})]))
     reply = await said(app, me, "what is Ana's number? save it")
-    system = fake_llm.requests[-1]["messages"][0]["content"]
-    assert "learnt from text someone else wrote" in system and "<<<untrusted data " in system
+    # The recalled facts are in the turn's note after the person's newest words (bot.turn.media).
+    context = told(fake_llm.requests[-1]["messages"])
+    assert "learnt from text someone else wrote" in context and "<<<untrusted data " in context
     assert len(reply.prompts) == 1
     assert await saved_phones(app, me) == []
     # A fact the person said themselves is recalled as theirs: their change runs.

@@ -23,6 +23,7 @@ from bot.plumbing.spool import Spool
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+from tests.helpers import said
 from tests.integration.sms_harness import (
     ACCOUNT_SID,
     ALICE,
@@ -77,7 +78,8 @@ class World:
 @pytest.fixture
 async def world(own_postgres, app_factory, fake_llm, tmp_path) -> AsyncIterator[World]:
     # (own_postgres first: it is stopped after the app is closed)
-    fake_llm.responder = lambda body: LLMReply(content=f"re: {body['messages'][-1]['content']}")
+    fake_llm.responder = lambda body: LLMReply(
+        content=f"re: {said(body['messages'][-1]['content'])}")
     async with FakeTwilio(ACCOUNT_SID, AUTH_TOKEN) as twilio, FakeTelegram() as tg:
         tg.started(OWNER_CHAT)
         app = await app_factory(
