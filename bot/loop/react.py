@@ -258,8 +258,11 @@ def said(response: LLMResponse, lines: FallbackLines) -> str:
     (bot.llm.template) is not passed off as done: the person is told nothing was."""
     if Quirk.IMITATED_RESULT in response.quirks:
         return "\n\n".join(t for t in (response.content, lines.imitated_result) if t)
-    if response.content and response.finish_reason == "length":
-        return f"{response.content}\n\n{lines.cut_short}"  # it hit llm.max_output_tokens
+    # Cut by llm.max_output_tokens: said so, unless the answer ended at a chat-template token
+    # (bot.llm.template): what came after it was the template's, not the answer's.
+    if response.content and response.finish_reason == "length" \
+            and Quirk.TEMPLATE_TOKENS not in response.quirks:
+        return f"{response.content}\n\n{lines.cut_short}"
     return response.content or lines.no_answer
 
 

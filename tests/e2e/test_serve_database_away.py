@@ -34,6 +34,7 @@ from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, sign
+from tests.helpers import said
 from tests.helpers import until as wait_until
 from tests.servers import ThrowawayPostgres, ThrowawayRedis
 
@@ -59,7 +60,7 @@ until = functools.partial(wait_until, timeout=WAIT)
 
 
 def answer(body: dict[str, Any]) -> Reply:
-    return Reply(content=f"re: {body['messages'][-1]['content']}")
+    return Reply(content=f"re: {said(body['messages'][-1]['content'])}")
 
 
 class Started:
