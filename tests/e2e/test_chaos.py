@@ -336,6 +336,7 @@ async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram) -> None:
     every reminder fired; then the killing stops. (A poller killed outright holds its lease
     until it runs out: its updates wait in Telegram until another web process polls.)"""
     deadline = time.monotonic() + WAIT
+    seen = ""
     while time.monotonic() < deadline:
         open_rows = await db.fetchval(
             "SELECT COUNT(*) FROM inbox WHERE status IN ('received', 'processing')")
@@ -344,8 +345,12 @@ async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram) -> None:
         if open_rows == 0 and unsent == 0 and due == 0 and tg.unconfirmed() == 0:
             stop.set()
             return
+        seen = (f"{open_rows} messages open, {unsent} replies pending, {due} reminders due, "
+                f"{tg.unconfirmed()} Telegram updates unconfirmed")
         await asyncio.sleep(0.5)
-    raise AssertionError("never quiet: messages or replies still waiting")
+    pending = await db.fetch("SELECT channel, attempts, next_attempt_at, last_error FROM outbox"
+                             " WHERE status = 'pending' LIMIT 5")
+    raise AssertionError(f"never quiet: {seen}; pending replies: {[dict(r) for r in pending]}")
 
 
 # While a card waits (its prompt in doubt: a killed worker was sending it), every other answer

@@ -27,12 +27,12 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 async def run_valet(args: list[str], env: dict[str, str], stdin: str = "",
-                    cwd: Path | None = None) -> tuple[int, str, str]:
+                    cwd: Path | None = None, timeout: float = 60) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", *args, env=env, cwd=cwd or ROOT,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), 60)
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout)
     return proc.returncode or 0, out.decode(), err.decode()
 
 

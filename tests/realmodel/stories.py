@@ -85,7 +85,9 @@ async def answered(db: Path, count: int, what: str) -> float:
 
 
 async def doctor(env: dict[str, str]) -> tuple[int, str]:
-    code, out, err = await run_valet(["doctor"], env)
+    # Its probes ask the real model several questions, each capped: generous on a loaded
+    # 2-core machine (seen: 7-33 s quiet, past 60 s beside another suite).
+    code, out, err = await run_valet(["doctor"], env, timeout=240)
     return code, out + err
 
 
