@@ -24,11 +24,11 @@ import re
 from enum import Enum, auto
 
 from bot.llm import template
+from bot.llm.dialects import MARKERS as CALL_MARKERS
 from bot.llm.port import TextSink
 from bot.llm.reasoning import CLOSING, OPENING
 
-TOOL_MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|python_tag|>",
-                *template.MARKERS)
+TOOL_MARKERS = (*CALL_MARKERS, *template.MARKERS)
 THINK_MARKERS = ("<think>", "<thinking>", "<reasoning>", "</think>", "</thinking>",
                  "</reasoning>")
 _PARTIAL_ENTITY = re.compile(r"&#?[0-9A-Za-z]{0,7}\Z")
