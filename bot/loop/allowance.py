@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 class OverAllowance(LLMError):
     """A sub-task's next LLM request would pass the person's rate limit: it stops there. (No
-    retry and no fallback model is tried for it: bot.llm.port.handler_for, bot.loop.fallback.)"""
+    retry and no fallback model is tried for it: bot.llm.recovery.handler_for,
+    bot.loop.fallback.)"""
 
 
 class ChargedLLM:

@@ -1,11 +1,11 @@
 """Fallback models (`llm.fallback_models`): when the model in use keeps failing, the turn goes
 on with the next one.
 
-A failure moves the turn on only once the error table (bot.llm.port.ERROR_HANDLERS) has given up on
-it: repeated 5xx or overload, rate limits that do not clear, a timeout, an answer that keeps
-being unreadable, or an endpoint that does not know the model. A refused key or a bad request
-is the deployment's mistake and stops the turn as before; a context overflow has its own
-recovery. The switch lasts for the rest of the turn (the index lives in the run, never on a
+A failure moves the turn on only once the error table (bot.llm.recovery.ERROR_HANDLERS) has
+given up on it: repeated 5xx or overload, rate limits that do not clear, a timeout, an answer
+that keeps being unreadable, or an endpoint that does not know the model. A refused key or a
+bad request is the deployment's mistake and stops the turn as before; a context overflow has
+its own recovery. The switch lasts for the rest of the turn (the index lives in the run, never on a
 shared object); the next turn starts with the first model again. Each model says whose tool
 messages it reads and writes (`provider`): where that differs, earlier tool rounds are
 flattened for it in the request view (bot.loop.masking).

@@ -18,15 +18,9 @@ from bot.config.policies import ReactLoopConfig
 from bot.contracts.envelopes import EventSink, EventType, LoopEvent, TurnStop
 from bot.contracts.steering import Steering
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.llm.port import (
-    CallOutcome,
-    LLMContextExhaustedError,
-    LLMError,
-    LLMResponse,
-    call_with_recovery,
-    short_error,
-)
+from bot.llm.port import LLMContextExhaustedError, LLMError, LLMResponse, short_error
 from bot.llm.quirks import Quirk
+from bot.llm.recovery import CallOutcome, call_with_recovery
 from bot.loop.calls import run_calls, synthetic
 from bot.loop.context import MAX_LEVEL
 from bot.loop.fallback import ModelSlot, on_models

@@ -29,7 +29,7 @@ class Held:
 class AllowanceSpent(LLMError):
     """The next LLM call, at its worst cost, would take the person past their allowance for the
     last 24 hours: it is not made, and the turn stops (no retry, no fallback model:
-    bot.llm.port.handler_for, bot.loop.fallback)."""
+    bot.llm.recovery.handler_for, bot.loop.fallback)."""
 
 
 class PricedLLM(WrappedLLM):

@@ -80,7 +80,7 @@ def test_log_lines_and_stall_warnings_never_reach_the_chat():
 def test_notes_say_what_is_tried_in_words():
     import logging
 
-    from bot.llm.port import Escalate, GiveUp, Retry
+    from bot.llm.recovery import Escalate, GiveUp, Retry
     from channels.console_notes import ChatNotes
 
     notes: list[str] = []

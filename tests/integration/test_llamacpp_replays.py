@@ -26,7 +26,7 @@ from bot.config.sections import MemorySettings
 from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
 from bot.llm.openai_client import OpenAILLM
-from bot.llm.port import call_with_recovery
+from bot.llm.recovery import call_with_recovery
 from bot.memory.extract import PROMPT as EXTRACTION_PROMPT
 from bot.turn.media import NOTE_HEAD
 from tests.fakes.fake_llamacpp import FakeLlamaCpp, Said, render, tokens

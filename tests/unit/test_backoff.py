@@ -3,7 +3,8 @@ never earlier than the server asked."""
 
 from __future__ import annotations
 
-from bot.llm.port import LLMRateLimitError, LLMServerError, Retry, retry_with_backoff
+from bot.llm.port import LLMRateLimitError, LLMServerError
+from bot.llm.recovery import Retry, retry_with_backoff
 from bot.plumbing.backoff import backoff_delay
 from tests.helpers import loop_config
 

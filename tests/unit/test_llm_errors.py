@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from bot.config.policies import ReactLoopConfig
 from bot.llm.port import (
-    ERROR_HANDLERS,
-    Escalate,
-    GiveUp,
     LLMAuthError,
     LLMBadRequestError,
     LLMContextOverflowError,
     LLMRateLimitError,
     LLMServerError,
     LLMTimeoutError,
-    Retry,
-    handler_for,
     summarize_args,
 )
+from bot.llm.recovery import ERROR_HANDLERS, Escalate, GiveUp, Retry, handler_for
 
 CFG = ReactLoopConfig(llm_max_retries=3, llm_retry_base_delay=1.0, llm_retry_max_delay=30.0)
 

@@ -10,12 +10,8 @@ import pytest
 
 from bot.contracts.clock import FakeClock
 from bot.llm.openai_client import MAX_ARGUMENT_DEPTH, json_depth
-from bot.llm.port import (
-    ERROR_HANDLERS,
-    LLMMalformedResponseError,
-    call_with_recovery,
-    retry_with_backoff,
-)
+from bot.llm.port import LLMMalformedResponseError
+from bot.llm.recovery import ERROR_HANDLERS, call_with_recovery, retry_with_backoff
 from tests.fakes.fake_openai import Raw, Reply, ToolCall
 from tests.helpers import loop_config
 

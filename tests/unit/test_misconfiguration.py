@@ -13,11 +13,10 @@ from bot.llm.port import (
     LLMBadRequestError,
     LLMModelNotFoundError,
     LLMServerError,
-    handler_for,
     is_misconfiguration,
     misconfiguration_hint,
-    raise_to_caller,
 )
+from bot.llm.recovery import handler_for, raise_to_caller
 from bot.text.redact import RedactingFilter, install_redaction, redact_text
 from persona import load_persona
 from tests.fakes.fake_openai import Fail

@@ -9,8 +9,9 @@ from bot.config import ConfigError, load_settings
 from bot.config.llm_sections import secret_key
 from bot.llm.caps import OutputCaps, background_work, default_field, field_instead
 from bot.llm.openai_client import OpenAILLM
-from bot.llm.port import LLMInvalidRequestError, call_with_recovery
+from bot.llm.port import LLMInvalidRequestError
 from bot.llm.probe import PROBE_CAP, learn_cap_field
+from bot.llm.recovery import call_with_recovery
 from bot.llm.repair import repaired
 from tests.fakes.fake_llamacpp import FakeLlamaCpp, Said
 from tests.fakes.fake_openai import Fail, Reply
