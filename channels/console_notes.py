@@ -39,7 +39,7 @@ _WHAT = {"LLMRateLimitError": "the LLM is busy (rate limited)",
 def note_for(record: logging.LogRecord) -> str | None:
     """The person's words for a record, or None: not for the chat. "Another way" only when
     one is tried: a shorter view of the conversation, or a fallback model."""
-    if record.name == "bot.llm.port" and record.msg.startswith("llm call failed") \
+    if record.name == "bot.llm.recovery" and record.msg.startswith("llm call failed") \
             and len(record.args or ()) == 4:
         kind, attempt, _err, decision = record.args  # type: ignore[misc]
         what = _WHAT.get(str(kind), "the LLM request failed")

@@ -135,7 +135,7 @@ async def test_a_rate_limited_retry_is_a_short_note_not_a_log_line(fake_llm, tmp
     await expect(child, "There you are.")
     out = await leave(child)
     assert "the LLM is busy (rate limited); trying again" in out
-    assert "WARNING" not in out and "bot.llm.port" not in out
+    assert "WARNING" not in out and "bot.llm.recovery" not in out
     assert "llm call failed" in (tmp_path / "valet.log").read_text()  # the full line: the log
 
 

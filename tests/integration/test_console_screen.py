@@ -68,7 +68,7 @@ def test_log_lines_and_stall_warnings_never_reach_the_chat():
                               (900, 250, "x"), None)
     failure = logging.LogRecord("bot.gateway.gateway", logging.ERROR, __file__, 1,
                                 "turn %s failed", ("inbox-1",), None)
-    retry = logging.LogRecord("bot.llm.port", logging.WARNING, __file__, 1,
+    retry = logging.LogRecord("bot.llm.recovery", logging.WARNING, __file__, 1,
                               "llm call failed (%s, attempt %d): %s -> %s",
                               ("LLMRateLimitError", 1, "429", None), None)
     for record in (stall, failure, retry):
@@ -87,7 +87,7 @@ def test_notes_say_what_is_tried_in_words():
     handler = ChatNotes(notes.append)
 
     def failed(kind: str, decision: object) -> logging.LogRecord:
-        return logging.LogRecord("bot.llm.port", logging.WARNING, __file__, 1,
+        return logging.LogRecord("bot.llm.recovery", logging.WARNING, __file__, 1,
                                  "llm call failed (%s, attempt %d): %s -> %s",
                                  (kind, 1, "...", decision), None)
 
