@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.config import ConfigError, Settings
-from channels.console import ConsoleChannel
+from channels.console.channel import ConsoleChannel
 from channels.registry import BUILT_IN, MIGRATIONS, specs
 from persona.lines import DEFAULT
 from tests.fakes.toy_channel.channel import ToySender

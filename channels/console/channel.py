@@ -1,4 +1,4 @@
-"""The console channel: an interactive terminal chat for people (channels.console_tty), and a
+"""The console channel: an interactive terminal chat for people (channels.console.tty), and a
 pipe mode (one message per input line, each reply on stdout, exit at end of input) for scripts
 and tests.
 

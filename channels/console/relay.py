@@ -28,8 +28,8 @@ from aiohttp import WSMsgType, web
 from bot.channel import ChannelFeatures, PermanentSendError
 from bot.contracts.envelopes import EventType, IncomingMessage, LoopEvent, OutboundMessage
 from bot.text.sanitize import clean_text
-from channels.console import ADDRESS
-from channels.console_link import PATH, event_json, message_json
+from channels.console.channel import ADDRESS
+from channels.console.link import PATH, event_json, message_json
 
 log = logging.getLogger(__name__)
 
