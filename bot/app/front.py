@@ -23,13 +23,13 @@ from bot.app.plane import Plane, build_plane
 from bot.app.roles import Roles
 from bot.approvals.buttons import ButtonAnswers
 from bot.approvals.store import ApprovalStore
-from bot.channel import MenuCommand
+from bot.channel import ChannelSender, MenuCommand
 from bot.config import Settings
 from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.envelopes import Reply
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.gateway.delivery import ChannelSender, OutboxDeliverer
+from bot.gateway.delivery import OutboxDeliverer
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway, GatewayDeps
 from bot.gateway.health import ChannelHealth

@@ -11,10 +11,10 @@ from bot.app.base import Base
 from bot.app.costs import allowance
 from bot.app.stores import Stores
 from bot.approvals.outcomes import card_outcomes
-from bot.channel import PermanentSendError
+from bot.channel import ChannelSender, PermanentSendError
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage, PromptKind
-from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
+from bot.gateway.delivery import OnPermanent, OutboxDeliverer
 from bot.gateway.health import ChannelHealth
 from bot.gateway.notify import Notifier, RoutableSenders
 from bot.gateway.outbound import Outbound
@@ -67,8 +67,8 @@ def pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
 
 def can_edit_cards(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
     def can_edit(channel: str) -> bool:
-        features = getattr(senders.get(channel), "features", None)
-        return bool(features is not None and features.edit)
+        sender = senders.get(channel)
+        return sender is not None and sender.traits.edit
 
     return can_edit
 

@@ -35,13 +35,13 @@ from bot.app.turn import build_turn
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper
+from bot.channel import ChannelSender
 from bot.config import Settings
 from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.people import User
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.gateway.budget import BudgetGate
-from bot.gateway.delivery import ChannelSender
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound

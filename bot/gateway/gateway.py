@@ -36,7 +36,7 @@ from bot.gateway.side_doors import SideDoors
 from bot.spend import paying_for
 from bot.text.sanitize import clean_incoming
 from bot.turn.commands import command_word
-from bot.turn.media import MediaSource, ReadMedia, heard_line
+from bot.turn.media import ReadMedia, heard_line
 from bot.work.relay import Relay
 
 log = logging.getLogger(__name__)
@@ -316,7 +316,7 @@ class Gateway(SideDoors):
             return ReadMedia()
         source = self.outbound.sender(row.channel)
         return await self.deps.media.read(
-            source if isinstance(source, MediaSource) else None, row.media, row.text)
+            source if source is not None and source.traits.media else None, row.media, row.text)
 
     def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str,
                  media: ReadMedia) -> Inbound:
@@ -355,18 +355,19 @@ class Gateway(SideDoors):
         self.outbound.wake()
 
     async def _typing(self, channel: str, address: str) -> None:
-        show = getattr(self.outbound.sender(channel), "typing", None)
-        if show is None:
+        sender = self.outbound.sender(channel)
+        if sender is None or not sender.traits.typing:
             return
         try:
-            await show(address)
+            await sender.typing(address)
         except Exception:  # a courtesy: the turn goes on
             log.debug("typing indicator failed", exc_info=True)
 
     def _progress(self, channel: str, address: str) -> EventSink | None:
-        show = getattr(self.outbound.sender(channel), "progress", None)
-        if show is None:
+        sender = self.outbound.sender(channel)
+        if sender is None or not sender.traits.progress:
             return None
+        show = sender.progress
 
         async def emit(event: LoopEvent) -> None:
             try:

@@ -18,11 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.channel import ChannelSender
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ApprovalPrompt, Delivery, Notification, Urgency
 from bot.contracts.people import User
 from bot.db import Database, Queries
-from bot.gateway.delivery import ChannelSender, OutboxDeliverer
+from bot.gateway.delivery import OutboxDeliverer
 from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.notify import Notifier, Reachable
 from bot.gateway.outbox import Lane, OutboxStore

@@ -32,11 +32,11 @@ class SideDoors:
     async def _answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
         """A button press is acknowledged at once, whatever the turn does next."""
         sender = self.outbound.sender(channel)
-        answer = getattr(sender, "answer_button", None)
-        if answer is None or self.deps.answer_button is None:
+        if sender is None or not sender.traits.buttons or self.deps.answer_button is None:
             return
         try:
-            await answer(button.answer_ref, await self.deps.answer_button(user, button))
+            said = await self.deps.answer_button(user, button)
+            await sender.answer_button(button.answer_ref, said)
         except Exception:  # the press is stored and will be decided; only the toast failed
             log.warning("answering a %s button press failed", channel, exc_info=True)
 

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import sys
+
 import pytest
 
+from bot.channel import ChannelSender
 from bot.config import ConfigError, Settings
-from channels.console.channel import ConsoleChannel
 from channels.registry import BUILT_IN, MIGRATIONS, specs
+from channels.spec import ChannelSpec
 from persona.lines import DEFAULT
-from tests.fakes.toy_channel.channel import ToySender
 
 
 def with_modules(*modules: str) -> Settings:
@@ -47,20 +51,47 @@ def test_a_module_that_cannot_be_used_is_one_clear_error(module, said):
     assert str(err.value) == said
 
 
+def senders_of(spec: ChannelSpec) -> list[type[ChannelSender]]:
+    """The sender classes of the channel's package (the package of the module whose SPEC it
+    is), found by what they carry: the spec's own traits."""
+    home = next(m for m in list(sys.modules.values()) if getattr(m, "SPEC", None) is spec)
+    package = home.__name__.rpartition(".")[0]
+    for found in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+        importlib.import_module(found.name)
+
+    def below(cls: type[ChannelSender]) -> list[type[ChannelSender]]:
+        return [c for sub in cls.__subclasses__() for c in (sub, *below(sub))]
+
+    return [c for c in below(ChannelSender) if c.__module__.startswith(package + ".")
+            and vars(c).get("traits") is spec.traits]
+
+
+# What a sender does itself when its traits say the channel can (else the base's nothing).
+DOES = {"edit": "edit", "buttons": "answer_button", "typing": "typing", "progress": "progress",
+        "media": "fetch_media"}
+
+
 async def test_what_a_spec_says_a_channel_can_do_is_what_its_sender_does():
     from channels.sms.adapter import SmsSender, TwilioAccount
-    from channels.telegram.adapter import TelegramChannel
 
+    found = specs(with_modules("tests.fakes.toy_channel.spec"))
+    for spec in found:
+        senders = senders_of(spec)
+        assert senders, f"{spec.name}: no ChannelSender carries its traits"
+        for sender in senders:
+            for can, method in DOES.items():
+                if getattr(spec.traits, can):
+                    assert getattr(sender, method) is not getattr(ChannelSender, method), \
+                        (spec.name, sender.__name__, method)
+            # It costs money exactly when the spec says in what unit (its Usage).
+            assert spec.traits.priced == (spec.usage is not None)
+            assert spec.traits.priced == (sender.quote is not ChannelSender.quote)
+    # Billed in segments: a reply is held to what fits, the rest sent on MORE.
     sms = SmsSender(TwilioAccount(account_sid="AC" + "0" * 32, auth_token="t",
                                   from_number="+15005550006"),
                     store=None, identities=None, clock=None, lines=DEFAULT)
     await sms.close()
-    senders = {"telegram": TelegramChannel.features, "console": ConsoleChannel.features,
-               "sms": sms.features, "toy": ToySender.features}
-    found = specs(with_modules("tests.fakes.toy_channel.spec"))
-    assert sorted(senders) == sorted(found.names())
+    assert sms.traits.segments and sms.brevity(triggered=False) is not None
     for spec in found:
-        features = senders[spec.name]
-        assert (spec.can.edit, spec.can.buttons) == (features.edit, features.buttons)
-        # Billed in segments: a reply is held to what fits, the rest sent on MORE.
-        assert spec.can.segments == (features.reply_brevity is not None)
+        if not spec.traits.segments:
+            assert all(s.brevity is ChannelSender.brevity for s in senders_of(spec)), spec.name
