@@ -5,8 +5,13 @@ carries. Like Valet's own specs it imports its adapter only when `valet serve` b
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from channels.spec import Building, Built, ChannelSpec
 from tests.fakes.toy_channel.traits import NAME, TRAITS
+
+if TYPE_CHECKING:
+    from bot.setup.onboarding import Step
 
 URL_ENV = "VALET_TOY_URL"
 
@@ -18,11 +23,18 @@ def _build(given: Building) -> Built:
     return Built(ToyChannel(given.host, sender), sender)
 
 
+def _onboard() -> Step:
+    from tests.fakes.toy_channel.onboard import STEP
+
+    return STEP
+
+
 SPEC = ChannelSpec(
     traits=TRAITS,
     address="a user name on the toy service",
     configured=lambda settings, env: bool(env.get(URL_ENV)),
     turn_on=URL_ENV,
     build=_build,
+    onboard=_onboard,
     webhook_prefix=NAME,
 )
