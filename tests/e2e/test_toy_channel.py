@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -53,9 +54,21 @@ class ToyService:
         return str(self.server.make_url("")).rstrip("/")
 
 
-async def test_a_toy_channel_from_one_package_and_one_line_carries_a_conversation(
-        fake_llm: FakeOpenAI, tmp_path):
-    fake_llm.script(Reply(content="Hello from Valet, through the toy channel."))
+@dataclass
+class Served:
+    """A `valet serve` with the toy channel on: the toy service, an HTTP session, Valet's
+    address, and once it stopped, what it logged."""
+
+    toy: ToyService
+    http: aiohttp.ClientSession
+    base: str
+    log: str = ""
+
+
+@contextlib.asynccontextmanager
+async def toy_serve(fake_llm: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Served]:
+    """`valet serve` with the toy channel on (the fake LLM, the toy service), stopped with
+    SIGTERM at the end: it must stop cleanly."""
     toy = ToyService()
     await toy.server.start_server()
     port = free_port()
@@ -69,61 +82,40 @@ async def test_a_toy_channel_from_one_package_and_one_line_carries_a_conversatio
     base = f"http://127.0.0.1:{port}"
     try:
         await _until_up(f"{base}/readyz", proc)
-        status, body = await _get(f"{base}/readyz")
-        assert status == 200 and body["checks"] == {"database": True, "toy": True}
         async with aiohttp.ClientSession() as http:
-            async with http.post(f"{base}/toy/inbound", json={
-                    "id": "m1", "from": "ana", "text": "hello, toy"}) as response:
-                assert response.status == 200
-            await asyncio.wait_for(toy.arrived.wait(), 30)
-            async with http.get(f"{base}/metrics") as response:
-                metrics = await response.text()
+            served = Served(toy, http, base)
+            yield served
         proc.send_signal(signal.SIGTERM)
         _, err = await asyncio.wait_for(proc.communicate(), 30)
+        served.log = err.decode()
+        assert proc.returncode == 0, served.log
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
         await toy.server.close()
-    log = err.decode()
-    assert proc.returncode == 0, log
-    assert toy.sent == [{"to": "ana", "text": "Hello from Valet, through the toy channel."}]
+
+
+async def test_a_toy_channel_from_one_package_and_one_line_carries_a_conversation(
+        fake_llm: FakeOpenAI, tmp_path):
+    fake_llm.script(Reply(content="Hello from Valet, through the toy channel."))
+    async with toy_serve(fake_llm, tmp_path) as served:
+        status, body = await _get(f"{served.base}/readyz")
+        assert status == 200 and body["checks"] == {"database": True, "toy": True}
+        async with served.http.post(f"{served.base}/toy/inbound", json={
+                "id": "m1", "from": "ana", "text": "hello, toy"}) as response:
+            assert response.status == 200
+        await asyncio.wait_for(served.toy.arrived.wait(), 30)
+        async with served.http.get(f"{served.base}/metrics") as response:
+            metrics = await response.text()
+    assert served.toy.sent == [{"to": "ana",
+                                "text": "Hello from Valet, through the toy channel."}]
     [request] = fake_llm.requests
     assert request["messages"][-1]["role"] == "user"
     assert said(request["messages"][-1]["content"]) == "hello, toy"
-    assert "channel toy started (/toy/inbound)" in log
+    assert "channel toy started (/toy/inbound)" in served.log
     # Its webhook is counted like Valet's own channels' (its spec's webhook_prefix).
     assert 'valet_webhook_requests_total{channel="toy",result="acknowledged"} 1.0' in metrics
-
-
-@contextlib.asynccontextmanager
-async def toy_serve(fake_llm: FakeOpenAI, tmp_path: Path
-                    ) -> AsyncIterator[tuple[ToyService, aiohttp.ClientSession, str]]:
-    """`valet serve` with the toy channel on (the fake LLM, the toy service): (the service,
-    an HTTP session, Valet's address)."""
-    toy = ToyService()
-    await toy.server.start_server()
-    port = free_port()
-    env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url,
-                    VALET_LLM_MODEL="fake-model", VALET_HTTP_PORT=str(port),
-                    VALET_TOY_URL=toy.url)
-    (tmp_path / "valet.yaml").write_text(CONFIG)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        await _until_up(f"{base}/readyz", proc)
-        async with aiohttp.ClientSession() as http:
-            yield toy, http, base
-        proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(proc.wait(), 30)
-        assert proc.returncode == 0
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await toy.server.close()
 
 
 def notes(db: Path) -> list[str]:
@@ -139,12 +131,12 @@ def approvals(db: Path) -> list[tuple[str, str]]:
 async def test_a_card_on_the_toy_channel_is_shown_and_approved_once(fake_llm: FakeOpenAI,
                                                                       tmp_path):
     db = tmp_path / "valet.db"
-    async with toy_serve(fake_llm, tmp_path) as (toy, http, base):
-        ids = iter(range(1, 100))
+    async with toy_serve(fake_llm, tmp_path) as served:
+        ids, toy = iter(range(1, 100)), served.toy
 
         async def say(text: str) -> str:
             before = len(toy.sent)
-            async with http.post(f"{base}/toy/inbound", json={
+            async with served.http.post(f"{served.base}/toy/inbound", json={
                     "id": f"m{next(ids)}", "from": "ana", "text": text}) as response:
                 assert response.status == 200
             await until(lambda: len(toy.sent) > before, f"a reply to {text!r}", timeout=60)
