@@ -21,6 +21,7 @@ from typing import Any
 
 from persona.line_group import PLACEHOLDER, LineGroup
 from persona.lines_agents import AgentLines
+from persona.lines_cards import CardLines
 from persona.lines_channels import (
     MailLines,
     SmsLines,
@@ -250,7 +251,7 @@ class CommandLines(LineGroup):
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
             TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
-            WhenLines):
+            WhenLines, CardLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 

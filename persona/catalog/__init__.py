@@ -85,6 +85,7 @@ class SpokenLines(Lines):
     in the listener's language when one is set (persona.speaking)."""
 
     _languages: dict[str, Lines] = pydantic.PrivateAttr(default_factory=dict)
+    _own: str = pydantic.PrivateAttr(default=SOURCE)
 
     def __getattribute__(self, name: str) -> Any:
         if name in _LINE_NAMES:
@@ -105,6 +106,13 @@ class SpokenLines(Lines):
                 return str(getattr(self, key))
         return text
 
+    def said_in(self) -> str:
+        """The language these lines are said in now: the listener's, else the persona's."""
+        listener = listener_language()
+        tables = object.__getattribute__(self, "__pydantic_private__")["_languages"]
+        return listener if listener in tables else \
+            object.__getattribute__(self, "__pydantic_private__")["_own"]
+
     def in_language(self, language: str | None) -> Lines:
         """These lines in `language` (None or unknown: the persona's own)."""
         tables = object.__getattribute__(self, "__pydantic_private__")["_languages"]
@@ -121,6 +129,7 @@ def spoken_lines(language: str, rewording: dict[str, str],
               for code in LANGUAGES}
     spoken = SpokenLines(**tables[language].model_dump())
     object.__getattribute__(spoken, "__pydantic_private__")["_languages"] = tables
+    object.__getattribute__(spoken, "__pydantic_private__")["_own"] = language
     return spoken
 
 
@@ -137,6 +146,15 @@ def language_named(text: str) -> str | None:
 def _plain(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text)
                    if not unicodedata.combining(c))
+
+
+def said_in(lines: Any) -> str:
+    """The language `lines` are said in now (a persona's: the listener's or its own; the
+    defaults: the listener's, or English)."""
+    if isinstance(lines, SpokenLines):
+        return lines.said_in()
+    listener = listener_language()
+    return listener if listener is not None and known(listener) else SOURCE
 
 
 def reworded(lines: Lines, text: str) -> str:
