@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from babel.dates import format_date, format_datetime, format_time
-from babel.numbers import format_currency
+from babel.numbers import format_currency, format_decimal
 
 from persona.catalog import LOCALES, SOURCE, say
 from persona.speaking import listener_language
@@ -81,3 +81,8 @@ def spoken_when(at: datetime, now: datetime, *, with_time: bool = True) -> str:
 def spoken_money(amount: float, currency: str = "USD") -> str:
     """An amount in the listener's locale: "$0.52", "0,52 $", "0,52 US$"."""
     return format_currency(amount, currency, locale=locale())
+
+
+def spoken_number(number: float) -> str:
+    """A count or a quantity in the listener's locale: "20", "7.5", "7,5"."""
+    return format_decimal(number, locale=locale())

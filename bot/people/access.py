@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -55,7 +55,9 @@ def quoted(text: str, limit: int = NAME_LIMIT) -> str:
 class Admission:
     user: User | None
     reply: str | None = None  # the one short reply an unknown sender may get
-    notify_owner: str | None = None  # something the owner is told, once per `owner_key`
+    # Something the owner is told, once per `owner_key`; a function: composed for each owner,
+    # in their language (bot.gateway.outbound.notify_owner).
+    notify_owner: str | Callable[[], str] | None = None
     owner_key: str | None = None
     handled: bool = False  # the message was a /link and is fully dealt with
     # A pairing request was made: the owner hears of it (bot.gateway.pairing_notices).
@@ -197,12 +199,13 @@ class AccessControl:
                                        f"{decision.window_start:%Y%m%dT%H%M%S}")
         return Admission(None)
 
-    def _capped_notice(self, channel: str, decision: Decision, at: datetime) -> str:
+    def _capped_notice(self, channel: str, decision: Decision,
+                       at: datetime) -> Callable[[], str]:
         assert decision.window_ends is not None
         minutes = max(1, round((decision.window_ends - at).total_seconds() / 60))
         limits = self.strangers.limits[channel]
-        return fill(self.lines.strangers_capped, count=limits.per_hour, channel=channel,
-                    minutes=minutes)
+        return lambda: fill(self.lines.strangers_capped, count=limits.per_hour, channel=channel,
+                            minutes=minutes)
 
     async def _pairing(self, channel: str, address: str, display_name: str,
                        at: datetime) -> Admission:

@@ -109,9 +109,9 @@ class SpokenLines(Lines):
     def said_in(self) -> str:
         """The language these lines are said in now: the listener's, else the persona's."""
         listener = listener_language()
-        tables = object.__getattribute__(self, "__pydantic_private__")["_languages"]
-        return listener if listener in tables else \
-            object.__getattribute__(self, "__pydantic_private__")["_own"]
+        private = object.__getattribute__(self, "__pydantic_private__")
+        return listener if listener is not None and listener in private["_languages"] \
+            else str(private["_own"])
 
     def in_language(self, language: str | None) -> Lines:
         """These lines in `language` (None or unknown: the persona's own)."""
