@@ -31,6 +31,7 @@ from persona.lines_channels import (
 )
 from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_people import AccessLines, BudgetLines, MemoryLines
+from persona.lines_schedules import ScheduleWordLines
 
 
 def fill(template: str, **values: Any) -> str:
@@ -256,7 +257,7 @@ class CommandLines(LineGroup):
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
             TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
-            WhenLines, CardLines):
+            WhenLines, CardLines, ScheduleWordLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 
