@@ -20,7 +20,7 @@ from bot.contracts.turn import Answered, Continue, StepResult, TurnContext
 from bot.people.access import AccessControl, one_line, quoted
 from bot.people.identity import IdentityStore
 from bot.tasks.resume import Resumer
-from persona.catalog import LANGUAGES, reworded
+from persona.catalog import LANGUAGES, reworded, said_label
 from persona.lines import Lines, fill
 from persona.speaking import speaking_to
 
@@ -172,7 +172,8 @@ class Commands:
             waiting = await self.tasks.pool.waiting(ctx.user.id)
             if waiting:
                 parts.append(fill(self.lines.pending_tasks, tasks="\n".join(
-                    f"{i}. {t.label}: “{t.question}”" for i, t in enumerate(waiting, 1))))
+                    f"{i}. {said_label(t.label)}: “{t.question}”"
+                    for i, t in enumerate(waiting, 1))))
         return "\n\n".join(parts) or self.lines.pending_none
 
     async def _cancel(self, ctx: TurnContext, args: list[str]) -> str | Answered:

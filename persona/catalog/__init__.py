@@ -80,6 +80,17 @@ def say(key: str, **values: Any) -> str:
     return fill(getattr(_catalog_lines(language if known(language) else SOURCE), key), **values)
 
 
+def said_label(label: str) -> str:
+    """An agent's label ("reminder", the {task} of the task lines) as the listener names it:
+    its line (task_label_reminder); a label with none is itself in English and
+    task_label_other ("tarea") in other languages."""
+    key = "task_label_" + "_".join(label.lower().split())
+    if key in _LINE_NAMES:
+        return say(key)
+    language = listener_language() or SOURCE
+    return label if language == SOURCE or not known(language) else say("task_label_other")
+
+
 class SpokenLines(Lines):
     """The persona's lines (its own language's, its rewording included) that read each line
     in the listener's language when one is set (persona.speaking)."""
