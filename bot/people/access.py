@@ -28,6 +28,7 @@ from bot.people.identity import IdentityStore, new_code
 from bot.people.strangers import Decision, StrangerReplies, Verdict
 from persona.lines import DEFAULT, fill
 from persona.lines_people import AccessLines
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -177,8 +178,10 @@ class AccessControl:
             code, channel, address, display_name=display_name, at=at)
         if linked:
             await self.guesses.forget("link", channel, address)
-            return Admission(await self.identities.users.get(linked), handled=True,
-                             reply=self.lines.link_done)
+            person = await self.identities.users.get(linked)
+            with speaking_to(person.language if person is not None else None):  # theirs
+                done = self.lines.link_done
+            return Admission(person, handled=True, reply=done)
         quiet = await self._no_reply(channel, address, at)
         if quiet is not None:
             return quiet
