@@ -188,6 +188,13 @@ async def test_each_person_reads_valet_in_their_own_language_and_locale(fake_llm
                                                               "✖️ Abbrechen"]
             assert "send email (to: team@corp.example, subject: Q3) ausführen" in \
                 card_owner.text, card_owner.text
+            # A press is answered at once, before any turn: in German too.
+            before = len(tg.sent(OWNER_CHAT))
+            tg.user_presses(OWNER_CHAT, card_owner.message_id,
+                            card_owner.buttons[2]["callback_data"])
+            await until(lambda: tg.called("answerCallbackQuery"), "the press answered")
+            assert tg.called("answerCallbackQuery")[-1].params["text"] == "Wird abgebrochen..."
+            await until_more(lambda: len(tg.sent(OWNER_CHAT)), before)
             # Telegram shows a German app the German command menu (setMyCommands
             # language_code), the owner's chat included.
             menu = {c["command"]: c["description"] for c in tg.language_commands["de", None]}
