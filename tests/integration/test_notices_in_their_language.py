@@ -4,9 +4,13 @@ person), the owner's task-budget and strangers-capped notices (composed per owne
 
 from __future__ import annotations
 
+from bot.contracts.approvals import ApprovalStatus
+from bot.contracts.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming
+from tests.integration.test_approval_leases import ask_for_transfer, started_app
+from tests.integration.test_approval_leases import registry as money_registry
 from tests.integration.test_approvals import EMAIL, say, start
 from tests.integration.test_strangers_cost import owner_app
 from tests.integration.test_task_budgets import (
@@ -62,3 +66,21 @@ async def test_the_strangers_capped_notice_is_in_the_owners_language(db_url, app
     capped = sender.texts("+12125550100")[-1]
     assert capped.startswith("Mir schreiben mehr Unbekannte als sonst: ich habe 3 auf sms in "
                              "dieser Stunde geantwortet"), capped
+
+
+async def test_an_action_interrupted_before_it_started_is_told_in_the_owners_language(
+        app_factory, fake_llm, tmp_path):
+    clock = FakeClock()
+    dead = await app_factory(clock=clock, agents=money_registry(tmp_path))
+    owner = await dead.ensure_owner()
+    await dead.users.set_language(owner.id, "de", clock.now())
+    approval = await ask_for_transfer(dead, fake_llm)
+    assert await dead.approvals.store.decide(approval.id, ApprovalStatus.APPROVED,
+                                             by="console:local", at=clock.now())
+    # The process died before the action began; the restarted one settles it at its start,
+    # outside any turn: the notice is composed for its person, in German.
+    app, console = await started_app(app_factory, tmp_path, clock)
+    await app.gateway.wait_idle()
+    assert console.texts() == ["\"transfer money (to: bob, amount: 5) ausführen\" wurde vor dem "
+                               "Start unterbrochen: nichts ist passiert. Frag noch mal, wenn "
+                               "du es noch willst."]
