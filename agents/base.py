@@ -30,7 +30,7 @@ import pydantic
 
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.tool_schema import clean_schema
-from persona.catalog import say
+from persona.catalog import said_label, say
 from persona.lines import Lines
 
 RESERVED_FIELD_NAMES = frozenset({"task_instruction", "ctx"})
@@ -202,7 +202,8 @@ class StandardAgent:
         """One line saying what will happen, for the person approving it."""
         shown = ", ".join(f"{f.name.replace('_', ' ')}: {self.fields.get(f.name)}"
                           for f in self.input_fields() if self.fields.get(f.name) is not None)
-        return f"{self.label.capitalize()}" + (f" ({shown})" if shown else "")
+        label = said_label(self.label)
+        return label[:1].upper() + label[1:] + (f" ({shown})" if shown else "")
 
     def question_for(self, spec: InputField, problem: str | None = None,
                      given: Any = None) -> str:

@@ -69,6 +69,9 @@ class MenuCommand:
     name: str  # "/pending"
     description: str  # its /help line
     owner_only: bool = False
+    # Its /help line in each language Valet speaks ((code, line), ...): a menu per language
+    # where the channel has one (Telegram's setMyCommands language_code).
+    in_languages: tuple[tuple[str, str], ...] = ()
 
 
 class CommandMenu(Protocol):

@@ -21,6 +21,7 @@ from typing import Any
 
 from persona.line_group import PLACEHOLDER, LineGroup
 from persona.lines_agents import AgentLines
+from persona.lines_cards import CardLines
 from persona.lines_channels import (
     MailLines,
     SmsLines,
@@ -30,6 +31,7 @@ from persona.lines_channels import (
 )
 from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_people import AccessLines, BudgetLines, MemoryLines
+from persona.lines_schedules import ScheduleWordLines
 
 
 def fill(template: str, **values: Any) -> str:
@@ -204,6 +206,11 @@ class ScheduleLines(LineGroup):
     # To the owner, once a day per person and limit, when someone asks for more lasting work
     # (tasks, schedules) than their budget allows ({name}: who, {reason}: which limit).
     budget_exceeded: str = "{name} asked for more than their budget allows: {reason}."
+    # Which limit (also what the person hears; numbers in the reader's locale).
+    budget_too_many_tasks: str = ("too many tasks: {active} are set up and the limit is "
+                                  "{limit}; delete or pause one first")
+    budget_too_often: str = ("too often: a task that needs me to think can run at most every "
+                             "{minutes} minutes, and this one would run every {every}")
     # A triggered run (a scheduled task, an event) held back by the person's rate limit; said
     # once for a burst.
     trigger_rate_limited: str = ("I held back some of your scheduled work: too much ran in the "
@@ -250,7 +257,7 @@ class CommandLines(LineGroup):
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
             TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
-            WhenLines):
+            WhenLines, CardLines, ScheduleWordLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 

@@ -23,3 +23,9 @@ class AgentLines(LineGroup):
     reminder_when_problem: str = "Sorry, {problem}. When should I remind you?"
     # parse_when's complaint ({when}: the date and time in the person's locale).
     when_passed: str = "{when} has already passed"
+    # An agent's label as the {task} of the task lines, /pending and its card
+    # (persona.catalog.said_label): task_label_<label>; an agent with no line of its own is a
+    # task_label_other in languages other than English.
+    task_label_reminder: str = "reminder"
+    task_label_note: str = "note"
+    task_label_other: str = "task"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from babel.dates import format_date, format_time
-from babel.numbers import format_currency
+from babel.dates import format_date, format_datetime, format_time
+from babel.numbers import format_currency, format_decimal
 
 from persona.catalog import LOCALES, SOURCE, say
 from persona.speaking import listener_language
@@ -33,6 +33,25 @@ def spoken_time(at: datetime) -> str:
     if patterns is None:
         return format_time(at, "short", locale=locale())
     return format_time(at, patterns[0] if at.minute == 0 else patterns[1], locale=locale())
+
+
+# A day and time on an approval card, short and absolute (a card is read later): "Thu 26 Nov
+# 13:00" as Valet's English always wrote it; the weekday and month abbreviated as each locale
+# does.
+_CARD_PATTERNS = {"en": "EEE dd MMM HH:mm", "es": "EEE d MMM, H:mm", "fr": "EEE d MMM, H 'h' mm",
+                  "de": "EEE, d. MMM, H:mm", "pt": "EEE, d MMM, HH:mm"}
+
+
+def card_moment(at: datetime) -> str:
+    pattern = _CARD_PATTERNS.get(listener_language() or SOURCE, _CARD_PATTERNS[SOURCE])
+    return format_datetime(at, pattern, locale=locale())
+
+
+def card_time(at: datetime) -> str:
+    """The end of a span on a card ("13:45"), as `card_moment` writes its time."""
+    if (listener_language() or SOURCE) == SOURCE:
+        return format_time(at, "HH:mm", locale=locale())
+    return spoken_time(at)
 
 
 def spoken_date(at: datetime, *, weekday_only: bool = False) -> str:
@@ -62,3 +81,8 @@ def spoken_when(at: datetime, now: datetime, *, with_time: bool = True) -> str:
 def spoken_money(amount: float, currency: str = "USD") -> str:
     """An amount in the listener's locale: "$0.52", "0,52 $", "0,52 US$"."""
     return format_currency(amount, currency, locale=locale())
+
+
+def spoken_number(number: float) -> str:
+    """A count or a quantity in the listener's locale: "20", "7.5", "7,5"."""
+    return format_decimal(number, locale=locale())

@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 
 from bot.people.users import UserStore
-from persona.lines import fill
+from persona.lines import ScheduleLines, fill
+from persona.spoken import spoken_number
 from triggers.model import Task, TaskStatus, TriggerKind
 from triggers.store import TaskStore
 
@@ -42,48 +43,57 @@ class OverBudget(ValueError):
     """A task past a limit; the message is the sentence for the person."""
 
 
-TellOwner = Callable[[str, str], Awaitable[object]]  # (text, dedupe key)
+# (text, dedupe key); text as a function: composed for each owner in their language.
+TellOwner = Callable[[str | Callable[[], str], str], Awaitable[object]]
 
 
 class BudgetCheck:
     def __init__(self, budgets: Budgets, users: UserStore, store: TaskStore,
-                 tell_owner: TellOwner | None, notice: str) -> None:
-        """`notice`: what the owner is told ({name}, {reason}; from the persona)."""
+                 tell_owner: TellOwner | None, lines: ScheduleLines) -> None:
+        """`lines`: the persona's, said in the listener's language (the person over their
+        budget hears the reason in theirs; the owner's notice is composed in the owner's)."""
         self.budgets = budgets
         self.users = users
         self.store = store
         self.tell_owner = tell_owner
-        self.notice = notice
+        self.lines = lines
 
     async def admit(self, task: Task, now: datetime, *, replacing: str | None = None) -> None:
         """OverBudget when `task` (new, or the changed or resumed `replacing`) goes past the
         person's limits."""
         user = await self.users.get(task.user_id)
         budget = self.budgets.owner if user is None or user.is_owner else self.budgets.others
-        reason = await self._over(task, budget, now, replacing)
-        if reason is None:
+        over = await self._over(task, budget, now, replacing)
+        if over is None:
             return
+        kind, line, values = over
+
+        def reason() -> str:
+            return fill(getattr(self.lines, line),  # numbers as the reader writes them
+                        **{key: spoken_number(value) for key, value in values.items()})
+
         if self.tell_owner is not None and user is not None and not user.is_owner:
-            name = user.display_name or "Someone"
-            await self.tell_owner(fill(self.notice, name=name, reason=reason),
-                                  f"budget:{user.id}:{reason.split(':')[0]}:{now:%Y-%m-%d}")
-        raise OverBudget(reason)
+            name = user.display_name or user.id
+            await self.tell_owner(
+                lambda: fill(self.lines.budget_exceeded, name=name, reason=reason()),
+                f"budget:{user.id}:{kind}:{now:%Y-%m-%d}")
+        raise OverBudget(reason())
 
     async def _over(self, task: Task, budget: Budget, now: datetime,
-                    replacing: str | None) -> str | None:
+                    replacing: str | None) -> tuple[str, str, dict[str, float]] | None:
+        """Which limit `task` goes past: (its kind, the line saying why, its values)."""
         if budget.max_active:
             active = [t for t in await self.store.of_user(task.user_id)
                       if t.status in ACTIVE and t.id != replacing]
             if len(active) >= budget.max_active:
-                return (f"too many tasks: {len(active)} are set up and the limit is "
-                        f"{budget.max_active}; delete or pause one first")
+                return "too many tasks", "budget_too_many_tasks", {
+                    "active": len(active), "limit": budget.max_active}
         if budget.min_interval and task.executor not in NO_LLM:
             gap = shortest_gap(task, now)
             if gap is not None and gap < budget.min_interval:
-                minutes = budget.min_interval.total_seconds() / 60
-                return (f"too often: a task that needs me to think can run at most every "
-                        f"{minutes:g} minutes, and this one would run every "
-                        f"{gap.total_seconds() / 60:g}")
+                return "too often", "budget_too_often", {
+                    "minutes": budget.min_interval.total_seconds() / 60,
+                    "every": gap.total_seconds() / 60}
         return None
 
 

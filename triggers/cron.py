@@ -16,9 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from persona.catalog import say
-from persona.spoken import spoken_time
-
 DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
                "dec")
@@ -123,31 +120,9 @@ def wall_to_utc(wall: datetime, tz: ZoneInfo) -> datetime:
     return wall.replace(tzinfo=tz, fold=0).astimezone(UTC)
 
 
-# --- in words, for people ---------------------------------------------------------------
-
-_DAY_WORDS = ("Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays",
-              "Saturdays")
-
+# --- in words, for people (triggers.schedule_words) -------------------------------------------
 
 def at_one_time(spec: CronSpec) -> bool:
     """The schedule runs at one time of day (`describe_cron` says it)."""
     return len(spec.hours) == 1 and len(spec.minutes) == 1 and not spec.days_restricted and \
         len(spec.months) == 12
-
-
-def describe_cron(spec: CronSpec) -> str:
-    """"weekdays at 7:30", "every day at 18:00", "Sundays at 9:00"; the cron text otherwise."""
-    if not at_one_time(spec):
-        return f"on the schedule “{spec.text}”"
-    hour, minute = next(iter(spec.hours)), next(iter(spec.minutes))
-    at = f"{hour}:{minute:02d}"
-    # In the listener's language and locale (persona.speaking): "todos los días a las 9:00".
-    clock = spoken_time(datetime(2000, 1, 1, hour, minute))
-    days = spec.weekdays
-    if not spec.weekdays_restricted or len(days) == 7:
-        return say("when_every_day", time=clock)
-    if days == frozenset({1, 2, 3, 4, 5}):
-        return say("when_weekdays", time=clock)
-    if days == frozenset({0, 6}):
-        return say("when_weekends", time=clock)
-    return " and ".join(_DAY_WORDS[d] for d in sorted(days)) + f" at {at}"

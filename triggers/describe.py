@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from persona.catalog import say
 from persona.lines import ScheduleLines, fill
 from persona.spoken import spoken_when
-from triggers.cron import at_one_time, describe_cron, parse_cron
+from triggers.cron import at_one_time, parse_cron
 from triggers.model import Task, TaskStatus, TriggerKind
+from triggers.schedule_words import condition_words, describe_cron, event_words, every_seconds
 
 
 def when_in_words(at: datetime, now: datetime, zone: str, *, with_time: bool = True) -> str:
@@ -20,21 +21,23 @@ def when_in_words(at: datetime, now: datetime, zone: str, *, with_time: bool = T
 
 
 def schedule_in_words(task: Task) -> str:
+    """The task's schedule in the listener's language (triggers.schedule_words)."""
     if task.kind is TriggerKind.CRON and task.cron:
         return describe_cron(parse_cron(task.cron))
-    if task.kind in (TriggerKind.INTERVAL, TriggerKind.CONDITION) and task.interval_seconds:
-        step = timedelta(seconds=task.interval_seconds)
-        every = f"{task.interval_seconds // 3600} h" if step.seconds % 3600 == 0 and \
-            task.interval_seconds >= 3600 else f"{task.interval_seconds // 60} min"
-        if task.kind is TriggerKind.CONDITION and task.condition:
-            c = task.condition
-            return f"when {c.tool} {c.op} {c.value!r} (checked every {every})"
-        return f"every {every}"
+    if task.kind is TriggerKind.CONDITION and task.condition and task.interval_seconds:
+        return condition_words(task.condition, task.interval_seconds)
+    if task.kind is TriggerKind.INTERVAL and task.interval_seconds:
+        return every_seconds(task.interval_seconds)
     if task.kind is TriggerKind.EVENT and task.event_filter:
-        f = task.event_filter
-        extra = "".join(f", {k}={v}" for k, v in f.fields.items())
-        return f"on {f.source}/{f.type} events{extra}"
-    return "once"
+        return event_words(task.event_filter)
+    return say("when_once")
+
+
+# A task's state in /tasks (an active task says none).
+_STATES = {TaskStatus.PAUSED: "state_paused", TaskStatus.DISABLED: "state_disabled",
+           TaskStatus.COMPLETED: "state_completed",
+           TaskStatus.PENDING_APPROVAL: "state_pending_approval",
+           TaskStatus.EXPIRED: "state_expired"}
 
 
 def task_line(task: Task, now: datetime) -> str:
@@ -46,7 +49,7 @@ def task_line(task: Task, now: datetime) -> str:
         nxt = when_in_words(task.next_run_at, now, task.timezone, with_time=not same_time)
         what = f"{nxt}" if task.kind is TriggerKind.ONCE else \
             say("when_next", schedule=what, when=nxt)
-    state = "" if task.status is TaskStatus.ACTIVE else f" [{task.status.value}]"
+    state = f" [{say(_STATES[task.status])}]" if task.status in _STATES else ""
     return f"{task.id}: {task.name} — {what}{state}"
 
 

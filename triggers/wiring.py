@@ -76,8 +76,8 @@ def build_task_service(db: Database, clock: Clock, *, lines: ScheduleLines,
 
 
 def budget_check(db: Database, users: UserStore, budgets: Budgets,
-                 tell_owner: TellOwner | None, notice: str) -> BudgetCheck:
-    return BudgetCheck(budgets, users, TaskStore(db), tell_owner, notice)
+                 tell_owner: TellOwner | None, lines: ScheduleLines) -> BudgetCheck:
+    return BudgetCheck(budgets, users, TaskStore(db), tell_owner, lines)
 
 
 def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry: ToolRegistry,

@@ -24,6 +24,8 @@ from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
 from bot.text.when import parse_when
 from bot.tools import CHANGES, READS, ToolOutcome, tool
+from persona.catalog import say
+from persona.spoken import card_moment, card_time
 
 NEXT_EVENT_HORIZON = timedelta(days=30)
 MAX_RANGE_DAYS = 62
@@ -274,26 +276,30 @@ async def cancel_event(ctx: ToolExecutionContext, event_id: str, title: str) -> 
 
 # --- how the approval reads (title, time as the person gave it, attendees) --------------------
 
-def _at(value: Any) -> str:
+def _at(value: Any, *, time_only: bool = False) -> str:
+    """A start or end as the card's reader reads it (persona.spoken: their locale)."""
     try:
-        return f"{datetime.fromisoformat(str(value)):%a %d %b %H:%M}"
+        at = datetime.fromisoformat(str(value))
     except ValueError:
-        return str(value)
+        return str(value)[-5:] if time_only else str(value)
+    return card_time(at) if time_only else card_moment(at)
 
 
 def _summarize_create(args: dict[str, Any]) -> str:
-    end = f"-{_at(args['end'])[-5:]}" if args.get("end") else ""
-    who = f", with {', '.join(args['attendees'])}" if args.get("attendees") else ""
-    where = f", at {args['location']}" if args.get("location") else ""
-    return f"Add “{args.get('title')}” {_at(args.get('start'))}{end}{where}{who}"
+    end = f"-{_at(args['end'], time_only=True)}" if args.get("end") else ""
+    who = say("card_event_guests", attendees=", ".join(args["attendees"])) \
+        if args.get("attendees") else ""
+    where = say("card_event_place", location=args["location"]) if args.get("location") else ""
+    return say("card_event_add", title=args.get("title"), start=_at(args.get("start")), end=end,
+               place=where, guests=who)
 
 
 def _summarize_move(args: dict[str, Any]) -> str:
-    return f"Move “{args.get('title')}” to {_at(args.get('start'))}"
+    return say("card_event_move", title=args.get("title"), start=_at(args.get("start")))
 
 
 def _summarize_cancel(args: dict[str, Any]) -> str:
-    return f"Cancel “{args.get('title')}”"
+    return say("card_event_cancel", title=args.get("title"))
 
 
 create_event.__valet_tool__.summarize = _summarize_create

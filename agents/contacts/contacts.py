@@ -15,6 +15,7 @@ from agents.contacts.store import Contact, ContactStore, Saved, clean_fields
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.tools import CHANGES, READS, ToolOutcome, tool
+from persona.catalog import say
 
 
 def contacts_of(ctx: ToolExecutionContext) -> ContactStore:
@@ -67,8 +68,10 @@ async def save_contact(ctx: ToolExecutionContext, name: str, relationship: str |
 def _summarize_proposal(arguments: dict[str, Any]) -> str:
     shown = ", ".join(str(arguments[k]) for k in
                       ("relationship", "phone", "email", "telegram", "notes") if arguments.get(k))
-    where = f" (found in {arguments['found_in']})" if arguments.get("found_in") else ""
-    return f"Save {arguments.get('name')} to your address book: {shown or 'no details'}{where}"
+    where = say("card_contact_found", found_in=arguments["found_in"]) \
+        if arguments.get("found_in") else ""
+    return say("card_contact_save", name=arguments.get("name"),
+               details=shown or say("card_contact_no_details"), found=where)
 
 
 async def check_proposal(arguments: dict[str, Any], ctx: ToolExecutionContext

@@ -33,6 +33,7 @@ from agents.email.outbox import MailStatus, OutgoingMail
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.tools import SENDS, ToolOutcome, ToolStatus, tool
+from persona.catalog import say
 
 PREVIEW_CHARS = 100  # of the body, on the card's one line
 QUEUED = ("Queued: the mail server did not answer; it will go out as soon as it does "
@@ -67,7 +68,7 @@ Body = Annotated[str, AfterValidator(_body)]
 
 async def _describe_send(args: dict[str, Any], ctx: ToolExecutionContext) -> str:
     account = await mail_account(ctx)
-    return card("Send email", list(args["to"]), list(args.get("cc") or ()),
+    return card("card_email_send", list(args["to"]), list(args.get("cc") or ()),
                 str(args["subject"]), str(args["body"]), sender=_from(account))
 
 
@@ -75,8 +76,8 @@ async def _describe_reply(args: dict[str, Any], ctx: ToolExecutionContext) -> st
     account = await mail_account(ctx)
     reply = reply_headers(await _lookup(ctx)(account, int(args["uid"])), account.address,
                           reply_all=bool(args.get("reply_all")))
-    return card("Reply", list(reply.to), list(reply.cc), reply.subject, str(args["body"]),
-                sender=_from(account))
+    return card("card_email_reply", list(reply.to), list(reply.cc), reply.subject,
+                str(args["body"]), sender=_from(account))
 
 
 async def _connected(ctx: ToolExecutionContext) -> MailAccount:
@@ -209,22 +210,24 @@ def preview(body: str, limit: int = PREVIEW_CHARS) -> str:
     return f"“{flat[:limit].rstrip()}…” ({len(body.strip())} characters)"
 
 
-def card(verb: str, to: list[str], cc: list[str], subject: str, body: str, *,
+def card(line: str, to: list[str], cc: list[str], subject: str, body: str, *,
          sender: str = "") -> str:
-    who = f" from {sender}" if sender else ""
-    copies = f", cc {', '.join(cc)}" if cc else ""
-    return (f"{verb} “{one_line(subject)}” to {', '.join(to)}{copies}{who}: "
-            f"{preview(body)}")
+    """The card of an email about to go (`line`: card_email_send or card_email_reply), in
+    its reader's language."""
+    who = say("card_email_from", sender=sender) if sender else ""
+    copies = say("card_email_copies", cc=", ".join(cc)) if cc else ""
+    return say(line, subject=one_line(subject), to=", ".join(to), copies=copies, sender=who,
+               body=preview(body))
 
 
 def _summarize_send(args: dict[str, Any]) -> str:
-    return card("Send email", list(args.get("to") or ()), list(args.get("cc") or ()),
+    return card("card_email_send", list(args.get("to") or ()), list(args.get("cc") or ()),
                 str(args.get("subject", "")), str(args.get("body", "")))
 
 
 def _summarize_reply(args: dict[str, Any]) -> str:
-    everyone = " to all" if args.get("reply_all") else ""
-    return f"Reply{everyone} to message {args.get('uid')}: {preview(str(args.get('body', '')))}"
+    line = "card_email_reply_all_to" if args.get("reply_all") else "card_email_reply_to"
+    return say(line, uid=args.get("uid"), body=preview(str(args.get("body", ""))))
 
 
 send_mail.__valet_tool__.summarize = _summarize_send

@@ -29,6 +29,7 @@ from agents.mcp.secrets import SecretReader
 from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.tools import CHANGES, Tool, ToolOutcome, ToolStatus, decode_arguments
+from persona.catalog import say
 
 if TYPE_CHECKING:
     import mcp_types
@@ -208,7 +209,8 @@ class McpToolSource:
         def summarize(arguments: Mapping[str, Any]) -> str:
             shown = ", ".join(f"{k}: {_short(v)}" for k, v in arguments.items()
                               if v is not None and v != "")
-            return f"{server} (MCP server): {remote}" + (f" ({shown})" if shown else "")
+            return say("card_mcp_call", server=server, tool=remote,
+                       arguments=f" ({shown})" if shown else "")
 
         return summarize
 

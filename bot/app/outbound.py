@@ -19,7 +19,7 @@ from bot.contracts.envelopes import OutboundMessage, PromptKind
 from bot.gateway.delivery import OnPermanent, OutboxDeliverer
 from bot.gateway.health import ChannelHealth
 from bot.gateway.notify import Notifier, RoutableSenders
-from bot.gateway.outbound import Outbound
+from bot.gateway.outbound import Outbound, Said
 from bot.gateway.outbox import OutboxStore
 from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.meter.gate import Meter
@@ -76,7 +76,7 @@ def can_edit_cards(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
 
 
 def tell_owner(outbound: Outbound) -> TellOwner:
-    async def tell(text: str, dedupe_key: str) -> bool:
+    async def tell(text: Said, dedupe_key: str) -> bool:
         return await outbound.notify_owner(text, dedupe_key=dedupe_key)
 
     return tell

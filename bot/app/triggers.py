@@ -51,7 +51,7 @@ def build_tasks(base: Base, stores: Stores, outbound: Outbound) -> TaskService:
     lines = base.persona.lines
     return build_task_service(base.db, base.clock, lines=lines, budget=budget_check(
         base.db, stores.users, task_budgets(base.settings), tell_owner(outbound),
-        lines.budget_exceeded), signals=base.plane.signals)
+        lines), signals=base.plane.signals)
 
 
 def build_engine(base: Base, gateway: Gateway, outbound: Outbound, tasks: TaskService,

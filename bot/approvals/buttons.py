@@ -13,6 +13,7 @@ from bot.contracts.envelopes import ButtonPress, PromptKind
 from bot.contracts.options import Option
 from bot.contracts.people import User
 from persona.lines import Lines, fill
+from persona.speaking import speaking_to
 
 
 class ButtonAnswers:
@@ -23,7 +24,12 @@ class ButtonAnswers:
 
     async def answer_button(self, user: User, button: ButtonPress) -> str:
         """The short answer to a button press, at once (the decision itself is made by the
-        turn, with a compare-and-set): what will happen, or why nothing will."""
+        turn, with a compare-and-set): what will happen, or why nothing will. Before any
+        turn, so said in the presser's language here."""
+        with speaking_to(user.language):
+            return await self._answer(user, button)
+
+    async def _answer(self, user: User, button: ButtonPress) -> str:
         if button.kind is PromptKind.PAIRING:  # a pairing notice's buttons
             if not user.is_owner:
                 return self.lines.pairing_owner_only

@@ -21,12 +21,14 @@ processes look; the conversation hears it at their next turn as the call's corre
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Protocol
 
 from bot.approvals.store import ApprovalStore
 from bot.contracts.approvals import ApprovalRequest, ApprovalStatus, ExecutionStatus
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +86,21 @@ class EffectWatch:
     def follows(self, tool_name: str) -> bool:
         return self.records(tool_name) is not None
 
-    async def follow(self, user_id: str | None = None) -> list[Followed]:
+    async def follow(self, user_id: str | None = None,
+                     language_of: Callable[[str], Awaitable[str | None]] | None = None
+                     ) -> list[Followed]:
         """One look at every pending effect (one user's, or everyone's); returns the ones that
-        settled badly now (each once, whoever else is looking)."""
+        settled badly now (each once, whoever else is looking). `language_of`: the language
+        each request's person reads, when no turn has set it (the sweeper): a record's line
+        is written for them."""
         bad = []
         for approval in await self.store.effects_pending(user_id):
             records = self.records(approval.tool_name)
+            language = await language_of(approval.user_id) if language_of is not None else None
             try:
-                effect = await records.effect(approval) if records is not None else \
-                    Effect(ExecutionStatus.EXECUTED)
+                with speaking_to(language) if language_of is not None else nullcontext():
+                    effect = await records.effect(approval) if records is not None else \
+                        Effect(ExecutionStatus.EXECUTED)
             except Exception:  # a record that cannot be read now is read at the next look
                 log.warning("reading the effect of approval %s failed", approval.id,
                             exc_info=True)

@@ -48,6 +48,7 @@ from bot.db import Queries
 from bot.llm.port import LLM, ToolCall
 from bot.tool_calls import render_result
 from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus
+from persona.catalog import say
 from persona.lines import ApprovalLines, fill
 
 if TYPE_CHECKING:
@@ -95,7 +96,8 @@ def describe(tool: Tool, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]
     if tool.summarize is not None:  # the tool says it better (a calendar event's time...)
         return tool.summarize(arguments), details
     shown = ", ".join(f"{k}: {_short(v)}" for k, v in details.items())
-    return f"{tool.name.replace('_', ' ')}" + (f" ({shown})" if shown else ""), details
+    return say("card_tool_call", tool=tool.name.replace("_", " "),
+               arguments=f" ({shown})" if shown else ""), details
 
 
 async def named_summary(tool: Tool, arguments: dict[str, Any], ctx: ToolExecutionContext

@@ -29,6 +29,7 @@ from bot.contracts.approvals import ApprovalRequest
 from bot.contracts.envelopes import Delivery, Notification, Urgency
 from bot.contracts.people import User
 from bot.plumbing.background import cancel_and_wait
+from persona.speaking import speaking_to
 
 if TYPE_CHECKING:
     from bot.approvals.flow import ApprovalFlow
@@ -111,8 +112,8 @@ class ApprovalSweeper:
         now = self.clock.now()
         expired = await self.store.expire_due(now)
         interrupted = await self.store.interrupt_lapsed(now)
-        return self._expired(expired) + await self._interrupted(interrupted) + \
-            await self._followed(await self.flow.effects.follow())
+        return await self._expired(expired) + await self._interrupted(interrupted) + \
+            await self._followed(await self.flow.effects.follow(language_of=self._language))
 
     async def at_startup(self, *, sole_owner: bool) -> list[Notice]:
         """Before any turn runs. `sole_owner`: this process is the only one that can hold
@@ -123,17 +124,28 @@ class ApprovalSweeper:
         interrupted = await (self.store.interrupt_all(now) if sole_owner
                              else self.store.interrupt_lapsed(now))
         return await self._interrupted(interrupted) + \
-            self._expired(await self.store.expire_due(now)) + \
-            await self._followed(await self.flow.effects.follow())
+            await self._expired(await self.store.expire_due(now)) + \
+            await self._followed(await self.flow.effects.follow(language_of=self._language))
 
-    def _expired(self, approvals: list[ApprovalRequest]) -> list[Notice]:
-        return [Notice(a.user_id, expired_line(a, self.lines),
-                       f"approval-expired:{a.id}") for a in approvals]
+    async def _language(self, user_id: str) -> str | None:
+        """The language its person reads (None: the persona's): a notice is composed here,
+        outside any turn, so nobody else has set whom Valet is speaking to."""
+        person = await self.people.get(user_id) if self.people is not None else None
+        return person.language if person is not None else None
+
+    async def _expired(self, approvals: list[ApprovalRequest]) -> list[Notice]:
+        notices = []
+        for approval in approvals:
+            with speaking_to(await self._language(approval.user_id)):
+                line = expired_line(approval, self.lines)
+            notices.append(Notice(approval.user_id, line, f"approval-expired:{approval.id}"))
+        return notices
 
     async def _interrupted(self, approvals: list[ApprovalRequest]) -> list[Notice]:
         notices = []
         for approval in approvals:
-            line, again = await self.flow.not_done(approval)
+            with speaking_to(await self._language(approval.user_id)):
+                line, again = await self.flow.not_done(approval)
             notices.append(Notice(approval.user_id, line, f"approval-interrupted:{approval.id}",
                                   again=(again,) if again else ()))
         return notices
@@ -142,7 +154,8 @@ class ApprovalSweeper:
         notices = []
         for done in followed:
             approval = done.approval
-            line, again = await self.flow.not_done(approval, done.effect)
+            with speaking_to(await self._language(approval.user_id)):
+                line, again = await self.flow.not_done(approval, done.effect)
             notices.append(Notice(
                 approval.user_id, "" if done.effect.told else line,
                 f"approval-{approval.status.value}:{approval.id}",

@@ -17,6 +17,7 @@ from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.people import User
 from channels.registry import specs
 from persona.catalog import LANGUAGES, language_named
+from persona.speaking import speaking_to
 
 if TYPE_CHECKING:
     from bot.app import App  # imported when run, after the CLI has parsed its arguments
@@ -159,8 +160,9 @@ async def _pair(app: App, args: argparse.Namespace, say: Callable[[str], None]) 
     if user is None:
         say(f"no pending request {code} (it may have expired)")
         return 1
-    await app.outbound.notify_user(user, app.persona.lines.pairing_welcome,
-                                  dedupe_key=f"paired:{code}")
+    with speaking_to(user.language):  # theirs, as `/pair approve` says it
+        welcome = app.persona.lines.pairing_welcome
+    await app.outbound.notify_user(user, welcome, dedupe_key=f"paired:{code}")
     for owner in [u for u in await app.users.list() if u.is_owner]:
         await app.outbound.settle_prompts(owner.id)  # the pairing card says what happened
     say(f"approved {code}: user {user.id}")

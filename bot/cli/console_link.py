@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from bot.config import ConfigError, Settings
 from bot.contracts.envelopes import Delivery, Notification, Urgency
+from persona.speaking import speaking_to
 
 
 def add_console_link_command(sub: argparse._SubParsersAction) -> None:
@@ -46,9 +47,10 @@ async def run_console_link(settings: Settings, args: argparse.Namespace,
         ids = await app.identities.of_user(owner.id)
         chat = owner.preferred_channel or next(
             (i.channel for i in ids if i.channel != "console" and i.writable), None)
+        with speaking_to(owner.language):  # the owner's line, in the owner's language
+            said = link_line(app.persona, url)
         delivery = await app.outbound.notify(Notification(
-            owner.id, link_line(app.persona, url), f"console-link:{url[-12:]}", channel=chat,
-            urgency=Urgency.URGENT))
+            owner.id, said, f"console-link:{url[-12:]}", channel=chat, urgency=Urgency.URGENT))
         if delivery is not Delivery.QUEUED:
             say("valet console-link: the owner has no chat to send it to "
                 f"({delivery.value}); run it without --send to print the link")

@@ -67,6 +67,8 @@ class Outbound:
         self._delivery: asyncio.Task[None] | None = None
         self.deliverer.on_down = self._channel_down  # its outages are ours to tell
         self.deliverer.language_of = self.users.language_of  # a channel's own lines: theirs
+        if self.prompt_edits is not None:  # a settled card's outcome word: theirs too
+            self.prompt_edits.language_of = self.users.language_of
 
     @property
     def health(self) -> ChannelHealth:

@@ -17,6 +17,7 @@ from bot.contracts.envelopes import ApprovalPrompt, PromptKind, prompts_of
 from bot.db import Database
 from bot.db.turn_reads import Holding, may_hold
 from bot.gateway.outbox import Lane, OutboxStore
+from persona.speaking import listener_language, speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ class PromptEdits:
         self.clock = clock
         self.outcomes = outcomes  # approvals' outcomes, pairing requests' outcomes
         self.can_edit = can_edit
+        # The language each person reads ("Done", "Erledigt"): settled in the background
+        # (the sweeper), no turn has said whom Valet is speaking to.
+        self.language_of: Callable[[str], Awaitable[str | None]] | None = None
 
     async def settle(self, user_id: str) -> int:
         """Queue an edit for each of the user's sent prompt messages whose requests are all
@@ -53,12 +57,16 @@ class PromptEdits:
             "SELECT id, channel, address, text, channel_message_id, payload FROM outbox"
             f" WHERE {_UNSETTLED}", user_id)
         queued = 0
+        language = listener_language()
+        if rows and language is None and self.language_of is not None:
+            language = await self.language_of(user_id)
         for row in rows:
             prompts = prompts_of(json.loads(row["payload"]))
             if not self.can_edit(row["channel"]) or not prompts:
                 await self._mark(row["id"])
                 continue
-            states = await self._states(prompts)
+            with speaking_to(language):
+                states = await self._states(prompts)
             if any(states.get(p.id, "waiting") == "waiting" for p in prompts):
                 continue  # one still waits: its buttons stay
             said = "\n".join(f"{states[p.id]}: {p.summary}" for p in prompts)

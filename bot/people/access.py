@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -28,6 +28,7 @@ from bot.people.identity import IdentityStore, new_code
 from bot.people.strangers import Decision, StrangerReplies, Verdict
 from persona.lines import DEFAULT, fill
 from persona.lines_people import AccessLines
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,9 @@ def quoted(text: str, limit: int = NAME_LIMIT) -> str:
 class Admission:
     user: User | None
     reply: str | None = None  # the one short reply an unknown sender may get
-    notify_owner: str | None = None  # something the owner is told, once per `owner_key`
+    # Something the owner is told, once per `owner_key`; a function: composed for each owner,
+    # in their language (bot.gateway.outbound.notify_owner).
+    notify_owner: str | Callable[[], str] | None = None
     owner_key: str | None = None
     handled: bool = False  # the message was a /link and is fully dealt with
     # A pairing request was made: the owner hears of it (bot.gateway.pairing_notices).
@@ -175,8 +178,10 @@ class AccessControl:
             code, channel, address, display_name=display_name, at=at)
         if linked:
             await self.guesses.forget("link", channel, address)
-            return Admission(await self.identities.users.get(linked), handled=True,
-                             reply=self.lines.link_done)
+            person = await self.identities.users.get(linked)
+            with speaking_to(person.language if person is not None else None):  # theirs
+                done = self.lines.link_done
+            return Admission(person, handled=True, reply=done)
         quiet = await self._no_reply(channel, address, at)
         if quiet is not None:
             return quiet
@@ -197,12 +202,13 @@ class AccessControl:
                                        f"{decision.window_start:%Y%m%dT%H%M%S}")
         return Admission(None)
 
-    def _capped_notice(self, channel: str, decision: Decision, at: datetime) -> str:
+    def _capped_notice(self, channel: str, decision: Decision,
+                       at: datetime) -> Callable[[], str]:
         assert decision.window_ends is not None
         minutes = max(1, round((decision.window_ends - at).total_seconds() / 60))
         limits = self.strangers.limits[channel]
-        return fill(self.lines.strangers_capped, count=limits.per_hour, channel=channel,
-                    minutes=minutes)
+        return lambda: fill(self.lines.strangers_capped, count=limits.per_hour, channel=channel,
+                            minutes=minutes)
 
     async def _pairing(self, channel: str, address: str, display_name: str,
                        at: datetime) -> Admission:

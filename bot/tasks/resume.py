@@ -33,6 +33,7 @@ from bot.loop.journal import TurnJournal
 from bot.tasks.model import Fit, PoolNotice, TaskHandler, Verdict
 from bot.tasks.pool import HOLDING, AgentPool
 from bot.tools import ToolStatus
+from persona.catalog import said_label
 from persona.lines import TaskLines, fill
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def notice_line(lines: TaskLines, notice: PoolNotice) -> str:
     """What the person reads of a task the pool let go ({task}, {question}, {limit})."""
     template = {"expired": lines.task_expired, "dropped": lines.task_dropped,
                 "evicted": lines.task_evicted}[notice.reason]
-    return fill(template, task=notice.task.label, question=notice.task.question,
+    return fill(template, task=said_label(notice.task.label), question=notice.task.question,
                 limit=notice.detail)
 
 
@@ -107,7 +108,8 @@ class Resumer:
             waiting = live[0]
             if await self.pool.take(waiting):
                 log.info("user %s cancelled %s %s", waiting.user_id, waiting.name, waiting.id)
-                return merge(said, Answered(text=fill(self.lines.task_cancelled, task=waiting.label,
+                return merge(said, Answered(text=fill(self.lines.task_cancelled,
+                                                      task=said_label(waiting.label),
                                                       question=waiting.question),
                                             stop=TurnStop.CANCELLED))
             return said
@@ -127,7 +129,8 @@ class Resumer:
         for task in await self.pool.waiting(user_id):
             if await self.pool.take(task):
                 log.info("user %s cancelled %s %s", user_id, task.name, task.id)
-                return fill(self.lines.task_cancelled, task=task.label, question=task.question)
+                return fill(self.lines.task_cancelled, task=said_label(task.label),
+                            question=task.question)
         return None
 
     async def _from_journal(self, ctx: TurnContext) -> StepResult | None:

@@ -20,7 +20,7 @@ from bot.contracts.turn import Answered, Continue, StepResult, TurnContext
 from bot.people.access import AccessControl, one_line, quoted
 from bot.people.identity import IdentityStore
 from bot.tasks.resume import Resumer
-from persona.catalog import reworded
+from persona.catalog import LANGUAGES, reworded, said_label
 from persona.lines import Lines, fill
 from persona.speaking import speaking_to
 
@@ -92,8 +92,16 @@ class Commands:
 
     def menu(self, channel: str) -> list[MenuCommand]:
         """Every command `channel` offers, as its command menu shows them (bot.channel)."""
-        return [MenuCommand(c.name, c.help, c.owner_only) for c in self._table.values()
-                if c.channels is None or channel in c.channels]
+        return [MenuCommand(c.name, c.help, c.owner_only, self._in_languages(c.help))
+                for c in self._table.values() if c.channels is None or channel in c.channels]
+
+    def _in_languages(self, line: str) -> tuple[tuple[str, str], ...]:
+        """A /help line in every language Valet speaks (the persona's rewording included)."""
+        said = []
+        for language in LANGUAGES:
+            with speaking_to(language):
+                said.append((language, reworded(self.lines, line)))
+        return tuple(said)
 
     async def before(self, ctx: TurnContext) -> StepResult:
         button = ctx.msg.button
@@ -164,7 +172,8 @@ class Commands:
             waiting = await self.tasks.pool.waiting(ctx.user.id)
             if waiting:
                 parts.append(fill(self.lines.pending_tasks, tasks="\n".join(
-                    f"{i}. {t.label}: “{t.question}”" for i, t in enumerate(waiting, 1))))
+                    f"{i}. {said_label(t.label)}: “{t.question}”"
+                    for i, t in enumerate(waiting, 1))))
         return "\n\n".join(parts) or self.lines.pending_none
 
     async def _cancel(self, ctx: TurnContext, args: list[str]) -> str | Answered:

@@ -19,6 +19,7 @@ from channels.sms.cut import cut_to_fit, fits, kept_parts
 from channels.sms.gsm import Encoding, cost, fold
 from channels.sms.plain_letters import plain_letters
 from channels.sms.plain_letters import wanted as plain_letters_wanted
+from persona.catalog import said_in
 from persona.lines import DEFAULT, fill
 from persona.lines_channels import SmsLines
 
@@ -99,10 +100,16 @@ def _sentence(summary: str, limit: int = 300) -> str:
     return summary[:1].upper() + summary[1:]
 
 
+# Languages whose cards end with their verb ("E-Mail ... senden"; persona/lines_cards.py):
+# there the card's first word is a noun, and "1" does the catalog's sms_prompt_verb.
+_VERB_LAST = frozenset({"de"})
+
+
 def _verb(prompt: ApprovalPrompt, lines: SmsLines) -> str:
-    """What "1" does, in the request's own verb ("send", "delete") when it starts with one."""
+    """What "1" does, in the request's own verb ("send", "enviar") when it starts with one."""
     first = prompt.summary.split(maxsplit=1)[0].lower() if prompt.summary.strip() else ""
-    return first if first.isalpha() and first.upper() not in RESERVED_WORDS \
+    leads = said_in(lines) not in _VERB_LAST
+    return first if leads and first.isalpha() and first.upper() not in RESERVED_WORDS \
         else lines.sms_prompt_verb
 
 

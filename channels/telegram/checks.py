@@ -132,9 +132,10 @@ async def menu_set(bot: Bot) -> bool:
     return bool(await bot.get_my_commands())
 
 
-def bot_commands(menu: Iterable[MenuCommand]) -> list[BotCommand]:
+def bot_commands(menu: Iterable[MenuCommand], language: str = "") -> list[BotCommand]:
     """Telegram's form of the commands: a name of 1-32 of a-z, 0-9 and _ without its slash,
-    a description of 1-256 characters; a command Telegram cannot show is left out."""
+    a description of 1-256 characters (in `language` when given and the command has it); a
+    command Telegram cannot show is left out."""
     shown = []
     for command in menu:
         name = command.name.removeprefix("/")
@@ -142,21 +143,35 @@ def bot_commands(menu: Iterable[MenuCommand]) -> list[BotCommand]:
             log.warning("telegram: %s cannot be in the command menu (a-z, 0-9, _ only)",
                         command.name)
             continue
-        shown.append(BotCommand(name, command.description.strip()[:256] or command.name))
+        described = dict(command.in_languages).get(language, command.description)
+        shown.append(BotCommand(name, described.strip()[:256] or command.name))
     return shown
+
+
+def menu_languages(menu: Sequence[MenuCommand]) -> list[str]:
+    """The languages the menu is described in (Telegram takes two lowercase letters)."""
+    found = {code for command in menu for code, _ in command.in_languages}
+    return sorted(code for code in found if re.fullmatch(r"[a-z]{2}", code))
 
 
 async def set_menu(bot: Bot, menu: Sequence[MenuCommand], owner_chats: Sequence[str]) -> None:
     """The `/` menu from the command table: everyone's lists the commands anyone may use;
-    the owner's chats list the owner's commands too."""
-    everyone = bot_commands(c for c in menu if not c.owner_only)
-    await bot.set_my_commands(everyone)
-    owners = bot_commands(menu)
-    if len(owners) == len(everyone):
+    the owner's chats list the owner's commands too. Each as a default list (the persona's
+    language) and one per language, which Telegram shows a person whose app is in it."""
+    anyone = [c for c in menu if not c.owner_only]
+    languages = menu_languages(menu)
+    await bot.set_my_commands(bot_commands(anyone))
+    for language in languages:
+        await bot.set_my_commands(bot_commands(anyone, language), language_code=language)
+    if len(anyone) == len(menu):
         return
     for chat in owner_chats:
         try:
-            await bot.set_my_commands(owners, scope=BotCommandScopeChat(int(chat)))
+            scope = BotCommandScopeChat(int(chat))
+            await bot.set_my_commands(bot_commands(menu), scope=scope)
+            for language in languages:
+                await bot.set_my_commands(bot_commands(menu, language), scope=scope,
+                                          language_code=language)
         except (ValueError, TelegramError) as err:  # the owner never wrote to the bot
             log.warning("telegram: the owner's command menu for chat %s is not set: %s",
                         chat, err)

@@ -80,11 +80,23 @@ def say(key: str, **values: Any) -> str:
     return fill(getattr(_catalog_lines(language if known(language) else SOURCE), key), **values)
 
 
+def said_label(label: str) -> str:
+    """An agent's label ("reminder", the {task} of the task lines) as the listener names it:
+    its line (task_label_reminder); a label with none is itself in English and
+    task_label_other ("tarea") in other languages."""
+    key = "task_label_" + "_".join(label.lower().split())
+    if key in _LINE_NAMES:
+        return say(key)
+    language = listener_language() or SOURCE
+    return label if language == SOURCE or not known(language) else say("task_label_other")
+
+
 class SpokenLines(Lines):
     """The persona's lines (its own language's, its rewording included) that read each line
     in the listener's language when one is set (persona.speaking)."""
 
     _languages: dict[str, Lines] = pydantic.PrivateAttr(default_factory=dict)
+    _own: str = pydantic.PrivateAttr(default=SOURCE)
 
     def __getattribute__(self, name: str) -> Any:
         if name in _LINE_NAMES:
@@ -105,6 +117,13 @@ class SpokenLines(Lines):
                 return str(getattr(self, key))
         return text
 
+    def said_in(self) -> str:
+        """The language these lines are said in now: the listener's, else the persona's."""
+        listener = listener_language()
+        private = object.__getattribute__(self, "__pydantic_private__")
+        return listener if listener is not None and listener in private["_languages"] \
+            else str(private["_own"])
+
     def in_language(self, language: str | None) -> Lines:
         """These lines in `language` (None or unknown: the persona's own)."""
         tables = object.__getattribute__(self, "__pydantic_private__")["_languages"]
@@ -121,6 +140,7 @@ def spoken_lines(language: str, rewording: dict[str, str],
               for code in LANGUAGES}
     spoken = SpokenLines(**tables[language].model_dump())
     object.__getattribute__(spoken, "__pydantic_private__")["_languages"] = tables
+    object.__getattribute__(spoken, "__pydantic_private__")["_own"] = language
     return spoken
 
 
@@ -137,6 +157,15 @@ def language_named(text: str) -> str | None:
 def _plain(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text)
                    if not unicodedata.combining(c))
+
+
+def said_in(lines: Any) -> str:
+    """The language `lines` are said in now (a persona's: the listener's or its own; the
+    defaults: the listener's, or English)."""
+    if isinstance(lines, SpokenLines):
+        return lines.said_in()
+    listener = listener_language()
+    return listener if listener is not None and known(listener) else SOURCE
 
 
 def reworded(lines: Lines, text: str) -> str:

@@ -1,8 +1,9 @@
 """Two people on one `valet serve`, each in their own language: Ana texts in Spanish by SMS
 (Valet proposes Spanish after her first message; she says "Sí"), the owner chose German on
-Telegram (/language de). Each gets /help, a reminder, the morning summary, a card, /tasks (a
-time in their locale) and the allowance notices in their own language: the notice about Ana
-that the owner gets is in German, with German amounts. Real `valet serve` and `valet tasks`
+Telegram (/language de). Each gets /help, a reminder, the morning summary, a card (what it
+will do, and by SMS what "1" does), /tasks (times and every kind of schedule in their locale),
+the command menu and the allowance notices in their own language: the notice about Ana that
+the owner gets is in German, with German amounts. Real `valet serve` and `valet tasks`
 processes; the real python-telegram-bot and Twilio clients against the fakes."""
 
 from __future__ import annotations
@@ -154,6 +155,15 @@ async def test_each_person_reads_valet_in_their_own_language_and_locale(fake_llm
             assert tasks_owner.text.startswith("Deine Aufgaben:")
             assert "— morgen um 15:00" in tasks_owner.text
             assert "Zahnarzt — jeden Tag um 9:00, als Nächstes " in tasks_owner.text
+            # Every other kind of schedule too, in words in each one's language.
+            for user, schedule in ((f"sms:{ANA}", "0 9 * * 1,4"),
+                                   ("owner", "*/30 8-18 * * 1-5")):
+                code, out, err = await run_valet(["tasks", "add", "--user", user, "--schedule",
+                                                  schedule, "--remind", "y"], env)
+                assert code == 0, out + err
+            assert "y - los lunes y jueves a las 9:00; la proxima, " in await ana_says("/tasks")
+            [tasks_owner] = await owner_says("/tasks")
+            assert "y — alle 30 Minuten zwischen 8:00 und 18:59, werktags" in tasks_owner.text
 
             # The morning summary: the model is told each one's language.
             before = len(twilio.bodies_to(ANA))
@@ -168,12 +178,28 @@ async def test_each_person_reads_valet_in_their_own_language_and_locale(fake_llm
             # Cards: the SMS one asks in Spanish; the Telegram one's buttons are German.
             card = await ana_says("manda el correo al equipo")
             assert card.startswith("Antes de seguir, necesito tu visto bueno:")
-            assert "2 para cancelar" in card
+            # What the card says it will do, and what "1" does, in Spanish.
+            assert "Ejecutar send email (to: team@corp.example, subject: Q3)? Responde 1 para " \
+                   "ejecutar, 2 para cancelar" in card, card
             [card_owner] = [m for m in await owner_says("schick die Mail ans Team")
                             if m.buttons]
             assert card_owner.text.startswith("Bevor ich loslege, brauche ich dein OK:")
             assert [b["text"] for b in card_owner.buttons] == ["✅ Freigeben", "✏️ Ändern",
                                                               "✖️ Abbrechen"]
+            assert "send email (to: team@corp.example, subject: Q3) ausführen" in \
+                card_owner.text, card_owner.text
+            # A press is answered at once, before any turn: in German too.
+            before = len(tg.sent(OWNER_CHAT))
+            tg.user_presses(OWNER_CHAT, card_owner.message_id,
+                            card_owner.buttons[2]["callback_data"])
+            await until(lambda: tg.called("answerCallbackQuery"), "the press answered")
+            assert tg.called("answerCallbackQuery")[-1].params["text"] == "Wird abgebrochen..."
+            await until_more(lambda: len(tg.sent(OWNER_CHAT)), before)
+            # Telegram shows a German app the German command menu (setMyCommands
+            # language_code), the owner's chat included.
+            menu = {c["command"]: c["description"] for c in tg.language_commands["de", None]}
+            assert menu["help"] == "was ich verstehe"
+            assert {c["command"] for c in tg.language_commands["de", OWNER_CHAT]} >= {"pair"}
 
             # The allowance: Ana spends $1 of her $0.50; her next message waits. She is told
             # in Spanish, the owner in German, with German amounts.

@@ -66,6 +66,8 @@ class FakeTelegram:
         self.files: dict[str, bytes] = {}
         self.commands: list[dict[str, Any]] = []  # the default menu (setMyCommands)
         self.chat_commands: dict[int, list[dict[str, Any]]] = {}  # a chat's own menu
+        # The menus for users of one language (language_code): (language, chat or None).
+        self.language_commands: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
         self.webhook: dict[str, Any] = {}
         # What getWebhookInfo reports as the last failed delivery to the webhook.
         self.webhook_error: str | None = None
@@ -409,12 +411,19 @@ class FakeTelegram:
                     not 1 <= len(str(command.get("description") or "")) <= 256:
                 raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
         scope = params.get("scope") or {"type": "default"}
-        if scope.get("type") == "chat":
-            self.chat_commands[int(scope["chat_id"])] = commands
-        elif scope.get("type") == "default":
-            self.commands = commands
-        else:
+        if scope.get("type") not in ("chat", "default"):
             raise ApiError(400, f"Bad Request: the fake knows no scope {scope.get('type')!r}")
+        chat = int(scope["chat_id"]) if scope.get("type") == "chat" else None
+        # TDLib's validate_bot_language_code: empty, or two lowercase Latin letters.
+        language = str(params.get("language_code") or "")
+        if language and not re.fullmatch(r"[a-z]{2}", language):
+            raise ApiError(400, "Bad Request: invalid language code specified")
+        if language:
+            self.language_commands[(language, chat)] = commands
+        elif chat is not None:
+            self.chat_commands[chat] = commands
+        else:
+            self.commands = commands
         return True
 
     async def _m_setWebhook(self, params: dict[str, Any]) -> Any:
@@ -438,7 +447,14 @@ class FakeTelegram:
         return info
 
     async def _m_getMyCommands(self, params: dict[str, Any]) -> Any:
-        return self.commands
+        """The list of exactly this scope and language (Telegram falls back only when it
+        shows a person their menu, not here)."""
+        scope = params.get("scope") or {"type": "default"}
+        chat = int(scope["chat_id"]) if scope.get("type") == "chat" else None
+        language = str(params.get("language_code") or "")
+        if language:
+            return self.language_commands.get((language, chat), [])
+        return self.chat_commands.get(chat, []) if chat is not None else self.commands
 
     async def _m_getFile(self, params: dict[str, Any]) -> Any:
         file_id = str(params["file_id"])

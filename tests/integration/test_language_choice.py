@@ -66,3 +66,13 @@ async def test_english_and_short_messages_are_not_guessed_as_another_language():
     assert guess_language("Remind me to call mom tomorrow please").language == "en"
     assert guess_language("Você pode me lembrar amanhã de ligar para minha mãe?").language \
         == "pt"
+
+
+async def test_a_waiting_agent_is_named_in_the_persons_language(app_factory, fake_llm):
+    app, me = await start(app_factory)
+    await app.users.set_language(me, "de", app.clock.now())
+    fake_llm.script(Reply(tool_calls=[ToolCall("take_note", {})]))
+    assert (await say(app, me, "schreib was auf")).text == "Was soll in der Notiz stehen?"
+    assert (await say(app, me, "/pending")).text.endswith("1. Notiz: “Was soll in der Notiz "
+                                                         "stehen?”")
+    assert (await say(app, me, "/cancel")).text == "Okay, abgebrochen: Notiz."

@@ -332,6 +332,13 @@ async def test_link_code_joins_the_number_with_the_same_persons_telegram_account
         assert (await app.identities.resolve("sms", "+33612345678")).id == person.id
         assert world.replies("+33612345678") == ["Linked. I'll know you here too from now on."]
         assert fake_llm.requests == []
+        # Said in the language of whom it links (Spanish here; plain letters by SMS).
+        await app.users.set_language(person.id, "es", now)
+        code = await app.identities.issue_link_code(person.id, at=now)
+        await world.text(f"link {code}", sender="+33612345679")
+        await world.idle()
+        assert world.replies("+33612345679") == [
+            "Vinculado. A partir de ahora también te reconoceré aqui."]  # é is GSM-7, í is not
     finally:
         await close()
 

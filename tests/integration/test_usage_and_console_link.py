@@ -78,3 +78,25 @@ async def test_console_link_is_refused_while_the_console_is_off(app_settings):
 
     with pytest.raises(ConfigError, match=r"console\.enabled: true"):
         await run_console_link(app_settings(), argparse.Namespace(send=False), print)
+
+
+async def test_the_console_link_sent_is_in_the_owners_language(app_settings):
+    from bot.app import App
+    from bot.cli.console_link import run_console_link
+
+    settings = app_settings(console=ConsoleSettings(enabled=True, url="http://127.0.0.1:9"),
+                            owner=OwnerSettings(telegram_ids=["42"]))
+    app = await App.build(settings)
+    try:
+        owner = await app.ensure_owner()
+        await app.users.set_language(owner.id, "de", app.clock.now())
+    finally:
+        await app.close()
+    assert await run_console_link(settings, argparse.Namespace(send=True), print) == 0
+    app = await App.build(settings)
+    try:
+        [queued] = await app.outbound.outbox.list("pending")
+        assert queued["text"].startswith("Hier ist dein Link zur Konsole. Er gilt einmal, 10 "
+                                         "Minuten lang: http://127.0.0.1:9/console/login?t=")
+    finally:
+        await app.close()

@@ -72,8 +72,9 @@ def test_the_persona_says_each_line_in_the_listeners_language():
     assert persona.lines.reminder == Lines().reminder  # nobody in particular: its own
 
 
-def test_every_reworded_line_of_the_default_persona_is_reworded_in_every_language():
-    persona = load_persona("default")
+@pytest.mark.parametrize("name", ["default", "jeeves"])  # every persona Valet ships
+def test_every_reworded_line_of_a_shipped_persona_is_reworded_in_every_language(name):
+    persona = load_persona(name)
     reworded = set(persona.lines.model_fields_set) - {"_languages"}
     own = {key for key, line in persona.lines.model_dump().items() if line != getattr(Lines(),
                                                                                        key)}
@@ -109,3 +110,13 @@ def test_plain_letters_replace_only_letters_gsm7_lacks():
     assert plain_letters("¿Mañana a las 15:00? Sí, ação, garçon, Œuvre, Straße") == \
         "¿Mañana a las 15:00? Si, acao, garcon, OEuvre, Straße"
     assert plain_letters("“quoted” — ⏰ Привет") == "“quoted” — ⏰ Привет"
+
+
+def test_jeeves_says_his_own_lines_in_each_language_and_the_catalog_the_rest():
+    jeeves = load_persona("jeeves")
+    with speaking_to("de"):
+        assert jeeves.lines.cancelled == "Sehr wohl. Ich habe aufgehört."
+        assert jeeves.lines.reminder == lines_in("de").reminder  # not his: the catalog's
+    with speaking_to("es"):
+        assert jeeves.lines.sms_more == "(Responda MAS y proseguiré.)"
+    assert jeeves.lines.cancelled == "Very good. I have stopped."

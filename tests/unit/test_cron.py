@@ -8,8 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from triggers.cron import CronError, describe_cron, next_cron_time, parse_cron
+from triggers.cron import CronError, next_cron_time, parse_cron
 from triggers.phrases import ScheduleError, parse_schedule
+from triggers.schedule_words import describe_cron
 
 NY = ZoneInfo("America/New_York")
 
