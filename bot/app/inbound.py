@@ -46,8 +46,9 @@ def build_gateway(base: Ground, stores: Stores, outbound: Outbound, answer_butto
         db=base.db, clock=base.clock, users=stores.users, identities=stores.identities,
         access=stores.access, inbox=stores.inbox, outbound=outbound,
         history=stores.history, handle_message=turns.handle_message if turns else no_turns,
-        locks=plane.locks, failure_line=lines.llm_unavailable,
-        voice_line=lines.voice_unreadable, unreadable_line=lines.message_unreadable,
+        locks=plane.locks, failure_line=lambda: lines.llm_unavailable,
+        voice_line=lambda: lines.voice_unreadable,
+        unreadable_line=lambda: lines.message_unreadable,
         # voice notes are heard when their turn runs
         media=MediaReader(transcriber.transcribe if transcriber else None),
         max_attempts=settings.gateway.turn_attempts,

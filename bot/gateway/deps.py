@@ -25,6 +25,9 @@ from bot.work.relay import Relay
 
 HandleMessage = Callable[..., Awaitable[Reply]]
 ButtonAnswer = Callable[[User, ButtonPress], Awaitable[str]]
+# One of the persona's lines, written when called: in the language of whoever Valet is speaking
+# to then (persona.speaking), so a line said to Ana is in hers.
+Line = Callable[[], str]
 
 
 class ReceiveResult(Enum):
@@ -53,11 +56,11 @@ class GatewayDeps:
     history: HistoryStore
     handle_message: HandleMessage
     locks: UserLocks
-    failure_line: str  # what the user reads when their message could not be handled
+    failure_line: Line  # what the user reads when their message could not be handled
     # ...when a voice note could not be heard, and when a message could not even be read
     # (stored or handled) after a few tries: said once, and everyone else's messages go on.
-    voice_line: str
-    unreadable_line: str
+    voice_line: Line
+    unreadable_line: Line
     media: MediaReader  # photos and voice notes, read when their turn runs
     max_attempts: int = 3  # a turn that crashes is tried this often (gateway.turn_attempts)
     retry_seconds: float = 0.2  # x attempt, before the next try

@@ -5,6 +5,7 @@ composition root builds one `ChannelHost` and each configured channel from it.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,6 +20,11 @@ from persona.lines import Lines
 if TYPE_CHECKING:
     from bot.plumbing.spool import Spool
 
+# What a channel says itself: the words, or how to write them. A function is called while
+# speaking to the person the answer is for (persona.speaking), so the line is in their
+# language; a channel knows addresses, not people, so the gateway finds whose it is.
+Said = str | Callable[[], str]
+
 
 class Door(Protocol):
     """What a channel hands to Valet (bot.gateway.gateway.Gateway is the door). Each returns
@@ -28,14 +34,14 @@ class Door(Protocol):
         """A message for a turn (the access policy decides who gets one)."""
         ...
 
-    async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
+    async def answer_at_the_door(self, msg: IncomingMessage, reply: Said | None, *,
                                  user_id: str | None, status: str = "done",
                                  kind: str = "reply") -> bool:
         """A message the channel answers itself (STOP, HELP): recorded, answered, closed.
         `kind`: what the meter calls the answer ("door:help": at most one a while)."""
         ...
 
-    async def answer_directly(self, channel: str, address: str, text: str, *,
+    async def answer_directly(self, channel: str, address: str, text: Said, *,
                               dedupe_key: str, user_id: str | None = None,
                               kind: str = "reply") -> None:
         """A fixed short answer to a known address, once per key (no inbox row)."""

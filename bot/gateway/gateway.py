@@ -27,6 +27,7 @@ from bot.db.batch import Batch
 from bot.db.turn_reads import may_hold, turn_scope
 from bot.gateway.deps import GatewayDeps as GatewayDeps  # re-exported: built beside Gateway
 from bot.gateway.deps import ReceiveResult as ReceiveResult
+from bot.gateway.door import Said
 from bot.gateway.inbox import InboxRow
 from bot.gateway.prompt_edits import HOLDING as PROMPTS
 from bot.gateway.running import RunningTurns
@@ -36,6 +37,7 @@ from bot.text.sanitize import clean_incoming
 from bot.turn.commands import command_word
 from bot.turn.media import ReadMedia, heard_line
 from bot.work.relay import Relay
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -113,13 +115,13 @@ class Gateway:
 
     # The channels' other doors (bot.gateway.door.Door), opened by `doors`.
 
-    async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
+    async def answer_at_the_door(self, msg: IncomingMessage, reply: Said | None, *,
                                  user_id: str | None, status: str = "done",
                                  kind: str = "reply") -> bool:
         return await self.doors.answer_at_the_door(msg, reply, user_id=user_id, status=status,
                                                    kind=kind)
 
-    async def answer_directly(self, channel: str, address: str, text: str, *,
+    async def answer_directly(self, channel: str, address: str, text: Said, *,
                               dedupe_key: str, user_id: str | None = None,
                               kind: str = "reply") -> None:
         await self.doors.answer_directly(channel, address, text, dedupe_key=dedupe_key,
@@ -286,7 +288,9 @@ class Gateway:
         await self.outbound.typing(channel, address)
         media = await self._read_media(row)
         if media.unreadable is not None:  # a voice note that cannot be heard: said once
-            await self._close(row.id, "failed", reply=Reply(deps.voice_line), user_id=user.id,
+            with speaking_to(user.language):
+                said = deps.voice_line()
+            await self._close(row.id, "failed", reply=Reply(said), user_id=user.id,
                               channel=row.channel, address=row.address, error=media.unreadable)
             return
         if media.transcript is not None and media.transcript != row.text:
@@ -312,7 +316,9 @@ class Gateway:
                 await deps.clock.sleep(deps.retry_seconds * row.attempts)
                 self._dirty.add(user.id)
                 return  # still `processing`: the drain claims it again
-            reply = Reply(deps.failure_line, stop=TurnStop.FAILED)
+            with speaking_to(user.language):
+                said = deps.failure_line()
+            reply = Reply(said, stop=TurnStop.FAILED)
             await self._finish(row, reply, status="failed", error=f"{type(err).__name__}: {err}")
             return
         finally:

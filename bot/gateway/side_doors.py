@@ -15,13 +15,15 @@ from collections.abc import Awaitable, Callable
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ButtonPress, IncomingMessage, Reply
 from bot.contracts.people import User
-from bot.gateway.deps import ButtonAnswer
+from bot.gateway.deps import ButtonAnswer, Line
+from bot.gateway.door import Said
 from bot.gateway.inbox import InboxStore
 from bot.gateway.outbound import Outbound
 from bot.gateway.pairing_notices import PairingNotices
 from bot.people.access import Admission
 from bot.people.identity import IdentityStore
 from bot.text.sanitize import clean_incoming
+from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +36,7 @@ class SideDoors:
     door, on what they are handed."""
 
     def __init__(self, *, inbox: InboxStore, identities: IdentityStore, clock: Clock,
-                 outbound: Outbound, close: CloseRow, unreadable_line: str,
+                 outbound: Outbound, close: CloseRow, unreadable_line: Line,
                  answer_button: ButtonAnswer | None = None,
                  pairing_notices: PairingNotices | None = None) -> None:
         self.inbox = inbox
@@ -57,7 +59,16 @@ class SideDoors:
         except Exception:  # the press is stored and will be decided; only the toast failed
             log.warning("answering a %s button press failed", channel, exc_info=True)
 
-    async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
+    async def worded(self, said: Said, channel: str, address: str) -> str:
+        """A channel's own words, in the language of the person at `address` (the
+        persona's for a stranger)."""
+        if isinstance(said, str):
+            return said
+        user = await self.identities.resolve(channel, address) if address else None
+        with speaking_to(user.language if user is not None else None):
+            return said()
+
+    async def answer_at_the_door(self, msg: IncomingMessage, reply: Said | None, *,
                                  user_id: str | None, status: str = "done",
                                  kind: str = "reply") -> bool:
         """A message a channel answers itself (STOP, HELP, a picture alone): recorded in the
@@ -69,14 +80,16 @@ class SideDoors:
             return False
         if user_id:
             await self.inbox.assign(row_id, user_id)
-        await self._close(row_id, status, reply=Reply(reply or ""), user_id=user_id,
+        text = await self.worded(reply, msg.channel, msg.address) if reply else ""
+        await self._close(row_id, status, reply=Reply(text), user_id=user_id,
                           channel=msg.channel, address=msg.address, kind=kind)
         return True
 
-    async def answer_directly(self, channel: str, address: str, text: str, *,
+    async def answer_directly(self, channel: str, address: str, said: Said, *,
                               dedupe_key: str, user_id: str | None = None,
                               kind: str = "reply") -> None:
         """A channel's short answer that needs no turn (media Valet cannot read yet)."""
+        text = await self.worded(said, channel, address)
         await self.outbound.answer_directly(channel, address, text, dedupe_key=dedupe_key,
                                             user_id=user_id, kind=kind)
 
@@ -99,7 +112,9 @@ class SideDoors:
             if msg.address else None
         tell = user is not None and not user.blocked
         log.error("%s message %s given up: %s", msg.channel, msg.external_id, reason)
-        await self._close(row_id, "failed", reply=Reply(self.unreadable_line)
+        with speaking_to(user.language if user is not None else None):
+            said = self.unreadable_line()
+        await self._close(row_id, "failed", reply=Reply(said)
                           if tell else None, user_id=user.id if user else None,
                           channel=msg.channel, address=msg.address, error=reason[:1000])
 

@@ -22,7 +22,7 @@ from datetime import datetime
 
 from bot.contracts.envelopes import IncomingMessage
 from bot.contracts.options import Option
-from bot.gateway.door import ChannelHost
+from bot.gateway.door import ChannelHost, Said
 from bot.people.identity import Identity
 from bot.text.phones import normalize_or_keep
 from channels.sms.store import SmsStore
@@ -87,13 +87,14 @@ class SmsInbound:
         elif identity.opted_out_at is not None:
             await self._at_the_door(msg, identity, None, status="rejected")
         elif word in HELP_WORDS:
-            await self._at_the_door(msg, identity, self.lines.sms_help, kind="door:help")
+            await self._at_the_door(msg, identity, lambda: self.lines.sms_help, kind="door:help")
         elif media and not body.strip():
-            await self._at_the_door(msg, identity, self.lines.sms_picture_only,
+            await self._at_the_door(msg, identity, lambda: self.lines.sms_picture_only,
                                     kind="door:picture")
         elif not await self._more(msg, identity):
             if media:  # the gateway marks the identity reachable again: they wrote
-                await self.door.answer_directly(CHANNEL, address, self.lines.sms_picture_too,
+                await self.door.answer_directly(CHANNEL, address,
+                                                lambda: self.lines.sms_picture_too,
                                                 dedupe_key=f"sms-media:{sid}",
                                                 user_id=identity.user_id,
                                                 kind="door:picture_too")
@@ -130,7 +131,7 @@ class SmsInbound:
         await self._at_the_door(msg, identity, None)
 
     async def _at_the_door(self, msg: IncomingMessage, identity: Identity | None,
-                           reply: str | None, *, status: str = "done",
+                           reply: Said | None, *, status: str = "done",
                            kind: str = "reply") -> None:
         """No turn, no LLM: the gateway records it, gives the fixed line (to a known number
         only) and closes it. The line passes the meter like any message (bot.meter.gate): a

@@ -16,7 +16,6 @@ What an update is: channels.telegram.kinds (a service message gets no reply at a
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +24,7 @@ from typing import Protocol
 from telegram import Update
 
 from bot.contracts.envelopes import ButtonPress, IncomingMessage, MediaRef
-from bot.gateway.door import Door
+from bot.gateway.door import Door, Said
 from channels.telegram.kinds import MAX_PHOTO_BYTES as MAX_PHOTO_BYTES
 from channels.telegram.kinds import (
     Attached,
@@ -105,12 +104,13 @@ class InboundHandler:
             await self._photo(item)
         elif isinstance(item, Attached):
             # Read with what it came with: the model knows what it could not open.
-            await self._say(item.origin, fill(self.lines.telegram_cannot_open_caption,
-                                              what=item.what))
+            await self._say(item.origin, f"cannot_open:{item.what}", lambda: fill(
+                self.lines.telegram_cannot_open_caption, what=item.what))
             await self._receive(item.origin, f"{item.caption}\n({_a(item.what)} came with "
                                 "this message; I could not open it.)")
         else:
-            await self._say(item.origin, fill(self.lines.telegram_unreadable, what=item.what))
+            await self._say(item.origin, f"unreadable:{item.what}", lambda: fill(
+                self.lines.telegram_unreadable, what=item.what))
 
     async def _receive(self, origin: Origin, text: str, button: ButtonPress | None = None,
                        media: tuple[MediaRef, ...] = ()) -> None:
@@ -120,17 +120,18 @@ class InboundHandler:
             button=button, media=media, account=origin.account,
             third_party=origin.third_party))
 
-    async def _say(self, origin: Origin, text: str) -> None:
+    async def _say(self, origin: Origin, kind: str, said: Said) -> None:
         """A short answer that needs no turn, queued once per update (a redelivery is not
-        answered twice); a reply at the door: the meter lets the same one out once a while
-        (bot.meter.gate; its kind is its words)."""
-        await self.door.answer_directly(CHANNEL, origin.address, text,
+        answered twice), in the language of the person it is for; a reply at the door: the
+        meter lets one of a `kind` out once a while (bot.meter.gate)."""
+        await self.door.answer_directly(CHANNEL, origin.address, said,
                                         dedupe_key=f"telegram-notice:{origin.update_id}",
-                                        kind=f"door:{zlib.crc32(text.encode()):08x}")
+                                        kind=f"door:{kind}")
 
     async def _voice(self, item: Voice) -> None:
         if not self.settings.hears_voice:
-            await self._say(item.origin, self.lines.telegram_cannot_hear)
+            await self._say(item.origin, "cannot_hear",
+                            lambda: self.lines.telegram_cannot_hear)
             return
         # Stored as the file's id with no text: the gateway fetches and transcribes it when
         # its turn runs, writes the transcript into the row, and the reply's first line shows
@@ -145,12 +146,14 @@ class InboundHandler:
             await self._receive(item.origin, item.caption, media=(MediaRef(
                 "audio", item.file_id, item.mime, item.size, name=item.name),))
         elif item.caption.strip():
-            await self._say(item.origin, self.lines.telegram_cannot_hear_audio_caption)
+            await self._say(item.origin, "cannot_hear_audio_caption",
+                            lambda: self.lines.telegram_cannot_hear_audio_caption)
             named = f"An audio file (“{item.name}”)" if item.name else "An audio file"
             await self._receive(item.origin, f"{item.caption}\n({named} came with this "
                                 "message; I could not listen to it.)")
         else:
-            await self._say(item.origin, self.lines.telegram_cannot_hear_audio)
+            await self._say(item.origin, "cannot_hear_audio",
+                            lambda: self.lines.telegram_cannot_hear_audio)
 
     async def give_up(self, update_id: int, address: str | None, reason: str) -> None:
         """An update that kept failing (or could not even be read): recorded as failed, its
@@ -167,11 +170,13 @@ class InboundHandler:
             await self._receive(item.origin, item.caption, media=(
                 MediaRef("photo", item.file_id, PHOTO_MIME, item.size),))
         elif item.caption.strip():
-            await self._say(item.origin, self.lines.telegram_cannot_see_caption)
+            await self._say(item.origin, "cannot_see_caption",
+                            lambda: self.lines.telegram_cannot_see_caption)
             await self._receive(item.origin, item.caption + "\n(A photo came with this "
                                 "message; I could not see it.)")
         else:
-            await self._say(item.origin, self.lines.telegram_cannot_see)
+            await self._say(item.origin, "cannot_see",
+                            lambda: self.lines.telegram_cannot_see)
 
 
 def _kind(item: Classified) -> str:

@@ -145,6 +145,20 @@ async def test_tasks_pause_resume_run_now_and_delete(world):
     assert await app.triggers.service.store.get(task.id) is None
 
 
+async def test_the_tasks_page_says_schedules_in_the_owners_language(world):
+    """The page's own chrome is the operator's; the words it borrows from the persona (a
+    schedule, when it runs next) are in the signed-in owner's language."""
+    from triggers.service import Owner
+
+    app, client, _ = world
+    owner = await app.ensure_owner()
+    await app.triggers.service.morning_summary(Owner(owner.id, "Europe/Paris"))
+    assert "every day at 7:30" in await text_of(client, "/console/tasks")
+    await app.users.set_language(owner.id, "de", app.clock.now())
+    page = await text_of(client, "/console/tasks")
+    assert "jeden Tag um 7:30" in page and "every day at 7:30" not in page
+
+
 async def test_a_dead_letter_is_shown_with_its_reason_and_sent_again(world):
     app, client, csrf = world
     outbox = app.outbound.outbox

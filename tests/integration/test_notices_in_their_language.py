@@ -9,6 +9,7 @@ from bot.contracts.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming
+from tests.integration.sms_harness import ALICE, new_sid, sms_world
 from tests.integration.test_approval_leases import ask_for_transfer, started_app
 from tests.integration.test_approval_leases import registry as money_registry
 from tests.integration.test_approvals import EMAIL, say, start
@@ -84,3 +85,42 @@ async def test_an_action_interrupted_before_it_started_is_told_in_the_owners_lan
     assert console.texts() == ["\"transfer money (to: bob, amount: 5) ausführen\" wurde vor dem "
                                "Start unterbrochen: nichts ist passiert. Frag noch mal, wenn "
                                "du es noch willst."]
+
+
+async def test_a_channels_own_answers_are_in_the_language_of_whom_they_answer(app_factory,
+                                                                              fake_llm):
+    """HELP and a picture alone by SMS, a voice note Telegram cannot hear, a message given up
+    after failing: a channel knows addresses, the gateway writes its line for the person (by
+    SMS in plain letters: `sms.plain_letters`, on for Spanish)."""
+    sms, close = await sms_world(app_factory)
+    try:
+        fake_llm.script(LLMReply(content="¡Hola!"))
+        await sms.text("hola")  # known from now on
+        await sms.idle()
+        ana = await sms.app.identities.resolve("sms", ALICE)
+        assert ana is not None
+        await sms.app.users.set_language(ana.id, "es", sms.app.clock.now())
+        await sms.text("HELP", sid=new_sid())
+        await sms.idle()
+        assert sms.replies()[-1].startswith("Soy Valet, un asistente personal."), \
+            sms.replies()
+        await sms.app.gateway.give_up(incoming("", channel="sms", address=ALICE), "unreadable")
+        await sms.idle()
+        assert sms.replies()[-1].startswith("Perdona, algo fallo al leer ese mensaje"), \
+            sms.replies()
+        lines = sms.app.persona.lines
+        await sms.app.gateway.answer_directly("sms", ALICE,
+                                                lambda: lines.telegram_cannot_hear,
+                                                dedupe_key="voice-1", kind="door:cannot_hear")
+        await sms.idle()
+        assert sms.replies()[-1].startswith("Perdona, todavia no puedo escuchar notas de voz"), \
+            sms.replies()
+        # A stranger (no person behind the address) is answered in the persona's language.
+        await sms.app.gateway.answer_directly("sms", "+13125550199",
+                                                lambda: lines.telegram_cannot_hear,
+                                                dedupe_key="voice-2", kind="door:cannot_hear")
+        await sms.idle()
+        assert sms.replies("+13125550199") == [lines.telegram_cannot_hear]
+        assert lines.telegram_cannot_hear.startswith("Sorry")
+    finally:
+        await close()

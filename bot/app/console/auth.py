@@ -26,8 +26,10 @@ from datetime import datetime, timedelta
 from aiohttp import web
 
 from bot.app.console.deps import Console, log
+from bot.contracts.people import User
 from bot.people.console_login import ConsoleSession, token_hash
 from bot.people.guesses import GuessLimiter, GuessVerdict
+from persona.speaking import speaking_to
 
 COOKIE = "valet_console"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -40,10 +42,11 @@ def owner_only(console: Console, handler: OwnerHandler) -> Handler:
     the session's CSRF token."""
 
     async def guarded(request: web.Request) -> web.StreamResponse:
-        session = await live_session(console, request)
-        if session is None:
+        signed_in = await live_session(console, request)
+        if signed_in is None:
             return console.page(request, None, "signed_out.html", title="Sign in",
                                 status=401)
+        session, owner = signed_in
         if request.method == "POST":
             form = await request.post()
             given = str(form.get("csrf", ""))
@@ -54,12 +57,15 @@ def owner_only(console: Console, handler: OwnerHandler) -> Handler:
                                     status=403,
                                     message="This form is out of date or did not come from "
                                             "the console. Open the page again and retry.")
-        return await handler(request, session)
+        with speaking_to(owner.language):  # the words pages borrow from the persona: theirs
+            return await handler(request, session)
 
     return guarded
 
 
-async def live_session(console: Console, request: web.Request) -> ConsoleSession | None:
+async def live_session(console: Console,
+                       request: web.Request) -> tuple[ConsoleSession, User] | None:
+    """The request's live session and its owner, if it has one."""
     token = request.cookies.get(COOKIE, "")
     if not token:
         return None
@@ -67,7 +73,8 @@ async def live_session(console: Console, request: web.Request) -> ConsoleSession
     if session is None:
         return None
     user = await console.app.users.get(session.user_id)
-    return session if user is not None and user.is_owner and not user.blocked else None
+    return (session, user) if user is not None and user.is_owner and not user.blocked \
+        else None
 
 
 class SignInAttempts:
