@@ -16,7 +16,7 @@ from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import LLM
 from bot.loop.context import ContextManager
 from bot.loop.react import LoopDeps, ReactLoopResult, react_loop
-from bot.tools import ToolRegistry, tool
+from bot.tools.registry import ToolRegistry, tool
 
 
 @dataclass

@@ -14,7 +14,7 @@ import aiohttp
 from bot.contracts.clock import Clock
 from bot.db import Database
 from bot.people.users import UserStore
-from bot.tools import ToolRegistry
+from bot.tools.registry import ToolRegistry
 from bot.work.control import RedisSignals, Signals
 from persona.lines import ScheduleLines
 from triggers.budget import BudgetCheck, Budgets, TellOwner

@@ -32,7 +32,7 @@ from bot.contracts.tool_context import ToolExecutionContext
 from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.plumbing.streams import read_capped
 from bot.text.untrusted import quote_untrusted
-from bot.tools import READS, tool
+from bot.tools.registry import READS, tool
 
 __all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
 

@@ -59,7 +59,7 @@ from bot.plumbing.metrics import Metrics
 from bot.plumbing.offload import shutdown as stop_offload_workers
 from bot.plumbing.stall import StallMonitor
 from bot.tasks.pool import AgentPool
-from bot.tools import ToolRegistry
+from bot.tools.registry import ToolRegistry
 from bot.turn.commands import Commands
 from bot.turn.orchestrator import Orchestrator
 from persona import Persona

@@ -11,13 +11,13 @@ from agents.services import Services
 from bot.app.base import Base
 from bot.app.outbound import tell_owner
 from bot.app.stores import Stores
-from bot.capabilities import ToolExposure
 from bot.config import Settings
 from bot.contracts.envelopes import Delivery, Notification, TriggerMessage
 from bot.contracts.turn import TurnContext
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
-from bot.tools import ToolRegistry
+from bot.tools.capabilities import ToolExposure
+from bot.tools.registry import ToolRegistry
 from triggers.budget import Budget, Budgets
 from triggers.engine import EngineSettings
 from triggers.service import TaskService

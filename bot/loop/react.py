@@ -30,7 +30,7 @@ from bot.loop.state import CallGate, LoopDeps, LoopRun, ToolChoice
 from bot.loop.steering import steer
 from bot.loop.traces import failed_entry, llm_entry, switch_entry
 from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, Spent, ToolCallRecord
-from bot.tools import ToolOutcome, ToolStatus
+from bot.tools.registry import ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]

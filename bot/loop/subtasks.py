@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from bot.capabilities import OPEN_TOOL, CapabilitySpec, SourceUnavailable
 from bot.config.policies import ReactLoopConfig
 from bot.contracts.allowance import NOT_STARTED, RATE_LIMITED, TurnAllowance
 from bot.contracts.approvals import ApprovalDraft, waiting_result
@@ -37,7 +36,8 @@ from bot.loop.allowance import ChargedLLM, OverAllowance
 from bot.loop.react import CallGate, LoopDeps, react_loop
 from bot.loop.traces import KEPT_TEXT, shorten
 from bot.loop.types import ReactLoopResult, ToolCallRecord
-from bot.tools import READS, Tool, ToolOutcome, ToolRegistry, ToolStatus, build_tool
+from bot.tools.capabilities import OPEN_TOOL, CapabilitySpec, SourceUnavailable
+from bot.tools.registry import READS, Tool, ToolOutcome, ToolRegistry, ToolStatus, build_tool
 from persona import FRAMEWORK_NOTES
 from persona.lines import ConversationLines, fill
 

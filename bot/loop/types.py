@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.contracts.envelopes import TurnStop
 from bot.llm.port import TokenUsage
-from bot.tools import ToolOutcome
+from bot.tools.registry import ToolOutcome
 from persona.lines import ConversationLines
 
 Message = dict[str, Any]

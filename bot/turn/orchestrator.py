@@ -19,8 +19,6 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from bot.capabilities import OPEN_TOOL
-from bot.capability_router import NOTHING, RoutedTools, settle
 from bot.contracts.allowance import TurnAllowance
 from bot.contracts.approvals import ApprovalDraft
 from bot.contracts.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
@@ -52,7 +50,9 @@ from bot.memory.summaries import HOLDING as SUMMARY
 from bot.meter.llm import AllowanceSpent
 from bot.plumbing import logs
 from bot.text.untrusted import OPENING as UNTRUSTED_OPENING
-from bot.tool_offer import StableOffers
+from bot.tools.capabilities import OPEN_TOOL
+from bot.tools.capability_router import NOTHING, RoutedTools, settle
+from bot.tools.offer import StableOffers
 from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
 from bot.turn.media import user_message, with_note

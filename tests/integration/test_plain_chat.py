@@ -22,7 +22,7 @@ NOTHING_TO_DO = ("bot.approvals", "bot.tasks", "bot.memory.recall", "bot.memory.
 # persona.speaking, issue 49); every request's cap (bot.llm.caps) and the gate that puts a
 # person's turn before background work (bot.llm.person_first); a greeting offered the tools
 # its conversation was offered before, so the server's prompt cache stays valid
-# (bot.capability_router, bot.tool_offer; issue 45). The goal is 40 (the closing note of
+# (bot.tools.capability_router, bot.tools.offer; issue 45). The goal is 40 (the closing note of
 # [house] says what is left).
 MOST_MODULES = 59
 

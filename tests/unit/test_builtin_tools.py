@@ -28,8 +28,8 @@ from bot.contracts.clock import FakeClock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
 from bot.text.untrusted import quote_untrusted
-from bot.tool_calls import run_tool_call
-from bot.tools import ToolOutcome, ToolRegistry, ToolStatus
+from bot.tools.calls import run_tool_call
+from bot.tools.registry import ToolOutcome, ToolRegistry, ToolStatus
 
 
 def make_ctx(when: datetime | None = None, timezone: str = "America/New_York",
