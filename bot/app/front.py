@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
-from bot.app.costs import pairing_notices
+from bot.app.budget import pairing_notices
 from bot.app.database import open_database, pending
 from bot.app.owner import access_with_claims, ensure_owner
 from bot.app.plane import Plane, build_plane

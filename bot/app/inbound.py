@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.app.approvals import Approvals
 from bot.app.base import Base
-from bot.app.costs import pairing_notices
+from bot.app.budget import pairing_notices
 from bot.app.stores import Stores
 from bot.app.turn import Turn
 from bot.gateway.budget import BudgetGate

@@ -17,7 +17,7 @@ from agents.services import Services
 from bot.app.approvals import build_approvals
 from bot.app.base import build_agents as build_agents  # re-exported
 from bot.app.base import open_base
-from bot.app.costs import build_budget, pairing_notice_loop_seconds
+from bot.app.budget import build_budget, pairing_notice_loop_seconds
 from bot.app.database import pending
 from bot.app.inbound import build_gateway
 from bot.app.memory import Memory, build_memory

@@ -10,8 +10,8 @@ from agents.services import Services
 from agents.tools.plan_store import HOLDING as PLAN
 from bot.app.approvals import Approvals
 from bot.app.base import Base
+from bot.app.budget import usage_command
 from bot.app.console.command import console_command
-from bot.app.costs import usage_command
 from bot.app.memory import Memory
 from bot.app.stores import Stores
 from bot.app.triggers import task_listing

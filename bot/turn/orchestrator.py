@@ -19,12 +19,12 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from bot.contracts.allowance import TurnAllowance
 from bot.contracts.approvals import ApprovalDraft
 from bot.contracts.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.contracts.pause import PausedTask, each_pause
 from bot.contracts.people import User
 from bot.contracts.steering import Steering
+from bot.contracts.subtask_allowance import SubtaskAllowance
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.contracts.turn import (
     Answered,
@@ -47,7 +47,7 @@ from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
 from bot.loop.subtasks import short_changed
 from bot.loop.types import REACT, SIMPLE
 from bot.memory.summaries import HOLDING as SUMMARY
-from bot.meter.llm import AllowanceSpent
+from bot.meter.llm import BudgetSpent
 from bot.plumbing import logs
 from bot.text.untrusted import OPENING as UNTRUSTED_OPENING
 from bot.tools.capabilities import OPEN_TOOL
@@ -154,13 +154,13 @@ class Orchestrator:
                 and m.get("content") == run.response else m for m in run.new_messages]
         return replace(run, response=text, new_messages=said)
 
-    def _allowance(self, user: User) -> TurnAllowance:
+    def _allowance(self, user: User) -> SubtaskAllowance:
         """What this turn may spend on sub-tasks: their LLM requests are taken from the same
         limit as the person's messages (never the owner's: the owner is not limited)."""
         cfg, limiter = self.deps.loop_config, self.deps.limiter
-        charge = partial(limiter.allow, user.id) \
+        take_request = partial(limiter.allow, user.id) \
             if limiter is not None and not user.is_owner else None
-        return TurnAllowance(cfg.subtask_max_per_turn, cfg.subtask_concurrency, charge,
+        return SubtaskAllowance(cfg.subtask_max_per_turn, cfg.subtask_concurrency, take_request,
                              limiter.limit if limiter is not None else 0)
 
     async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None,
@@ -269,7 +269,7 @@ class Orchestrator:
             return lines.misconfigured
         if isinstance(err, LLMMalformedResponseError):
             return lines.llm_malformed
-        if isinstance(err, AllowanceSpent):  # the meter stopped the turn before a call
+        if isinstance(err, BudgetSpent):  # the meter stopped the turn before a call
             return lines.budget_reached
         return lines.llm_unavailable
 

@@ -76,7 +76,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("persona",),  # the persona and every line a person reads
     ("bot.db",),  # the database port and the core's migrations
     ("bot.llm",),  # the LLM port
-    ("bot.spend", "bot.credentials", "bot.channel"),  # what a person spends a day; secrets
+    ("bot.budget", "bot.credentials", "bot.channel"),  # what a person spends a day; secrets
     # at rest; the channel port
     ("bot.tools",),  # @tool and the registry, one call to its outcome, the capabilities and
     # their router, the tools a conversation was offered

@@ -27,60 +27,60 @@ OCCURRENCES_CHECKED = 200  # a cron line's shortest gap, from its next occurrenc
 
 
 @dataclass(frozen=True)
-class Budget:
+class TaskLimit:
     max_active: int = 0  # tasks set up at once; 0: no limit
     min_interval: timedelta = timedelta(0)  # between two runs that ask the LLM; 0: none
 
 
 @dataclass(frozen=True)
-class Budgets:
-    others: Budget = Budget(max_active=20, min_interval=timedelta(minutes=15))
-    owner: Budget = Budget()  # the owner decides for everyone, themselves included
+class TaskLimits:
+    others: TaskLimit = TaskLimit(max_active=20, min_interval=timedelta(minutes=15))
+    owner: TaskLimit = TaskLimit()  # the owner decides for everyone, themselves included
 
 
-class OverBudget(ValueError):
+class OverTaskLimit(ValueError):
     """A task past a limit; the message is the sentence for the person."""
 
 
 TellOwner = Callable[[str, str], Awaitable[object]]  # (text, dedupe key)
 
 
-class BudgetCheck:
-    def __init__(self, budgets: Budgets, users: UserStore, store: TaskStore,
+class TaskLimitCheck:
+    def __init__(self, limits: TaskLimits, users: UserStore, store: TaskStore,
                  tell_owner: TellOwner | None, notice: str) -> None:
         """`notice`: what the owner is told ({name}, {reason}; from the persona)."""
-        self.budgets = budgets
+        self.limits = limits
         self.users = users
         self.store = store
         self.tell_owner = tell_owner
         self.notice = notice
 
     async def admit(self, task: Task, now: datetime, *, replacing: str | None = None) -> None:
-        """OverBudget when `task` (new, or the changed or resumed `replacing`) goes past the
+        """OverTaskLimit when `task` (new, or the changed or resumed `replacing`) goes past the
         person's limits."""
         user = await self.users.get(task.user_id)
-        budget = self.budgets.owner if user is None or user.is_owner else self.budgets.others
-        reason = await self._over(task, budget, now, replacing)
+        limit = self.limits.owner if user is None or user.is_owner else self.limits.others
+        reason = await self._over(task, limit, now, replacing)
         if reason is None:
             return
         if self.tell_owner is not None and user is not None and not user.is_owner:
             name = user.display_name or "Someone"
             await self.tell_owner(fill(self.notice, name=name, reason=reason),
                                   f"budget:{user.id}:{reason.split(':')[0]}:{now:%Y-%m-%d}")
-        raise OverBudget(reason)
+        raise OverTaskLimit(reason)
 
-    async def _over(self, task: Task, budget: Budget, now: datetime,
+    async def _over(self, task: Task, limit: TaskLimit, now: datetime,
                     replacing: str | None) -> str | None:
-        if budget.max_active:
+        if limit.max_active:
             active = [t for t in await self.store.of_user(task.user_id)
                       if t.status in ACTIVE and t.id != replacing]
-            if len(active) >= budget.max_active:
+            if len(active) >= limit.max_active:
                 return (f"too many tasks: {len(active)} are set up and the limit is "
-                        f"{budget.max_active}; delete or pause one first")
-        if budget.min_interval and task.executor not in NO_LLM:
+                        f"{limit.max_active}; delete or pause one first")
+        if limit.min_interval and task.executor not in NO_LLM:
             gap = shortest_gap(task, now)
-            if gap is not None and gap < budget.min_interval:
-                minutes = budget.min_interval.total_seconds() / 60
+            if gap is not None and gap < limit.min_interval:
+                minutes = limit.min_interval.total_seconds() / 60
                 return (f"too often: a task that needs me to think can run at most every "
                         f"{minutes:g} minutes, and this one would run every "
                         f"{gap.total_seconds() / 60:g}")
