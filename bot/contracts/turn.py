@@ -66,8 +66,8 @@ class Joined:
 
 
 @dataclass(frozen=True)
-class Continue:
-    """The loop runs; this step adds to the turn."""
+class StepAdditions:
+    """What a step adds to the turn, whether the loop then runs (Continue) or not (Answered)."""
 
     joined: tuple[Joined, ...] = ()
     # Said to the person before the reply, and stored before their message (where it was
@@ -82,7 +82,12 @@ class Continue:
 
 
 @dataclass(frozen=True)
-class Answered(Continue):
+class Continue(StepAdditions):
+    """The loop runs; this step adds to the turn."""
+
+
+@dataclass(frozen=True)
+class Answered(StepAdditions):
     """The turn ends with this reply, without the loop (whatever was added still counts)."""
 
     text: str = ""
@@ -107,7 +112,7 @@ class Step(Protocol):
     async def before(self, ctx: TurnContext) -> StepResult: ...
 
 
-def merge(a: Continue, b: StepResult) -> StepResult:
+def merge(a: StepResult, b: StepResult) -> StepResult:
     """Two steps' additions together; an Answered stays an Answered."""
     return replace(  # keeps b's class, and an Answered's text and stop
         b, joined=a.joined + b.joined, notices=a.notices + b.notices,

@@ -112,7 +112,7 @@ class Orchestrator:
             return rejection
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
-        run = await self.made_brief(ctx, run)
+        run = await self.fitted_to_channel(ctx, run)
         if isinstance(run, ReactLoopResult) and run.tool_calls:
             # sub-tasks the allowance stopped: said plainly
             before = merge(before, short_changed(run.tool_calls, ctx.tool_ctx.allowance,
@@ -133,7 +133,7 @@ class Orchestrator:
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)
 
-    async def made_brief(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
+    async def fitted_to_channel(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
                          ) -> ReactLoopResult | LLMFailure | None:
         """An answer fits what its channel calls brief (a triggered run's summary by SMS; a
         reply by SMS gets one shortening pass), in what is sent and what the history keeps
