@@ -34,17 +34,8 @@ from bot.plumbing.streams import read_capped
 from bot.text.untrusted import quote_untrusted
 from bot.tools.registry import READS, tool
 
-__all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
-
 if TYPE_CHECKING:
     from agents.tools.html_text import PageText
-
-
-def html_to_text(html: str) -> tuple[str, str]:
-    """agents.tools.html_text.html_to_text (lxml is loaded when a page is first read)."""
-    from agents.tools.html_text import html_to_text as convert
-
-    return convert(html)
 
 MAX_REDIRECTS = 5
 HINT = ("set tools.web_fetch.allow_private_addresses (or list the host in "

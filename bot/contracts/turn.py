@@ -9,7 +9,7 @@
     ComposedTurn  what is stored and said, built in one place (bot.turn.compose)
 
 `TurnStop` (how a turn ended) lives in bot.contracts.envelopes because it travels to the channels
-with the reply; it is re-exported here with the rest of the turn's types.
+with the reply.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from bot.contracts.envelopes import Inbound, TurnStop
 from bot.contracts.people import User
 from bot.contracts.steering import Steering
 from bot.contracts.tool_context import ToolExecutionContext
-
-__all__ = ["Answered", "ComposedTurn", "Continue", "Joined", "Step", "StepResult",
-           "TurnContext", "TurnStop", "merge"]
 
 Message = dict[str, Any]
 

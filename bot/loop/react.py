@@ -27,17 +27,14 @@ from bot.loop.context import MAX_LEVEL
 from bot.loop.fallback import ModelSlot, on_models
 from bot.loop.journal import TurnRecorder
 from bot.loop.masking import WRITTEN_BY
-from bot.loop.state import CallGate, LoopDeps, LoopRun, ToolChoice
+from bot.loop.state import LoopDeps, LoopRun
 from bot.loop.steering import steer
 from bot.loop.traces import failed_entry, llm_entry, switch_entry
-from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, Spent, ToolCallRecord
+from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, Spent
 from bot.tools.registry import ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
-
-__all__ = ["CallGate", "FallbackLines", "LoopDeps", "ReactLoopConfig", "ReactLoopResult",
-           "ToolCallRecord", "ToolChoice", "react_loop"]
 
 
 async def _no_events(event: LoopEvent) -> None:

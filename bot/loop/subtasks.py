@@ -32,7 +32,8 @@ from bot.contracts.subtask_allowance import NOT_STARTED, RATE_LIMITED, SubtaskAl
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.contracts.turn import Continue
 from bot.llm.port import ToolCall
-from bot.loop.react import CallGate, LoopDeps, react_loop
+from bot.loop.react import react_loop
+from bot.loop.state import CallGate, LoopDeps
 from bot.loop.subtask_llm import OverAllowance, SubtaskLLM
 from bot.loop.traces import KEPT_TEXT, shorten
 from bot.loop.types import ReactLoopResult, ToolCallRecord

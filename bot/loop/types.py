@@ -1,6 +1,6 @@
 """What the ReAct loop is given and what it returns: every knob in one `ReactLoopConfig`, the
-persona's fallback lines, and the `ReactLoopResult` with a record per tool call. (`bot.loop.react`
-re-exports them; it holds how the loop runs.)"""
+persona's fallback lines, and the `ReactLoopResult` with a record per tool call. (How the loop runs
+is `bot.loop.react`.)"""
 
 from __future__ import annotations
 

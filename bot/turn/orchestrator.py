@@ -43,9 +43,10 @@ from bot.llm.port import (
     misconfiguration_hint,
 )
 from bot.loop.context import ContextManager
-from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
+from bot.loop.react import react_loop
+from bot.loop.state import LoopDeps
 from bot.loop.subtasks import short_changed
-from bot.loop.types import REACT, SIMPLE
+from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult
 from bot.memory.summaries import HOLDING as SUMMARY
 from bot.meter.llm import BudgetSpent
 from bot.plumbing import logs

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agents.registry import load_registry, registry_paths
+from agents.registry import load_registry
 from bot.approvals.flow import typed
+from bot.config.registries import registry_paths
 from bot.contracts.approvals import ExecutionStatus
 from bot.tools.registry import ToolOutcome, ToolStatus
 

@@ -23,6 +23,7 @@ from aiohttp.test_utils import TestServer
 from agents.tools import calculator, clock, web_fetch
 from agents.tools.calculator import calculate
 from agents.tools.clock import convert_time, current_time
+from agents.tools.html_text import html_to_text
 from agents.tools.web_fetch import FetchRefused, GuardedResolver, address_problem
 from bot.contracts.clock import FakeClock
 from bot.contracts.tool_context import ToolExecutionContext
@@ -514,6 +515,6 @@ async def test_connection_errors_are_clear() -> None:
 
 
 def test_html_to_text_edge_cases() -> None:
-    title, text = web_fetch.html_to_text("<p>a<script>x</script>b</p><nav><p>menu</nav>"
-                                         "<li></li><p>  c &amp; d  </p><svg/><p>e</p>")
+    title, text = html_to_text("<p>a<script>x</script>b</p><nav><p>menu</nav>"
+                               "<li></li><p>  c &amp; d  </p><svg/><p>e</p>")
     assert (title, text) == ("", "ab\n\nc & d\n\ne")

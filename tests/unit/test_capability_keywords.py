@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.registry import load_registry, registry_paths
+from agents.registry import load_registry
 from bot.config import ConfigError
+from bot.config.registries import registry_paths
 from bot.tools.capabilities import CapabilityPart, CapabilitySpec
 from bot.tools.capability_router import CapabilityRouter, phrase_pattern, words
 
