@@ -105,7 +105,7 @@ class InputField:
         if self.validator is not None:
             verdict = self.validator(value)
             if verdict is False:
-                raise ValueError(self.validator_description or "that is not a valid value")
+                raise ValueError(self.validator_description or say("agent_not_valid"))
             if isinstance(verdict, str) and verdict:
                 raise ValueError(verdict)
         return value
@@ -141,9 +141,10 @@ def _type_name(tp: Any) -> str:
 
 
 def _type_problem(tp: Any, err: pydantic.ValidationError) -> str:
-    names = {int: "a whole number", float: "a number", bool: "yes or no", str: "some text"}
-    if tp in names:
-        return f"I need {names[tp]} here"
+    needs = {int: "agent_needs_whole_number", float: "agent_needs_number",
+             bool: "agent_needs_yes_or_no", str: "agent_needs_text"}
+    if tp in needs:
+        return say(needs[tp])
     return err.errors()[0]["msg"]
 
 
@@ -249,7 +250,7 @@ class StandardAgent:
         if isinstance(value, str):
             value = value.strip()
         if value is None or value == "":
-            raise ValueError("nothing was given")
+            raise ValueError(say("agent_nothing_given"))
         value = spec.coerce(value)
         hook = getattr(self, f"clean_{spec.name}", None)
         return hook(value) if callable(hook) else value

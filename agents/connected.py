@@ -8,9 +8,9 @@ import os
 from typing import Any
 
 from agents.services import services_of
-from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.credentials import KEY_ENV, CredentialsLocked, CredentialStore
+from bot.tools.capabilities import CapabilityStatus
 
 
 class NotConnected(Exception):

@@ -11,7 +11,7 @@ from agents.base import AgentResult, InputField, StandardAgent
 from agents.note_store import NoteStore
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import CHANGES, READS, ToolOutcome, tool
+from bot.tools.registry import CHANGES, READS, ToolOutcome, tool
 
 MAX_TITLE = 120
 

@@ -62,12 +62,11 @@ from agents.registry_entries import (
 )
 from agents.routing import CapabilityWords, check_words
 from agents.runtime import AgentSpec, AgentTasks, agent_tool
-from bot.capabilities import CapabilityPart, CapabilitySpec
 from bot.config import ConfigError
 from bot.config.problems import parse_yaml, yaml_line
-from bot.config.registries import BUILTIN_REGISTRY as BUILTIN_REGISTRY
-from bot.config.registries import registry_paths as registry_paths
-from bot.tools import ToolRegistry, tools_in_module
+from bot.config.registries import BUILTIN_REGISTRY
+from bot.tools.capabilities import CapabilityPart, CapabilitySpec
+from bot.tools.registry import ToolRegistry, tools_in_module
 
 if TYPE_CHECKING:
     from agents.mcp.source import McpToolSource

@@ -28,7 +28,7 @@ class AgentEntry(_Strict):
     description: str | None = None
     expose_as_tool: bool = True
     approval: Literal["always", "never", "agent", "untrusted"] = "agent"
-    # Its effect (bot.tools.EFFECTS); none declared: a change (asks in a tainted turn).
+    # Its effect (bot.tools.registry.EFFECTS); none declared: a change (asks in a tainted turn).
     does: Literal["reads", "changes", "sends"] | None = None
     timeout: float | None = pydantic.Field(None, gt=0)
     max_instances: int | None = pydantic.Field(None, ge=1)
@@ -61,7 +61,7 @@ class ToolEntry(_Strict):
     module: str = pydantic.Field(pattern=r"^[\w.]+$")
     only: list[str] | None = None
     approval: Literal["always", "never", "untrusted"] = "never"
-    # Overrides the tools' `@tool(does=...)` (bot.tools.EFFECTS); None: as they declare.
+    # Overrides the tools' `@tool(does=...)` (bot.tools.registry.EFFECTS); None: as they declare.
     does: Literal["reads", "changes", "sends"] | None = None
     safe_to_repeat: bool | None = None  # None: as the @tool declares (default: not safe)
     settings: dict[str, Any] = {}

@@ -16,7 +16,7 @@ from agents.reminder_store import ReminderStore
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.when import UNREADABLE, TimePassed, parse_when
-from bot.tools import READS, tool
+from bot.tools.registry import READS, tool
 from persona.catalog import say
 from persona.spoken import spoken_date, spoken_time
 from triggers.service import Owner

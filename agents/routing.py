@@ -1,8 +1,8 @@
-"""The words of the registry's capabilities, checked when it loads (bot.capability_router reads
-them): a deployment's file may add words to a capability declared in another file (an entry
-with only `name`, `keywords`, `examples`, `parts`); a part names tools of its own capability;
-a keyword has words to match; and every example opens the capability (or part) it is given
-for, so the examples are the router's own test, for the built-in words and a deployment's.
+"""The words of the registry's capabilities, checked when it loads (bot.tools.capability_router
+reads them): a deployment's file may add words to a capability declared in another file (an
+entry with only `name`, `keywords`, `examples`, `parts`); a part names tools of its own
+capability; a keyword has words to match; and every example opens the capability (or part) it is
+given for, so the examples are the router's own test, for the built-in words and a deployment's.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from bot.capabilities import CapabilityPart, CapabilitySpec
-from bot.capability_router import CapabilityRouter, Route, phrase_pattern
+from bot.tools.capabilities import CapabilityPart, CapabilitySpec
+from bot.tools.capability_router import CapabilityRouter, Route, phrase_pattern
 
 
 class Where(Protocol):

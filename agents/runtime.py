@@ -22,8 +22,8 @@ from bot.contracts.approvals import ApprovalDraft, waiting_result
 from bot.contracts.pause import PausedTask
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.tasks.model import Fit, Resumed, Verdict
-from bot.tool_calls import render_result
-from bot.tools import READS, Tool, ToolOutcome, ToolStatus
+from bot.tools.calls import render_result
+from bot.tools.registry import READS, Tool, ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class AgentSpec:
     timeout: float | None = None
     max_instances: int | None = None  # waiting at once, per user
     safe_to_repeat: bool = False  # a call cut short by a crash may simply run again
-    does: str | None = None  # its effect (bot.tools.EFFECTS); None: a change
+    does: str | None = None  # its effect (bot.tools.registry.EFFECTS); None: a change
     settings: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""  # file:line of the entry
 

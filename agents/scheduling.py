@@ -11,7 +11,7 @@ from typing import Any
 
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import CHANGES, READS, tool
+from bot.tools.registry import CHANGES, READS, tool
 from triggers.describe import task_line
 from triggers.model import ConditionCheck
 from triggers.service import Owner, TaskError, TaskService

@@ -12,6 +12,14 @@ from pathlib import Path
 import pydantic
 import yaml
 
+from bot.config import ConfigError
+from bot.config.problems import (
+    did_you_mean,
+    in_file_order,
+    parse_yaml,
+    validation_problems,
+    yaml_line,
+)
 from persona.lines import Lines
 
 PERSONA_DIR = Path(__file__).parent
@@ -76,8 +84,6 @@ class _PersonaFile(pydantic.BaseModel):
     def _known_channels(cls, value: dict[str, str],
                         info: pydantic.ValidationInfo) -> dict[str, str]:
         """A style is for a channel Valet has (the names the caller gives: load_persona)."""
-        from bot.config.problems import did_you_mean
-
         channels: Collection[str] | None = (info.context or {}).get("channels")
         if channels is None:
             return value
@@ -162,11 +168,6 @@ def load_persona(name_or_path: str, channels: Collection[str] | None = None) -> 
     """The persona file, checked whole (ConfigError naming every mistake with its line).
     `channels`: the names of the channels Valet has (channels.registry), which its `style:`
     keys must be; None: not checked (a caller that only reads the lines)."""
-    # Imported here: the settings import the loop's types, which import persona.lines, so
-    # this package must not need bot.config to be imported.
-    from bot.config import ConfigError
-    from bot.config.problems import in_file_order, parse_yaml, validation_problems, yaml_line
-
     path = resolve_persona_path(name_or_path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -43,12 +43,13 @@ def fill(template: str, **values: Any) -> str:
 class ConversationLines(LineGroup):
     """When the LLM itself cannot answer."""
 
-    llm_unavailable: str = "Sorry, I can't think straight right now. Try me again in a minute?"
+    llm_unavailable: str = ("Sorry, I can't reach my brain right now. Your message is saved; "
+                            "try me again in a minute.")
     # The LLM service answered with something unreadable, several times: say so, and that
     # what was already done stays done (the turn is not re-run, so nothing is done twice).
-    llm_malformed: str = ("The AI service I use sent back an answer I couldn't read, several "
-                          "times in a row, so I stopped there. Anything I had already done "
-                          "for you is done; ask me again in a minute for the rest.")
+    llm_malformed: str = ("The AI service I use sent back answers I couldn't read, so I stopped "
+                          "there. Anything I'd already done for you is done; ask me again in a "
+                          "minute for the rest.")
     # The LLM refused the key or does not know the model: waiting will not fix it.
     misconfigured: str = ("I'm not set up correctly right now, so I can't answer. "
                           "My owner has been told.")
@@ -64,7 +65,7 @@ class ConversationLines(LineGroup):
     # After an answer the model did not finish: it reached the length one answer may be
     # (llm.max_output_tokens).
     cut_short: str = "(My answer was cut there: it got longer than I allow. Ask for the rest.)"
-    rate_limited: str = "You're going faster than I can keep up. Give me a minute."
+    rate_limited: str = "You're going faster than I can keep up. Give me a minute and try again."
     cancelled: str = "Okay, I stopped."
     # A voice note that could not be fetched or transcribed (a few tries when its turn ran),
     # and a message a channel could not store or handle at all (a few tries, then given up):

@@ -12,6 +12,14 @@ class AgentLines(LineGroup):
     # A field with no question of its own: {field} is its description, lower-cased.
     agent_ask_field: str = "What's {field}?"
     agent_cannot_use: str = "I can't use “{given}”: {problem}. {question}"
+    # The {problem} of agent_cannot_use when the answer was empty, not of the field's type, or
+    # refused by its check (an agent's own check says why in its own words).
+    agent_nothing_given: str = "nothing was given"
+    agent_not_valid: str = "that is not a valid value"
+    agent_needs_whole_number: str = "I need a whole number here"
+    agent_needs_number: str = "I need a number here"
+    agent_needs_yes_or_no: str = "I need yes or no here"
+    agent_needs_text: str = "I need some text here"
     note_ask_body: str = "What should the note say?"
     reminder_ask_what: str = "What should I remind you about?"
     reminder_ask_when: str = "When should I remind you? (e.g. “tomorrow 15:00” or “in 2 hours”)"

@@ -16,8 +16,10 @@ from bot.contracts.clock import FakeClock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import LLM
 from bot.loop.context import ContextManager
-from bot.loop.react import LoopDeps, ReactLoopResult, react_loop
-from bot.tools import ToolRegistry, tool
+from bot.loop.react import react_loop
+from bot.loop.state import LoopDeps
+from bot.loop.types import ReactLoopResult
+from bot.tools.registry import ToolRegistry, tool
 
 
 @dataclass

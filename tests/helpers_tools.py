@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import tool
+from bot.tools.registry import tool
 
 
 @tool

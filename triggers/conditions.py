@@ -15,7 +15,7 @@ import aiohttp
 
 from bot.contracts.clock import Clock
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import ToolRegistry
+from bot.tools.registry import ToolRegistry
 from triggers.model import ConditionCheck, Task
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {

@@ -1,4 +1,4 @@
-"""What became of a run's message, told from the stores that know (rule 22: a run that
+"""What became of a run's message, told from the stores that know (a run recorded as
 "delivered" must have been sent).
 
 A reminder's run queues its message itself (outcome `sent`: queued, under the run's message

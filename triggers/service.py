@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo
 
 from bot.contracts.clock import Clock
 from persona.lines import ScheduleLines
-from triggers.budget import BudgetCheck, OverBudget
 from triggers.changes import TaskChanges
 from triggers.describe import tasks_text
 from triggers.executors import EXECUTORS
@@ -28,6 +27,7 @@ from triggers.model import (
 )
 from triggers.phrases import parse_schedule
 from triggers.store import TaskStore, new_task_id
+from triggers.task_limits import OverTaskLimit, TaskLimitCheck
 from triggers.templates import MORNING_SUMMARY
 
 # Defaults per kind (ARCHITECTURE 7): a reminder missed while down still goes within a day; a
@@ -51,13 +51,13 @@ class Owner:
 class TaskService:
     def __init__(self, store: TaskStore, clock: Clock, changes: TaskChanges, *,
                  lines: ScheduleLines, executors: Collection[str] = EXECUTORS,
-                 budget: BudgetCheck | None = None) -> None:
+                 limits: TaskLimitCheck | None = None) -> None:
         self.store = store
         self.clock = clock
         self.changes = changes
         self.lines = lines  # the listing's words (/tasks, and the tool that lists them)
         self.executors = sorted(executors)
-        self.budget = budget  # None: no limits (tests of the engine alone)
+        self.limits = limits  # None: no limits (tests of the engine alone)
 
     def _now(self) -> datetime:
         return self.clock.now()
@@ -131,11 +131,11 @@ class TaskService:
             created_from=owner.created_from, origin_channel=owner.channel))
 
     async def _admit(self, task: Task, replacing: str | None = None) -> None:
-        if self.budget is None:
+        if self.limits is None:
             return
         try:
-            await self.budget.admit(task, self._now(), replacing=replacing)
-        except OverBudget as err:
+            await self.limits.admit(task, self._now(), replacing=replacing)
+        except OverTaskLimit as err:
             raise TaskError(f"not set up: {err}") from None
 
     async def _add(self, task: Task) -> Task:

@@ -14,10 +14,9 @@ import aiohttp
 from bot.contracts.clock import Clock
 from bot.db import Database
 from bot.people.users import UserStore
-from bot.tools import ToolRegistry
+from bot.tools.registry import ToolRegistry
 from bot.work.control import RedisSignals, Signals
 from persona.lines import ScheduleLines
-from triggers.budget import BudgetCheck, Budgets, TellOwner
 from triggers.changes import TaskChanges
 from triggers.conditions import registry_checker
 from triggers.engine import EngineSettings, TriggerEngine
@@ -25,6 +24,7 @@ from triggers.event_store import StoredEventBus
 from triggers.executors import TriggerGateway, default_executors
 from triggers.service import TaskService
 from triggers.store import TaskStore
+from triggers.task_limits import TaskLimitCheck, TaskLimits, TellOwner
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -68,16 +68,16 @@ def answer_run_now(engine: TriggerEngine, signals: RedisSignals) -> None:
 
 
 def build_task_service(db: Database, clock: Clock, *, lines: ScheduleLines,
-                       budget: BudgetCheck | None = None, signals: Signals | None = None
+                       limits: TaskLimitCheck | None = None, signals: Signals | None = None
                        ) -> TaskService:
     """`lines`: the persona's (a task listing, a reminder, a task whose approval expired).
     `signals`: shared with other processes (Redis), a change reaches their engines too."""
-    return TaskService(TaskStore(db), clock, TaskChanges(signals), lines=lines, budget=budget)
+    return TaskService(TaskStore(db), clock, TaskChanges(signals), lines=lines, limits=limits)
 
 
-def budget_check(db: Database, users: UserStore, budgets: Budgets,
-                 tell_owner: TellOwner | None, lines: ScheduleLines) -> BudgetCheck:
-    return BudgetCheck(budgets, users, TaskStore(db), tell_owner, lines)
+def task_limit_check(db: Database, users: UserStore, limits: TaskLimits,
+                     tell_owner: TellOwner | None, lines: ScheduleLines) -> TaskLimitCheck:
+    return TaskLimitCheck(limits, users, TaskStore(db), tell_owner, lines)
 
 
 def build_triggers(db: Database, clock: Clock, gateway: TriggerGateway, registry: ToolRegistry,

@@ -3,7 +3,7 @@ tools need approval (agents/registry.yaml) and check before asking: the calendar
 written, the times read in the person's timezone (pinned as their local time, so the card
 shows what will be written), the event to move or cancel exists (its real title pinned). The
 approval shows the title, the time and the attendees; an approved change that cannot be made
-is refused, an error failed (bot.tools.ToolOutcome)."""
+is refused, an error failed (bot.tools.registry.ToolOutcome)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from agents.calendar.sources import (
     read_events,
 )
 from agents.connected import NotConnected, connected_secret, connected_status
-from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
 from bot.text.when import parse_when
-from bot.tools import CHANGES, READS, ToolOutcome, tool
+from bot.tools.capabilities import CapabilityStatus
+from bot.tools.registry import CHANGES, READS, ToolOutcome, tool
 from persona.catalog import say
 from persona.spoken import card_moment, card_time
 

@@ -14,7 +14,7 @@ from typing import Any
 from agents.contacts.store import Contact, ContactStore, Saved, clean_fields
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import CHANGES, READS, ToolOutcome, tool
+from bot.tools.registry import CHANGES, READS, ToolOutcome, tool
 from persona.catalog import say
 
 

@@ -26,7 +26,7 @@ from agents.services import services_of
 from bot.contracts.channels import ChannelTraits, for_messaging, named
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.gateway.others import MessageEffects, SendOutcome, Sent
-from bot.tools import SENDS, ToolOutcome, tool
+from bot.tools.registry import SENDS, ToolOutcome, tool
 
 MAX_TEXT = 1000
 SERVICE = "messages_to_others"

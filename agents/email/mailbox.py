@@ -14,10 +14,10 @@ from zoneinfo import ZoneInfo
 from agents.connected import NotConnected, connected_secret, connected_status
 from agents.email.account import SERVICE, MailAccount, MailError
 from agents.email.mime import Attachment, MailSummary, MessageText
-from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
-from bot.tools import READS, tool
+from bot.tools.capabilities import CapabilityStatus
+from bot.tools.registry import READS, tool
 
 if TYPE_CHECKING:
     from agents.email.imap import Listing

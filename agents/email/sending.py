@@ -1,10 +1,10 @@
 """Sending mail: a new message or a reply, each only with the person's approval (the registry
 says `approval: always`; the tool also refuses to run outside an approved execution).
 
-Addresses are checked when the call's arguments are (bot.tools: pydantic validators), so a bad
-one gets a corrective error before anything is asked. The approval card says From, To, Cc,
-Subject and the body: the summary (the one line every channel shows, SMS included, cut at 300
-characters there) has the addresses, the subject and the body's first lines with its length;
+Addresses are checked when the call's arguments are (bot.tools.registry: pydantic validators),
+so a bad one gets a corrective error before anything is asked. The approval card says From, To,
+Cc, Subject and the body: the summary (the one line every channel shows, SMS included, cut at
+300 characters there) has the addresses, the subject and the body's first lines with its length;
 the details (Telegram, the console) have the whole body.
 
 The approved call composes the message once and hands it to the mail outbox under the
@@ -32,7 +32,7 @@ from agents.email.message import (
 from agents.email.outbox import MailStatus, OutgoingMail
 from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import SENDS, ToolOutcome, ToolStatus, tool
+from bot.tools.registry import SENDS, ToolOutcome, ToolStatus, tool
 from persona.catalog import say
 
 PREVIEW_CHARS = 100  # of the body, on the card's one line

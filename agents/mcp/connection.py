@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from agents.mcp.changes import ListChanges
 from agents.mcp.config import McpServerConfig
 from agents.mcp.secrets import SecretMissing, SecretReader
-from bot.capabilities import SourceUnavailable
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.private import open_private
+from bot.tools.capabilities import SourceUnavailable
 
 if TYPE_CHECKING:
     import mcp_types

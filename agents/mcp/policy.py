@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agents.mcp.config import McpServerConfig, ToolPolicy
-from bot.tools import CHANGES, READS
+from bot.tools.registry import CHANGES, READS
 
 if TYPE_CHECKING:
     import mcp_types
@@ -33,7 +33,7 @@ def asks_first(config: McpServerConfig, policy: ToolPolicy,
 
 def declared_effect(config: McpServerConfig, policy: ToolPolicy,
                     annotations: mcp_types.ToolAnnotations | None) -> str:
-    """What the registry counts a server's tool as (bot.tools.EFFECTS): a read only when a
+    """What the registry counts a server's tool as (bot.tools.registry.EFFECTS): a read only when a
     trusted server says it only reads and the operator lets it run unasked; anything else
     is a change (it asks in a tainted turn)."""
     return READS if config.trusted and not asks_first(config, policy, annotations) \

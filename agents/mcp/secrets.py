@@ -10,7 +10,7 @@ from typing import Any
 
 from agents.mcp.config import REFERENCE, references
 
-# The owner's id (bot.app.root.OWNER_ID): a server is the deployment's, so are its secrets.
+# The owner's id (bot.app.owner.OWNER_ID): a server is the deployment's, so are its secrets.
 OWNER_ID = "owner"
 DEFAULT_FIELD = "token"
 

@@ -1,4 +1,4 @@
-"""An MCP server as a capability (bot.capabilities.ToolSource): its tools as Valet tools,
+"""An MCP server as a capability (bot.tools.capabilities.ToolSource): its tools as Valet tools,
 named `<server>_<tool>`, each with the approval, timeout and journal policy the registry
 gives it (by default a card for every tool: a server's own hints only add caution, and skip
 the card only on a server the operator marked `trusted`: agents/mcp/policy.py).
@@ -26,9 +26,9 @@ from agents.mcp.connection import CallInterrupted, McpConnection, McpUnavailable
 from agents.mcp.policy import asks_first, declared_effect, stand_in_asks_first
 from agents.mcp.results import error_text, result_text
 from agents.mcp.secrets import SecretReader
-from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import CHANGES, Tool, ToolOutcome, ToolStatus, decode_arguments
+from bot.tools.capabilities import CapabilityStatus
+from bot.tools.registry import CHANGES, Tool, ToolOutcome, ToolStatus, decode_arguments
 from persona.catalog import say
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class McpToolSource:
         self.config = config
         self.prefix = f"{config.name}_"
         # Its tools' names, descriptions and schemas are a third party's text unless the
-        # operator vouches for the server (bot.capabilities.ToolExposure.offers_untrusted).
+        # operator vouches for the server (bot.tools.capabilities.ToolExposure.offers_untrusted).
         self.trusted = config.trusted
         self.default_timeout = DEFAULT_TIMEOUT
         self._reader = SecretReader(os.environ)  # the credential store comes with attach()

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bot.tools import READS, tool
+from bot.tools.registry import READS, tool
 
 MAX_LENGTH = 500
 MAX_BITS = 1024  # integers below 2**1024 (~1.8e308), the same range as floats

@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import READS, tool
+from bot.tools.registry import READS, tool
 
 
 @functools.cache

@@ -13,7 +13,7 @@ from agents.services import services_of
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.memory.facts import Kind
 from bot.memory.service import MemoryService
-from bot.tools import CHANGES, READS, ToolOutcome, tool
+from bot.tools.registry import CHANGES, READS, ToolOutcome, tool
 
 
 def _memory(ctx: ToolExecutionContext) -> MemoryService:

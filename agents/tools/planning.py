@@ -9,7 +9,7 @@ from agents.services import services_of
 from agents.tools.plan_store import PlanStep, PlanStore, render
 from bot.contracts.pause import PausedTask
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import CHANGES, READS, ToolOutcome, ToolStatus, tool
+from bot.tools.registry import CHANGES, READS, ToolOutcome, ToolStatus, tool
 
 
 def plans_of(ctx: ToolExecutionContext) -> PlanStore:

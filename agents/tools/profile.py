@@ -10,7 +10,7 @@ from agents.services import services_of
 from agents.tools.clock import resolve_zone
 from bot.contracts.channels import names
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import CHANGES, tool
+from bot.tools.registry import CHANGES, tool
 from persona.catalog import ENGLISH_NAMES, LANGUAGES, language_named
 
 if TYPE_CHECKING:

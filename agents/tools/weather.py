@@ -17,9 +17,9 @@ from typing import Any, Literal
 import aiohttp
 
 from agents.services import services_of
-from bot.capabilities import CapabilityStatus
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import CHANGES, READS, tool
+from bot.tools.capabilities import CapabilityStatus
+from bot.tools.registry import CHANGES, READS, tool
 
 GEOCODING_URL = "https://geocoding-api.open-meteo.com"
 FORECAST_URL = "https://api.open-meteo.com"

@@ -32,19 +32,10 @@ from bot.contracts.tool_context import ToolExecutionContext
 from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.plumbing.streams import read_capped
 from bot.text.untrusted import quote_untrusted
-from bot.tools import READS, tool
-
-__all__ = ["html_to_text", "web_fetch"]  # html_to_text: for callers that used it from here
+from bot.tools.registry import READS, tool
 
 if TYPE_CHECKING:
     from agents.tools.html_text import PageText
-
-
-def html_to_text(html: str) -> tuple[str, str]:
-    """agents.tools.html_text.html_to_text (lxml is loaded when a page is first read)."""
-    from agents.tools.html_text import html_to_text as convert
-
-    return convert(html)
 
 MAX_REDIRECTS = 5
 HINT = ("set tools.web_fetch.allow_private_addresses (or list the host in "

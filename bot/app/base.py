@@ -15,6 +15,7 @@ from bot.app.database import open_database
 from bot.app.models import Models, build_models, priced
 from bot.app.plane import Plane, build_plane
 from bot.app.roles import Roles
+from bot.budget import Spending
 from bot.config import Settings
 from bot.config.policies import ReactLoopConfig
 from bot.config.registries import registry_paths
@@ -24,7 +25,6 @@ from bot.db import Database
 from bot.llm.context_limit import EndpointContexts, remember_contexts
 from bot.llm.port import LLM
 from bot.plumbing.metrics import Metrics
-from bot.spend import Spending
 from channels.registry import specs
 from persona import Persona, load_persona
 
@@ -75,7 +75,7 @@ class Base:
     db: Database
     http: aiohttp.ClientSession
     roles: Roles
-    spending: Spending  # what each person costs a day (bot.spend)
+    spending: Spending  # what each person costs a day (bot.budget)
     # Every channel Valet has (channels.registry), as the core is told of them.
     channels: tuple[ChannelTraits, ...] = ()
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

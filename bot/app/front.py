@@ -26,6 +26,7 @@ from bot.app.roles import Roles
 from bot.app.stores import build_stores
 from bot.approvals.buttons import ButtonAnswers
 from bot.approvals.store import ApprovalStore
+from bot.budget import Spending
 from bot.channel import ChannelSender, MenuCommand
 from bot.config import Settings
 from bot.contracts.clock import Clock, SystemClock
@@ -38,7 +39,6 @@ from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
 from bot.plumbing.metrics import Metrics
-from bot.spend import Spending
 from channels.registry import specs
 from persona import Persona, load_persona
 from triggers.event_store import StoredEventBus

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.app.base import Ground
-from bot.app.costs import pairing_notices
+from bot.app.budget import pairing_notices
 from bot.app.stores import Stores
 from bot.contracts.envelopes import Reply
 from bot.gateway.budget import BudgetGate

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from bot.budget import Budget, Price, Prices, Spending
 from bot.config import ConfigError, Settings
 from bot.contracts.clock import Clock
 from bot.llm.caps import OutputCaps
@@ -18,7 +19,6 @@ from bot.llm.transcribe import Transcriber
 from bot.loop.fallback import ModelSlot, provider_of
 from bot.meter.llm import Held, PricedLLM
 from bot.plumbing.metrics import Metrics
-from bot.spend import Allowance, Price, Prices, Spending
 
 
 @dataclass(frozen=True)
@@ -96,17 +96,17 @@ NO_LLM_MESSAGE = (
 
 
 def priced(models: Models, settings: Settings, spending: Spending, clock: Clock) -> Models:
-    """Each model's calls checked against the payer's allowance before they go, at their worst
+    """Each model's calls checked against the payer's budget before they go, at their worst
     cost, and added to the payer's day at `llm.prices` (none listed: as it was)."""
     if not settings.llm.prices:
         return models
     prices = Prices({name: Price(p.input, p.output, p.cached_input)
                      for name, p in settings.llm.prices.items()})
-    limits = Allowance.from_usd(settings.budget.daily_usd, settings.budget.owner_daily_usd)
+    limits = Budget.from_usd(settings.budget.daily_usd, settings.budget.owner_daily_usd)
     held = Held()  # calls under way, across the main model and its fallbacks
 
     def metered(llm: LLM) -> PricedLLM:
-        return PricedLLM(llm, prices, spending, clock, allowance=limits,
+        return PricedLLM(llm, prices, spending, clock, budget=limits,
                          max_output_tokens=settings.llm.max_output_tokens, held=held)
 
     return replace(models, llm=metered(models.llm),

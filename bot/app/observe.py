@@ -29,7 +29,7 @@ from bot.db import Database
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
 from bot.plumbing import logs
-from bot.plumbing.metrics import CONTENT_TYPE_LATEST, Metrics, Readings, start_of_day
+from bot.plumbing.metrics import Metrics, Readings, start_of_day
 from bot.plumbing.outages import DATABASE, REDIS, about, recovered
 from channels.registry import specs
 
@@ -122,7 +122,7 @@ def metrics_routes(app: Observed, token: str | None) -> list[web.RouteDef]:
             return refused
         app.metrics.refresh(await readings(app))
         return web.Response(body=app.metrics.render(),
-                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+                            headers={"Content-Type": app.metrics.content_type})
 
     return [web.get("/metrics", metrics)]
 

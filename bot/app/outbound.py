@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 
 from bot.app.base import Ground
-from bot.app.costs import allowance
+from bot.app.budget import budget_from
 from bot.app.stores import Stores
 from bot.approvals.outcomes import card_outcomes
 from bot.channel import ChannelSender, PermanentSendError
@@ -25,7 +25,7 @@ from bot.gateway.prompt_edits import Outcomes, PromptEdits
 from bot.meter.gate import Meter
 from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
-from triggers.budget import TellOwner
+from triggers.task_limits import TellOwner
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def build_outbound(base: Ground, stores: Stores) -> Outbound:
 
 def build_meter(base: Ground, stores: Stores) -> Meter:
     """The one gate every message passes before its channel sends it (bot.meter)."""
-    return Meter(base.spending, allowance(base.settings), stores.users, base.clock,
+    return Meter(base.spending, budget_from(base.settings), stores.users, base.clock,
                  door_reply_minutes=base.settings.door_reply_minutes())
 
 

@@ -15,16 +15,13 @@ from agents.email.delivery import MailDelivery
 from agents.registry import Registry
 from agents.services import Services
 from bot.app.approvals import build_approvals
-from bot.app.base import build_agents as build_agents  # re-exported
 from bot.app.base import open_base
-from bot.app.costs import build_budget, pairing_notice_loop_seconds
+from bot.app.budget import build_budget, pairing_notice_loop_seconds
 from bot.app.database import pending
 from bot.app.inbound import TurnParts, build_gateway
 from bot.app.memory import Memory, build_memory
 from bot.app.models import build_transcriber
 from bot.app.outbound import build_outbound
-from bot.app.owner import CONSOLE_ADDRESS as CONSOLE_ADDRESS  # re-exported
-from bot.app.owner import OWNER_ID as OWNER_ID
 from bot.app.owner import ensure_owner
 from bot.app.plane import Plane
 from bot.app.roles import Roles
@@ -59,7 +56,7 @@ from bot.plumbing.metrics import Metrics
 from bot.plumbing.offload import shutdown as stop_offload_workers
 from bot.plumbing.stall import StallMonitor
 from bot.tasks.pool import AgentPool
-from bot.tools import ToolRegistry
+from bot.tools.registry import ToolRegistry
 from bot.turn.commands import Commands
 from bot.turn.orchestrator import Orchestrator
 from persona import Persona

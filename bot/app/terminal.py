@@ -21,7 +21,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app.root import App
-from bot.tools import approval_gated
+from bot.tools.registry import approval_gated
 from channels.console.link import (
     PATH,
     Endpoint,

@@ -1,4 +1,4 @@
-"""The trigger side as the App builds it: the task service (with the budgets of what people
+"""The trigger side as the App builds it: the task service (with the limits of what people
 may set up) before the turn, the engine last (it puts runs into the gateway's queue)."""
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ from agents.services import Services
 from bot.app.base import Base
 from bot.app.outbound import tell_owner
 from bot.app.stores import Stores
-from bot.capabilities import ToolExposure
 from bot.config import Settings
 from bot.contracts.envelopes import Delivery, Notification, TriggerMessage
 from bot.contracts.turn import TurnContext
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
-from bot.tools import ToolRegistry
-from triggers.budget import Budget, Budgets
+from bot.tools.capabilities import ToolExposure
+from bot.tools.registry import ToolRegistry
 from triggers.engine import EngineSettings
 from triggers.service import TaskService
-from triggers.wiring import Triggers, budget_check, build_task_service, build_triggers
+from triggers.task_limits import TaskLimit, TaskLimits
+from triggers.wiring import Triggers, build_task_service, build_triggers, task_limit_check
 
 
 @dataclass(frozen=True)
@@ -39,18 +39,18 @@ class TriggerDoor:
         return await self.outbound.notify(note)
 
 
-def task_budgets(settings: Settings) -> Budgets:
+def task_limits(settings: Settings) -> TaskLimits:
     t = settings.triggers
-    return Budgets(
-        others=Budget(t.max_active_tasks, timedelta(minutes=t.min_llm_interval_minutes)),
-        owner=Budget(t.owner_max_active_tasks,
+    return TaskLimits(
+        others=TaskLimit(t.max_active_tasks, timedelta(minutes=t.min_llm_interval_minutes)),
+        owner=TaskLimit(t.owner_max_active_tasks,
                      timedelta(minutes=t.owner_min_llm_interval_minutes)))
 
 
 def build_tasks(base: Base, stores: Stores, outbound: Outbound) -> TaskService:
     lines = base.persona.lines
-    return build_task_service(base.db, base.clock, lines=lines, budget=budget_check(
-        base.db, stores.users, task_budgets(base.settings), tell_owner(outbound),
+    return build_task_service(base.db, base.clock, lines=lines, limits=task_limit_check(
+        base.db, stores.users, task_limits(base.settings), tell_owner(outbound),
         lines), signals=base.plane.signals)
 
 

@@ -10,14 +10,12 @@ from agents.services import Services
 from agents.tools.plan_store import HOLDING as PLAN
 from bot.app.approvals import Approvals
 from bot.app.base import Base
+from bot.app.budget import usage_command
 from bot.app.console.command import console_command
-from bot.app.costs import usage_command
 from bot.app.memory import Memory
 from bot.app.stores import Stores
 from bot.app.triggers import task_listing
 from bot.approvals.store import HOLDING as APPROVALS
-from bot.capabilities import ToolExposure, build_exposure
-from bot.capability_router import CapabilityRouter
 from bot.gateway.budget import BudgetGate
 from bot.gateway.outbound import Outbound
 from bot.loop.subtasks import Subtasks
@@ -26,6 +24,8 @@ from bot.people.console_login import ConsoleLogins
 from bot.people.ratelimit import SlidingWindowLimiter
 from bot.tasks.pool import HOLDING as PAUSED_TASKS
 from bot.tasks.resume import Resumer
+from bot.tools.capabilities import ToolExposure, build_exposure
+from bot.tools.capability_router import CapabilityRouter
 from bot.turn.commands import Command, Commands
 from bot.turn.context_steps import AskTimezoneOnce, ContextStep
 from bot.turn.language import OfferLanguage, language_command

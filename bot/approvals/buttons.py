@@ -1,5 +1,5 @@
-"""The short answer to a button press, given at once, before any turn runs (rule 23: a
-press is answered before any model work): what will happen, or why nothing will. It reads the
+"""The short answer to a button press, given at once, before any turn runs (a press is
+answered before any model work): what will happen, or why nothing will. It reads the
 store only, so the process that receives the press (a web process runs no turn) can say it;
 the decision itself is the turn's (bot.approvals.decide), a compare-and-set."""
 

@@ -37,7 +37,7 @@ from bot.contracts.tool_context import ToolExecutionContext
 from bot.contracts.turn import Answered, Continue, Joined, StepResult, TurnContext, merge
 from bot.llm.port import LLMError
 from bot.people.users import UserStore
-from bot.tools import Tool
+from bot.tools.registry import Tool
 from persona.lines import Lines, fill
 
 log = logging.getLogger(__name__)

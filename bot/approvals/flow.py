@@ -7,8 +7,8 @@
     open        after the turn, drafts become durable ApprovalRequests, shown together
     decide      the next message (or button) decides them (bot.approvals.decide): the
                 stored arguments run once (`execute`), the outcome joins the turn
-    outcome     the tool's typed outcome (bot.tools.ToolOutcome) is the request's: executed,
-                refused, failed or unknown; an effect that settles later (a message in the
+    outcome     the tool's typed outcome (bot.tools.registry.ToolOutcome) is the request's:
+                executed, refused, failed or unknown; an effect that settles later (a message in the
                 outbox) is followed (bot.approvals.effects); an unknown outcome is told with
                 what to check and the same action offered again (bot.approvals.retry)
     sweep       expired and interrupted requests are settled, their owners told
@@ -46,8 +46,8 @@ from bot.contracts.clock import Clock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.db import Queries
 from bot.llm.port import LLM, ToolCall
-from bot.tool_calls import render_result
-from bot.tools import Tool, ToolOutcome, ToolRegistry, ToolStatus
+from bot.tools.calls import render_result
+from bot.tools.registry import Tool, ToolOutcome, ToolRegistry, ToolStatus
 from persona.catalog import say
 from persona.lines import ApprovalLines, fill
 
@@ -184,7 +184,7 @@ class ApprovalFlow:
         """Run the stored call once: whoever wins approved -> executing runs it. `tool_ctx`:
         whose action it is when not the turn's own person (the owner deciding for them, in a
         chat or from the console, where there is no turn: `ctx` None). The outcome is the
-        tool's typed one (bot.tools.ToolOutcome), recorded as the request's status."""
+        tool's typed one (bot.tools.registry.ToolOutcome), recorded as the request's status."""
         if tool_ctx is None:
             assert ctx is not None, "a decision outside a turn says whose action it is"
             tool_ctx = ctx.tool_ctx

@@ -7,7 +7,7 @@
     expired_line "“…” waited 30 minutes for your OK, so I didn't do it."
 
 Only an executed request reads "Done"; refused, failed, outcome unknown and interrupted say so
-everywhere (rule 24).
+everywhere (a person is never told "done" of what was not done).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from bot.approvals.effects import Effect
 from bot.approvals.outcomes import card_line
 from bot.approvals.store import ApprovalStore
 from bot.contracts.approvals import ApprovalRequest, ApprovalStatus
-from bot.tools import ToolRegistry
+from bot.tools.registry import ToolRegistry
 from persona.lines import ApprovalLines, fill
 
 AGAIN = "again"  # the source of a request offered again after an unknown outcome

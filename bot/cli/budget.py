@@ -1,6 +1,6 @@
 """`valet budget list` and `valet budget raise PERSON [--usd AMOUNT]`: what each person spent
-in the last 24 hours (the window the allowance holds: bot.meter) and this month against their
-daily allowance (`budget:`), and the owner letting someone
+in the last 24 hours (the window the budget holds: bot.meter) and this month against their
+daily budget (`budget:`), and the owner letting someone
 at it go on today. Like the other admin commands they work on the database directly: the
 running `valet serve` lets the person's waiting messages through at its next look
 (`budget.check_seconds`)."""
@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from bot.app.costs import allowance
+from bot.app.budget import budget_from
 from bot.app.database import open_database
+from bot.budget import Spending, dollars
 from bot.cli.admin import table
 from bot.cli.person_ref import find_person
 from bot.config import Settings
@@ -21,7 +22,6 @@ from bot.gateway.budget import Figures, figures, raise_today
 from bot.gateway.inbox import InboxStore
 from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
-from bot.spend import Spending, dollars
 
 Say = Callable[[str], None]
 
@@ -54,7 +54,7 @@ async def run_budget(settings: Settings, args: argparse.Namespace, say: Say = pr
     db = await open_database(settings.database_url)
     try:
         users = UserStore(db)
-        spending, limits, inbox = Spending(db), allowance(settings), InboxStore(db)
+        spending, limits, inbox = Spending(db), budget_from(settings), InboxStore(db)
         now = (clock or SystemClock()).now()
         if args.action == "list":
             rows = [_row(u, await figures(spending, limits, u, now, inbox))
@@ -76,7 +76,7 @@ async def run_budget(settings: Settings, args: argparse.Namespace, say: Say = pr
                    f"{settings.budget.check_seconds:g} s (the running valet serve)"
                    if after.waiting and not after.over else "")
         say(f"raised {user.id}'s allowance for today by {dollars(added)}: "
-            f"{dollars(after.today.total)} spent of {dollars(after.allowance or 0)}{waiting}")
+            f"{dollars(after.today.total)} spent of {dollars(after.budget or 0)}{waiting}")
         return 0
     finally:
         await db.close()
@@ -84,5 +84,5 @@ async def run_budget(settings: Settings, args: argparse.Namespace, say: Say = pr
 
 def _row(user: User, shown: Figures) -> tuple[str, ...]:
     return (user.id, user.display_name or "-", dollars(shown.today.total),
-            dollars(shown.allowance) if shown.allowance is not None else "none",
+            dollars(shown.budget) if shown.budget is not None else "none",
             dollars(shown.month.total), str(shown.waiting))

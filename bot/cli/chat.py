@@ -11,7 +11,7 @@ from typing import Any
 from bot.config import Settings
 from bot.plumbing.startup import started
 from bot.text.redact import install_redaction
-from bot.tools import approval_gated
+from bot.tools.registry import approval_gated
 from channels.console.channel import ConsoleChat, pipe_channel
 from channels.console.link import Endpoint, endpoint_file, read_endpoint
 

@@ -92,7 +92,7 @@ async def _credentials(store: CredentialStore, app, args: argparse.Namespace,  #
             say(f"{c.user_id}\t{c.service}\tset {c.updated_at:%Y-%m-%d %H:%M}")
         return 0
     if args.action == "set":  # the owner's: MCP servers run for the whole deployment
-        from bot.app.root import OWNER_ID
+        from bot.app.owner import OWNER_ID
 
         value = (prompts or Prompts()).secret(f"{args.service} {args.field}: ").strip()
         if not value:

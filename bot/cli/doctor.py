@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.app.database import MIGRATIONS, open_database
-from bot.capabilities import CapabilitySpec, CapabilityState, statuses
 from bot.channel import MenuCommand
 from bot.cli.doctor_costs import check_costs
 from bot.cli.doctor_llm import CAP_FIELDS, capped_llm, check_llm, why
@@ -34,6 +33,7 @@ from bot.llm.port import LLMError
 from bot.plumbing.redis import RedisUnavailable, open_redis
 from bot.setup.report import Report
 from bot.text.redact import redact_text, redact_url
+from bot.tools.capabilities import CapabilitySpec, CapabilityState, statuses
 from channels.registry import specs
 
 Say = Callable[[str], None]

@@ -1,5 +1,5 @@
 """What `valet doctor` says of what Valet may cost: each channel's own (SMS: where it may go,
-the limits on strangers and segments; channels/<name>/doctor.py), and the daily allowance
+the limits on strangers and segments; channels/<name>/doctor.py), and the daily budget
 with the models it has no price for."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ def check_costs(settings: Settings, env: Mapping[str, str], report: Report) -> N
     for spec in specs(settings).configured(settings, env):
         if spec.doctor is not None and spec.doctor.costs is not None:
             spec.doctor.costs(settings, report)
-    _allowance(settings, report)
+    _budget(settings, report)
 
 
-def _allowance(settings: Settings, report: Report) -> None:
+def _budget(settings: Settings, report: Report) -> None:
     budget = settings.budget
     if budget.daily_usd <= 0 and budget.owner_daily_usd is None:
         report.off("daily allowance: budget.daily_usd is 0 (nobody is limited)")

@@ -12,10 +12,10 @@ from typing import Any
 
 from bot.app.database import MIGRATIONS, open_database
 from bot.config import ConfigError, Settings
-from bot.db import redact_url
 from bot.db.migrate import apply_migrations, refuse_newer, schema_state
 from bot.db.sqlite import file_of
 from bot.plumbing.private import private_file
+from bot.text.redact import redact_url
 
 
 def add_ops_commands(sub: Any) -> None:

@@ -79,7 +79,7 @@ class ReactLoopConfig:
     subtask_token_budget: int = 40_000
     subtask_timeout_seconds: float = 120.0
     # Per turn (a message, a triggered run): sub-tasks it may start, and run at once. Their
-    # LLM requests count against the person's rate limit (bot.loop.allowance).
+    # LLM requests count against the person's rate limit (bot.loop.subtask_llm).
     subtask_max_per_turn: int = 3
     subtask_concurrency: int = 2
 

@@ -152,7 +152,7 @@ class TriggerSettings(Section):
     # A leader that stops renewing (killed, frozen) is replaced once this has passed since its
     # last renewal: the takeover comes within lease_seconds + heartbeat_seconds.
     lease_seconds: float = pydantic.Field(45.0, gt=0)
-    # Budgets for lasting work (triggers/budget.py), per person other than the owner: tasks set
+    # Limits of lasting work (triggers/task_limits.py), per person other than the owner: tasks set
     # up at once, and minutes between two runs of a task that asks the LLM (plain reminders
     # need no LLM and may be more frequent). 0: no limit.
     max_active_tasks: int = pydantic.Field(20, ge=0)

@@ -66,7 +66,7 @@ class Settings(Section):
     # the model opens it: few tokens a message) or "all" (every tool on every request).
     tool_exposure: Literal["capabilities", "all"] = "capabilities"
     # With "capabilities": the capabilities a message names in so many words (the registry's
-    # `keywords:`) are open in its first request, with no LLM call (bot.capability_router).
+    # `keywords:`) are open in its first request, with no LLM call (bot.tools.capability_router).
     capability_router: bool = True
     approvals: ApprovalSettings = ApprovalSettings()
     triggers: TriggerSettings = TriggerSettings()

@@ -40,7 +40,8 @@ OUTCOMES = (ApprovalStatus.EXECUTED, ApprovalStatus.REFUSED, ApprovalStatus.FAIL
 
 class ExecutionStatus(Enum):
     """What became of one attempt to run an approved action (`ApprovalFlow.execute`), read
-    from the tool's typed outcome (bot.tools.ToolOutcome), never from "it raised nothing"."""
+    from the tool's typed outcome (bot.tools.registry.ToolOutcome), never from "it raised
+    nothing"."""
 
     EXECUTED = "executed"  # it ran and did what it was asked
     REFUSED = "refused"  # nothing was done: the tool declined, or the request no longer holds

@@ -18,7 +18,7 @@ class User:
     # Non-empty while `timezone` is a guess from a phone number that could be in any of these
     # zones (ask the person once); empty once they said where they are.
     timezone_candidates: tuple[str, ...] = ()
-    # The latest day they spent on, read with their row at the start of a turn (bot.spend);
+    # The latest day they spent on, read with their row at the start of a turn (bot.budget);
     # None when read otherwise.
     spent: DaySpend | None = None
     # The language Valet writes to them in (persona.catalog); None: the persona's.

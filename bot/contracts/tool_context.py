@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 
 import aiohttp
 
-from bot.contracts.allowance import TurnAllowance
 from bot.contracts.clock import Clock, SystemClock
+from bot.contracts.subtask_allowance import SubtaskAllowance
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ class ToolExecutionContext:
     # This call runs a request the person approved (set by the approval flow, nowhere else):
     # a tool that must never act unasked (sending mail) checks it as defence in depth.
     approved: bool = False
-    # What the turn may still spend on sub-tasks (bot.contracts.allowance); one per turn.
-    allowance: TurnAllowance | None = None
+    # What the turn may still spend on sub-tasks (bot.contracts.subtask_allowance); one per turn.
+    allowance: SubtaskAllowance | None = None
 
     @property
     def tz(self) -> ZoneInfo:

@@ -9,7 +9,7 @@
     ComposedTurn  what is stored and said, built in one place (bot.turn.compose)
 
 `TurnStop` (how a turn ended) lives in bot.contracts.envelopes because it travels to the channels
-with the reply; it is re-exported here with the rest of the turn's types.
+with the reply.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from bot.contracts.envelopes import Inbound, TurnStop
 from bot.contracts.people import User
 from bot.contracts.steering import Steering
 from bot.contracts.tool_context import ToolExecutionContext
-
-__all__ = ["Answered", "ComposedTurn", "Continue", "Joined", "Step", "StepResult",
-           "TurnContext", "TurnStop", "merge"]
 
 Message = dict[str, Any]
 
@@ -66,8 +63,8 @@ class Joined:
 
 
 @dataclass(frozen=True)
-class Continue:
-    """The loop runs; this step adds to the turn."""
+class StepAdditions:
+    """What a step adds to the turn, whether the loop then runs (Continue) or not (Answered)."""
 
     joined: tuple[Joined, ...] = ()
     # Said to the person before the reply, and stored before their message (where it was
@@ -82,7 +79,12 @@ class Continue:
 
 
 @dataclass(frozen=True)
-class Answered(Continue):
+class Continue(StepAdditions):
+    """The loop runs; this step adds to the turn."""
+
+
+@dataclass(frozen=True)
+class Answered(StepAdditions):
     """The turn ends with this reply, without the loop (whatever was added still counts)."""
 
     text: str = ""
@@ -107,7 +109,7 @@ class Step(Protocol):
     async def before(self, ctx: TurnContext) -> StepResult: ...
 
 
-def merge(a: Continue, b: StepResult) -> StepResult:
+def merge(a: StepResult, b: StepResult) -> StepResult:
     """Two steps' additions together; an Answered stays an Answered."""
     return replace(  # keeps b's class, and an Answered's text and stop
         b, joined=a.joined + b.joined, notices=a.notices + b.notices,

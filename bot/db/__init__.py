@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from typing import Literal
 
 from bot.config.urls import database_url_problem
-from bot.db.port import Database as Database
-from bot.db.port import DatabaseUnavailable as DatabaseUnavailable
-from bot.db.port import DatabaseURLError as DatabaseURLError
-from bot.db.port import Queries as Queries
-from bot.db.port import Row as Row
-from bot.text.redact import redact_text
-from bot.text.redact import redact_url as redact_url  # re-exported: older imports use bot.db
+from bot.db.port import Database, DatabaseUnavailable, DatabaseURLError, Queries, Row
+from bot.text.redact import redact_text, redact_url
+
+# The port is this package's face: `from bot.db import Database` wherever a database is used.
+__all__ = ["Database", "DatabaseURLError", "DatabaseUnavailable", "Queries", "Row",
+           "as_unavailable", "connect"]
 
 
 async def connect(url: str, *, migrate: bool | Literal["check"] = True,

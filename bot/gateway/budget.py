@@ -1,16 +1,16 @@
-"""A person at their allowance (bot.spend, bot.meter): their messages wait, nothing is lost.
+"""A person at their budget (bot.budget, bot.meter): their messages wait, nothing is lost.
 
 Before a turn runs, what the person spent in the last 24 hours (the meter's ledger: no
-timezone change moves that window) is held against their allowance; so is a turn the meter
+timezone change moves that window) is held against their budget; so is a turn the meter
 stopped before an LLM call (bot.meter.llm). At it, the message and any others of theirs not
 yet answered wait in the inbox as `held` (no turn, no LLM, no reply); they are told once in
 one sentence, and the owner once. The workers look at the people who wait every
 `budget.check_seconds`: once enough of their spending has left the 24 hours or the owner
-raised their allowance (`valet budget raise`, the console's Usage page), their messages are
+raised their budget (`valet budget raise`, the console's Usage page), their messages are
 `received` again, in their order, and their queue is kicked. Triggered runs that would call
 the model wait the same way; a plain reminder, which calls none, is not a turn and goes; a
 slash command (/usage, /help, /stop) calls no model and is handled, though its answer, like
-every message, passes the meter (bot.meter.gate): at the allowance, a message that costs (an
+every message, passes the meter (bot.meter.gate): at the budget, a message that costs (an
 SMS) is not sent.
 """
 
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from bot.budget import Budget, Spending, dollars, local_day, micros
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import Notification, Urgency
 from bot.contracts.people import DaySpend, User
@@ -30,7 +31,6 @@ from bot.gateway.outbound import Outbound
 from bot.meter.ledger import Ledger
 from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
-from bot.spend import Allowance, Spending, dollars, local_day, micros
 from bot.turn.commands import command_word
 from persona.lines import fill
 from persona.lines_people import BudgetLines
@@ -41,17 +41,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Standing:
-    """A person's day against their allowance."""
+    """A person's day against their budget."""
 
     spent: DaySpend
-    allowance: int | None  # None: no limit
+    budget: int | None  # None: no limit
 
     @property
     def over(self) -> bool:
-        """At the allowance: spent, or too near it for the last call the meter refused."""
-        return self.allowance is not None and (
-            self.spent.total >= self.allowance
-            or self.spent.total + self.spent.refused > self.allowance)
+        """At the budget: spent, or too near it for the last call the meter refused."""
+        return self.budget is not None and (
+            self.spent.total >= self.budget
+            or self.spent.total + self.spent.refused > self.budget)
 
 
 @dataclass(frozen=True)
@@ -60,30 +60,30 @@ class Figures:
 
     today: DaySpend
     month: DaySpend
-    allowance: int | None  # today's, raises included; None: no limit
-    waiting: int = 0  # their messages held at the allowance
+    budget: int | None  # today's, raises included; None: no limit
+    waiting: int = 0  # their messages held at the budget
 
     @property
     def over(self) -> bool:
-        return Standing(self.today, self.allowance).over
+        return Standing(self.today, self.budget).over
 
 
-async def figures(spending: Spending, allowance: Allowance, user: User, at: datetime,
+async def figures(spending: Spending, budget: Budget, user: User, at: datetime,
                   inbox: InboxStore | None = None) -> Figures:
-    """`today`: the last 24 hours, the window the allowance holds (bot.meter), door replies
+    """`today`: the last 24 hours, the window the budget holds (bot.meter), door replies
     and commands' answers counted with the rest; `month`: the person's calendar month."""
     today = await Ledger(spending.db).window(user.id, at)
     return Figures(today, await spending.month(user.id, local_day(user.timezone, at)),
-                   allowance.today(user.is_owner, today),
+                   budget.today(user.is_owner, today),
                    await inbox.held_count(user.id) if inbox is not None else 0)
 
 
-async def raise_today(spending: Spending, allowance: Allowance, user: User, at: datetime,
+async def raise_today(spending: Spending, budget: Budget, user: User, at: datetime,
                       usd: float | None = None) -> int:
-    """The owner adds to the person's allowance for today (by default one more day's
-    worth); what was added, in millionths of a dollar (0: the person has no allowance to
+    """The owner adds to the person's budget for today (by default one more day's
+    worth); what was added, in millionths of a dollar (0: the person has no budget to
     raise and no amount was given)."""
-    amount = micros(usd) if usd is not None else allowance.base(user.is_owner) or 0
+    amount = micros(usd) if usd is not None else budget.base(user.is_owner) or 0
     if amount > 0:
         await Ledger(spending.db).cost(user.id, at, raised=amount, kind="raise")
         await spending.add(user.id, local_day(user.timezone, at), raised=amount)
@@ -91,11 +91,11 @@ async def raise_today(spending: Spending, allowance: Allowance, user: User, at: 
 
 
 class BudgetGate:
-    def __init__(self, spending: Spending, allowance: Allowance, inbox: InboxStore,
+    def __init__(self, spending: Spending, budget: Budget, inbox: InboxStore,
                  users: UserStore, outbound: Outbound, clock: Clock, lines: BudgetLines,
                  identities: IdentityStore) -> None:
         self.spending = spending
-        self.allowance = allowance
+        self.budget = budget
         self.inbox = inbox
         self.users = users
         self.outbound = outbound
@@ -104,18 +104,18 @@ class BudgetGate:
         self.identities = identities  # how the owner hears of a person, and names them
 
     async def standing(self, user: User, at: datetime | None = None) -> Standing:
-        """The last 24 hours against their allowance, from the meter's ledger: a window no
+        """The last 24 hours against their budget, from the meter's ledger: a window no
         change of timezone, name or channel moves (bot.meter)."""
         at = at or self.clock.now()
-        if self.allowance.base(user.is_owner) is None:
+        if self.budget.base(user.is_owner) is None:
             return Standing(DaySpend(local_day(user.timezone, at)), None)
         # Read with their row in a turn (bot.people.users), else from the ledger.
         spent = user.spent if user.spent is not None \
             else await Ledger(self.spending.db).window(user.id, at)
-        return Standing(spent, self.allowance.today(user.is_owner, spent))
+        return Standing(spent, self.budget.today(user.is_owner, spent))
 
     async def holds(self, row: InboxRow, user: User, *, fresh: bool = False) -> bool:
-        """True when the message waits (the person is at their allowance): it and the rest
+        """True when the message waits (the person is at their budget): it and the rest
         of theirs are `held`, and whoever must hear of it has. `fresh`: read the ledger again
         (a turn the meter stopped part-way: what was read with the person's row is old)."""
         if row.trigger_task_id is None and command_word(row.text) is not None:
@@ -125,7 +125,7 @@ class BudgetGate:
             return False
         held = await self.inbox.hold(user.id, row.id)
         log.info("%s is at today's allowance (%s of %s): %d message(s) wait", user.id,
-                 dollars(standing.spent.total), dollars(standing.allowance or 0), held)
+                 dollars(standing.spent.total), dollars(standing.budget or 0), held)
         await self._tell(user, standing, row)
         return True
 
@@ -148,7 +148,7 @@ class BudgetGate:
         await self.outbound.notify_owner(  # in each owner's language
             lambda: fill(self.lines.budget_reached_owner, name=name, user=ref,
                          spent=dollars(standing.spent.total),
-                         allowance=dollars(standing.allowance or 0)),
+                         allowance=dollars(standing.budget or 0)),
             dedupe_key=f"budget:{user.id}:{day}")
 
     async def release(self, kick: Callable[[str], None]) -> list[str]:

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from bot.budget import Spending
 from bot.channel import CommandMenu
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import IncomingMessage
 from bot.db import Database
 from bot.people.identity import IdentityStore
-from bot.spend import Spending
 from persona.lines import Lines
 
 if TYPE_CHECKING:

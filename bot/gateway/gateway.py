@@ -12,6 +12,7 @@ import asyncio
 import logging
 from dataclasses import replace
 
+from bot.budget import paying_for
 from bot.contracts.envelopes import (
     ButtonPress,
     Inbound,
@@ -32,7 +33,6 @@ from bot.gateway.inbox import InboxRow
 from bot.gateway.prompt_edits import HOLDING as PROMPTS
 from bot.gateway.running import RunningTurns
 from bot.gateway.side_doors import SideDoors
-from bot.spend import paying_for
 from bot.text.sanitize import clean_incoming
 from bot.turn.commands import command_word
 from bot.turn.media import ReadMedia, heard_line

@@ -24,11 +24,7 @@ that is not JSON becomes a call whose arguments are not JSON: the tool's error s
 model can write it again (the history sends it back with `{}`: bot.llm.port). Nothing here
 guesses a name.
 
-Markup is read only where the answer is the call (`is_the_answer`): a tag starts a line,
-only whitespace or an end token follows the calls, and an unclosed Hermes block holds JSON or a
-function tag. `<tool_call>` in the middle of a sentence is a word ("use the options within
-<tool_call>"); `without_markup` takes such markup (and an echo of a page's) out of what is
-shown.
+Whether markup is the answer at all, and taking out markup that is not, is bot.llm.markup.
 """
 
 from __future__ import annotations
@@ -36,11 +32,11 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from bot.llm.call_fields import arguments_text
+from bot.llm.call_scan import STRAY, flat, json_values
 from bot.llm.quirks import Quirk
 
 # Longer than any answer worth reading as calls: past it, the text is a text (and the reading
@@ -76,113 +72,6 @@ def read_text_calls(text: str, offered: frozenset[str]) -> TextCalls | None:
     return _bare_json(text, offered)
 
 
-_STRAY = re.compile(r"</?tool_call>|<\|eom_id\|>|<\|eot_id\|>|</s>|```(?:json)?", re.I)
-
-
-def answer_text(rest: str) -> str | None:
-    """What remains around the calls, kept only when it is words a person could read (a
-    leftover tag, fence or blank line is not)."""
-    text = _STRAY.sub("", rest).strip()
-    return text if re.search(r"\w", text) else None
-
-
-MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|python_tag|>")
-_MARKER = re.compile("|".join(re.escape(m) for m in MARKERS))
-
-
-def is_the_answer(text: str) -> bool:
-    """Whether the markup in `text` is the answer itself, not words around a quoted call: a
-    `<tool_call>` or `<function=` tag starts a line, and nothing but whitespace or end tokens
-    follows the calls."""
-    first = _MARKER.search(text)
-    if first is None:
-        return False
-    marker = first.group(0)
-    line_start = text.rfind("\n", 0, first.start()) + 1
-    if marker in ("<tool_call>", "<function=") and text[line_start:first.start()].strip():
-        return False  # tags written as words, inside a sentence (a special token may follow
-        # the model's own lead-in: "Let me calculate that.[TOOL_CALLS]…")
-    if marker == "<tool_call>":
-        return _closed_form_ends(text, "<tool_call>", "</tool_call>")
-    if marker == "<function=":
-        return _closed_form_ends(text, "<function=", "</function>")
-    if marker == "[TOOL_CALLS]":
-        return all(_json_then_nothing(_after_name(seg.strip()))
-                   for seg in text[first.end():].split("[TOOL_CALLS]") if seg.strip())
-    body = _STRAY.sub("", text[first.end():]).strip()
-    if list(_json_values(body, whole=True)):
-        return True
-    try:
-        ast.parse(body, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
-
-
-def _closed_form_ends(text: str, opening: str, closing: str) -> bool:
-    last_open = text.rfind(opening)
-    last_close = text.rfind(closing)
-    if last_close < last_open:  # the last one unclosed: the answer ended in it
-        body = text[last_open + len(opening):].lstrip()
-        return opening == "<function=" or body[:1] in ("{", "<")
-    return answer_text(text[last_close + len(closing):]) is None
-
-
-def _after_name(body: str) -> str:
-    """A Mistral segment from its arguments on (`name{…}`, `name[ARGS]{…}`, or `[{…}]`)."""
-    if body[:1] in ("[", "{"):
-        return body
-    brace = body.find("{")
-    return "" if brace == -1 else body[brace:]
-
-
-def _json_then_nothing(text: str) -> bool:
-    if not text:
-        return True
-    try:
-        _, end = json.JSONDecoder().raw_decode(text)
-    except (ValueError, RecursionError):
-        return False
-    return answer_text(text[end:]) is None
-
-
-_BLOCK = re.compile(r"<tool_call>.*?</tool_call>|<function=[^>\n]{0,200}>.*?</function>",
-                    re.S)
-_LONE = re.compile(r"</?tool_call>|<function=[^>\n]{0,200}>|</function>|</?parameter[^>]{0,200}>"
-                   r"|\[TOOL_CALLS\]|\[ARGS\]|<\|python_tag\|>", re.I)
-
-
-def without_markup(text: str) -> str:
-    """`text` with call markup that is not a call taken out: whole blocks, then lone tags and
-    tokens (a JSON body after `[TOOL_CALLS]` or `<|python_tag|>` with them)."""
-    text = _BLOCK.sub("", text)
-    out: list[str] = []
-    pos = 0
-    for found in _LONE.finditer(text):
-        if found.start() < pos:
-            continue
-        out.append(text[pos:found.start()])
-        pos = found.end()
-        if found.group(0) in ("[TOOL_CALLS]", "<|python_tag|>"):
-            pos = _past_call_body(text, pos)
-    out.append(text[pos:])
-    return re.sub(r"[ \t]{2,}", " ", "".join(out)).strip()
-
-
-_CALL_NAME = re.compile(r"\s*(?:[A-Za-z_][\w.-]{0,100}(?:\[ARGS\])?)?\s*")
-
-
-def _past_call_body(text: str, pos: int) -> int:
-    """After a call token: past the name and JSON that follow it, when they are there."""
-    head = _CALL_NAME.match(text, pos)
-    start = head.end() if head else pos
-    try:
-        _, end = json.JSONDecoder().raw_decode(text, start)
-    except (ValueError, RecursionError):
-        return pos
-    return end
-
-
 # --- the forms ------------------------------------------------------------------------------
 
 
@@ -213,7 +102,7 @@ def _calls_in_body(body: str) -> list[TextCall]:
     stripped = body.strip()
     if stripped.startswith("<function="):
         return _function_tags(stripped).calls
-    objects = _flat(_json_values(stripped))
+    objects = flat(json_values(stripped))
     if objects and all(isinstance(o, dict) for o in objects):
         found = [_call_of(o) for o in objects]
         if all(f is not None for f in found):
@@ -321,8 +210,8 @@ def _first_json_text(text: str) -> str:
 
 def _python_tag(text: str) -> TextCalls:
     head, _, body = text.partition("<|python_tag|>")
-    body = _STRAY.sub("", body).strip()
-    objects = list(_json_values(body))
+    body = STRAY.sub("", body).strip()
+    objects = list(json_values(body))
     if objects and all(isinstance(o, dict) and _call_of(o) for o in objects):
         return TextCalls([c for o in objects if (c := _call_of(o))], head, Quirk.PYTHON_TAG)
     return TextCalls(_python_calls(body), head, Quirk.PYTHON_TAG)
@@ -362,7 +251,7 @@ def _bare_json(text: str, offered: frozenset[str]) -> TextCalls | None:
         body = fenced.group(1).strip()
     if not offered or body[:1] not in ("{", "["):
         return None
-    objects = _flat(_json_values(body, whole=True))
+    objects = flat(json_values(body, whole=True))
     if not objects or not all(_names_an_offered_tool(o, offered) for o in objects):
         return None
     return TextCalls([c for o in objects if (c := _call_of(o))], "", Quirk.BARE_JSON)
@@ -389,29 +278,3 @@ def _call_of(obj: dict[str, Any]) -> TextCall | None:
         return None
     args = function.get("arguments", function.get("parameters", {}))
     return TextCall(name, arguments_text(args) or "{}")
-
-
-def _flat(values: Iterator[Any]) -> list[Any]:
-    """Values with arrays opened: `[{…}, {…}]` and `{…} {…}` both list their calls."""
-    return [o for v in values for o in (v if isinstance(v, list) else [v])]
-
-
-def _json_values(text: str, *, whole: bool = False) -> Iterator[Any]:
-    """The JSON values written one after another (whitespace, `;` or `,` between them).
-    `whole`: nothing else may follow; the values read so far are dropped if something does."""
-    decoder = json.JSONDecoder()
-    found: list[Any] = []
-    pos = 0
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n;,":
-            pos += 1
-        if pos >= len(text):
-            break
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError):
-            if whole:
-                return
-            break
-        found.append(value)
-    yield from found

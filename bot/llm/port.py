@@ -128,8 +128,11 @@ class WrappedLLM:
     async def close(self) -> None:
         await self.inner.close()
 
-    def __getattr__(self, name: str) -> Any:  # a test's fake may carry more (its script)
-        return getattr(self.inner, name)
+    @property
+    def context_tokens(self) -> int | None:
+        """The inner one's context window, once learnt (bot.llm.context_limit); None before,
+        or for an LLM that learns none."""
+        return getattr(self.inner, "context_tokens", None)
 
 
 # --- errors ---------------------------------------------------------------------------------

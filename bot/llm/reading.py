@@ -8,7 +8,7 @@ Calls are read from the text only from the model's own voice (docs/security.md, 
 written as text"):
 - where the endpoint writes calls as text (`ReadingRules.text_calls`: `llm.tool_calls: text`,
   or `auto` until the endpoint has sent a structured call);
-- where the answer is the call (bot.llm.dialects.is_the_answer), not prose around a quoted
+- where the answer is the call (bot.llm.markup.is_the_answer), not prose around a quoted
   one;
 - never when the same markup stands in the turn's third-party text (`echoes`): that is the
   model quoting a page, a mail or a tool result. It is taken out of what is shown, logged.
@@ -27,15 +27,10 @@ from functools import cached_property
 from typing import Any
 
 from bot.llm.call_fields import call_name, new_call_id
-from bot.llm.dialects import (
-    MARKERS,
-    TextCalls,
-    answer_text,
-    is_the_answer,
-    read_text_calls,
-    without_markup,
-)
+from bot.llm.call_scan import answer_text
+from bot.llm.dialects import TextCalls, read_text_calls
 from bot.llm.echoes import third_party_text
+from bot.llm.markup import MARKERS, is_the_answer, without_markup
 from bot.llm.port import ToolCall
 from bot.llm.quirks import Quirk
 from bot.llm.reasoning import join_reasoning, split_reasoning

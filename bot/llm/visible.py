@@ -24,7 +24,7 @@ import re
 from enum import Enum, auto
 
 from bot.llm import template
-from bot.llm.dialects import MARKERS as CALL_MARKERS
+from bot.llm.markup import MARKERS as CALL_MARKERS
 from bot.llm.port import TextSink
 from bot.llm.reasoning import CLOSING, OPENING
 

@@ -8,7 +8,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from bot.capabilities import OPEN_TOOL
 from bot.config.policies import ReactLoopConfig
 from bot.contracts.envelopes import EventSink, EventType, LoopEvent
 from bot.contracts.tool_context import ToolExecutionContext
@@ -18,8 +17,9 @@ from bot.loop.state import LoopDeps, LoopRun
 from bot.loop.traces import tool_entry
 from bot.loop.types import ToolCallRecord
 from bot.text.untrusted import holds_untrusted
-from bot.tool_calls import run_tool_call
-from bot.tools import ToolOutcome, ToolStatus
+from bot.tools.calls import run_tool_call
+from bot.tools.capabilities import OPEN_TOOL
+from bot.tools.registry import ToolOutcome, ToolStatus
 
 
 def opens_while_calling(calls: list[ToolCall]) -> bool:

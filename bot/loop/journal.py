@@ -31,7 +31,7 @@ from bot.contracts.pause import PausedTask
 from bot.db import Database, Queries
 from bot.db.turn_reads import journal_is_empty, journal_written
 from bot.llm.port import LLMResponse, TokenUsage, ToolCall
-from bot.tools import Tool, ToolOutcome, ToolStatus
+from bot.tools.registry import Tool, ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ import json
 import logging
 import time
 from collections.abc import Awaitable
-from typing import Any
+from enum import Enum
+from typing import Any, Literal, TypeVar
 
 from bot.config.policies import ReactLoopConfig
 from bot.contracts.envelopes import EventSink, EventType, LoopEvent, TurnStop
@@ -26,17 +27,14 @@ from bot.loop.context import MAX_LEVEL
 from bot.loop.fallback import ModelSlot, on_models
 from bot.loop.journal import TurnRecorder
 from bot.loop.masking import WRITTEN_BY
-from bot.loop.state import CallGate, LoopDeps, LoopRun, ToolChoice
+from bot.loop.state import LoopDeps, LoopRun
 from bot.loop.steering import steer
 from bot.loop.traces import failed_entry, llm_entry, switch_entry
-from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, Spent, ToolCallRecord
-from bot.tools import ToolOutcome, ToolStatus
+from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult, Spent
+from bot.tools.registry import ToolOutcome, ToolStatus
 
 log = logging.getLogger(__name__)
 Message = dict[str, Any]
-
-__all__ = ["CallGate", "FallbackLines", "LoopDeps", "ReactLoopConfig", "ReactLoopResult",
-           "ToolCallRecord", "ToolChoice", "react_loop"]
 
 
 async def _no_events(event: LoopEvent) -> None:
@@ -100,9 +98,9 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
         else:  # a greeting in auto mode: the conversation's tools, if any (the cache)
             tools = deps.kept_tools() if run.cfg.mode != SIMPLE else None
         response = await _call_llm(deps, run, system, emit, tools=tools, cancel=cancel)
-        if response is _STOPPED:  # /stop while the model was still writing
+        if response is Unanswered.STOPPED:  # /stop while the model was still writing
             return TurnStop.CANCELLED, _final_text(run, lines.cancelled), []
-        if response is None:
+        if response is Unanswered.DEADLINE:
             return TurnStop.DEADLINE, _final_text(run, lines.deadline), []
         if not response.tool_calls:
             text = said(response, lines)
@@ -133,18 +131,17 @@ async def _iterate(deps: LoopDeps, run: LoopRun, system: list[Message],
 
 async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: EventSink, *,
                     tools: list[dict[str, Any]] | None, extra: list[Message] | None = None,
-                    cancel: asyncio.Event | None = None) -> Any:
+                    cancel: asyncio.Event | None = None) -> LLMResponse | Unanswered:
     """One LLM call within the turn's deadline, on the model in use or, when it keeps failing,
-    the next fallback: its LLMResponse; None when the deadline passed; _STOPPED when `cancel`
-    was set while the model was still writing. A response the journal holds for this step is
-    reused: no request is made."""
+    the next fallback: its LLMResponse, or why there is none (Unanswered). A response the
+    journal holds for this step is reused: no request is made."""
     run.llm_step += 1
     models = deps.models
     replayed = _replayed(deps, run, tools)
     if replayed is not None:
         return replayed
     if run.remaining() <= 0:
-        return None
+        return Unanswered.DEADLINE
 
     tools_chars = len(json.dumps(tools)) if tools else 0  # the tools are sent too
 
@@ -178,13 +175,13 @@ async def _call_llm(deps: LoopDeps, run: LoopRun, system: list[Message], emit: E
     try:
         raced = await _race(run, on_models(models, run.model, attempt, switched), cancel)
     except TimeoutError:
-        return None
+        return Unanswered.DEADLINE
     except LLMError as err:  # the turn fails here: its trace says after how long, and why
         run.trace.append(failed_entry(run.llm_step, models[run.model].llm.model, err,
                                       int((time.perf_counter() - asked) * 1000)))
         raise
-    if raced is _STOPPED:
-        return _STOPPED
+    if raced is Unanswered.STOPPED:
+        return raced
     outcome, run.model = raced
     response = outcome.response
     await run.journal.responded(run.llm_step, response, outcome.recovery_level, run.model)
@@ -230,7 +227,7 @@ async def _last_word(deps: LoopDeps, run: LoopRun, system: list[Message], emit: 
     """A limit stopped the loop: one last call without tools for a final answer."""
     instruction = {"role": "user", "content": run.cfg.final_answer_instruction}
     response = await _call_llm(deps, run, system, emit, tools=None, extra=[instruction])
-    if response is None:
+    if isinstance(response, Unanswered):  # no `cancel` here: only the deadline
         return _final_text(run, lines.deadline)
     return _close_unoffered(run, response, lines,
                             "Not run: the step limit for this request was reached.")
@@ -265,13 +262,21 @@ def _final_text(run: LoopRun, text: str) -> str:
     return text
 
 
-_STOPPED: Any = object()
+class Unanswered(Enum):
+    """Why an LLM call of the turn gave no response."""
+
+    DEADLINE = "deadline"  # the turn's deadline passed before or while it was asked
+    STOPPED = "stopped"  # `cancel` was set (/stop) while the model was still writing
 
 
-async def _race(run: LoopRun, work: Awaitable[Any], cancel: asyncio.Event | None) -> Any:
-    """`work`'s result; _STOPPED (the work abandoned) once `cancel` is set; TimeoutError once
-    the turn's deadline passes on the clock. One wait for all three (an LLM call is the
-    turn's longest await: a task and a wait less per call)."""
+T = TypeVar("T")
+
+
+async def _race(run: LoopRun, work: Awaitable[T], cancel: asyncio.Event | None
+                ) -> T | Literal[Unanswered.STOPPED]:
+    """`work`'s result; Unanswered.STOPPED (the work abandoned) once `cancel` is set;
+    TimeoutError once the turn's deadline passes on the clock. One wait for all three (an LLM
+    call is the turn's longest await: a task and a wait less per call)."""
     task = asyncio.ensure_future(work)
     alarm = asyncio.ensure_future(run.clock.wait_until(run.deadline))
     stopper = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
@@ -286,9 +291,9 @@ async def _race(run: LoopRun, work: Awaitable[Any], cancel: asyncio.Event | None
         if stopper is not None:
             stopper.cancel()
     if task.done():
-        return task.result() if not task.cancelled() else _STOPPED
+        return task.result() if not task.cancelled() else Unanswered.STOPPED
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     if stopper is not None and stopper.done() and not stopper.cancelled():
-        return _STOPPED
+        return Unanswered.STOPPED
     raise TimeoutError

@@ -16,7 +16,7 @@ from bot.loop.context import ContextManager
 from bot.loop.fallback import ModelSlot
 from bot.loop.journal import TurnJournal, TurnRecorder
 from bot.loop.types import ToolCallRecord
-from bot.tools import Tool, ToolOutcome, ToolRegistry
+from bot.tools.registry import Tool, ToolOutcome, ToolRegistry
 
 if TYPE_CHECKING:
     from bot.contracts.steering import Steering
@@ -28,7 +28,7 @@ CallGate = Callable[[ToolCall, Tool, ToolExecutionContext], Awaitable[ToolOutcom
 
 
 class ToolChoice(Protocol):
-    """Which tools a request carries, from the conversation so far (bot.capabilities)."""
+    """Which tools a request carries, from the conversation so far (bot.tools.capabilities)."""
 
     async def schemas(self, messages: list[Message]) -> list[dict[str, Any]]: ...
 
@@ -60,7 +60,7 @@ class LoopDeps:
 
     def kept_tools(self) -> list[dict[str, Any]] | None:
         """The tools the conversation was offered so far, if its tool choice keeps them
-        (bot.tool_offer): what a turn without tools offers all the same."""
+        (bot.tools.offer): what a turn without tools offers all the same."""
         kept = getattr(self.tool_choice, "kept_schemas", None)
         return kept() if kept is not None else None
 

@@ -14,7 +14,7 @@ other, and its outcome joins the person's next turn (the sub-task itself does no
 
 One turn starts at most `loop.subtask_max_per_turn` of them, `loop.subtask_concurrency` at
 once, and every LLM request they make is taken from the person's rate limit
-(bot.loop.allowance).
+(bot.loop.subtask_llm).
 Past either, the model reads a tool error that says so, and the reply says what was not done
 (`short_changed`), so the person is never short-changed without a word.
 """
@@ -24,20 +24,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from bot.capabilities import OPEN_TOOL, CapabilitySpec, SourceUnavailable
 from bot.config.policies import ReactLoopConfig
-from bot.contracts.allowance import NOT_STARTED, RATE_LIMITED, TurnAllowance
 from bot.contracts.approvals import ApprovalDraft, waiting_result
 from bot.contracts.envelopes import TurnStop
 from bot.contracts.pause import each_pause
+from bot.contracts.subtask_allowance import NOT_STARTED, RATE_LIMITED, SubtaskAllowance
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.contracts.turn import Continue
 from bot.llm.port import ToolCall
-from bot.loop.allowance import ChargedLLM, OverAllowance
-from bot.loop.react import CallGate, LoopDeps, react_loop
+from bot.loop.react import react_loop
+from bot.loop.state import CallGate, LoopDeps
+from bot.loop.subtask_llm import OverAllowance, SubtaskLLM
 from bot.loop.traces import KEPT_TEXT, shorten
 from bot.loop.types import ReactLoopResult, ToolCallRecord
-from bot.tools import READS, Tool, ToolOutcome, ToolRegistry, ToolStatus, build_tool
+from bot.tools.capabilities import OPEN_TOOL, CapabilitySpec, SourceUnavailable
+from bot.tools.registry import READS, Tool, ToolOutcome, ToolRegistry, ToolStatus, build_tool
 from persona import FRAMEWORK_NOTES
 from persona.lines import ConversationLines, fill
 
@@ -89,7 +90,7 @@ class Subtasks:
         found = await self._tools(names)
         if isinstance(found, str):
             return ToolOutcome(ctx.call_id, DELEGATE, ToolStatus.INVALID, found)
-        allowance = ctx.allowance or TurnAllowance(self.cfg.subtask_max_per_turn,
+        allowance = ctx.allowance or SubtaskAllowance(self.cfg.subtask_max_per_turn,
                                                    self.cfg.subtask_concurrency)
         if not allowance.start():
             return ToolOutcome(
@@ -97,10 +98,10 @@ class Subtasks:
                 f"Not run: at most {allowance.max_subtasks} sub-tasks per request, and "
                 f"{allowance.started} already ran in this one. Do what is left yourself, or "
                 "tell the person plainly which parts were not done.", result_status=NOT_STARTED)
-        llm = ChargedLLM(self.deps.llm, allowance)
+        llm = SubtaskLLM(self.deps.llm, allowance)
         deps = replace(self.deps, llm=llm, registry=ToolRegistry(found), tool_choice=None,
                        gate=self._gate(task), fallbacks=tuple(
-                           replace(slot, llm=ChargedLLM(slot.llm, allowance))
+                           replace(slot, llm=SubtaskLLM(slot.llm, allowance))
                            for slot in self.deps.fallbacks))
         system = SYSTEM.format(assistant=self.assistant, notes=FRAMEWORK_NOTES,
                                now=ctx.now().strftime("%A %d %B %Y, %H:%M"))
@@ -205,7 +206,7 @@ def _outcome(call_id: str, task: str, tools: list[str], result: ReactLoopResult
                        f"{head}. Its result:\n{result.response}", usage=usage, trace=trace)
 
 
-def short_changed(records: list[ToolCallRecord], allowance: TurnAllowance | None,
+def short_changed(records: list[ToolCallRecord], allowance: SubtaskAllowance | None,
                   lines: ConversationLines) -> Continue:
     """A line after the answer when the allowance stopped sub-tasks of this turn."""
     stopped = [r for r in records if r.name == DELEGATE

@@ -4,7 +4,7 @@ JSONL files (`/debug`, `valet turns show`).
 The loop appends one entry per event as it happens (an LLM call with its model, tokens,
 latency and any reasoning text the model returned; a tool call with its arguments and result;
 a message that arrived mid-turn; a switch to a fallback model; a sub-task); the orchestrator
-puts the capability router's choice first and its misses last (bot.capability_router) and
+puts the capability router's choice first and its misses last (bot.tools.capability_router) and
 wraps them in a `TurnTrace` with how the turn ended (bot.turn.trace_store keeps the last ones).
 Long texts are shortened when recorded, and again when shown.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.llm.port import LLMResponse, ToolCall
 from bot.llm.quirks import DESCRIBED
-from bot.tools import ToolOutcome
+from bot.tools.registry import ToolOutcome
 
 Entry = dict[str, Any]
 

@@ -1,6 +1,6 @@
 """What the ReAct loop is given and what it returns: every knob in one `ReactLoopConfig`, the
-persona's fallback lines, and the `ReactLoopResult` with a record per tool call. (`bot.loop.react`
-re-exports them; it holds how the loop runs.)"""
+persona's fallback lines, and the `ReactLoopResult` with a record per tool call. (How the loop runs
+is `bot.loop.react`.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.contracts.envelopes import TurnStop
 from bot.llm.port import TokenUsage
-from bot.tools import ToolOutcome
+from bot.tools.registry import ToolOutcome
 from persona.lines import ConversationLines
 
 Message = dict[str, Any]

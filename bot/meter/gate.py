@@ -6,16 +6,16 @@ the meter did not let out). In this order:
    confirms it, so nothing a carrier requires goes through here);
 2. door replies (HELP/INFO, a picture alone, a picture with text): one of a kind at most once
    per `sms.door_reply_minutes` per person, on any channel (the rest of a long message after
-   MORE is a door reply too, held to the allowance but not to this pace: see UNPACED);
-3. the allowance: the message's price (the channel's `quote`: SMS, its segments at
-   `sms.price_per_segment`) is counted before it goes. A person already at their allowance for
+   MORE is a door reply too, held to the budget but not to this pace: see UNPACED);
+3. the budget: the message's price (the channel's `quote`: SMS, its segments at
+   `sms.price_per_segment`) is counted before it goes. A person already at their budget for
    the last 24 hours gets only the notice that says so, once in 24 hours; a notification
    (a reminder, a summary) waits until the window has room; anything else is not sent;
 4. then the channel's own: the allowed countries and the segment cap (channels.sms.adapter,
    channels.sms.cut), on the message as the quote measured it.
 
 A free channel (Telegram, the console) is quoted nothing: it is held to the block list and the
-door replies' pace, never to the allowance.
+door replies' pace, never to the budget.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bot.budget import Budget, Spending, dollars, local_day
 from bot.channel import ChannelSender, Quote
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage
 from bot.meter.ledger import Ledger
 from bot.people.users import UserStore
-from bot.spend import Allowance, Spending, dollars, local_day
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ DOOR = "door:"  # the kind of a reply a channel gives at its door: "door:help", 
 # The rest of a long message after MORE is a door reply not held to the pace: it is finite,
 # each part is paid for, and a second MORE must not lose what the first left.
 UNPACED = frozenset({"door:more"})
-NOTICE = "budget"  # the notice that a person's allowance is spent (bot.gateway.budget)
+NOTICE = "budget"  # the notice that a person's budget is spent (bot.gateway.budget)
 NOTICE_KEY = "budget:"  # its outbox key's start
 
 
@@ -45,7 +45,7 @@ NOTICE_KEY = "budget:"  # its outbox key's start
 class Verdict:
     go: bool
     reason: str = ""
-    wait_until: datetime | None = None  # not now, but then (a notification at the allowance)
+    wait_until: datetime | None = None  # not now, but then (a notification at the budget)
 
 
 GO = Verdict(True)
@@ -58,7 +58,7 @@ def _paced(kind: str) -> bool:
 
 
 def kind_of(message: OutboundMessage) -> str:
-    """What the meter calls the message: a door reply's kind, the allowance notice, or the
+    """What the meter calls the message: a door reply's kind, the budget notice, or the
     outbox's kind ("reply", "notification", "edit:...")."""
     if message.kind.startswith(DOOR):
         return message.kind
@@ -68,11 +68,11 @@ def kind_of(message: OutboundMessage) -> str:
 
 
 class Meter:
-    def __init__(self, spending: Spending, allowance: Allowance, users: UserStore,
+    def __init__(self, spending: Spending, budget: Budget, users: UserStore,
                  clock: Clock, *, door_reply_minutes: float = 10.0) -> None:
         self.spending = spending
         self.ledger = Ledger(spending.db)
-        self.allowance = allowance
+        self.budget = budget
         self.users = users
         self.clock = clock
         self.door_reply = timedelta(minutes=door_reply_minutes)
@@ -118,11 +118,11 @@ class Meter:
                     now: datetime) -> Verdict | None:
         """None when the person may be sent a message that costs; else why not."""
         spent = await self.ledger.window(user_id, now)
-        limit = self.allowance.today(is_owner, spent)
+        limit = self.budget.today(is_owner, spent)
         if limit is None or spent.total < limit:
             return None
         if kind == NOTICE:
-            return None  # once in 24 hours (admit), whatever the allowance
+            return None  # once in 24 hours (admit), whatever the budget
         over = f"at the allowance ({dollars(spent.total)} of {dollars(limit)} in 24 hours)"
         if kind == "notification":
             return Verdict(False, f"waits: {over}",
@@ -132,9 +132,9 @@ class Meter:
 
     async def may_call(self, user_id: str, is_owner: bool, worst: int) -> bool:
         """An LLM call that may cost up to `worst` may go: the person's last 24 hours and it
-        stay within their allowance."""
-        if self.allowance.base(is_owner) is None:
+        stay within their budget."""
+        if self.budget.base(is_owner) is None:
             return True
         spent = await self.ledger.window(user_id, self.clock.now())
-        limit = self.allowance.today(is_owner, spent)
+        limit = self.budget.today(is_owner, spent)
         return limit is None or spent.total + worst <= limit

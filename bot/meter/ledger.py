@@ -1,7 +1,7 @@
-"""The meter's ledger: each cost (an LLM call, a message) and each raise of an allowance, with
+"""The meter's ledger: each cost (an LLM call, a message) and each raise of an budget, with
 when it happened (the `meter_ledger` table). A person's window is the last 24 hours of it:
 no change of timezone, name or channel moves it, so no such change gives anyone a fresh
-allowance. Each message Valet sends has one row (its outbox id is unique here): counted
+budget. Each message Valet sends has one row (its outbox id is unique here): counted
 before it goes, never twice when it is tried again."""
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ class Ledger:
 
     async def cost(self, user_id: str, at: datetime, *, llm: int = 0, raised: int = 0,
                    kind: str = "llm") -> None:
-        """An LLM call's cost, or a raise of the allowance, at `at`."""
+        """An LLM call's cost, or a raise of the budget, at `at`."""
         if llm or raised:
             await self.db.execute(
                 "INSERT INTO meter_ledger (user_id, kind, at, llm_micros, raised_micros)"
                 " VALUES ($1, $2, $3, $4, $5)", user_id, kind, at, llm, raised)
 
     async def refused(self, user_id: str, at: datetime, worst: int) -> None:
-        """An LLM call was not made: at its worst cost it would have passed the allowance."""
+        """An LLM call was not made: at its worst cost it would have passed the budget."""
         await self.db.execute(
             "INSERT INTO meter_ledger (user_id, kind, at, worst_micros) VALUES ($1, 'refused',"
             " $2, $3)", user_id, at, worst)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from bot.budget import SPEND_COLUMNS, latest_spend
 from bot.contracts.clock import Clock
 from bot.contracts.people import User
 from bot.db import Database, Row
 from bot.db.turn_reads import Holding, forget, in_turn, learnt_holdings, read_once
-from bot.spend import SPEND_COLUMNS, latest_spend
 
 
 def user_of(row: Row) -> User:
@@ -27,7 +27,7 @@ def user_of(row: Row) -> User:
 class UserStore:
     """People. In a turn (bot.db.turn_reads) a person's row is read once, and with it, in the
     same statement, which of their stores hold anything the turn would read (`holdings`) and
-    what they spent in the last 24 hours (bot.spend, bot.meter)."""
+    what they spent in the last 24 hours (bot.budget, bot.meter)."""
 
     def __init__(self, db: Database, holdings: Sequence[Holding] = (),
                  clock: Clock | None = None) -> None:

@@ -16,8 +16,14 @@ from datetime import datetime, time, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE_LATEST
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 
 # Seconds; a turn with tools and an LLM that thinks can take a minute.
 TURN_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
@@ -53,6 +59,8 @@ class Reading:
 
 class Metrics:
     """Every metric Valet exports, on a registry of its own."""
+
+    content_type = CONTENT_TYPE_LATEST  # what `render` gives, for the Content-Type header
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)

@@ -10,7 +10,7 @@ from bot.contracts.pause import PausedTask
 
 if TYPE_CHECKING:
     from bot.contracts.tool_context import ToolExecutionContext
-    from bot.tools import ToolOutcome
+    from bot.tools.registry import ToolOutcome
 
 
 

@@ -32,7 +32,7 @@ from bot.llm.port import LLM, LLMError
 from bot.loop.journal import TurnJournal
 from bot.tasks.model import Fit, PoolNotice, TaskHandler, Verdict
 from bot.tasks.pool import HOLDING, AgentPool
-from bot.tools import ToolStatus
+from bot.tools.registry import ToolStatus
 from persona.catalog import said_label
 from persona.lines import TaskLines, fill
 

@@ -17,8 +17,7 @@ from bot.approvals.listing import pending_lines
 from bot.contracts.approvals import ApprovalRequest
 from bot.contracts.envelopes import TurnStop
 from bot.contracts.turn import Answered, ComposedTurn, StepResult, TurnContext
-from bot.loop.react import ReactLoopResult
-from bot.loop.types import Spent
+from bot.loop.types import ReactLoopResult, Spent
 from bot.turn.media import stored_user_message
 
 Message = dict[str, Any]

@@ -1,6 +1,6 @@
 """Loop modes (`loop.mode`): how much machinery a turn gets.
 
-    react   every request carries the tools the conversation needs (bot.capabilities)
+    react   every request carries the tools the conversation needs (bot.tools.capabilities)
     simple  one request without tool schemas: the model answers from what it knows
     auto    simple for a message that needs no tool, react for everything else
 

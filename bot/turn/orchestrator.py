@@ -19,14 +19,12 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from bot.capabilities import OPEN_TOOL
-from bot.capability_router import NOTHING, RoutedTools, settle
-from bot.contracts.allowance import TurnAllowance
 from bot.contracts.approvals import ApprovalDraft
 from bot.contracts.envelopes import EventSink, Inbound, LoopEvent, Reply, TurnStop
 from bot.contracts.pause import PausedTask, each_pause
 from bot.contracts.people import User
 from bot.contracts.steering import Steering
+from bot.contracts.subtask_allowance import SubtaskAllowance
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.contracts.turn import (
     Answered,
@@ -45,14 +43,17 @@ from bot.llm.port import (
     misconfiguration_hint,
 )
 from bot.loop.context import ContextManager
-from bot.loop.react import FallbackLines, LoopDeps, ReactLoopResult, react_loop
+from bot.loop.react import react_loop
+from bot.loop.state import LoopDeps
 from bot.loop.subtasks import short_changed
-from bot.loop.types import REACT, SIMPLE
+from bot.loop.types import REACT, SIMPLE, FallbackLines, ReactLoopResult
 from bot.memory.summaries import HOLDING as SUMMARY
-from bot.meter.llm import AllowanceSpent
+from bot.meter.llm import BudgetSpent
 from bot.plumbing import logs
 from bot.text.untrusted import OPENING as UNTRUSTED_OPENING
-from bot.tool_offer import StableOffers
+from bot.tools.capabilities import OPEN_TOOL
+from bot.tools.capability_router import NOTHING, RoutedTools, settle
+from bot.tools.offer import StableOffers
 from bot.turn.brief import made_brief, shortened_once
 from bot.turn.compose import LLMFailure, Waits, compose_turn
 from bot.turn.media import user_message, with_note
@@ -112,7 +113,7 @@ class Orchestrator:
             return rejection
         before = await self.run_steps(ctx)
         run = None if isinstance(before, Answered) else await self.run_loop(ctx, before, emit)
-        run = await self.made_brief(ctx, run)
+        run = await self.fitted_to_channel(ctx, run)
         if isinstance(run, ReactLoopResult) and run.tool_calls:
             # sub-tasks the allowance stopped: said plainly
             before = merge(before, short_changed(run.tool_calls, ctx.tool_ctx.allowance,
@@ -133,7 +134,7 @@ class Orchestrator:
                                               enumerate(turn.prompts, 1)),
                      stop=turn.stop, turn_id=ctx.turn_id)
 
-    async def made_brief(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
+    async def fitted_to_channel(self, ctx: TurnContext, run: ReactLoopResult | LLMFailure | None
                          ) -> ReactLoopResult | LLMFailure | None:
         """An answer fits what its channel calls brief (a triggered run's summary by SMS; a
         reply by SMS gets one shortening pass), in what is sent and what the history keeps
@@ -153,13 +154,13 @@ class Orchestrator:
                 and m.get("content") == run.response else m for m in run.new_messages]
         return replace(run, response=text, new_messages=said)
 
-    def _allowance(self, user: User) -> TurnAllowance:
+    def _allowance(self, user: User) -> SubtaskAllowance:
         """What this turn may spend on sub-tasks: their LLM requests are taken from the same
         limit as the person's messages (never the owner's: the owner is not limited)."""
         cfg, limiter = self.deps.loop_config, self.deps.limiter
-        charge = partial(limiter.allow, user.id) \
+        take_request = partial(limiter.allow, user.id) \
             if limiter is not None and not user.is_owner else None
-        return TurnAllowance(cfg.subtask_max_per_turn, cfg.subtask_concurrency, charge,
+        return SubtaskAllowance(cfg.subtask_max_per_turn, cfg.subtask_concurrency, take_request,
                              limiter.limit if limiter is not None else 0)
 
     async def prepare_context(self, msg: Inbound, cancel: asyncio.Event | None = None,
@@ -268,7 +269,7 @@ class Orchestrator:
             return lines.misconfigured
         if isinstance(err, LLMMalformedResponseError):
             return lines.llm_malformed
-        if isinstance(err, AllowanceSpent):  # the meter stopped the turn before a call
+        if isinstance(err, BudgetSpent):  # the meter stopped the turn before a call
             return lines.budget_reached
         return lines.llm_unavailable
 

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from bot.approvals.flow import ApprovalFlow
-from bot.capabilities import ToolExposure
-from bot.capability_router import CapabilityRouter
 from bot.channel import ChannelSender
 from bot.config.policies import ReactLoopConfig
 from bot.contracts.clock import Clock
@@ -28,7 +26,9 @@ from bot.people.ratelimit import SlidingWindowLimiter
 from bot.people.users import UserStore
 from bot.plumbing.metrics import Metrics
 from bot.tasks.resume import Resumer
-from bot.tools import ToolRegistry
+from bot.tools.capabilities import ToolExposure
+from bot.tools.capability_router import CapabilityRouter
+from bot.tools.registry import ToolRegistry
 from bot.turn.telemetry import TranscriptWriter
 from bot.turn.trace_store import TraceStore
 from bot.turn.usage import UsageStore

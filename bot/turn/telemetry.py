@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bot.loop.react import ReactLoopResult
+from bot.loop.types import ReactLoopResult
 from bot.plumbing.private import open_private, private_dir
 
 log = logging.getLogger(__name__)

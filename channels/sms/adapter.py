@@ -23,6 +23,7 @@ from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.http.response import Response
 from twilio.rest import Client
 
+from bot.budget import micros
 from bot.channel import (
     Brevity,
     ChannelDown,
@@ -35,7 +36,6 @@ from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage
 from bot.meter.ledger import Ledger
 from bot.people.identity import IdentityStore
-from bot.spend import micros
 from channels.sms.gsm import MULTI_GSM
 from channels.sms.plain_letters import plain_letters_setting
 from channels.sms.render import SmsBody, render_capped, segments_of

@@ -37,12 +37,8 @@ from bot.contracts.envelopes import ApprovalPrompt, LoopEvent, MediaRef, Outboun
 from bot.contracts.options import Option
 from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.turn.media import MediaUnavailable
-from channels.telegram.inbound import (
-    MAX_PHOTO_BYTES,
-    MAX_VOICE_BYTES,
-    callback_data,
-    chat_of_address,
-)
+from channels.telegram.inbound import MAX_VOICE_BYTES
+from channels.telegram.kinds import MAX_PHOTO_BYTES, callback_data, chat_of_address
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
 from channels.telegram.render import escape, message_parts, split_plain

@@ -25,7 +25,6 @@ from telegram import Update
 
 from bot.contracts.envelopes import ButtonPress, IncomingMessage, MediaRef
 from bot.gateway.door import Door, Said
-from channels.telegram.kinds import MAX_PHOTO_BYTES as MAX_PHOTO_BYTES
 from channels.telegram.kinds import (
     Attached,
     Audio,
@@ -39,12 +38,6 @@ from channels.telegram.kinds import (
     Voice,
     classify,
 )
-from channels.telegram.kinds import callback_data as callback_data
-from channels.telegram.kinds import chat_of_address as chat_of_address
-from channels.telegram.kinds import member_address as member_address
-from channels.telegram.kinds import normalise_command as normalise_command
-from channels.telegram.kinds import parse_callback as parse_callback
-from channels.telegram.kinds import pressed as pressed
 from persona.lines import fill
 from persona.lines_channels import TelegramLines
 

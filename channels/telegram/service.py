@@ -52,17 +52,17 @@ from bot.plumbing.outages import DependencyDown, dependency_of
 from bot.plumbing.request_body import BodyError, BodyLimits, read_json_object, refused
 from bot.plumbing.spool import Spool, store_or_keep
 from channels.telegram.adapter import TelegramChannel
-from channels.telegram.checks import ALLOWED_UPDATES as ALLOWED_UPDATES
-from channels.telegram.checks import WEBHOOK_PATH as WEBHOOK_PATH
-from channels.telegram.checks import api_base, register_webhook, set_menu
-from channels.telegram.checks import bot_commands as bot_commands
-from channels.telegram.checks import webhook_url as webhook_url
+from channels.telegram.checks import (
+    WEBHOOK_PATH,
+    api_base,
+    register_webhook,
+    set_menu,
+)
 from channels.telegram.inbound import CHANNEL, BotIdentity, InboundHandler, InboundSettings
 from channels.telegram.lease import FileLease, PollerLease, RedisLease, bot_id, lease_file
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.polling import Poller
-from channels.telegram.updates import Updates
-from channels.telegram.updates import UpdateTries as UpdateTries
+from channels.telegram.updates import Updates, UpdateTries
 from persona.lines_channels import TelegramLines
 
 log = logging.getLogger(__name__)

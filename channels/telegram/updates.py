@@ -22,7 +22,8 @@ from telegram import Bot, Update
 from bot.gateway.door import Door
 from bot.plumbing.backoff import backoff_delay
 from bot.plumbing.outages import dependency_of
-from channels.telegram.inbound import CHANNEL, InboundHandler, member_address
+from channels.telegram.inbound import CHANNEL, InboundHandler
+from channels.telegram.kinds import member_address
 
 log = logging.getLogger(__name__)
 

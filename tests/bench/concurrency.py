@@ -10,7 +10,8 @@ from bot.contracts.clock import SystemClock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.openai_client import OpenAILLM
 from bot.loop.context import ContextManager
-from bot.loop.react import LoopDeps, react_loop
+from bot.loop.react import react_loop
+from bot.loop.state import LoopDeps
 from tests.bench.size import sized
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.helpers import CountingTools

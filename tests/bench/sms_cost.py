@@ -249,7 +249,7 @@ async def blocked_person(tmp: str) -> list[str]:
             f"{'met' if sms == 0 else 'NOT MET'}"]
 
 
-async def over_allowance(tmp: str) -> list[str]:
+async def over_budget(tmp: str) -> list[str]:
     prices = {"long": ModelPrice(input=1000, output=1000)}  # a chat: $1.25, past $0.01
     sms, segments = await _texts_after_hi(
         tmp, "over", [(["HELP", "/help"] * 30, "o")], budget=BudgetSettings(daily_usd=0.01),
@@ -304,6 +304,6 @@ async def run() -> list[str]:
         out += await one_long_answer(tmp)
         out.append("The red team's cases (issue 44); 'before': main at 187ed1d, before the meter")
         out += await blocked_person(tmp)
-        out += await over_allowance(tmp)
+        out += await over_budget(tmp)
         out += await timezone_moves(tmp)
     return out

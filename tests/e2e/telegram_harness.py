@@ -15,7 +15,8 @@ from bot.config.sections import OwnerSettings
 from bot.plumbing.request_body import BodyLimits
 from channels.telegram.lease import FileLease
 from channels.telegram.limiter import Limits, OutboundLimiter
-from channels.telegram.service import TelegramService, UpdateTries
+from channels.telegram.service import TelegramService
+from channels.telegram.updates import UpdateTries
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 

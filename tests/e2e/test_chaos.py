@@ -11,7 +11,7 @@ with 429.
 Afterwards: every message answered exactly once, each person's answers in the order they
 wrote, no approved action run twice, no reminder sent twice, no reply lost. A reply in doubt
 is one a killed worker had claimed (`sending`) when it died: Valet never sends such a message
-again (the channel may have it: rule 20, never twice); each is counted, and the fakes say
+again (the channel may have it: never twice); each is counted, and the fakes say
 whether it arrived. The counts are printed (pytest -s, or the captured output on failure)."""
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class Story:
 
     async def in_doubt(self, i: int) -> bool:
         """Whether a message to p{i} was being sent by a worker that was killed: Valet never
-        sends it again (rule 20), so what the person waits for may never come."""
+        sends it again (never twice), so what the person waits for may never come."""
         if self._db is None:
             self._db = await open_database(self.dsn)
         address = str(chat_of(i)) if telegram(i) else phone_of(i)

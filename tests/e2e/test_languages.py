@@ -30,7 +30,7 @@ ANA = "+34612345678"
 # call before it goes at its worst (the prompt as sent, a few thousand tokens: well under a
 # cent), then counts what the server reported.
 CHEAP = (10, 0)  # $0.00001
-DEAR = (1_000_000, 0)  # $1: more than Ana's allowance (budget.daily_usd 0.50)
+DEAR = (1_000_000, 0)  # $1: more than Ana's budget (budget.daily_usd 0.50)
 
 
 def _system(body: dict[str, Any]) -> str:
@@ -201,7 +201,7 @@ async def test_each_person_reads_valet_in_their_own_language_and_locale(fake_llm
             assert menu["help"] == "was ich verstehe"
             assert {c["command"] for c in tg.language_commands["de", OWNER_CHAT]} >= {"pair"}
 
-            # The allowance: Ana spends $1 of her $0.50; her next message waits. She is told
+            # The budget: Ana spends $1 of her $0.50; her next message waits. She is told
             # in Spanish, the owner in German, with German amounts.
             await ana_says("¿cuánto cuesta?")
             before_owner = len(tg.sent(OWNER_CHAT))

@@ -77,19 +77,19 @@ async def test_help_is_answered_once_a_while_and_nothing_goes_past_the_allowance
     async with serving(tmp_path, fake_llm, config) as served:
         await served.text(ALICE, "hi")
         await served.quiet()
-        for _ in range(10):  # under the allowance: HELP once per sms.door_reply_minutes
+        for _ in range(10):  # under the budget: HELP once per sms.door_reply_minutes
             await served.text(ALICE, "HELP")
             await served.text(ALICE, "", media=PICTURE)
         await served.quiet()
         bodies = served.twilio.bodies_to(ALICE)
         assert sorted(bodies) == sorted(["Hello Ana.", LINES.sms_help,
                                          LINES.sms_picture_only]), bodies
-        for _ in range(30):  # $0.08 spent: /help answers until the allowance, then nothing
+        for _ in range(30):  # $0.08 spent: /help answers until the budget, then nothing
             await served.text(ALICE, "/help")
             await served.text(ALICE, "HELP")
         await served.quiet()
         assert fake_llm.calls == 1
-        # Each message's price counted before it goes: the allowance and one message at most.
+        # Each message's price counted before it goes: the budget and one message at most.
         assert spent(served) <= 0.10 + 0.01 * 3, spent(served)
         assert len(served.twilio.sent) <= 3 + 2, served.twilio.bodies_to(ALICE)
         code, out, err = await run_valet(["budget", "list"], served.env)
@@ -120,7 +120,7 @@ async def test_two_timezone_moves_give_no_fresh_allowance(fake_llm, tmp_path):
         with sqlite3.connect(served.db) as db:
             [zone] = db.execute("SELECT timezone FROM users WHERE NOT is_owner").fetchone()
         assert zone == "Etc/GMT+12"  # both moves were made
-        # The allowance, plus the one call that may pass it, plus the messages that told her.
+        # The budget, plus the one call that may pass it, plus the messages that told her.
         worst_call = 0.06
         assert spent(served) <= 0.20 + worst_call, spent(served)
         assert fake_llm.calls <= 4

@@ -11,8 +11,7 @@ import sys
 
 import yaml
 
-from bot.app.owner import open_claim_if_ownerless
-from bot.app.root import OWNER_ID
+from bot.app.owner import OWNER_ID, open_claim_if_ownerless
 from bot.people.claims import CLAIM_GUESS_KIND
 from persona import load_persona
 from tests.e2e.telegram_harness import bot_messages

@@ -229,7 +229,7 @@ async def test_a_ucs2_answer_is_held_to_three_segments_counting_surrogate_pairs(
         assert first.body.endswith("минут. " + MORE)
 
 
-# --- a daily allowance -------------------------------------------------------------------------
+# --- a daily budget -------------------------------------------------------------------------
 
 
 async def test_at_the_allowance_messages_wait_until_the_owner_raises_it(fake_llm, tmp_path):

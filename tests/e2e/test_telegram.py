@@ -9,9 +9,9 @@ import aiohttp
 import pytest
 
 from bot.contracts.clock import SystemClock
+from channels.telegram.checks import WEBHOOK_PATH
 from channels.telegram.lease import FileLease
 from channels.telegram.limiter import Limits
-from channels.telegram.service import WEBHOOK_PATH
 from persona.lines import DEFAULT
 from tests.e2e.telegram_harness import OWNER_CHAT, SECRET, bot_messages
 from tests.fakes.fake_openai import Reply, ToolCall

@@ -9,7 +9,7 @@ import base64
 import json
 import sys
 
-from channels.telegram.inbound import MAX_PHOTO_BYTES
+from channels.telegram.kinds import MAX_PHOTO_BYTES
 from persona.lines import DEFAULT
 from tests.e2e.telegram_harness import OWNER_CHAT, bot_messages
 from tests.e2e.test_console_pipe import ROOT, clean_env

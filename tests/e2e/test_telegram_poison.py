@@ -14,7 +14,8 @@ import aiohttp
 
 from bot.contracts.envelopes import IncomingMessage
 from bot.plumbing.request_body import BodyLimits
-from channels.telegram.service import WEBHOOK_PATH, UpdateTries
+from channels.telegram.checks import WEBHOOK_PATH
+from channels.telegram.updates import UpdateTries
 from persona import load_persona
 from tests.e2e.telegram_harness import OWNER_CHAT, SECRET, bot_messages
 from tests.fakes.fake_openai import Reply

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.tools import tool
+from bot.tools.registry import tool
 
 SENT: list[dict[str, str]] = []
 BOOKED: list[dict[str, str]] = []

@@ -120,7 +120,7 @@ async def test_an_open_capability_stays_offered_for_the_rest_of_the_conversation
         app_factory, fake_llm, meteo):
     # Once past `open_for_turns` a capability is no longer open, but the conversation keeps
     # being offered its tools, in the same order: the server's prompt cache (which holds the
-    # tools ahead of the history) stays valid (bot.tool_offer).
+    # tools ahead of the history) stays valid (bot.tools.offer).
     app, me = await lean_app(app_factory, meteo)
     fake_llm.script(Reply(tool_calls=[ToolCall("open_capability", {"name": "weather"})]),
                     Reply(content="Which town?"))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents.registry import BUILTIN_REGISTRY, load_registry
+from agents.registry import load_registry
 from bot.cli.doctor import run_doctor
 from bot.config import ConfigError
+from bot.config.registries import BUILTIN_REGISTRY
 from bot.credentials import new_key
 from tests.fakes.fake_openai import Reply
 

@@ -19,8 +19,8 @@ from bot.contracts.envelopes import Inbound
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.gateway.gateway import ReceiveResult
 from bot.llm.port import ToolCall as LLMToolCall
-from bot.tool_calls import run_tool_call
-from bot.tools import ToolRegistry, ToolStatus
+from bot.tools.calls import run_tool_call
+from bot.tools.registry import ToolRegistry, ToolStatus
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall
 from tests.helpers import RecordingSender, incoming, said

@@ -17,8 +17,10 @@ from bot.llm.port import LLMResponse, TokenUsage
 from bot.llm.port import ToolCall as LLMToolCall
 from bot.loop.context import ContextManager
 from bot.loop.journal import INTERRUPTED, TurnJournal
-from bot.loop.react import LoopDeps, ReactLoopResult, react_loop
-from bot.tools import ToolOutcome, ToolRegistry, ToolStatus, tool
+from bot.loop.react import react_loop
+from bot.loop.state import LoopDeps
+from bot.loop.types import ReactLoopResult
+from bot.tools.registry import ToolOutcome, ToolRegistry, ToolStatus, tool
 from tests.fakes.fake_openai import Hang, Reply, ToolCall
 from tests.helpers import assert_closed, loop_config
 

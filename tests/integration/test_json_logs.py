@@ -9,7 +9,7 @@ import logging
 
 from bot.contracts.envelopes import Inbound
 from bot.plumbing.logs import JsonFormatter, SecretValuesFilter, request_id
-from bot.tools import build_tool
+from bot.tools.registry import build_tool
 from tests.fakes.fake_openai import Reply, ToolCall
 
 

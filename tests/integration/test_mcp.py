@@ -295,14 +295,16 @@ async def test_a_call_cut_short_by_a_crash_runs_again_only_if_marked_safe_to_rep
         fake_llm: FakeOpenAI, llm, tmp_path, server_log, safe):
     """The turn is killed mid-call (as kill -9 would); the process that redoes it has not
     started the server: its journal, not the model, decides whether the call runs again."""
-    from agents.registry import load_registry, registry_paths
+    from agents.registry import load_registry
     from bot.app.database import open_database
+    from bot.config.registries import registry_paths
     from bot.contracts.clock import FakeClock
     from bot.contracts.envelopes import TurnStop
     from bot.contracts.tool_context import ToolExecutionContext
     from bot.loop.context import ContextManager
     from bot.loop.journal import INTERRUPTED, TurnJournal
-    from bot.loop.react import LoopDeps, react_loop
+    from bot.loop.react import react_loop
+    from bot.loop.state import LoopDeps
     from tests.helpers import loop_config
 
     db = await open_database(f"sqlite:///{tmp_path}/journal.db")

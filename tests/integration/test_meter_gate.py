@@ -18,7 +18,7 @@ from bot.gateway.budget import raise_today
 from bot.meter.ledger import Ledger
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.integration.sms_harness import ALICE, FROM_NUMBER, sms_world
-from tests.integration.test_allowance import priced_app, say
+from tests.integration.test_budget_waits import priced_app, say
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ async def test_a_free_channel_passes_the_meter_blocked_people_and_door_replies_a
 async def test_a_turn_is_stopped_before_the_call_that_would_pass_the_allowance_and_goes_on(
         app_factory, app_settings, fake_llm):
     # $0.20 a day; each call about $0.15 at worst. The turn's first call ($0.1501) asks for a
-    # tool; the second would pass the allowance: not made, the message waits.
+    # tool; the second would pass the budget: not made, the message waits.
     app, sender = await priced_app(app_factory, app_settings,
                                    budget=BudgetSettings(daily_usd=0.20))
     fake_llm.script(Reply(tool_calls=[ToolCall("current_time", {})], usage=(100, 100)),
@@ -74,7 +74,7 @@ async def test_a_turn_is_stopped_before_the_call_that_would_pass_the_allowance_a
     ana = await alice(app)
     spent = await Ledger(app.db).window(ana.id, app.clock.now())
     assert spent.total == 150_100 and spent.refused > 50_000
-    await raise_today(app.budget.spending, app.budget.allowance, ana, app.clock.now())
+    await raise_today(app.budget.spending, app.budget.budget, ana, app.clock.now())
     assert await app.release_held() == [ana.id]
     await app.gateway.wait_idle()
     assert sender.texts("alice")[-1] == "It is late."
@@ -101,7 +101,7 @@ async def test_a_reminder_at_the_allowance_waits_for_the_24_hours_and_a_help_is_
         now = app.clock.now()
         user = await app.identities.create_user("sms", ALICE, display_name="Ann",
                                                 default_timezone="UTC", at=now)
-        await Ledger(app.db).cost(user.id, now, llm=20_000)  # at the allowance
+        await Ledger(app.db).cost(user.id, now, llm=20_000)  # at the budget
         await app.outbound.notify(Notification(user.id, "Reminder: the dentist.", "r1"))
         await app.outbound.answer_directly("sms", ALICE, "Help.", dedupe_key="h1",
                                            user_id=user.id, kind="door:help")

@@ -14,7 +14,7 @@ NOTHING_TO_DO = ("bot.approvals", "bot.tasks", "bot.memory.recall", "bot.memory.
                  "bot.turn.telemetry")
 # Measured on the console channel (tests/turn_modules.py): 56 before the steps learnt what
 # they read, 45 after; then this session's features added their own, each run on every turn
-# by design: the daily allowance's check (bot.spend, bot.gateway.budget), the answer read for
+# by design: the daily budget's check (bot.budget, bot.gateway.budget), the answer read for
 # dialects (bot.llm.reading, bot.llm.dialects), a sign-in link never kept once sent
 # (bot.gateway.sign_in_links), the meter every message passes before it is sent (bot.meter.gate
 # and its ledger, issue 44), the person's language (bot.turn.language, its guess over a person's
@@ -22,7 +22,7 @@ NOTHING_TO_DO = ("bot.approvals", "bot.tasks", "bot.memory.recall", "bot.memory.
 # persona.speaking, issue 49); every request's cap (bot.llm.caps) and the gate that puts a
 # person's turn before background work (bot.llm.person_first); a greeting offered the tools
 # its conversation was offered before, so the server's prompt cache stays valid
-# (bot.capability_router, bot.tool_offer; issue 45); the channel contract called instead of
+# (bot.tools.capability_router, bot.tools.offer; issue 45); the channel contract called instead of
 # probed: a sender's defaults for what its channel cannot do (bot.channel.ChannelSender's
 # `ready_in`, `brevity`, issue 47). The goal is 40 (the closing note of [house] says what is
 # left).

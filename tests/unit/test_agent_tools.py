@@ -12,8 +12,8 @@ from bot.contracts.clock import FakeClock
 from bot.contracts.pause import PausedTask
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
-from bot.tool_calls import run_tool_call
-from bot.tools import ToolRegistry, ToolStatus
+from bot.tools.calls import run_tool_call
+from bot.tools.registry import ToolRegistry, ToolStatus
 from tests.fakes.sample_agents import EmailAgent, TicketAgentV1, TicketAgentV2
 
 

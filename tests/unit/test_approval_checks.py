@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from agents.registry import load_registry, registry_paths
+from agents.registry import load_registry
 from bot.approvals.flow import typed
+from bot.config.registries import registry_paths
 from bot.contracts.approvals import ExecutionStatus
-from bot.tools import ToolOutcome, ToolStatus
+from bot.tools.registry import ToolOutcome, ToolStatus
 
 
 def test_every_built_in_tool_that_always_asks_checks_before_asking():

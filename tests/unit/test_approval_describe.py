@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.approvals.flow import describe
-from bot.tools import tool
+from bot.tools.registry import tool
 
 
 @tool

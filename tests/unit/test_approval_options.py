@@ -11,7 +11,7 @@ from bot.approvals.replies import Verdict, parse_reply
 from bot.contracts.envelopes import ApprovalPrompt, ButtonPress, PromptKind
 from bot.contracts.options import APPROVE_WORDS, CANCEL_WORDS, Option
 from bot.people.access import pairing_prompt
-from channels.telegram.inbound import callback_data, parse_callback, pressed
+from channels.telegram.kinds import callback_data, parse_callback, pressed
 from tests.unit.test_approval_replies import EMAIL
 
 

@@ -23,13 +23,14 @@ from aiohttp.test_utils import TestServer
 from agents.tools import calculator, clock, web_fetch
 from agents.tools.calculator import calculate
 from agents.tools.clock import convert_time, current_time
+from agents.tools.html_text import html_to_text
 from agents.tools.web_fetch import FetchRefused, GuardedResolver, address_problem
 from bot.contracts.clock import FakeClock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
 from bot.text.untrusted import quote_untrusted
-from bot.tool_calls import run_tool_call
-from bot.tools import ToolOutcome, ToolRegistry, ToolStatus
+from bot.tools.calls import run_tool_call
+from bot.tools.registry import ToolOutcome, ToolRegistry, ToolStatus
 
 
 def make_ctx(when: datetime | None = None, timezone: str = "America/New_York",
@@ -514,6 +515,6 @@ async def test_connection_errors_are_clear() -> None:
 
 
 def test_html_to_text_edge_cases() -> None:
-    title, text = web_fetch.html_to_text("<p>a<script>x</script>b</p><nav><p>menu</nav>"
-                                         "<li></li><p>  c &amp; d  </p><svg/><p>e</p>")
+    title, text = html_to_text("<p>a<script>x</script>b</p><nav><p>menu</nav>"
+                               "<li></li><p>  c &amp; d  </p><svg/><p>e</p>")
     assert (title, text) == ("", "ab\n\nc & d\n\ne")

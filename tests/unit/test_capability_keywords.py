@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.registry import load_registry, registry_paths
-from bot.capabilities import CapabilityPart, CapabilitySpec
-from bot.capability_router import CapabilityRouter, phrase_pattern, words
+from agents.registry import load_registry
 from bot.config import ConfigError
+from bot.config.registries import registry_paths
+from bot.tools.capabilities import CapabilityPart, CapabilitySpec
+from bot.tools.capability_router import CapabilityRouter, phrase_pattern, words
 
 
 def router_of(*specs: CapabilitySpec, max_open: int = 3) -> CapabilityRouter:

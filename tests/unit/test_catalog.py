@@ -62,17 +62,38 @@ def test_every_line_renders_for_every_channel(language):
         assert console_render(message) or not said.strip(), key
 
 
-def test_the_persona_says_each_line_in_the_listeners_language():
+def test_the_persona_says_each_line_in_the_listeners_language(tmp_path):
     persona = load_persona("default")
     with speaking_to("de"):
         assert persona.lines.reminder == lines_in("de").reminder
-        assert persona.lines.llm_unavailable == persona.translations["de"]["llm_unavailable"]
+        assert persona.lines.llm_unavailable == lines_in("de").llm_unavailable
     with speaking_to("es"):
         assert persona.lines.help_text.startswith("Comandos:")
     assert persona.lines.reminder == Lines().reminder  # nobody in particular: its own
+    # A persona's own rewording, and its translation, for the listener of that language.
+    path = tmp_path / "reworded.yaml"
+    path.write_text("name: R\nsystem_prompt: You help.\nlanguage: en\n"
+                    "lines:\n  llm_unavailable: Brain away.\n"
+                    "translations:\n  de:\n    llm_unavailable: Gehirn weg.\n",
+                    encoding="utf-8")
+    reworded = load_persona(str(path))
+    with speaking_to("de"):
+        assert reworded.lines.llm_unavailable == reworded.translations["de"]["llm_unavailable"]
+        assert reworded.lines.llm_unavailable == "Gehirn weg."
+    assert reworded.lines.llm_unavailable == "Brain away."
 
 
-@pytest.mark.parametrize("name", ["default", "jeeves"])  # every persona Valet ships
+def test_the_default_persona_rewords_no_line():
+    """Its lines are the defaults, in one place (persona/lines*.py and persona/catalog/):
+    editing a default changes what the default persona says."""
+    persona = load_persona("default")
+    own = {key for key, line in persona.lines.model_dump().items() if line != getattr(Lines(),
+                                                                                       key)}
+    assert own == set()
+    assert not persona.translations
+
+
+@pytest.mark.parametrize("name", ["jeeves"])  # every shipped persona that rewords lines
 def test_every_reworded_line_of_a_shipped_persona_is_reworded_in_every_language(name):
     persona = load_persona(name)
     reworded = set(persona.lines.model_fields_set) - {"_languages"}

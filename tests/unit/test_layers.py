@@ -76,11 +76,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("persona",),  # the persona and every line a person reads
     ("bot.db",),  # the database port and the core's migrations
     ("bot.llm",),  # the LLM port
-    ("bot.tools", "bot.spend", "bot.tool_offer"),  # @tool and the registry; what a person
-    # spends a day; the tools a conversation was offered
-    ("bot.tool_calls",),  # one tool call run to its outcome
-    ("bot.capabilities", "bot.credentials", "bot.channel"),
-    ("bot.capability_router",),  # opens the capabilities a message names (bot.capabilities')
+    ("bot.budget", "bot.credentials", "bot.channel"),  # what a person spends a day; secrets
+    # at rest; the channel port
+    ("bot.tools",),  # @tool and the registry, one call to its outcome, the capabilities and
+    # their router, the tools a conversation was offered
     ("bot.people",),  # who Valet serves and who may talk to it
     ("bot.meter",),  # the one gate for money: messages and LLM calls (bot/meter)
     ("bot.approvals",),

@@ -9,7 +9,7 @@ import pytest
 from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import EventType, LoopEvent, TurnStop
 from bot.llm.port import LLMAuthError, LLMServerError
-from bot.tools import ToolStatus
+from bot.tools.registry import ToolStatus
 from tests.fakes.fake_openai import ContextOverflow, Fail, Hang, Reply, ToolCall
 from tests.helpers import CountingTools, assert_closed, loop_config, run_loop, said, until
 
@@ -254,7 +254,7 @@ async def test_records_say_what_each_call_did(fake_llm, llm):
 
 
 async def test_huge_tool_results_are_capped_with_the_original_size_recorded(fake_llm, llm):
-    from bot.tools import ToolRegistry, tool
+    from bot.tools.registry import ToolRegistry, tool
 
     @tool
     async def dump() -> str:

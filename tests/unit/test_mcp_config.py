@@ -13,9 +13,10 @@ import pytest
 from agents.mcp.config import McpServerConfig, problems
 from agents.mcp.results import result_text
 from agents.mcp.source import McpTool, McpToolSource, valet_name
-from agents.registry import load_registry, registry_paths
+from agents.registry import load_registry
 from bot.cli.main import main
 from bot.config import ConfigError
+from bot.config.registries import registry_paths
 
 GOOD = """\
 mcp:

@@ -13,10 +13,10 @@ import mcp_types
 from agents.mcp.changes import ListChanges
 from agents.mcp.config import McpServerConfig
 from agents.mcp.source import McpTool, McpToolSource
-from bot.capabilities import CapabilitySpec, ToolExposure, open_capability_tool
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import holds_untrusted
-from bot.tools import ToolRegistry, ToolStatus
+from bot.tools.capabilities import CapabilitySpec, ToolExposure, open_capability_tool
+from bot.tools.registry import ToolRegistry, ToolStatus
 
 
 async def test_a_thousand_changes_heard_at_once_read_the_list_once_and_log_once(caplog):

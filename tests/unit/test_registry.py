@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.registry import BUILTIN_REGISTRY, load_registry, registry_paths
+from agents.registry import load_registry
 from agents.runtime import APPROVAL_MARK
 from bot.config import ConfigError, load_settings
+from bot.config.registries import BUILTIN_REGISTRY, registry_paths
 
 
 def write(tmp_path: Path, text: str, name: str = "extra.yaml") -> Path:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from agents.registry import load_registry, registry_paths
+from agents.registry import load_registry
 from bot.approvals.flow import ApprovalFlow, asks_first
+from bot.config.registries import registry_paths
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
 from bot.loop.calls import opens_while_calling
-from bot.tools import CHANGES, EFFECTS, READS, SENDS, ToolStatus, tool
+from bot.tools.registry import CHANGES, EFFECTS, READS, SENDS, ToolStatus, tool
 from persona.lines import Lines
 
 TOOLS = load_registry(registry_paths([])).tools

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.contracts.envelopes import ApprovalPrompt
-from channels.telegram.inbound import callback_data, normalise_command, parse_callback
+from channels.telegram.kinds import callback_data, normalise_command, parse_callback
 from channels.telegram.render import (
     MAX_MESSAGE_CHARS,
     markdown_to_html,

@@ -9,8 +9,8 @@ import pytest
 from bot.contracts.clock import FakeClock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
-from bot.tool_calls import run_tool_call
-from bot.tools import ToolRegistry, ToolStatus, tool
+from bot.tools.calls import run_tool_call
+from bot.tools.registry import ToolRegistry, ToolStatus, tool
 
 
 @tool(progress="checking the weather")

@@ -1,6 +1,6 @@
-"""Usage: what each person spent today and this month against their daily allowance (the
+"""Usage: what each person spent today and this month against their daily budget (the
 figures /usage and `valet budget list` show, each person's days in their own timezone), with
-a button that raises today's allowance for someone at it (their waiting messages then go on);
+a button that raises today's budget for someone at it (their waiting messages then go on);
 then the month's LLM tokens (prompt and completion) and requests by person and day, what each
 channel that charges counted (SMS: segments; its spec's `usage`) and an estimate of what
 that cost, with server-drawn charts (days in the deployment's `timezone`)."""
@@ -16,10 +16,10 @@ from aiohttp import web
 from bot.app.console.auth import owner_only
 from bot.app.console.deps import Console, back
 from bot.app.console.render import Series, bar_chart
+from bot.budget import dollars
 from bot.contracts.people import User
 from bot.gateway.budget import Figures, figures, raise_today
 from bot.people.console_login import ConsoleSession
-from bot.spend import dollars
 from bot.turn.usage import UsageStore
 from channels.registry import specs
 from channels.spec import ChannelSpec, Usage
@@ -116,7 +116,7 @@ async def month_usage(console: Console, first: date) -> Month:
 
 @dataclass(frozen=True)
 class Spent:
-    """One person's line of the allowance table."""
+    """One person's line of the budget table."""
 
     user: User
     figures: Figures
@@ -126,23 +126,22 @@ class Spent:
 
 
 async def spent_by_person(console: Console) -> list[Spent]:
-    budget = console.app.budget
-    if budget is None:
+    gate = console.app.budget
+    if gate is None:
         return []
     now = console.now()
-    return [Spent(user, await figures(budget.spending, budget.allowance, user, now,
-                                      budget.inbox))
+    return [Spent(user, await figures(gate.spending, gate.budget, user, now, gate.inbox))
             for user in (await console.people()).values()]
 
 
 def routes(console: Console) -> list[web.RouteDef]:
-    async def raise_allowance(request: web.Request, session: ConsoleSession
+    async def raise_budget(request: web.Request, session: ConsoleSession
                               ) -> web.StreamResponse:
-        budget = console.app.budget
+        gate = console.app.budget
         user = await console.app.users.get(request.match_info["user"])
-        if budget is None or user is None:
+        if gate is None or user is None:
             raise back(PAGE, "No such person.", failed=True)
-        added = await raise_today(budget.spending, budget.allowance, user, console.now())
+        added = await raise_today(gate.spending, gate.budget, user, console.now())
         name = await console.app.identities.name_of(user)
         if not added:
             said = f"{name} has no daily allowance to raise."
@@ -181,4 +180,4 @@ def routes(console: Console) -> list[web.RouteDef]:
             is_current=first == today.replace(day=1), spent=await spent_by_person(console))
 
     return [web.get(PAGE, owner_only(console, page)),
-            web.post(PAGE + "/{user}/raise", owner_only(console, raise_allowance))]
+            web.post(PAGE + "/{user}/raise", owner_only(console, raise_budget))]

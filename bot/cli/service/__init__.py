@@ -80,8 +80,8 @@ async def _install(settings: Settings, args: argparse.Namespace, root: Path, say
 async def _migrate(settings: Settings) -> list[str]:
     """Roles never migrate themselves: `valet migrate` first, once."""
     from bot.app.database import MIGRATIONS, open_database
-    from bot.db import redact_url
     from bot.db.migrate import apply_migrations, refuse_newer, schema_state
+    from bot.text.redact import redact_url
 
     db = await open_database(settings.database_url, migrate=False)
     try:

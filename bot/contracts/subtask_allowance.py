@@ -1,7 +1,7 @@
 """What one turn may spend on sub-tasks (the `delegate` tool, bot.loop.subtasks): how many it may
 start (`loop.subtask_max_per_turn`), how many run at once (`loop.subtask_concurrency`), and
 whether its next LLM request may be taken from the person's rate limit. One per turn, carried
-by the turn's tool context (bot.loop.allowance makes it), never shared between turns or people.
+by the turn's tool context (bot.loop.subtask_llm makes it), never shared between turns or people.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ RATE_LIMITED = "SUBTASK_RATE_LIMITED"
 
 
 @dataclass
-class TurnAllowance:
+class SubtaskAllowance:
     max_subtasks: int = 3
     concurrency: int = 2
     # Takes one LLM request from the person's rate limit; False when it is reached. None: no
     # rate limit (the owner).
-    charge: Callable[[], bool] | None = None
+    take_request: Callable[[], bool] | None = None
     per_minute: int = 0  # the rate limit, for the words the model reads
     started: int = 0
     _slots: asyncio.Semaphore | None = field(default=None, repr=False)
@@ -42,4 +42,4 @@ class TurnAllowance:
         return self._slots
 
     def request(self) -> bool:
-        return self.charge is None or self.charge()
+        return self.take_request is None or self.take_request()

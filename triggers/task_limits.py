@@ -28,18 +28,18 @@ OCCURRENCES_CHECKED = 200  # a cron line's shortest gap, from its next occurrenc
 
 
 @dataclass(frozen=True)
-class Budget:
+class TaskLimit:
     max_active: int = 0  # tasks set up at once; 0: no limit
     min_interval: timedelta = timedelta(0)  # between two runs that ask the LLM; 0: none
 
 
 @dataclass(frozen=True)
-class Budgets:
-    others: Budget = Budget(max_active=20, min_interval=timedelta(minutes=15))
-    owner: Budget = Budget()  # the owner decides for everyone, themselves included
+class TaskLimits:
+    others: TaskLimit = TaskLimit(max_active=20, min_interval=timedelta(minutes=15))
+    owner: TaskLimit = TaskLimit()  # the owner decides for everyone, themselves included
 
 
-class OverBudget(ValueError):
+class OverTaskLimit(ValueError):
     """A task past a limit; the message is the sentence for the person."""
 
 
@@ -47,23 +47,23 @@ class OverBudget(ValueError):
 TellOwner = Callable[[str | Callable[[], str], str], Awaitable[object]]
 
 
-class BudgetCheck:
-    def __init__(self, budgets: Budgets, users: UserStore, store: TaskStore,
+class TaskLimitCheck:
+    def __init__(self, limits: TaskLimits, users: UserStore, store: TaskStore,
                  tell_owner: TellOwner | None, lines: ScheduleLines) -> None:
         """`lines`: the persona's, said in the listener's language (the person over their
-        budget hears the reason in theirs; the owner's notice is composed in the owner's)."""
-        self.budgets = budgets
+        limits hears the reason in theirs; the owner's notice is composed in the owner's)."""
+        self.limits = limits
         self.users = users
         self.store = store
         self.tell_owner = tell_owner
         self.lines = lines
 
     async def admit(self, task: Task, now: datetime, *, replacing: str | None = None) -> None:
-        """OverBudget when `task` (new, or the changed or resumed `replacing`) goes past the
+        """OverTaskLimit when `task` (new, or the changed or resumed `replacing`) goes past the
         person's limits."""
         user = await self.users.get(task.user_id)
-        budget = self.budgets.owner if user is None or user.is_owner else self.budgets.others
-        over = await self._over(task, budget, now, replacing)
+        limit = self.limits.owner if user is None or user.is_owner else self.limits.others
+        over = await self._over(task, limit, now, replacing)
         if over is None:
             return
         kind, line, values = over
@@ -76,23 +76,23 @@ class BudgetCheck:
             name = user.display_name or user.id
             await self.tell_owner(
                 lambda: fill(self.lines.budget_exceeded, name=name, reason=reason()),
-                f"budget:{user.id}:{kind}:{now:%Y-%m-%d}")
-        raise OverBudget(reason())
+                f"limit:{user.id}:{kind}:{now:%Y-%m-%d}")
+        raise OverTaskLimit(reason())
 
-    async def _over(self, task: Task, budget: Budget, now: datetime,
+    async def _over(self, task: Task, limit: TaskLimit, now: datetime,
                     replacing: str | None) -> tuple[str, str, dict[str, float]] | None:
         """Which limit `task` goes past: (its kind, the line saying why, its values)."""
-        if budget.max_active:
+        if limit.max_active:
             active = [t for t in await self.store.of_user(task.user_id)
                       if t.status in ACTIVE and t.id != replacing]
-            if len(active) >= budget.max_active:
+            if len(active) >= limit.max_active:
                 return "too many tasks", "budget_too_many_tasks", {
-                    "active": len(active), "limit": budget.max_active}
-        if budget.min_interval and task.executor not in NO_LLM:
+                    "active": len(active), "limit": limit.max_active}
+        if limit.min_interval and task.executor not in NO_LLM:
             gap = shortest_gap(task, now)
-            if gap is not None and gap < budget.min_interval:
+            if gap is not None and gap < limit.min_interval:
                 return "too often", "budget_too_often", {
-                    "minutes": budget.min_interval.total_seconds() / 60,
+                    "minutes": limit.min_interval.total_seconds() / 60,
                     "every": gap.total_seconds() / 60}
         return None
 

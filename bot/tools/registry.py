@@ -1,5 +1,5 @@
 """Tools: `@tool` turns an async function into a `Tool` whose JSON schema comes from its type
-hints and docstring; `ToolRegistry` holds them (bot.tool_calls runs one call to an outcome).
+hints and docstring; `ToolRegistry` holds them (bot.tools.calls runs one call to an outcome).
 
 Tools are shared by every user's turn at once, so nothing per-request lives on them: what a
 call needs arrives in its `ToolExecutionContext`.
@@ -308,7 +308,7 @@ def tools_in_module(module: Any) -> list[Tool]:
 
 
 class ToolLookup(Protocol):
-    """Tools learnt at run time (an MCP server's; see bot.capabilities.ToolSource)."""
+    """Tools learnt at run time (an MCP server's; see bot.tools.capabilities.ToolSource)."""
 
     trusted: bool  # False: its tools' names and descriptions are a third party's text
 

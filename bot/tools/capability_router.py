@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.capabilities import OPEN_TOOL, CapabilitySpec, ToolExposure, call_argument
-from bot.tool_offer import StableOffers
+from bot.tools.capabilities import OPEN_TOOL, CapabilitySpec, ToolExposure, call_argument
+from bot.tools.offer import StableOffers
 
 Message = dict[str, Any]
 
@@ -232,7 +232,7 @@ class RoutedTools:
     route: Route = NOTHING
     triggered: bool = False  # a triggered run: the tools only such a run needs are offered
     refused: set[str] = field(default_factory=set)
-    # The conversation's tools so far, offered again (bot.tool_offer): (offers, the
+    # The conversation's tools so far, offered again (bot.tools.offer): (offers, the
     # conversation, its epoch). None: each request offers only what is open.
     kept: tuple[StableOffers, str, str] | None = None
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.budget import Budget, Price, Prices, dollars, local_day, micros
 from bot.config import ConfigError, Settings, load_settings
 from bot.contracts.people import DaySpend
 from bot.llm.port import TokenUsage
-from bot.spend import Allowance, Price, Prices, dollars, local_day, micros
 
 
 def test_a_call_costs_its_input_cached_input_and_output_tokens_at_the_model_s_price():
@@ -29,11 +29,11 @@ def test_amounts_are_kept_in_millionths_and_read_as_dollars():
 
 
 def test_the_allowance_is_the_day_s_base_plus_what_the_owner_added():
-    allowance = Allowance(others=micros(0.5))
-    assert allowance.today(False, DaySpend("2026-01-05", llm=1)) == 500_000
-    assert allowance.today(False, DaySpend("2026-01-05", raised=500_000)) == 1_000_000
-    assert allowance.today(True, DaySpend("2026-01-05")) is None  # the owner: no limit
-    assert Allowance(others=None, owner=micros(2)).today(True, DaySpend()) == 2_000_000
+    budget = Budget(others=micros(0.5))
+    assert budget.today(False, DaySpend("2026-01-05", llm=1)) == 500_000
+    assert budget.today(False, DaySpend("2026-01-05", raised=500_000)) == 1_000_000
+    assert budget.today(True, DaySpend("2026-01-05")) is None  # the owner: no limit
+    assert Budget(others=None, owner=micros(2)).today(True, DaySpend()) == 2_000_000
 
 
 def test_a_day_is_the_person_s_own():

@@ -1,7 +1,7 @@
 """One tool call run to exactly one outcome; a tool's result as the text the model reads.
 
 A failing, slow or unknown tool becomes a tool result the loop hands back to the model,
-never a crash; the tools themselves are bot.tools'.
+never a crash; the tools themselves are bot.tools.registry'.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import ToolCall
 from bot.text.sanitize import clean_text
-from bot.tools import ToolOutcome, ToolRegistry, ToolStatus
+from bot.tools.registry import ToolOutcome, ToolRegistry, ToolStatus
 
 log = logging.getLogger(__name__)
 

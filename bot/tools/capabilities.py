@@ -22,7 +22,7 @@ import pydantic
 
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.text.untrusted import quote_untrusted
-from bot.tools import READS, Tool, ToolOutcome, ToolRegistry, ToolStatus
+from bot.tools.registry import READS, Tool, ToolOutcome, ToolRegistry, ToolStatus
 
 OPEN_TOOL = "open_capability"
 # A group stays open for the turn it was opened in and this many turns after it: follow-ups
@@ -96,8 +96,8 @@ class ToolSource(Protocol):
 
 @dataclass(frozen=True)
 class CapabilityPart:
-    """Some of a capability's tools, opened on their own words (bot.capability_router): "remind
-    me" needs the reminder tools, not every kind of scheduled task. A tool of a part that is
+    """Some of a capability's tools, opened on their own words (bot.tools.capability_router):
+    "remind me" needs the reminder tools, not every kind of scheduled task. A tool of a part that is
     used keeps that part open, not the whole capability."""
 
     tools: tuple[str, ...]
@@ -184,7 +184,7 @@ class ToolExposure:
 
     @cached_property
     def parts(self) -> dict[str, frozenset[str]]:
-        """tool name -> the tools of the parts it is in (bot.capability_router), for the tools
+        """tool name -> the tools of the parts it is in (bot.tools.capability_router), for the tools
         of capabilities that declare parts."""
         found: dict[str, frozenset[str]] = {}
         for spec in (*self.on.values(), *self.off.values()):

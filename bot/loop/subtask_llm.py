@@ -1,17 +1,13 @@
-"""The sub-task's LLM that takes each request from the turn's allowance
-(bot.contracts.allowance, made with the turn's context by bot.turn.orchestrator): the person's
-rate limit, a triggered run's like a message's; the owner is never rate limited."""
+"""The sub-task's LLM that takes each request from the turn's sub-task allowance
+(bot.contracts.subtask_allowance, made with the turn's context by bot.turn.orchestrator): the
+person's rate limit, a triggered run's like a message's; the owner is never rate limited."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bot.contracts.allowance import TurnAllowance
+from bot.contracts.subtask_allowance import SubtaskAllowance
 from bot.llm.port import LLM, LLMError, LLMResponse, Message, TextSink
-
-if TYPE_CHECKING:
-    pass
-
 
 
 class OverAllowance(LLMError):
@@ -20,11 +16,11 @@ class OverAllowance(LLMError):
     bot.loop.fallback.)"""
 
 
-class ChargedLLM:
+class SubtaskLLM:
     """A sub-task's LLM: each request is first taken from the turn's allowance
     (OverAllowance when it cannot be)."""
 
-    def __init__(self, inner: LLM, allowance: TurnAllowance) -> None:
+    def __init__(self, inner: LLM, allowance: SubtaskAllowance) -> None:
         self.inner = inner
         self.allowance = allowance
         self.model = inner.model

@@ -106,13 +106,13 @@ async def test_a_raise_from_the_console_lets_the_waiting_messages_through(
         await app.gateway.wait_idle()
         assert sender.texts("alice")[-1] == "Answer 2."
         page = html.unescape(await (await client.get("/console/usage")).text())
-        assert "$0.40" in page  # the allowance after the raise
+        assert "$0.40" in page  # the budget after the raise
         listed: list[str] = []
         assert await run_budget(app.settings, Namespace(action="list"), listed.append,
                                 clock=app.clock) == 0
         [table] = listed
         row = next(line for line in table.splitlines() if line.startswith(alice.id))
-        assert "$0.30" in row and "$0.40" in row  # the 24 hours (and this month), the allowance
+        assert "$0.30" in row and "$0.40" in row  # the 24 hours (and this month), the budget
     finally:
         await client.close()
 

@@ -1,4 +1,4 @@
-"""Budgets for lasting work: a paired person other than the owner cannot set up more tasks than
+"""Limits of lasting work: a paired person other than the owner cannot set up more tasks than
 their limit, nor LLM tasks more often than every 15 minutes, whatever the model asks for; they
 hear why, the owner hears of it once; and their triggered runs count against their rate limit
 (a burst is held back and told once), while the owner stays unlimited."""

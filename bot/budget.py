@@ -1,4 +1,4 @@
-"""What each person costs a day, in US dollars, and the allowance that bounds it.
+"""What each person costs a day, in US dollars, and the budget that bounds it.
 
 - `Prices`: per model, dollars per million input, cached-input and output tokens
   (`llm.prices`); a model not listed costs nothing.
@@ -12,13 +12,13 @@
   that charges per message (SMS: its segments at `sms.price_per_segment`).
 - `Spending`: the `daily_spend` table, one row per person and day (their own timezone's day),
   in millionths of a dollar (sums stay exact): what the LLM and the messages sent cost, and
-  what the owner added to that day's allowance.
-- `Allowance`: what a person may spend today: `budget.daily_usd` for everyone but the owner
+  what the owner added to that day's budget.
+- `Budget`: what a person may spend today: `budget.daily_usd` for everyone but the owner
   (the owner: `budget.owner_daily_usd`, none by default), plus the day's raises.
 
 A person's row is read at the start of a turn with their last 24 hours from the meter's
-ledger (`SPEND_COLUMNS`, bot.people.users), so checking the allowance costs the turn no
-statement. The allowance holds that window, not this report by day: bot.meter.
+ledger (`SPEND_COLUMNS`, bot.people.users), so checking the budget costs the turn no
+statement. The budget holds that window, not this report by day: bot.meter.
 """
 
 from __future__ import annotations
@@ -115,8 +115,8 @@ def payer() -> Payer | None:
 
 
 # What a person spent in the last 24 hours (the meter's ledger, bot.meter.ledger: the window
-# their allowance holds), read with their row at the start of a turn ($1: the person's id, $2:
-# 24 hours ago): the allowance is checked without a statement of its own.
+# their budget holds), read with their row at the start of a turn ($1: the person's id, $2:
+# 24 hours ago): the budget is checked without a statement of its own.
 SPEND_COLUMNS = "".join(
     f", (SELECT COALESCE(SUM({column}), 0) FROM meter_ledger WHERE user_id = $1 AND at > $2)"
     f" AS {name}" for name, column in (("spend_llm", "llm_micros"),
@@ -137,7 +137,7 @@ def latest_spend(row: Row) -> DaySpend | None:
 
 class Spending:
     """The report by day (`daily_spend`): /usage's month, `valet budget`, the console. What
-    the allowance holds is the meter's ledger beside it (bot.meter.ledger)."""
+    the budget holds is the meter's ledger beside it (bot.meter.ledger)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -176,14 +176,14 @@ class Spending:
 
 
 @dataclass(frozen=True)
-class Allowance:
+class Budget:
     """What a person may spend a day, in millionths of a dollar (None: no limit)."""
 
     others: int | None
     owner: int | None = None
 
     @classmethod
-    def from_usd(cls, daily_usd: float, owner_daily_usd: float | None) -> Allowance:
+    def from_usd(cls, daily_usd: float, owner_daily_usd: float | None) -> Budget:
         """`budget.daily_usd` (0: no limit) and `budget.owner_daily_usd` (None: none)."""
         return cls(others=micros(daily_usd) if daily_usd > 0 else None,
                    owner=micros(owner_daily_usd) if owner_daily_usd else None)
