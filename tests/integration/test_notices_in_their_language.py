@@ -4,7 +4,7 @@ person), the owner's task-budget and strangers-capped notices (composed per owne
 
 from __future__ import annotations
 
-from tests.integration.test_task_budgets import (
+from tests.integration.test_task_limits import (
     idle,
     results,
     world,  # noqa: F401 (a fixture)
