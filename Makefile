@@ -34,7 +34,10 @@ doctor: $(STAMP)
 # with the load beside it, and the 10 slowest tests.
 TEST_WORKERS ?= 4
 TEST_ARGS ?=
-PYTEST_ARGS = -q -n $(TEST_WORKERS) --dist worksteal --durations=10
+# --tb=native: pytest's own traceback parses each frame's source with `ast`, and CPython 3.11.7
+# then fails now and again with "SystemError: AST constructor recursion depth mismatch" (a gc
+# callback inside the parse; fixed in 3.11.8): the worker dies and the failure is lost.
+PYTEST_ARGS = -q -n $(TEST_WORKERS) --dist worksteal --durations=10 --tb=native
 SAY_TIME = echo "make $@: $$(( $$(date +%s) - start )) s on $$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg)"
 test: $(TEST_STAMP)
 	@start=$$(date +%s); $(PY) -m pytest $(PYTEST_ARGS) $(TEST_ARGS); rc=$$?; $(SAY_TIME); exit $$rc
