@@ -14,18 +14,18 @@ from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
 from bot.meter.ledger import Ledger
 from bot.text.phones import in_countries
-from channels.sms.adapter import SmsSender, TwilioAccount
+from channels.sms.adapter import SmsSender
 from channels.sms.inbound import SmsInbound
 from channels.sms.store import SmsStore
 from channels.sms.webhook import STATUS_PATH, SmsWebhook
+from channels.twilio.rest import TwilioAccount, credentials_missing
 
 log = logging.getLogger(__name__)
 
 
 def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
     """The account from the environment and settings; a clear error naming what is missing."""
-    missing = [name for name in ("VALET_TWILIO_ACCOUNT_SID", "VALET_TWILIO_AUTH_TOKEN")
-               if not env.get(name)]
+    missing = credentials_missing(env)
     if not settings.public_url:
         missing.append("VALET_PUBLIC_URL (or public_url in valet.yaml)")
     if not (settings.sms.from_number or settings.sms.messaging_service_sid):

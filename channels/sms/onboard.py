@@ -7,7 +7,7 @@ from __future__ import annotations
 from bot.setup.ask import Question, SkipStep
 from bot.setup.onboarding import Context, Parser, Step
 from bot.text.phones import PhoneNumberError, normalize
-from channels.sms.checks import NumberState, TwilioCheck, TwilioUnusable
+from channels.twilio.checks import NumberState, TwilioCheck, TwilioUnusable
 
 OWNER_KEY = "phone_numbers"
 ACCOUNT_ENV = "VALET_TWILIO_ACCOUNT_SID"

@@ -12,7 +12,7 @@ from twilio.base.exceptions import TwilioException
 from twilio.rest import Client
 
 from bot.channel import TransientSendError
-from channels.sms.adapter import ValetTwilioHttpClient
+from channels.twilio.rest import ValetTwilioHttpClient
 
 AUTH_FAILED = 20003
 NOT_FOUND = 20404
