@@ -5,6 +5,7 @@ refused (every message waits: bot.gateway.health), or no retry will help."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,13 +66,19 @@ class ValetTwilioHttpClient(AsyncTwilioHttpClient):
         super().__init__(timeout=timeout)
         self.api_url = api_url.rstrip("/") if api_url else None
 
-    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Response:
+    async def request(self, method: str, url: str, params: Any = None, data: Any = None,
+                      headers: Any = None, *args: Any, **kwargs: Any) -> Response:
+        # twilio's async client hands a JSON API's body (the Content API's) to aiohttp as a
+        # form, which the API refuses: sent as the JSON it says it is, as its sync client does.
+        if isinstance(data, dict) and (headers or {}).get("Content-Type") == "application/json":
+            data = json.dumps({k: v for k, v in data.items() if v is not None})
         for host, path in TWILIO_HOSTS.items():
             if self.api_url and url.startswith(host):
                 url = self.api_url + path + url[len(host):]
                 break
         try:
-            response = await super().request(method, url, *args, **kwargs)
+            response = await super().request(method, url, params, data, headers, *args,
+                                             **kwargs)
         except (aiohttp.ClientError, TimeoutError) as err:
             raise TransientSendError(f"Twilio unreachable: {type(err).__name__}: {err}") from err
         if response.status_code == 429 or response.status_code >= 500:

@@ -17,15 +17,16 @@ def with_modules(*modules: str) -> Settings:
 
 
 def test_valet_s_own_channels_in_their_order_each_named_once():
-    assert specs().names() == ("console", "telegram", "sms")
+    assert specs().names() == ("console", "telegram", "sms", "whatsapp")
     assert len({s.name for s in BUILT_IN}) == len(BUILT_IN)
-    assert MIGRATIONS == ("channels.sms",)  # the one channel with tables of its own
-    assert [s.name for s in BUILT_IN if s.onboard] == ["telegram", "sms"]
+    # The channels with tables of their own.
+    assert MIGRATIONS == ("channels.sms", "channels.whatsapp")
+    assert [s.name for s in BUILT_IN if s.onboard] == ["telegram", "sms", "whatsapp"]
 
 
 def test_a_module_of_valet_yaml_adds_its_channel_after_valet_s_own():
     found = specs(with_modules("tests.fakes.toy_channel.spec"))
-    assert found.names() == ("console", "telegram", "sms", "toy")
+    assert found.names() == ("console", "telegram", "sms", "whatsapp", "toy")
     toy = found.named("toy")
     assert toy is not None and toy.title == "Toy" and toy.webhook_prefix == "toy"
     assert [t.name for t in found.traits()][-1] == "toy"
@@ -50,13 +51,19 @@ def test_a_module_that_cannot_be_used_is_one_clear_error(module, said):
 async def test_what_a_spec_says_a_channel_can_do_is_what_its_sender_does():
     from channels.sms.adapter import SmsSender, TwilioAccount
     from channels.telegram.adapter import TelegramChannel
+    from channels.whatsapp.sender import WhatsAppSender
 
     sms = SmsSender(TwilioAccount(account_sid="AC" + "0" * 32, auth_token="t",
                                   from_number="+15005550006"),
                     store=None, identities=None, clock=None, lines=DEFAULT)
     await sms.close()
+    whatsapp = WhatsAppSender(TwilioAccount(account_sid="AC" + "0" * 32, auth_token="t",
+                                            from_number="+14155238886"),
+                              store=None, identities=None, door=None, clock=None,
+                              lines=DEFAULT, templates={})
+    await whatsapp.close()
     senders = {"telegram": TelegramChannel.features, "console": ConsoleChannel.features,
-               "sms": sms.features, "toy": ToySender.features}
+               "sms": sms.features, "whatsapp": whatsapp.features, "toy": ToySender.features}
     found = specs(with_modules("tests.fakes.toy_channel.spec"))
     assert sorted(senders) == sorted(found.names())
     for spec in found:
