@@ -51,6 +51,7 @@ class FakeWhatsApp:
         self.media: dict[str, tuple[bytes, str]] = {}  # ME... -> bytes, type
         self.reports: list[Report] = []  # status callbacks posted (and Valet's answer)
         self.undelivered: set[str] = set()  # SIDs accepted, then failed (63016)
+        self.content_down = False  # the Content API answers 503, as its edge does when down
         self.base_url = ""
         self._local: tuple[str, str] | None = None  # (local base, public base)
         self._ids = itertools.count(1)
@@ -186,6 +187,8 @@ class FakeWhatsApp:
         return content
 
     async def _create_content(self, request: web.Request) -> web.Response:
+        if self.content_down:
+            return _down()
         try:
             data = json.loads(await request.text())
         except ValueError:
@@ -205,6 +208,8 @@ class FakeWhatsApp:
         return web.json_response(self._content(data), status=201)
 
     async def _list_contents(self, request: web.Request) -> web.Response:
+        if self.content_down:
+            return _down()
         url = "https://content.twilio.com/v1/Content?PageSize=50&Page=0"
         return web.json_response({"contents": list(self.contents.values()), "meta": {
             "page": 0, "page_size": 50, "first_page_url": url, "previous_page_url": None,
@@ -240,6 +245,11 @@ class FakeWhatsApp:
     async def _media_file(self, request: web.Request) -> web.Response:
         data, mime = self.media[request.match_info["me"]]
         return web.Response(body=data, content_type=mime)
+
+
+def _down() -> web.Response:
+    return web.Response(status=503, content_type="text/html",
+                        text="<html><body><h1>503 Service Unavailable</h1></body></html>")
 
 
 def _error(status: int, code: int, message: str) -> web.Response:
