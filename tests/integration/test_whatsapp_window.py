@@ -79,7 +79,7 @@ async def test_a_reminder_outside_the_window_goes_as_its_template(app_factory, f
 
 async def test_without_a_template_it_goes_to_the_other_channel_saying_why(app_factory,
                                                                            fake_llm):
-    world, close, user_id, made, telegram = await start(app_factory, fake_llm)
+    world, close, user_id, _made, telegram = await start(app_factory, fake_llm)
     try:
         world.app.clock.advance(hours=25)
         await notify(world, user_id, "⏰ Reminder: call mum", "task:7:2026-01-06T09:00")
@@ -100,7 +100,7 @@ async def test_without_a_template_it_goes_to_the_other_channel_saying_why(app_fa
 
 async def test_with_no_template_and_no_other_channel_it_is_dead_with_its_reason(
         app_factory, fake_llm):
-    world, close, user_id, made, telegram = await start(app_factory, fake_llm,
+    world, close, user_id, _made, _telegram = await start(app_factory, fake_llm,
                                                         other_channel=False)
     try:
         world.app.clock.advance(hours=25)
@@ -119,7 +119,7 @@ async def test_with_no_template_and_no_other_channel_it_is_dead_with_its_reason(
 
 async def test_a_63016_in_the_status_callback_sends_it_again_by_template(app_factory,
                                                                           fake_llm):
-    world, close, user_id, made, telegram = await start(
+    world, close, user_id, made, _telegram = await start(
         app_factory, fake_llm, templates={"notice": "A message from Valet: {{1}}"})
     try:
         world.twilio.whatsapp.close_window(ALICE)  # Twilio's clock says closed; Valet's not
@@ -140,7 +140,7 @@ async def test_a_63016_in_the_status_callback_sends_it_again_by_template(app_fac
 
 
 async def test_a_63016_without_a_template_goes_to_the_other_channel(app_factory, fake_llm):
-    world, close, user_id, made, telegram = await start(app_factory, fake_llm)
+    world, close, user_id, _made, telegram = await start(app_factory, fake_llm)
     try:
         world.twilio.whatsapp.close_window(ALICE)
         await notify(world, user_id, "Your export is ready.", "export:1")
@@ -156,7 +156,7 @@ async def test_a_63016_without_a_template_goes_to_the_other_channel(app_factory,
 
 @pytest.mark.parametrize("hours", [23])
 async def test_inside_the_window_a_notice_goes_as_text(app_factory, fake_llm, hours):
-    world, close, user_id, made, telegram = await start(
+    world, close, user_id, _made, _telegram = await start(
         app_factory, fake_llm, templates={"notice": "A message from Valet: {{1}}"})
     try:
         world.app.clock.advance(hours=hours)
