@@ -32,7 +32,13 @@ def _build(given: Building) -> Built:
 
 
 def _configured(settings: Settings, env: Mapping[str, str]) -> bool:
-    return bool(env.get(ACCOUNT_ENV))
+    """The Twilio account turns SMS on, unless it is there for WhatsApp alone (a WhatsApp
+    sender set and no SMS sender): the account is shared (channels.twilio)."""
+    if not env.get(ACCOUNT_ENV):
+        return False
+    sms, whatsapp = settings.sms, settings.whatsapp
+    return bool(sms.from_number or sms.messaging_service_sid) \
+        or not (whatsapp.from_number or whatsapp.messaging_service_sid)
 
 
 def _public_url_for(settings: Settings, env: Mapping[str, str]) -> str | None:
