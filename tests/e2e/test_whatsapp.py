@@ -36,10 +36,9 @@ async def serving(env: dict[str, str], twilio: FakeTwilio) -> Any:
     """A real `valet serve` on a free port, once it says it is ready; its status callbacks
     reach it."""
     port = free_port()
-    log = open(Path(env["VALET_CONFIG"]).parent / "serve.log", "ab")  # noqa: SIM115
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "serve", env={**env, "VALET_HTTP_PORT": str(port)},
-        cwd=ROOT, stdout=asyncio.subprocess.DEVNULL, stderr=log)
+        cwd=ROOT, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         await _until_up(f"{base}/readyz", proc)
@@ -48,7 +47,6 @@ async def serving(env: dict[str, str], twilio: FakeTwilio) -> Any:
     finally:
         proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.wait(), 60)
-        log.close()
 
 
 def whatsapp_env(tmp_path: Path, fake_llm: Any, twilio: FakeTwilio, **extra: str
