@@ -94,7 +94,7 @@ class TwilioCheck:
             found = await self.client.content.v1.contents(sid).fetch_async()
             try:
                 approval = await self.client.content.v1.contents(sid).approval_fetch() \
-                    .get().fetch_async()
+                    .fetch_async()
                 whatsapp = approval.whatsapp if isinstance(approval.whatsapp, dict) else {}
             except TwilioException as err:
                 if _status_of(err)[1] != 404:

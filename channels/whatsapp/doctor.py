@@ -70,7 +70,8 @@ async def _template_check(twilio: TwilioCheck, kind: str, sid: str, report: Repo
     if status == "approved":
         report.ok(f"WhatsApp template for {kind}: {name!r}, approved")
     else:
-        report.bad(f"whatsapp.templates.{kind}: {name!r} is {status or 'not submitted'} for "
+        said = "not submitted" if status in ("", "unsubmitted") else status
+        report.bad(f"whatsapp.templates.{kind}: {name!r} is {said} for "
                    "WhatsApp, not approved: until it is, such messages outside the 24-hour "
                    "window fail (Twilio console, Content Template Builder)")
 
