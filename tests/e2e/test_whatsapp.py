@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import yaml
 
 from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.e2e.test_serve import _until_up
@@ -170,3 +171,23 @@ async def test_a_63016_sends_the_reminder_on_telegram_saying_why(fake_llm, tmp_p
         assert moved == ("(WhatsApp lets me write to you first only within 24 hours of your "
                          "last message there, so this comes here.)\n\n⏰ Reminder: stretch")
         assert got(twilio) == ["Hi."]  # the refused one never reached WhatsApp
+
+
+async def test_onboard_sets_up_the_sandbox_after_the_sms_step(fake_llm, tmp_path):
+    from tests.e2e.test_onboard import flags, onboard_env
+
+    fake_llm.responder = lambda body: Reply(tool_calls=[ToolCall("multiply", {"a": 6, "b": 7})]) \
+        if body.get("tools") else Reply(content="ready")
+    async with FakeTelegram() as tg, FakeTwilio() as twilio:
+        tg.user_says(OWNER_CHAT, "/start")
+        env = onboard_env(tmp_path, tg, twilio)
+        code, out, err = await run_valet(flags(fake_llm, "--wait-for-owner", "20",
+                                               "--whatsapp-from", "whatsapp:" + SANDBOX,
+                                               "--whatsapp-join", "join shiny-cat"), env)
+        assert code == 0, out + err
+        assert f"ok: the sandbox; each person first sends 'join shiny-cat' to {SANDBOX}" in out
+        assert f"set WhatsApp sender {SANDBOX}'s 'When a message comes in' to " \
+               f"{PUBLIC}/whatsapp/inbound (HTTP POST)" in out
+        config = yaml.safe_load((tmp_path / "valet.yaml").read_text())
+        assert config["whatsapp"] == {"from_number": SANDBOX, "sandbox_join": "join shiny-cat"}
+        assert twilio.auth_token not in out + err
