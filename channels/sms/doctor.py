@@ -8,7 +8,6 @@ from collections.abc import Mapping
 
 from bot.config import Settings
 from bot.setup.report import Report
-from channels.sms.spec import ACCOUNT_ENV, SPEC
 from channels.twilio.checks import TwilioCheck, TwilioUnusable
 from channels.twilio.doctor import account_check
 
@@ -16,10 +15,6 @@ from channels.twilio.doctor import account_check
 async def check_sms(settings: Settings, env: Mapping[str, str], report: Report) -> None:
     """The account (refused credentials stop here: every call would be refused), then the
     number or the Messaging Service, each reported on its own."""
-    if env.get(ACCOUNT_ENV) and not SPEC.configured(settings, env):
-        report.off("SMS: the Twilio account serves WhatsApp alone; set sms.from_number (or "
-                   "sms.messaging_service_sid) to turn SMS on")
-        return
     twilio = await account_check(env, report, "SMS")
     if twilio is None:
         return

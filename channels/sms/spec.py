@@ -63,6 +63,10 @@ def _strangers(settings: Settings) -> StrangerLimits:
 
 async def _check(settings: Settings, env: Mapping[str, str], report: Report,
                  menu: MenuSource) -> None:
+    if env.get(ACCOUNT_ENV) and not _configured(settings, env):
+        report.off("SMS: the Twilio account serves WhatsApp alone; set sms.from_number (or "
+                   "sms.messaging_service_sid) to turn SMS on")
+        return
     from channels.sms.doctor import check_sms
 
     await check_sms(settings, env, report)

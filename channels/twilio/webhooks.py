@@ -1,5 +1,5 @@
 """Twilio's webhooks, as every channel on Twilio reads them: the signature, the form, the
-delivery report.
+delivery report, and a channel's two webhooks (`TwilioWebhooks`).
 
 Each is signed: X-Twilio-Signature is checked with twilio's RequestValidator against the
 PUBLIC URL (VALET_PUBLIC_URL + path + query), because behind a proxy the URL this server sees
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -22,7 +24,9 @@ from aiohttp import web
 from multidict import MultiDict
 from twilio.request_validator import RequestValidator
 
-from bot.plumbing.request_body import BodyError, BodyLimits, read_body
+from bot.contracts.clock import Clock
+from bot.plumbing.request_body import BodyError, BodyLimits, read_body, refused
+from bot.plumbing.spool import Spool, store_or_keep
 
 log = logging.getLogger(__name__)
 
@@ -90,3 +94,67 @@ def status_report(form: Mapping[str, str], outbox: int) -> dict[str, Any]:
     return {"outbox": outbox, "status": form.get("MessageStatus") or form.get("SmsStatus")
             or "", "error": form.get("ErrorCode") or None, "to": form.get("To", ""),
             "sid": form.get("MessageSid") or ""}
+
+
+class TwilioWebhooks(ABC):
+    """One channel's two webhooks on Twilio: POST /<name>/inbound (a message) and POST
+    /<name>/status (a delivery report). Each is answered once what it said is durable: in
+    the channel's store, or in the spool while the database is away (bot.plumbing.spool;
+    Twilio never sends a webhook again), moved on once the database is back. The channel says
+    what a message and a report do."""
+
+    def __init__(self, name: str, *, auth_token: str, public_url: str, clock: Clock,
+                 max_bytes: int = 64 * 1024, body_timeout_seconds: float = 10.0,
+                 spool: Spool | None = None) -> None:
+        self.inbound_path, self.status_path = f"/{name}/inbound", f"/{name}/status"
+        self.inbound_kind, self.status_kind = f"{name}.inbound", f"{name}.status"
+        self.public_url = public_url.rstrip("/")
+        self.clock = clock
+        self.limits = BodyLimits(max_bytes=max_bytes, timeout_seconds=body_timeout_seconds)
+        self.forms = SignedForms(auth_token=auth_token, public_url=public_url,
+                                 limits=self.limits, label=name)
+        self.spool = spool
+        if spool is not None:
+            spool.replays(self.inbound_kind, self._replay_inbound)
+            spool.replays(self.status_kind, self.record_status)
+
+    @abstractmethod
+    async def take_message(self, fields: Mapping[str, str], at: datetime) -> None:
+        """An incoming message, made durable (the channel's inbound side)."""
+
+    @abstractmethod
+    async def record_status(self, report: Mapping[str, Any], at: datetime) -> None:
+        """A delivery report (`status_report`), kept and acted on."""
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post(self.inbound_path, self.handle_inbound),
+                web.post(self.status_path, self.handle_status)]
+
+    async def handle_inbound(self, request: web.Request) -> web.Response:
+        try:
+            form = await self.forms.verified(request)
+            fields = {k: form[k] for k in form}
+            problem = message_sid_problem(fields)
+            if problem:
+                raise BodyError(400, problem)
+        except BodyError as err:
+            return refused(request, err)
+        at = self.clock.now()
+        # Durable before the answer: in the inbox, or in the spool while the database is away.
+        await store_or_keep(self.spool, self.inbound_kind, fields, at,
+                            lambda: self.take_message(fields, at))
+        return twiml()
+
+    async def _replay_inbound(self, fields: Mapping[str, Any], at: datetime) -> None:
+        await self.take_message({k: str(v) for k, v in fields.items()}, at)
+
+    async def handle_status(self, request: web.Request) -> web.Response:
+        try:
+            form = await self.forms.verified(request)
+            report = status_report(form, outbox_id(request.query.get("outbox")))
+        except BodyError as err:
+            return refused(request, err)
+        at = self.clock.now()
+        await store_or_keep(self.spool, self.status_kind, report, at,
+                            lambda: self.record_status(report, at))
+        return twiml()

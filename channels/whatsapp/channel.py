@@ -9,8 +9,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aiohttp import web
-
 from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
 from bot.meter.ledger import Ledger
@@ -21,6 +19,7 @@ from channels.twilio.rest import (
     TwilioAccount,
     credentials_missing,
 )
+from channels.twilio.served import TwilioChannel
 from channels.whatsapp.inbound import WhatsAppInbound
 from channels.whatsapp.sender import WhatsAppSender
 from channels.whatsapp.store import WhatsAppStore
@@ -51,42 +50,16 @@ def whatsapp_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccoun
 
 
 @dataclass
-class WhatsAppChannel:
-    """What `valet serve` runs for WhatsApp (its `ServedChannel`): the webhooks and the
-    sender."""
+class WhatsAppChannel(TwilioChannel[WhatsAppSender]):
+    """What `valet serve` runs for WhatsApp: the webhooks and the sender."""
 
-    sender: WhatsAppSender
-    webhook: WhatsAppWebhook
     name: str = "whatsapp"
-    ready: bool = False
-    status: str = "not started"
-
-    def routes(self) -> list[web.RouteDef]:
-        return self.webhook.routes()
-
-    def web_app(self) -> web.Application:
-        """The webhooks alone, as an aiohttp application (tests, or a server of its own)."""
-        app = web.Application(client_max_size=self.webhook.limits.max_bytes)
-        app.add_routes(self.routes())
-        return app
-
-    async def start(self) -> None:
-        await self.prepare()
-        self.ready = True  # nothing runs in the background: the outbox calls the sender
-        self.status = "receiving by webhook"
 
     async def prepare(self) -> None:
         """The card content of the persona's language, found or created now (a process that
         only sends needs it too); without it cards go in words until it can be made."""
         if self.sender.cards is not None:
             await self.sender.cards.sid()
-
-    async def stop(self) -> None:
-        self.ready = False
-        self.status = "stopped"
-
-    async def close(self) -> None:
-        await self.sender.close()
 
 
 def build_whatsapp_channel(host: ChannelHost, settings: Settings,

@@ -14,14 +14,10 @@ from zoneinfo import ZoneInfo
 
 from bot.contracts.envelopes import OutboundMessage, prompts_of, stop_of
 from bot.db import Database
+from channels.twilio.delivery import DELIVERY_RANK
 
 NAME = "whatsapp"
-# How final a delivery report is (SQL, for one value): a report moves a row only upwards.
-_CURRENT = "COALESCE(delivery_status, '')"
-_DELIVERY_RANK = ("(CASE {} WHEN 'failed' THEN 5 WHEN 'undelivered' THEN 5"
-                  " WHEN 'read' THEN 4 WHEN 'delivered' THEN 4 WHEN 'sent' THEN 3"
-                  " WHEN 'sending' THEN 2 WHEN 'queued' THEN 1 WHEN 'accepted' THEN 1"
-                  " ELSE 0 END)")
+_CURRENT = "COALESCE(delivery_status, '')"  # no report yet ranks lowest
 
 
 class WhatsAppStore:
@@ -50,8 +46,8 @@ class WhatsAppStore:
         return await self.db.execute(
             f"UPDATE whatsapp_parts SET delivery_status = $3, delivery_error = $4,"
             f" delivery_updated_at = $5 WHERE outbox_id = $1 AND message_sid = $2"
-            f" AND {_DELIVERY_RANK.format('$3')}"
-            f" > {_DELIVERY_RANK.format(_CURRENT)}",
+            f" AND {DELIVERY_RANK.format('$3')}"
+            f" > {DELIVERY_RANK.format(_CURRENT)}",
             outbox_id, message_sid, status, error, at) > 0
 
     async def deliveries(self, outbox_id: int) -> list[tuple[str, str | None]]:

@@ -1,8 +1,7 @@
 """WhatsApp's webhooks: POST /whatsapp/inbound (a message) and POST /whatsapp/status (a
 delivery report), signed and read as every Twilio webhook is (channels.twilio.webhooks: 403
 unsigned or forged, 413 too big, 408 too slow, 400 for parameters that are not what Twilio
-sends). Twilio is answered with an empty TwiML document once what it said is durable: in the
-inbox, or in the spool while the database is away (bot.plumbing.spool).
+sends), answered once what it said is durable.
 
 A report of error 63016 (outside the 24-hour window) sends the row again, by template or on
 the person's other channel (WhatsAppSender.window_closed): never a silent loss.
@@ -15,21 +14,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from aiohttp import web
-
 from bot.contracts.clock import Clock
 from bot.people.identity import IdentityStore
-from bot.plumbing.request_body import BodyError, BodyLimits, refused
-from bot.plumbing.spool import Spool, store_or_keep
-from channels.twilio.webhooks import (
-    OPTED_OUT_ERRORS,
-    UNREACHABLE_ERRORS,
-    SignedForms,
-    message_sid_problem,
-    outbox_id,
-    status_report,
-    twiml,
-)
+from bot.plumbing.spool import Spool
+from channels.twilio.webhooks import OPTED_OUT_ERRORS, UNREACHABLE_ERRORS, TwilioWebhooks
 from channels.whatsapp.inbound import WhatsAppInbound
 from channels.whatsapp.store import NAME, WhatsAppStore
 from channels.whatsapp.wire import from_wire
@@ -38,64 +26,26 @@ log = logging.getLogger(__name__)
 
 INBOUND_PATH = "/whatsapp/inbound"
 STATUS_PATH = "/whatsapp/status"
-INBOUND_KIND, STATUS_KIND = "whatsapp.inbound", "whatsapp.status"
 WINDOW_CLOSED_ERROR = "63016"
 # The row and the refused message's SID: the row goes again.
 WindowClosed = Callable[[int, str], Awaitable[None]]
 
 
-class WhatsAppWebhook:
+class WhatsAppWebhook(TwilioWebhooks):
     def __init__(self, *, auth_token: str, public_url: str, inbound: WhatsAppInbound,
                  store: WhatsAppStore, identities: IdentityStore, clock: Clock,
                  window_closed: WindowClosed, max_bytes: int = 64 * 1024,
                  body_timeout_seconds: float = 10.0, spool: Spool | None = None) -> None:
-        self.limits = BodyLimits(max_bytes=max_bytes, timeout_seconds=body_timeout_seconds)
-        self.forms = SignedForms(auth_token=auth_token, public_url=public_url,
-                                 limits=self.limits, label=NAME)
         self.inbound = inbound
         self.store = store
         self.identities = identities
-        self.clock = clock
         self.window_closed = window_closed
-        self.spool = spool
-        if spool is not None:
-            spool.replays(INBOUND_KIND, self._replay_inbound)
-            spool.replays(STATUS_KIND, self._replay_status)
+        super().__init__(NAME, auth_token=auth_token, public_url=public_url, clock=clock,
+                         max_bytes=max_bytes, body_timeout_seconds=body_timeout_seconds,
+                         spool=spool)
 
-    def routes(self) -> list[web.RouteDef]:
-        return [web.post(INBOUND_PATH, self.handle_inbound),
-                web.post(STATUS_PATH, self.handle_status)]
-
-    async def handle_inbound(self, request: web.Request) -> web.Response:
-        try:
-            form = await self.forms.verified(request)
-            fields = {k: form[k] for k in form}
-            problem = message_sid_problem(fields)
-            if problem:
-                raise BodyError(400, problem)
-        except BodyError as err:
-            return refused(request, err)
-        at = self.clock.now()
-        await store_or_keep(self.spool, INBOUND_KIND, fields, at,
-                            lambda: self.inbound.handle(fields, received_at=at))
-        return twiml()
-
-    async def _replay_inbound(self, fields: Mapping[str, Any], at: datetime) -> None:
-        await self.inbound.handle({k: str(v) for k, v in fields.items()}, received_at=at)
-
-    async def handle_status(self, request: web.Request) -> web.Response:
-        try:
-            form = await self.forms.verified(request)
-            report = status_report(form, outbox_id(request.query.get("outbox")))
-        except BodyError as err:
-            return refused(request, err)
-        at = self.clock.now()
-        await store_or_keep(self.spool, STATUS_KIND, report, at,
-                            lambda: self.record_status(report, at))
-        return twiml()
-
-    async def _replay_status(self, report: Mapping[str, Any], at: datetime) -> None:
-        await self.record_status(report, at)
+    async def take_message(self, fields: Mapping[str, str], at: datetime) -> None:
+        await self.inbound.handle(fields, received_at=at)
 
     async def record_status(self, report: Mapping[str, Any], at: datetime) -> None:
         """A delivery report: the message's status, what it says about the address, and a
