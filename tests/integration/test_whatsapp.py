@@ -121,3 +121,25 @@ async def test_a_delivery_report_is_kept_and_a_forged_one_refused(world, fake_ll
     status = await world.app.db.fetchval(
         "SELECT delivery_status FROM whatsapp_parts WHERE outbox_id = $1", outbox)
     assert status == "read"
+
+
+async def test_each_message_is_priced_per_message_through_the_meter(world, fake_llm):
+    long = " ".join(f"Sentence number {i} is here." for i in range(80))  # 2,209 characters
+    fake_llm.script(LLMReply(content=long))
+    await world.write("tell me a lot")
+    await world.idle()
+    parts = len(world.got())
+    assert parts == 2
+    row = await world.app.db.fetchrow(
+        "SELECT parts, segments, messages_micros FROM meter_ledger WHERE channel = 'whatsapp'")
+    # whatsapp.price_per_message (0.005 dollars) for each message, however long.
+    assert (row["parts"], row["segments"], row["messages_micros"]) == (2, 2, 2 * 5000)
+
+
+async def test_a_message_the_meter_did_not_let_out_is_never_sent(world):
+    from bot.channel import PermanentSendError
+    from bot.contracts.envelopes import OutboundMessage
+
+    with pytest.raises(PermanentSendError, match="not let out by the meter"):
+        await world.channel.sender.send(OutboundMessage(99, None, "whatsapp", ALICE, "Hi"))
+    assert world.sent_to() == []
