@@ -2,17 +2,19 @@
 
 Adapters only translate: inbound, they verify and normalise to an `IncomingMessage` for the
 gateway; outbound, they render an `OutboundMessage` (text + typed approval prompts) their own
-way. The core renders nothing for any channel. What a channel cannot do (SMS cannot edit a
-message or show typing) it does as a no-op, and says so in `features`.
+way. The core renders nothing for any channel. Every sender is a `ChannelSender`: what a
+channel cannot do (SMS cannot edit a message or show typing) the base does as nothing, and
+the channel's traits, declared once in its spec, say what it can.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
-from bot.contracts.envelopes import LoopEvent, OutboundMessage
+from bot.contracts.channels import ChannelTraits
+from bot.contracts.envelopes import LoopEvent, MediaRef, OutboundMessage
 
 
 @dataclass(frozen=True)
@@ -76,51 +78,73 @@ class CommandMenu(Protocol):
 
 
 @dataclass(frozen=True)
-class ChannelFeatures:
-    edit: bool = False  # can change a message already sent
-    buttons: bool = False  # approval prompts as buttons (else typed replies)
-    typing: bool = False  # a typing indicator
-    max_chars: int = 4096  # one message, after rendering
-    # What "brief" means here, for a triggered run's reply (a summary by SMS: a few segments);
-    # None: no limit beyond splitting (bot.turn.brief).
-    brevity: Brevity | None = None
-    # ... and for a reply to a person (SMS: sms.max_segments): a longer answer gets one
-    # shortening pass, and the channel sends what fits (None: no pass).
-    reply_brevity: Brevity | None = None
+class Quote:
+    """What a message will be once sent now: its parts, their segments, their price (a free
+    channel's: one part, nothing to pay)."""
+
+    parts: int = 1
+    segments: int = 0
+    micros: int = 0
 
 
-class Channel(Protocol):
-    name: str
-    features: ChannelFeatures
+class ChannelSender:
+    """A channel as the outbox and the gateway call it: every channel's sender is one of these
+    (console, Telegram, SMS, a channel added from valet.yaml). Only `send` must be written;
+    what a channel cannot do, the default here does as nothing, and its `traits` (declared
+    once, in its spec) say what it can, for whoever asks: nobody probes a sender for a
+    method."""
+
+    traits: ChannelTraits  # its spec's (channels/<name>/spec.py)
+    # Where a notification may go when the person has no preferred channel: False for a window
+    # on a conversation (the owner's terminal beside `valet serve`), never somewhere to send
+    # what nobody asked for there.
+    routable: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.traits.name
 
     async def send(self, message: OutboundMessage) -> str | None:
         """Deliver one outbox message; returns the channel's id for it (for later edits).
-        Raises TransientSendError or PermanentSendError."""
-        ...
+        Raises TransientSendError, PermanentSendError, ChannelDown or PartlySent."""
+        raise NotImplementedError
 
     async def edit(self, address: str, message_id: str, text: str) -> None:
-        """Change a message already sent (and drop its buttons): an approval's outcome."""
-        ...
+        """Change a message already sent (and drop its buttons): an approval's outcome. Asked
+        only of a channel whose traits say `edit`."""
 
     async def answer_button(self, answer_ref: str, text: str) -> None:
-        """Acknowledge a button press at once ("Approved", "Already decided")."""
-        ...
+        """Acknowledge a button press at once ("Approved", "Already decided"); a channel
+        without buttons is never pressed."""
 
     async def typing(self, address: str) -> None:
-        """Show that a turn is under way."""
-        ...
+        """Show that a turn is under way (traits.typing)."""
 
     async def progress(self, address: str, event: LoopEvent) -> None:
-        """What the turn is doing now (tool calls, streamed text), as the channel shows it."""
-        ...
-
-
-@runtime_checkable
-class Paced(Protocol):
-    """A channel that keeps its platform's pace per address (Telegram: about one message a
-    second per chat). The deliverer asks before it takes a message for an address, so an
-    address that must wait does not hold a delivery slot other addresses could use."""
+        """What the turn is doing now (tool calls, streamed text), as the channel shows it
+        (traits.progress)."""
 
     def ready_in(self, address: str) -> float:
-        """Seconds until a message to `address` may go (0: now)."""
-        ...
+        """Seconds until a message to `address` may go (0: now). A channel that keeps its
+        platform's pace per address (Telegram: about one message a second per chat) says
+        more: the deliverer asks before it takes a message for an address, so an address
+        that must wait holds no delivery slot other addresses could use."""
+        return 0.0
+
+    def brevity(self, *, triggered: bool) -> Brevity | None:
+        """What "brief" means here (bot.turn.brief): for a triggered run's reply (a summary
+        by SMS: a few segments), else for a reply to a person (a longer answer gets one
+        shortening pass). None: no limit beyond splitting."""
+        return None
+
+    async def quote(self, message: OutboundMessage) -> Quote:
+        """What the message costs if it is sent now (bot.meter.gate counts it before it goes),
+        asked of a channel whose traits say `priced`."""
+        return Quote()
+
+    async def fetch_media(self, ref: MediaRef) -> bytes:
+        """A photo's or a voice note's bytes, when its turn runs (traits.media)."""
+        raise LookupError(f"{self.name} keeps no media")
+
+    async def close(self) -> None:
+        """Release what the sender holds (its HTTP client), after the last message went."""

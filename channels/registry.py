@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from bot.config import ConfigError, Settings
 from bot.contracts.channels import ChannelTraits
-from channels.console_spec import SPEC as CONSOLE
+from channels.console.spec import SPEC as CONSOLE
 from channels.sms.spec import SPEC as SMS
 from channels.spec import ChannelSpec, Env
 from channels.telegram.spec import SPEC as TELEGRAM

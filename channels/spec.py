@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from aiohttp import web
 
-from bot.channel import Channel
+from bot.channel import ChannelSender
 from bot.config import Settings
 from bot.contracts.channels import ChannelTraits
 from bot.db import Database
@@ -78,16 +78,7 @@ class Building:
 @dataclass(frozen=True)
 class Built:
     served: ServedChannel  # what `valet serve` runs: routes, start, stop
-    sender: Channel  # what the outbox delivers through (registered by the caller)
-
-
-@dataclass(frozen=True)
-class Abilities:
-    """What the channel can do, as its sender's `features` say once it is built."""
-
-    edit: bool = False  # changes a message already sent (an approval's outcome shown)
-    buttons: bool = False  # approval prompts as buttons (else typed replies)
-    segments: bool = False  # billed in segments: a long message is cut, the rest on MORE
+    sender: ChannelSender  # what the outbox delivers through (registered by the caller)
 
 
 @dataclass(frozen=True)
@@ -124,9 +115,10 @@ def _one_person(address: str) -> bool:
 
 @dataclass(frozen=True)
 class ChannelSpec:
-    traits: ChannelTraits  # what the core is told of it (bot.contracts.channels)
+    # What it is and can do, declared once: the core is told it (bot.contracts.channels),
+    # and its sender carries it (`ChannelSender.traits`, the same record).
+    traits: ChannelTraits
     address: str  # what its addresses are, in words ("an E.164 phone number")
-    can: Abilities
     # Whether this deployment runs it (its token or account set); what turns it on, as an
     # operator is told ("set VALET_TELEGRAM_TOKEN").
     configured: Callable[[Settings, Env], bool]

@@ -87,7 +87,7 @@ class WhatsAppLines(LineGroup):
 
 
 class TerminalLines(LineGroup):
-    """The terminal's way of asking (`valet chat`, channels/console.py)."""
+    """The terminal's way of asking (`valet chat`, channels/console/channel.py)."""
 
     terminal_prompt: str = "Reply {n} yes or {n} no (yes / no)."
     terminal_prompt_changeable: str = ("Reply {n} yes or {n} no (yes / no / or \"change ...\" "

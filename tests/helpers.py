@@ -9,8 +9,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.channel import ChannelFeatures
+from bot.channel import ChannelSender
 from bot.config.policies import ReactLoopConfig
+from bot.contracts.channels import ChannelTraits
 from bot.contracts.clock import FakeClock
 from bot.contracts.tool_context import ToolExecutionContext
 from bot.llm.port import LLM
@@ -95,13 +96,12 @@ def assert_closed(messages: list[dict[str, Any]]) -> None:
     assert not open_ids, f"unanswered calls {open_ids} at the end"
 
 
-class RecordingSender:
-    """A channel sender that records what it was asked to send; `fail` scripts failures."""
-
-    features = ChannelFeatures()  # the port's defaults: no edits, no buttons, no brevity
+class RecordingSender(ChannelSender):
+    """A channel sender that records what it was asked to send; `fail` scripts failures.
+    It can do nothing but send (the base's defaults: no edits, no buttons, no brevity)."""
 
     def __init__(self, name: str = "test", fail: list[Exception] | None = None) -> None:
-        self.name = name
+        self.traits = ChannelTraits(name, name.title())
         self.sent: list[tuple[str, str]] = []
         self.cards: list[tuple[str, ...]] = []  # each message's prompts (their summaries)
         self.fail = list(fail or [])

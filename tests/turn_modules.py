@@ -15,7 +15,7 @@ from types import FrameType
 from typing import Any
 
 from bot.app import App
-from channels.console import ConsoleChannel, ConsoleChat, StreamScreen
+from channels.console.channel import ConsoleChannel, ConsoleChat, StreamScreen
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "channels", "agents", "triggers", "persona")

@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 
 from bot.app import App
 from bot.app.database import open_database
-from bot.channel import ChannelFeatures
+from bot.channel import ChannelSender
 from bot.config import load_settings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.channels import ChannelTraits
 from bot.contracts.envelopes import IncomingMessage, OutboundMessage
 from bot.db.counting import CountingDatabase, Statement
 from bot.llm.port import LLMResponse, TokenUsage
@@ -40,9 +41,8 @@ class InstantLLM:
         return None
 
 
-class Recorder:
-    name = "bench"
-    features = ChannelFeatures()
+class Recorder(ChannelSender):
+    traits = ChannelTraits("bench", "Bench")
 
     def __init__(self) -> None:
         self.sent: list[OutboundMessage] = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 import aiohttp
 
@@ -27,6 +27,33 @@ from bot.plumbing.metrics import Metrics
 from bot.spend import Spending
 from channels.registry import specs
 from persona import Persona, load_persona
+
+
+class Ground(Protocol):
+    """What every process role builds its parts on (bot.app.root.App's `Base`, and the web
+    role's front, bot.app.front): the stores, the outbound side and the gateway are built
+    from these by the same functions in every role."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def persona(self) -> Persona: ...
+
+    @property
+    def plane(self) -> Plane: ...
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def roles(self) -> Roles: ...
+
+    @property
+    def spending(self) -> Spending: ...
 
 
 def build_agents(settings: Settings) -> Registry:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from bot.channel import Channel
+from bot.channel import ChannelSender
 from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
 from channels.registry import specs
@@ -33,7 +33,7 @@ class Hosts(Protocol):
 
     def channel_host(self) -> ChannelHost: ...
 
-    def add_channel(self, sender: Channel) -> None: ...
+    def add_channel(self, sender: ChannelSender) -> None: ...
 
 
 async def configured_channels(settings: Settings, app: Hosts,

@@ -3,46 +3,42 @@
 A `valet serve --role web` process verifies a webhook, stores the message in the inbox (the
 access policy decides who it is for; a stranger's pairing reply and a channel's own answers,
 STOP and HELP, are queued here too), answers a button press at once, announces the row on
-the work stream and acknowledges. It builds no LLM client, no orchestrator, no tool registry
-and no trigger engine: its gateway is handed every turn's work (`Relay`), and a turn asked of
-it is a bug (`_no_turns` raises). Events are stored before their 202 and announced to the
-schedulers. The workers deliver what it queued (it tells them with a wake-up signal).
+the work stream and acknowledges. Its stores, outbound side and gateway are built by the
+functions every role's are (one composition); it builds no LLM client, no orchestrator, no
+tool registry and no trigger engine: its gateway is handed every turn's work (`Relay`), and a
+turn asked of it is a bug (bot.app.inbound.no_turns raises). Events are stored before their
+202 and announced to the schedulers. The workers deliver what it queued (it tells them with
+a wake-up signal).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any, Literal
+from typing import Literal
 
-from bot.app.costs import pairing_notices
 from bot.app.database import open_database, pending
-from bot.app.owner import access_with_claims, ensure_owner
+from bot.app.inbound import build_gateway
+from bot.app.outbound import build_outbound
+from bot.app.owner import ensure_owner
 from bot.app.plane import Plane, build_plane
 from bot.app.roles import Roles
+from bot.app.stores import build_stores
 from bot.approvals.buttons import ButtonAnswers
 from bot.approvals.store import ApprovalStore
-from bot.channel import MenuCommand
+from bot.channel import ChannelSender, MenuCommand
 from bot.config import Settings
 from bot.contracts.clock import Clock, SystemClock
-from bot.contracts.envelopes import Reply
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
-from bot.gateway.delivery import ChannelSender, OutboxDeliverer
 from bot.gateway.door import ChannelHost
-from bot.gateway.gateway import Gateway, GatewayDeps
-from bot.gateway.health import ChannelHealth
-from bot.gateway.inbox import InboxStore
-from bot.gateway.notify import Notifier
+from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
-from bot.gateway.outbox import OutboxStore
-from bot.memory.history import HistoryStore
 from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
 from bot.plumbing.metrics import Metrics
-from bot.turn.media import MediaReader
+from bot.spend import Spending
 from channels.registry import specs
 from persona import Persona, load_persona
 from triggers.event_store import StoredEventBus
@@ -55,8 +51,17 @@ class NoMenu:
         return []
 
 
-async def _no_turns(*args: Any, **kwargs: Any) -> Reply:
-    raise RuntimeError("a web process runs no turn: its rows go to the work stream")
+@dataclass(frozen=True)
+class WebGround:
+    """What the web role builds its parts on (bot.app.base.Ground): no models, no registry."""
+
+    settings: Settings
+    clock: Clock
+    persona: Persona
+    plane: Plane
+    db: Database
+    roles: Roles
+    spending: Spending
 
 
 @dataclass
@@ -81,6 +86,9 @@ class Front:
     @classmethod
     async def build(cls, settings: Settings, *, migrate: bool | Literal["check"] = "check",
                     clock: Clock | None = None) -> Front:
+        """The stores, the outbound side and the gateway, built by the same functions as
+        every role's (bot.app.stores, bot.app.outbound, bot.app.inbound), with no turn's
+        parts: the gateway hands every row to the work stream."""
         clock = clock or SystemClock()
         persona = load_persona(settings.persona, channels=specs(settings).names())
         plane = await build_plane(settings, serving=True)
@@ -90,37 +98,17 @@ class Front:
         except BaseException:
             await plane.close()
             raise
-        users = UserStore(db)
-        identities = IdentityStore(db, users)
-        access = access_with_claims(settings, db, identities, persona.lines)
-        senders: dict[str, ChannelSender] = {}
-        outbox = OutboxStore(db)
-        # One view of which channels work: what /readyz says is what the notices route by.
-        health = ChannelHealth(settings.delivery_policy().channel_probe_seconds)
-        outbound = Outbound(
-            db=db, clock=clock, users=users, outbox=outbox,
-            deliverer=OutboxDeliverer(outbox, senders, clock, settings.delivery_policy(),
-                                      health=health),
-            notifier=Notifier(db, users, identities, outbox, clock, senders, health=health),
-            senders=senders, wake_elsewhere=plane.relay.wake_elsewhere(),
-            channel_down_line=lambda: persona.lines.channel_down)
-        approvals = ApprovalStore(
-            db, timeout=timedelta(minutes=settings.approvals.timeout_minutes),
-            lease=timedelta(seconds=settings.approvals.lease_seconds))
-        lines = persona.lines
-        gateway = Gateway(GatewayDeps(
-            db=db, clock=clock, users=users, identities=identities, access=access,
-            inbox=InboxStore(db), outbound=outbound, history=HistoryStore(db),
-            handle_message=_no_turns, locks=plane.locks, failure_line=lines.llm_unavailable,
-            voice_line=lines.voice_unreadable, unreadable_line=lines.message_unreadable,
-            media=MediaReader(None),
-            answer_button=ButtonAnswers(approvals, clock, lines=lines).answer_button,
-            mid_turn=settings.gateway.mid_turn, relay=plane.relay,
-            pairing_notices=pairing_notices(settings, db, clock, outbound, lines)))
-        front = cls(settings=settings, db=db, clock=clock, persona=persona, users=users,
-                   identities=identities, access=access, outbound=outbound, gateway=gateway,
-                   approval_store=approvals,
-                   events=StoredEventBus(db, clock, signals=plane.signals), plane=plane)
+        roles = Roles.of(["web"])
+        ground = WebGround(settings, clock, persona, plane, db, roles, Spending(db))
+        stores = build_stores(ground)
+        outbound = build_outbound(ground, stores)
+        buttons = ButtonAnswers(stores.approvals, clock, lines=persona.lines)
+        gateway = build_gateway(ground, stores, outbound, buttons.answer_button, turns=None)
+        front = cls(settings=settings, db=db, clock=clock, persona=persona, users=stores.users,
+                    identities=stores.identities, access=stores.access, outbound=outbound,
+                    gateway=gateway, approval_store=stores.approvals,
+                    events=StoredEventBus(db, clock, signals=plane.signals), plane=plane,
+                    roles=roles)
         if pending(db) is None:  # else once `valet serve` has reached it
             await front.ensure_owner()
         return front

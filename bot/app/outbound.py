@@ -1,20 +1,22 @@
-"""The outbound side as the App builds it: the outbox and its deliverer, notifications, prompt
-edits (with what became of approval and pairing prompts), and what a channel's permanent
-refusal marks. Channels register their senders later (App.add_channel)."""
+"""The outbound side as every process role builds it (bot.app.root.App, bot.app.front.Front):
+the outbox and its deliverer, notifications, prompt edits (with what became of approval and
+pairing prompts), and what a channel's permanent refusal marks. Channels register their
+senders later (add_channel). A process that delivers nothing (web, scheduler) tells the
+workers what it queued."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 
-from bot.app.base import Base
+from bot.app.base import Ground
 from bot.app.costs import allowance
 from bot.app.stores import Stores
 from bot.approvals.outcomes import card_outcomes
-from bot.channel import PermanentSendError
+from bot.channel import ChannelSender, PermanentSendError
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage, PromptKind
-from bot.gateway.delivery import ChannelSender, OnPermanent, OutboxDeliverer
+from bot.gateway.delivery import OnPermanent, OutboxDeliverer
 from bot.gateway.health import ChannelHealth
 from bot.gateway.notify import Notifier, RoutableSenders
 from bot.gateway.outbound import Outbound
@@ -28,7 +30,7 @@ from triggers.budget import TellOwner
 log = logging.getLogger(__name__)
 
 
-def build_outbound(base: Base, stores: Stores) -> Outbound:
+def build_outbound(base: Ground, stores: Stores) -> Outbound:
     settings, db, clock = base.settings, base.db, base.clock
     plane, lines = base.plane, base.persona.lines
     senders: dict[str, ChannelSender] = {}
@@ -52,7 +54,7 @@ def build_outbound(base: Base, stores: Stores) -> Outbound:
         else None)
 
 
-def build_meter(base: Base, stores: Stores) -> Meter:
+def build_meter(base: Ground, stores: Stores) -> Meter:
     """The one gate every message passes before its channel sends it (bot.meter)."""
     return Meter(base.spending, allowance(base.settings), stores.users, base.clock,
                  door_reply_minutes=base.settings.door_reply_minutes())
@@ -67,8 +69,8 @@ def pairing_outcomes(access: AccessControl, clock: Clock) -> Outcomes:
 
 def can_edit_cards(senders: dict[str, ChannelSender]) -> Callable[[str], bool]:
     def can_edit(channel: str) -> bool:
-        features = getattr(senders.get(channel), "features", None)
-        return bool(features is not None and features.edit)
+        sender = senders.get(channel)
+        return sender is not None and sender.traits.edit
 
     return can_edit
 

@@ -19,7 +19,7 @@ from bot.app.base import build_agents as build_agents  # re-exported
 from bot.app.base import open_base
 from bot.app.costs import build_budget, pairing_notice_loop_seconds
 from bot.app.database import pending
-from bot.app.inbound import build_gateway
+from bot.app.inbound import TurnParts, build_gateway
 from bot.app.memory import Memory, build_memory
 from bot.app.models import build_transcriber
 from bot.app.outbound import build_outbound
@@ -35,13 +35,13 @@ from bot.app.turn import build_turn
 from bot.approvals.flow import ApprovalFlow
 from bot.approvals.store import ApprovalStore
 from bot.approvals.sweeper import ApprovalSweeper
+from bot.channel import ChannelSender
 from bot.config import Settings
 from bot.contracts.clock import Clock, SystemClock
 from bot.contracts.people import User
 from bot.db import Database
 from bot.db.sqlite_owner import SQLiteOwner, claim
 from bot.gateway.budget import BudgetGate
-from bot.gateway.delivery import ChannelSender
 from bot.gateway.door import ChannelHost
 from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
@@ -63,6 +63,7 @@ from bot.tools import ToolRegistry
 from bot.turn.commands import Commands
 from bot.turn.orchestrator import Orchestrator
 from persona import Persona
+from triggers.event_store import StoredEventBus
 from triggers.wiring import Triggers, answer_run_now
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,11 @@ class App:
         return self.services.mail
 
     @property
+    def events(self) -> StoredEventBus:
+        """POST /events: stored, then the schedulers are told."""
+        return self.triggers.bus
+
+    @property
     def budget(self) -> BudgetGate | None:
         """What people spend and may spend a day; their messages held at it."""
         return self.gateway.deps.budget
@@ -150,8 +156,10 @@ class App:
         turn = await build_turn(base, stores, outbound, approvals, tasks, memory, services,
                                 budget)
         transcriber = build_transcriber(settings)  # voice notes, heard when their turn runs
-        gateway = build_gateway(base, stores, outbound, turn, approvals, tasks, transcriber,
-                                budget)
+        gateway = build_gateway(base, stores, outbound, approvals.step.answer_button, TurnParts(
+            handle_message=turn.orchestrator.handle_message,
+            answers_approval=approvals.step.answers_pending, silenced=tasks.silenced,
+            budget=budget, transcriber=transcriber, person_first=base.models.gate))
         triggers = build_engine(base, gateway, outbound, tasks, services, turn.exposure)
         app = cls(settings=settings, db=base.db, clock=base.clock, llm=base.llm,
                   persona=base.persona, agents=base.agents, users=stores.users,

@@ -27,6 +27,7 @@ from aiohttp import web
 from bot.app.channels import Hosts, ServedChannel, configured_channels
 from bot.app.observe import Observed
 from bot.app.owner import OWNER_ID
+from bot.app.plane import Plane
 from bot.app.roles import Roles
 from bot.config import Settings
 from bot.people.access import AccessControl
@@ -55,19 +56,19 @@ class Served(Observed, Hosts, Protocol):
     @property
     def identities(self) -> IdentityStore: ...
 
+    @property
+    def events(self) -> StoredEventBus:
+        """POST /events: stored, then the schedulers are told."""
+        ...
+
+    @property
+    def plane(self) -> Plane | None: ...
+
     async def ensure_owner(self) -> object: ...
 
     async def start(self) -> None: ...
 
     async def close(self) -> None: ...
-
-
-def events_bus(app: Served) -> StoredEventBus:
-    front = getattr(app, "events", None)
-    if isinstance(front, StoredEventBus):
-        return front
-    bus: StoredEventBus = app.triggers.bus  # type: ignore[attr-defined]
-    return bus
 
 
 def extra_routes(app: Served, env: Mapping[str, str] | None = None,
@@ -81,7 +82,7 @@ def extra_routes(app: Served, env: Mapping[str, str] | None = None,
 
     limits = BodyLimits(max_bytes=MAX_BODY,
                         timeout_seconds=app.settings.http.body_timeout_seconds)
-    return events_routes(events_bus(app), env.get("VALET_EVENTS_TOKEN") or None, limits,
+    return events_routes(app.events, env.get("VALET_EVENTS_TOKEN") or None, limits,
                          spool=spool)
 
 
@@ -108,7 +109,7 @@ async def readiness(app: Served, channels: list[ServedChannel]) -> tuple[bool, d
             problems[channel.name] = outages[channel.name].reason
         elif not checks[channel.name]:
             problems[channel.name] = channel.status
-    stream = getattr(getattr(app, "plane", None), "stream", None)
+    stream = app.plane.stream if app.plane is not None else None
     if app.roles.worker and stream is not None:
         checks["work stream"] = stream.claiming  # a worker that lost Redis claims nothing
     if not checks["database"]:

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from agents.stores import AgentStores
 from agents.tools.plan_store import HOLDING as PLAN
-from bot.app.base import Base
+from bot.app.base import Ground
 from bot.app.owner import access_with_claims
 from bot.approvals.store import HOLDING as APPROVALS
 from bot.approvals.store import ApprovalStore
@@ -56,7 +56,7 @@ def holdings(settings: Settings) -> tuple[Holding, ...]:
     return (APPROVALS, PAUSED_TASKS, PLAN, *memory, PROMPTS, SUMMARY)
 
 
-def build_stores(base: Base) -> Stores:
+def build_stores(base: Ground) -> Stores:
     settings, db, clock = base.settings, base.db, base.clock
     users = UserStore(db, holdings=holdings(settings), clock=clock)
     identities = IdentityStore(db, users)

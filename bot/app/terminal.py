@@ -1,6 +1,6 @@
 """The owner's terminal beside `valet serve`: a loopback-only endpoint (127.0.0.1, a port the
 system picks) that `valet chat` attaches to, with a token generated at each start. Both are
-written to the data directory, readable by this user only (channels.console_link), and the
+written to the data directory, readable by this user only (channels.console.link), and the
 file is removed at a clean stop; a file left by a killed server names a port nobody answers,
 and the chat then runs on its own.
 
@@ -22,7 +22,7 @@ from aiohttp import web
 
 from bot.app.root import App
 from bot.tools import approval_gated
-from channels.console_link import (
+from channels.console.link import (
     PATH,
     Endpoint,
     endpoint_file,
@@ -30,7 +30,7 @@ from channels.console_link import (
     remove_endpoint,
     write_endpoint,
 )
-from channels.console_relay import ConsoleRelay
+from channels.console.relay import ConsoleRelay
 
 log = logging.getLogger(__name__)
 

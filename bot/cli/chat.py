@@ -12,8 +12,8 @@ from bot.config import Settings
 from bot.plumbing.startup import started
 from bot.text.redact import install_redaction
 from bot.tools import approval_gated
-from channels.console import ConsoleChat, pipe_channel
-from channels.console_link import Endpoint, endpoint_file, read_endpoint
+from channels.console.channel import ConsoleChat, pipe_channel
+from channels.console.link import Endpoint, endpoint_file, read_endpoint
 
 
 async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
@@ -44,7 +44,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
             logging.getLogger().removeHandler(notes)
             await app.close()
 
-    from channels.console_tty import InteractiveChat, tty_channel
+    from channels.console.tty import InteractiveChat, tty_channel
 
     channel, screen = tty_channel(needs_approval, app.persona.lines)
     notes = _chat_notes(screen.note)
@@ -67,7 +67,7 @@ async def run_chat(settings: Settings, *, pipe: bool, jsonl: bool) -> int:
 async def _beside_the_server(settings: Settings, endpoint: Endpoint, *, pipe: bool,
                              jsonl: bool) -> int | None:
     """The chat on the running server's terminal endpoint; None when no server answers."""
-    from channels.console_remote import RemoteChat, RemoteTerminal, ServerGone
+    from channels.console.remote import RemoteChat, RemoteTerminal, ServerGone
     from persona import load_persona
 
     lines = load_persona(settings.persona).lines
@@ -75,7 +75,7 @@ async def _beside_the_server(settings: Settings, endpoint: Endpoint, *, pipe: bo
         channel = pipe_channel(jsonl, lambda name: False, lines)
         screen: Any = channel.screen
     else:
-        from channels.console_tty import tty_channel
+        from channels.console.tty import tty_channel
 
         channel, screen = tty_channel(lambda name: False, lines)
     terminal = await RemoteTerminal.attach(endpoint, channel)
@@ -85,7 +85,7 @@ async def _beside_the_server(settings: Settings, endpoint: Endpoint, *, pipe: bo
     try:
         if pipe:
             return await chat.run_pipe(sys.stdin)
-        from channels.console_tty import InteractiveChat
+        from channels.console.tty import InteractiveChat
 
         return await InteractiveChat(chat, screen, settings.data_dir() / "chat_history").run(
             f"Valet beside the running valet serve (pid {endpoint.pid}): the turns run there.\n"
@@ -109,7 +109,7 @@ def _streaming(settings: Settings) -> Settings:
 
 
 def _chat_notes(note: Any) -> logging.Handler:
-    from channels.console_notes import ChatNotes
+    from channels.console.notes import ChatNotes
 
     handler = ChatNotes(note)
     logging.getLogger().addHandler(handler)

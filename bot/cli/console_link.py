@@ -62,7 +62,7 @@ async def run_console_link(settings: Settings, args: argparse.Namespace,
 def _serving_without_console(settings: Settings) -> str | None:
     """What to say when the `valet serve` running here started with the console off: the
     link answers 404 until it restarts (it read console.enabled at start)."""
-    from channels.console_link import endpoint_file, read_endpoint
+    from channels.console.link import endpoint_file, read_endpoint
 
     running = read_endpoint(endpoint_file(settings.data_dir()))
     if running is None or running.console is not False or not _alive(running.pid):

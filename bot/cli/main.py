@@ -205,7 +205,7 @@ def load_env(args: argparse.Namespace) -> Path:
 def _configure_logging(settings: Settings, command: str,
                        roles: list[str] | None = None) -> None:
     """The chat shows no raw log lines: they go to the log file (its path: `valet doctor`),
-    and the few worth telling the person become short notes (channels.console_tty). The
+    and the few worth telling the person become short notes (channels.console.tty). The
     doctor's neither: it says what it found in its own lines, the log goes to the file.
     `valet serve` writes to stderr (the journal, the container's log) and, when it is the
     whole deployment (every role), to the log file (`valet logs`); a process of some roles

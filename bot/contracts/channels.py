@@ -1,6 +1,8 @@
-"""What the core knows of the channels: plain data, one `ChannelTraits` per channel, made
-from each channel's spec (channels/registry.py) by the composition root and handed down. No
-module below `channels/` names a channel: it reads these."""
+"""What the core knows of the channels: plain data, one `ChannelTraits` per channel, declared
+once in the channel's spec (channels/<name>/spec.py, listed in channels/registry.py) and read
+by everyone: the composition root hands them down, and each channel's sender carries its own
+(bot.channel.ChannelSender.traits). No module below `channels/` names a channel: it reads
+these."""
 
 from __future__ import annotations
 
@@ -22,6 +24,18 @@ class ChannelTraits:
     # Its place when Valet writes to someone else for a person (lower first); None: never
     # used for that.
     messaging_order: int | None = None
+    # What it can do. What it cannot, its sender does as nothing (bot.channel.ChannelSender).
+    edit: bool = False  # changes a message already sent (an approval's outcome on its card)
+    buttons: bool = False  # approval prompts as buttons (else answered in words)
+    typing: bool = False  # shows that a turn is under way
+    progress: bool = False  # shows what a running turn does (tool calls, streamed text)
+    media: bool = False  # photos and voice notes, fetched by its sender when their turn runs
+    # Billed in segments: a reply is held to what fits (its sender's `brevity`), the rest of
+    # a long message goes on MORE.
+    segments: bool = False
+    # Its messages cost money: each is quoted by its sender and counted before it goes
+    # (bot.meter.gate); the spec says in what unit (channels.spec.Usage).
+    priced: bool = False
 
 
 def names(channels: Iterable[ChannelTraits]) -> tuple[str, ...]:

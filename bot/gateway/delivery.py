@@ -7,7 +7,7 @@
                message (the head of its queue) and puts the address back at the end: a
                person with 300 messages waiting has one slot at a time, never all of them,
                and nobody waits for a batch to finish
-    pacing     a channel that keeps a pace per address (Telegram, `bot.channel.Paced`) says
+    pacing     a channel that keeps a pace per address (Telegram: its sender's `ready_in`) says
                when the address may go again; the address waits on a timer, holding no slot
     wake-ups   a scan of the due addresses every `poll_seconds` and whenever something was
                queued (`wake`); `wake_address` readies one address directly, which is what a
@@ -29,8 +29,8 @@ from enum import Enum
 from typing import Protocol
 
 from bot.channel import (
-    Channel,
     ChannelDown,
+    ChannelSender,
     PartlySent,
     PermanentSendError,
     TransientSendError,
@@ -48,8 +48,6 @@ from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
-# A sender is a channel as the outbox sees it: only `send` is needed to deliver.
-ChannelSender = Channel
 # Told when a send failed for good because the address cannot be written to any more.
 OnPermanent = Callable[[OutboundMessage, PermanentSendError], Awaitable[None]]
 # Told when a channel's outage starts (bot.gateway.health).
@@ -60,7 +58,7 @@ LanguageOf = Callable[[str], Awaitable[str | None]]
 class Admits(Protocol):
     """The meter (bot.meter.gate.Meter): whether a message may go now, counted if it does."""
 
-    async def admit(self, message: OutboundMessage, sender: object) -> Verdict: ...
+    async def admit(self, message: OutboundMessage, sender: ChannelSender) -> Verdict: ...
 Address = tuple[str, str]  # (channel, address)
 
 
@@ -239,13 +237,9 @@ class OutboxDeliverer:
         if self.health.is_down(channel) and not self.health.may_probe(channel, now):
             return Outcome(Step.WAIT, self.health.probe.total_seconds())  # holds no slot
         sender = self.senders.get(channel)
-        # A Paced channel (bot.channel.Paced), found by its method: an isinstance on a
-        # runtime-checkable protocol costs more than the rest of this step.
-        ready_in = getattr(sender, "ready_in", None)
-        if ready_in is not None:
-            pace = ready_in(to)
-            if pace > 0:
-                return Outcome(Step.WAIT, pace, paced=True)
+        pace = sender.ready_in(to) if sender is not None else 0.0
+        if pace > 0:
+            return Outcome(Step.WAIT, pace, paced=True)
         outcome = await self._deliver(head.message)
         if outcome.step is Step.DONE and not head.others:
             return replace(outcome, last=True)

@@ -14,10 +14,8 @@ from dataclasses import replace
 
 from bot.contracts.envelopes import (
     ButtonPress,
-    EventSink,
     Inbound,
     IncomingMessage,
-    LoopEvent,
     Notification,
     Reply,
     TriggerMessage,
@@ -36,14 +34,20 @@ from bot.gateway.side_doors import SideDoors
 from bot.spend import paying_for
 from bot.text.sanitize import clean_incoming
 from bot.turn.commands import command_word
-from bot.turn.media import MediaSource, ReadMedia, heard_line
+from bot.turn.media import ReadMedia, heard_line
 from bot.work.relay import Relay
 
 log = logging.getLogger(__name__)
 
-class Gateway(SideDoors):
+class Gateway:
     def __init__(self, deps: GatewayDeps) -> None:
         self.deps = deps
+        # The doors that start no turn, each row closed the one way rows end (`_close`).
+        self.doors = SideDoors(inbox=deps.inbox, identities=deps.identities, clock=deps.clock,
+                               outbound=deps.outbound, close=self._close,
+                               unreadable_line=deps.unreadable_line,
+                               answer_button=deps.answer_button,
+                               pairing_notices=deps.pairing_notices)
         # What may reach a running turn: /stop, a message joining it (bot.gateway.running).
         self.running = RunningTurns(deps.inbox, deps.clock, mid_turn=deps.mid_turn,
                                     answers_approval=deps.answers_approval)
@@ -107,6 +111,26 @@ class Gateway(SideDoors):
         row_id, sender = recorded
         return await self._admit(msg, row_id, sender), row_id
 
+    # The channels' other doors (bot.gateway.door.Door), opened by `doors`.
+
+    async def answer_at_the_door(self, msg: IncomingMessage, reply: str | None, *,
+                                 user_id: str | None, status: str = "done",
+                                 kind: str = "reply") -> bool:
+        return await self.doors.answer_at_the_door(msg, reply, user_id=user_id, status=status,
+                                                   kind=kind)
+
+    async def answer_directly(self, channel: str, address: str, text: str, *,
+                              dedupe_key: str, user_id: str | None = None,
+                              kind: str = "reply") -> None:
+        await self.doors.answer_directly(channel, address, text, dedupe_key=dedupe_key,
+                                         user_id=user_id, kind=kind)
+
+    async def count_failure(self, channel: str, external_id: str, error: str) -> int:
+        return await self.doors.count_failure(channel, external_id, error)
+
+    async def give_up(self, msg: IncomingMessage, reason: str) -> None:
+        await self.doors.give_up(msg, reason)
+
     async def _bind_choice(self, msg: IncomingMessage) -> IncomingMessage:
         """A bare choice answers the one approval prompt of the newest message that asked
         for a digit, unless a reply came after it ("1" answering a question, a list: text).
@@ -128,7 +152,7 @@ class Gateway(SideDoors):
             admission = await deps.access.admit(msg.channel, msg.address, msg.display_name,
                                                 msg.text, deps.clock.now(), msg.account)
             if admission.user is None or admission.handled:
-                await self._close_at_the_door(msg, row_id, admission)
+                await self.doors.close_at_the_door(msg, row_id, admission)
                 return ReceiveResult.HANDLED if admission.handled else ReceiveResult.REJECTED
             user, sender = admission.user, admission.user.id
             await deps.inbox.assign(row_id, sender)
@@ -149,7 +173,7 @@ class Gateway(SideDoors):
         if msg.button is not None and msg.button.answer_ref:
             user = user or await deps.users.get(sender)
             if user is not None:
-                await self._answer_button(msg.channel, user, msg.button)
+                await self.doors.answer_button(msg.channel, user, msg.button)
         return ReceiveResult.ACCEPTED
 
     async def _hand_on(self, relay: Relay, user_id: str, msg: IncomingMessage,
@@ -259,7 +283,7 @@ class Gateway(SideDoors):
             await self._close(row.id, "failed", error="unreachable")
             return
         channel, address = target
-        await self._typing(channel, address)
+        await self.outbound.typing(channel, address)
         media = await self._read_media(row)
         if media.unreadable is not None:  # a voice note that cannot be heard: said once
             await self._close(row.id, "failed", reply=Reply(deps.voice_line), user_id=user.id,
@@ -278,7 +302,7 @@ class Gateway(SideDoors):
             with paying_for(user.id, user.timezone, user.is_owner):  # the turn's cost is theirs
                 reply = await deps.handle_message(
                     self._inbound(row, turn_id, channel, address, media),
-                    emit=self._progress(channel, address), cancel=stop, steering=mailbox,
+                    emit=self.outbound.progress(channel, address), cancel=stop, steering=mailbox,
                     writes=writes)
         except asyncio.CancelledError:
             raise
@@ -316,7 +340,7 @@ class Gateway(SideDoors):
             return ReadMedia()
         source = self.outbound.sender(row.channel)
         return await self.deps.media.read(
-            source if isinstance(source, MediaSource) else None, row.media, row.text)
+            source if source is not None and source.traits.media else None, row.media, row.text)
 
     def _inbound(self, row: InboxRow, turn_id: str, channel: str, address: str,
                  media: ReadMedia) -> Inbound:
@@ -353,25 +377,3 @@ class Gateway(SideDoors):
                 prompts=reply.prompts), q=tx)
             await deps.inbox.close(tx, row.id, status, deps.clock.now(), error)
         self.outbound.wake()
-
-    async def _typing(self, channel: str, address: str) -> None:
-        show = getattr(self.outbound.sender(channel), "typing", None)
-        if show is None:
-            return
-        try:
-            await show(address)
-        except Exception:  # a courtesy: the turn goes on
-            log.debug("typing indicator failed", exc_info=True)
-
-    def _progress(self, channel: str, address: str) -> EventSink | None:
-        show = getattr(self.outbound.sender(channel), "progress", None)
-        if show is None:
-            return None
-
-        async def emit(event: LoopEvent) -> None:
-            try:
-                await show(address, event)
-            except Exception:  # progress is a courtesy; the reply still matters
-                log.debug("progress display failed", exc_info=True)
-
-        return emit

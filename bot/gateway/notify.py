@@ -14,9 +14,9 @@ import logging
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.channel import ChannelSender
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import Delivery, Notification, Urgency, payload_of
 from bot.contracts.people import User
@@ -73,11 +73,11 @@ class RoutableSenders:
     only show a conversation (`routable = False`: the owner's terminal beside `valet serve`),
     so a reminder goes to the person's phone, not to a window that may be closed."""
 
-    senders: Mapping[str, Any]
+    senders: Mapping[str, ChannelSender]
 
     def __contains__(self, channel: object) -> bool:
         sender = self.senders.get(str(channel))
-        return sender is not None and getattr(sender, "routable", True)
+        return sender is not None and sender.routable
 
     def __bool__(self) -> bool:
         return any(name in self for name in self.senders)

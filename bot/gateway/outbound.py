@@ -18,11 +18,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.channel import ChannelSender
 from bot.contracts.clock import Clock
-from bot.contracts.envelopes import ApprovalPrompt, Delivery, Notification, Urgency
+from bot.contracts.envelopes import (
+    ApprovalPrompt,
+    Delivery,
+    EventSink,
+    LoopEvent,
+    Notification,
+    Urgency,
+)
 from bot.contracts.people import User
 from bot.db import Database, Queries
-from bot.gateway.delivery import ChannelSender, OutboxDeliverer
+from bot.gateway.delivery import OutboxDeliverer
 from bot.gateway.health import ChannelHealth, Outage
 from bot.gateway.notify import Notifier, Reachable
 from bot.gateway.outbox import Lane, OutboxStore
@@ -98,6 +106,32 @@ class Outbound:
 
     def sender(self, channel: str) -> ChannelSender | None:
         return self.senders.get(channel)
+
+    async def typing(self, channel: str, address: str) -> None:
+        """A turn is under way, shown where its channel shows it (its traits say `typing`)."""
+        sender = self.senders.get(channel)
+        if sender is None or not sender.traits.typing:
+            return
+        try:
+            await sender.typing(address)
+        except Exception:  # a courtesy: the turn goes on
+            log.debug("typing indicator failed", exc_info=True)
+
+    def progress(self, channel: str, address: str) -> EventSink | None:
+        """Where a running turn's events go, on a channel that shows them (traits.progress);
+        None: nowhere."""
+        sender = self.senders.get(channel)
+        if sender is None or not sender.traits.progress:
+            return None
+        show = sender.progress
+
+        async def emit(event: LoopEvent) -> None:
+            try:
+                await show(address, event)
+            except Exception:  # progress is a courtesy; the reply still matters
+                log.debug("progress display failed", exc_info=True)
+
+        return emit
 
     def start(self) -> None:
         self._delivery = asyncio.create_task(self.deliverer.run())

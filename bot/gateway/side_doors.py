@@ -3,7 +3,8 @@
 A channel answers some messages itself (STOP, HELP, a picture alone), gives up on one that
 keeps failing, and has a button press acknowledged at once; the access policy turns some
 senders away at the door. Each is recorded in the inbox and closed the one way a row ends
-(Gateway._close); none reaches the LLM. `Gateway` (bot.gateway.gateway) has these doors.
+(the gateway's `close`, handed in); none reaches the LLM. `Gateway` (bot.gateway.gateway)
+holds these doors and opens them to the channels (bot.gateway.door.Door).
 """
 
 from __future__ import annotations
@@ -11,32 +12,48 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from bot.contracts.clock import Clock
 from bot.contracts.envelopes import ButtonPress, IncomingMessage, Reply
 from bot.contracts.people import User
-from bot.gateway.deps import GatewayDeps
+from bot.gateway.deps import ButtonAnswer
+from bot.gateway.inbox import InboxStore
 from bot.gateway.outbound import Outbound
+from bot.gateway.pairing_notices import PairingNotices
 from bot.people.access import Admission
+from bot.people.identity import IdentityStore
 from bot.text.sanitize import clean_incoming
 
 log = logging.getLogger(__name__)
 
+# The one way an inbox row ends (Gateway.close): its reply queued and the row closed together.
+CloseRow = Callable[..., Awaitable[None]]
+
 
 class SideDoors:
     """The doors of bot.gateway.door.Door besides `receive`, and a stranger's close at the
-    door. What they use is the gateway's: its deps, its outbound, and `_close`."""
+    door, on what they are handed."""
 
-    deps: GatewayDeps
-    outbound: Outbound
-    _close: Callable[..., Awaitable[None]]  # Gateway._close: the one way an inbox row ends
+    def __init__(self, *, inbox: InboxStore, identities: IdentityStore, clock: Clock,
+                 outbound: Outbound, close: CloseRow, unreadable_line: str,
+                 answer_button: ButtonAnswer | None = None,
+                 pairing_notices: PairingNotices | None = None) -> None:
+        self.inbox = inbox
+        self.identities = identities
+        self.clock = clock
+        self.outbound = outbound
+        self._close = close
+        self.unreadable_line = unreadable_line  # said once to the sender of a message given up
+        self.answers_button = answer_button  # the short answer to a press (bot.approvals.buttons)
+        self.pairing_notices = pairing_notices  # the owner told of new pairing requests
 
-    async def _answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
+    async def answer_button(self, channel: str, user: User, button: ButtonPress) -> None:
         """A button press is acknowledged at once, whatever the turn does next."""
         sender = self.outbound.sender(channel)
-        answer = getattr(sender, "answer_button", None)
-        if answer is None or self.deps.answer_button is None:
+        if sender is None or not sender.traits.buttons or self.answers_button is None:
             return
         try:
-            await answer(button.answer_ref, await self.deps.answer_button(user, button))
+            said = await self.answers_button(user, button)
+            await sender.answer_button(button.answer_ref, said)
         except Exception:  # the press is stored and will be decided; only the toast failed
             log.warning("answering a %s button press failed", channel, exc_info=True)
 
@@ -47,11 +64,11 @@ class SideDoors:
         inbox first (a redelivery is a duplicate, answered once), answered with at most one
         fixed line, and closed: no turn, no LLM. False for a duplicate."""
         msg = clean_incoming(msg)
-        row_id = await self.deps.inbox.record(msg)
+        row_id = await self.inbox.record(msg)
         if row_id is None:
             return False
         if user_id:
-            await self.deps.inbox.assign(row_id, user_id)
+            await self.inbox.assign(row_id, user_id)
         await self._close(row_id, status, reply=Reply(reply or ""), user_id=user_id,
                           channel=msg.channel, address=msg.address, kind=kind)
         return True
@@ -66,28 +83,30 @@ class SideDoors:
     async def count_failure(self, channel: str, external_id: str, error: str) -> int:
         """A channel could not store or handle this message once more: how many times so far
         (counted in the database, so a restart goes on counting)."""
-        return await self.deps.inbox.count_failure(channel, external_id, error,
-                                                   self.deps.clock.now())
+        return await self.inbox.count_failure(channel, external_id, error,
+                                                   self.clock.now())
 
     async def give_up(self, msg: IncomingMessage, reason: str) -> None:
         """A message that kept failing: recorded as failed with its reason, and its sender,
         when Valet knows them, told once (a redelivery is a duplicate and says nothing)."""
         msg = clean_incoming(msg)
-        row_id = await self.deps.inbox.record(msg)
+        row_id = await self.inbox.record(msg)
         if row_id is None:  # stored before; failed only if it never reached anyone's queue
-            row_id = await self.deps.inbox.unadmitted(msg.channel, msg.external_id)
+            row_id = await self.inbox.unadmitted(msg.channel, msg.external_id)
             if row_id is None:
                 return
-        user = await self.deps.identities.resolve(msg.channel, msg.address) \
+        user = await self.identities.resolve(msg.channel, msg.address) \
             if msg.address else None
         tell = user is not None and not user.blocked
         log.error("%s message %s given up: %s", msg.channel, msg.external_id, reason)
-        await self._close(row_id, "failed", reply=Reply(self.deps.unreadable_line)
+        await self._close(row_id, "failed", reply=Reply(self.unreadable_line)
                           if tell else None, user_id=user.id if user else None,
                           channel=msg.channel, address=msg.address, error=reason[:1000])
 
-    async def _close_at_the_door(self, msg: IncomingMessage, row_id: int,
-                                 admission: Admission) -> None:
+    async def close_at_the_door(self, msg: IncomingMessage, row_id: int,
+                                admission: Admission) -> None:
+        """A sender the access policy did not let through: answered (a pairing code, at most
+        one short line) and the row closed; the owner told when the policy says so."""
         user_id = admission.user.id if admission.user else None
         await self._close(row_id, "done" if admission.handled else "rejected",
                           reply=Reply(admission.reply or ""), user_id=user_id,
@@ -95,5 +114,5 @@ class SideDoors:
         if admission.notify_owner:
             await self.outbound.notify_owner(admission.notify_owner,
                                              dedupe_key=admission.owner_key or f"door:{row_id}")
-        if admission.pairing_code and self.deps.pairing_notices is not None:
-            await self.deps.pairing_notices.tell()
+        if admission.pairing_code and self.pairing_notices is not None:
+            await self.pairing_notices.tell()

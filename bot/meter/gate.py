@@ -23,8 +23,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
+from bot.channel import ChannelSender, Quote
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage
 from bot.meter.ledger import Ledger
@@ -39,21 +39,6 @@ DOOR = "door:"  # the kind of a reply a channel gives at its door: "door:help", 
 UNPACED = frozenset({"door:more"})
 NOTICE = "budget"  # the notice that a person's allowance is spent (bot.gateway.budget)
 NOTICE_KEY = "budget:"  # its outbox key's start
-
-
-@dataclass(frozen=True)
-class Quote:
-    """What a message will be once sent now: its parts, their segments, their price."""
-
-    parts: int = 1
-    segments: int = 0
-    micros: int = 0
-
-
-class Priced(Protocol):
-    """A channel that charges per message says what one will cost before it is sent."""
-
-    async def quote(self, message: OutboundMessage) -> Quote: ...
 
 
 @dataclass(frozen=True)
@@ -92,15 +77,13 @@ class Meter:
         self.clock = clock
         self.door_reply = timedelta(minutes=door_reply_minutes)
 
-    async def admit(self, message: OutboundMessage, sender: object) -> Verdict:
+    async def admit(self, message: OutboundMessage, sender: ChannelSender) -> Verdict:
         """Whether the message goes now; when it does, it is on the ledger (once: a retry of a
         message counted before goes without being counted again). A free channel's message is
         written there only when its kind is paced (a door reply, the notice)."""
         kind = kind_of(message)
-        # (The sender's method, not an isinstance on a runtime-checkable protocol: this runs
-        # for every message sent.)
-        quote_of = getattr(sender, "quote", None)
-        kept = quote_of is not None or _paced(kind) or kind == NOTICE
+        priced = sender.traits.priced  # its messages cost money: each is quoted
+        kept = priced or _paced(kind) or kind == NOTICE
         if kept and await self.ledger.admitted(message.id):
             return GO  # counted when it was first let out; this is a retry
         now = self.clock.now()
@@ -115,7 +98,7 @@ class Meter:
                 message.user_id, message.channel, message.address, NOTICE,
                 now - timedelta(hours=24)):
             return Verdict(False, "not sent: the allowance notice went out in the last 24 hours")
-        quote: Quote = await quote_of(message) if quote_of is not None else Quote()
+        quote = await sender.quote(message) if priced else Quote()
         if user is not None and quote.micros > 0:
             refused = await self._over(user.id, user.is_owner, kind, message, now)
             if refused is not None:

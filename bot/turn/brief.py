@@ -4,7 +4,8 @@ still too long, whole sentences from the end are dropped, so nothing arrives hal
 to a person (SMS: `sms.max_segments`): one shortening pass only; the channel sends what fits
 and keeps the rest for the person to ask for ("MORE").
 
-The channel says what brief means for it (`ChannelFeatures.brevity`, `reply_brevity`): a test
+The channel says what brief means for it (its sender's `brevity`, for a
+triggered run or a reply): a test
 on the text as it will be sent, and about how many characters that is, for the model. The
 shortening call's tokens count towards the turn's (`spent`).
 """

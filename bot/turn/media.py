@@ -26,8 +26,9 @@ import base64
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from bot.channel import ChannelSender
 from bot.contracts.envelopes import Image, Inbound, MediaRef
 from bot.plumbing.backoff import backoff_delay
 from bot.turn.third_party import with_third_party
@@ -45,14 +46,7 @@ class MediaUnavailable(Exception):
     """The channel cannot give the file's bytes (gone, too big, unreachable)."""
 
 
-@runtime_checkable
-class MediaSource(Protocol):
-    """What a channel that receives media offers the gateway (Telegram: getFile)."""
-
-    async def fetch_media(self, ref: MediaRef) -> bytes: ...
-
-
-async def fetch_images(source: MediaSource | None, media: tuple[MediaRef, ...]
+async def fetch_images(source: ChannelSender | None, media: tuple[MediaRef, ...]
                        ) -> tuple[Image, ...]:
     """The bytes of every photo that can still be fetched; one that cannot is left out (the
     request then says it could not be loaded) and the turn goes on."""
@@ -96,7 +90,7 @@ class MediaReader:
         self.tries = tries
         self.retry_seconds = retry_seconds
 
-    async def read(self, source: MediaSource | None, media: tuple[MediaRef, ...],
+    async def read(self, source: ChannelSender | None, media: tuple[MediaRef, ...],
                    text: str) -> ReadMedia:
         """`text` is the inbox row's: for a voice note, its transcript once it was heard."""
         images = await fetch_images(source, media)
@@ -114,7 +108,7 @@ class MediaReader:
             return ReadMedia(images, unreadable=problem)
         return ReadMedia(images, transcript=words)
 
-    async def _audio(self, source: MediaSource | None, media: tuple[MediaRef, ...]
+    async def _audio(self, source: ChannelSender | None, media: tuple[MediaRef, ...]
                      ) -> tuple[MediaRef, ...]:
         """The refs again, each audio file's words heard (an empty `heard` when they could
         not be made out: the turn runs on the caption, and says so)."""
@@ -127,7 +121,7 @@ class MediaReader:
             refs.append(ref)
         return tuple(refs)
 
-    async def _hear(self, transcribe: Transcribe, source: MediaSource, ref: MediaRef,
+    async def _hear(self, transcribe: Transcribe, source: ChannelSender, ref: MediaRef,
                     file_name: str) -> tuple[str | None, str]:
         """(the words, "") or (None, why not), after `tries` tries."""
         problem = ""

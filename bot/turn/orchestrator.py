@@ -140,10 +140,9 @@ class Orchestrator:
         alike; the shortening's tokens count as the turn's."""
         if not isinstance(run, ReactLoopResult) or not run.response:
             return run
-        # A sender may say nothing of its features (a test's printer): nothing to fit then.
-        features = getattr(self.deps.channels.get(ctx.msg.channel), "features", None)
-        brevity = (features.brevity if ctx.msg.from_trigger else features.reply_brevity) \
-            if features is not None else None
+        sender = self.deps.channels.get(ctx.msg.channel)
+        brevity = sender.brevity(triggered=bool(ctx.msg.from_trigger)) \
+            if sender is not None else None
         if brevity is None:
             return run
         shorten = made_brief if ctx.msg.from_trigger else shortened_once

@@ -15,7 +15,7 @@ import aiohttp
 from bot.approvals.flow import ApprovalFlow
 from bot.capabilities import ToolExposure
 from bot.capability_router import CapabilityRouter
-from bot.channel import Channel
+from bot.channel import ChannelSender
 from bot.config.policies import ReactLoopConfig
 from bot.contracts.clock import Clock
 from bot.contracts.turn import ComposedTurn, Step, TurnContext
@@ -58,7 +58,7 @@ class OrchestratorDeps:
     # What tools may use (agents.services.Services), passed through without a look inside.
     tool_services: object = None
     # The channels replies go out on, by name (filled as they start): what brief means there.
-    channels: Mapping[str, Channel] = field(default_factory=dict)
+    channels: Mapping[str, ChannelSender] = field(default_factory=dict)
     http: aiohttp.ClientSession | None = None  # shared by the tools
     steps: list[Step] = field(default_factory=list)  # before the loop (bot.turn.order)
     approvals: ApprovalFlow | None = None  # the loop's gate; opens the turn's requests

@@ -19,17 +19,17 @@ from typing import Any
 
 from twilio.base.exceptions import TwilioException
 
-from bot.channel import Brevity, ChannelFeatures, PermanentSendError
+from bot.channel import Brevity, ChannelSender, PermanentSendError, Quote
 from bot.contracts.clock import Clock
-from bot.contracts.envelopes import LoopEvent, OutboundMessage
-from bot.meter.gate import Quote
+from bot.contracts.envelopes import OutboundMessage
 from bot.meter.ledger import Ledger
 from bot.people.identity import IdentityStore
 from bot.spend import micros
 from channels.sms.gsm import MULTI_GSM
 from channels.sms.plain_letters import plain_letters_setting
-from channels.sms.render import MAX_CHARS, SmsBody, render_capped, segments_of
+from channels.sms.render import SmsBody, render_capped, segments_of
 from channels.sms.store import SmsStore
+from channels.sms.traits import TRAITS
 from channels.twilio.rest import TwilioAccount, client_for, permanent
 from persona.lines_channels import SmsLines
 
@@ -38,8 +38,8 @@ log = logging.getLogger(__name__)
 __all__ = ["SmsSender", "TwilioAccount"]
 
 
-class SmsSender:
-    name = "sms"
+class SmsSender(ChannelSender):
+    traits = TRAITS
 
     def __init__(self, account: TwilioAccount, *, store: SmsStore, identities: IdentityStore,
                  clock: Clock, lines: SmsLines, emoji: bool = False,
@@ -64,8 +64,7 @@ class SmsSender:
         # is cut here when it is sent, the rest kept for "MORE".
         reply = Brevity(lambda text: segments_of(text, emoji=emoji) <= max_segments,
                         about_chars=max_segments * MULTI_GSM)
-        self.features = ChannelFeatures(edit=False, buttons=False, typing=False,
-                                        max_chars=MAX_CHARS, brevity=brief, reply_brevity=reply)
+        self._brevity = {True: brief, False: reply}
         self.lines = lines  # how a prompt asks for its answer, how to get the rest
         self.max_segments = max_segments
         self.summary_max_segments = summary_max_segments
@@ -77,6 +76,9 @@ class SmsSender:
 
     async def close(self) -> None:
         await self.http.close()
+
+    def brevity(self, *, triggered: bool) -> Brevity:
+        return self._brevity[triggered]
 
     async def quote(self, message: OutboundMessage) -> Quote:
         """What the message costs if it is sent now (bot.meter.gate counts it before it goes):
@@ -136,17 +138,3 @@ class SmsSender:
         log.info("sms %s part %d to %s: %s, %d segment(s) %s", message.id, part,
                  message.address, sid, body.segments, body.encoding.value)
         return sid
-
-    # --- what SMS cannot do -------------------------------------------------------------------
-
-    async def edit(self, address: str, message_id: str, text: str) -> None:
-        return None  # an SMS, once sent, stays as it is
-
-    async def answer_button(self, answer_ref: str, text: str) -> None:
-        return None  # no buttons: approvals are answered by reply
-
-    async def typing(self, address: str) -> None:
-        return None
-
-    async def progress(self, address: str, event: LoopEvent) -> None:
-        return None  # SMS sends only the final text (every message costs)

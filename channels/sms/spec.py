@@ -10,17 +10,16 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bot.config import Settings
-from bot.contracts.channels import ChannelTraits
 from bot.db import Database
 from bot.plumbing.metrics import Reading
-from channels.spec import Abilities, Building, Built, ChannelSpec, Doctor, ServedChannel, Usage
+from channels.sms.traits import NAME, TRAITS
+from channels.spec import Building, Built, ChannelSpec, Doctor, ServedChannel, Usage
 
 if TYPE_CHECKING:
     from bot.people.strangers import StrangerLimits
     from bot.setup.onboarding import Step
     from bot.setup.report import MenuSource, Report
 
-NAME = "sms"
 ACCOUNT_ENV = "VALET_TWILIO_ACCOUNT_SID"
 
 
@@ -105,10 +104,8 @@ async def _since(db: Database, user_id: str, since: datetime) -> int:
 
 
 SPEC = ChannelSpec(
-    traits=ChannelTraits(NAME, "SMS", a_message="an SMS", phone_numbers=True,
-                         messaging_order=1),
+    traits=TRAITS,
     address="an E.164 phone number (+15551234567)",
-    can=Abilities(segments=True),
     configured=_configured,
     turn_on=ACCOUNT_ENV,
     build=_build,

@@ -1,4 +1,4 @@
-"""The Telegram channel's send side (the `bot.channel.Channel` port) over python-telegram-bot.
+"""The Telegram channel's send side (a `bot.channel.ChannelSender`) over python-telegram-bot.
 
 Every request goes through the bot's one `OutboundLimiter`; Telegram's errors become the
 port's: RetryAfter -> TransientSendError with the exact wait (and the limiter pauses the bot
@@ -6,7 +6,7 @@ for it), network trouble and 5xx -> TransientSendError, a blocked bot, an unknow
 deactivated user -> PermanentSendError(unreachable=True). A message whose HTML Telegram still
 rejects goes again as plain text.
 
-Pace (`bot.channel.Paced`): the deliverer asks `ready_in(chat)` before it takes a message, so
+Pace (`ChannelSender.ready_in`): the deliverer asks `ready_in(chat)` before it takes a message, so
 a chat that must wait holds no delivery slot. A long message goes as many parts as the chat's
 pace allows at once; the rest is handed back (`PartlySent`) and goes on later, after any
 urgent message to that chat.
@@ -28,7 +28,7 @@ from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter, Tele
 
 from bot.channel import (
     ChannelDown,
-    ChannelFeatures,
+    ChannelSender,
     PartlySent,
     PermanentSendError,
     TransientSendError,
@@ -38,7 +38,6 @@ from bot.contracts.options import Option
 from bot.plumbing.offload import WorkFailed, WorkTimeout, run_bounded
 from bot.turn.media import MediaUnavailable
 from channels.telegram.inbound import (
-    CHANNEL,
     MAX_PHOTO_BYTES,
     MAX_VOICE_BYTES,
     callback_data,
@@ -47,6 +46,7 @@ from channels.telegram.inbound import (
 from channels.telegram.limiter import OutboundLimiter
 from channels.telegram.progress import ProgressBoard
 from channels.telegram.render import escape, message_parts, split_plain
+from channels.telegram.traits import TRAITS
 from persona.lines_channels import TelegramLines
 
 log = logging.getLogger(__name__)
@@ -59,9 +59,8 @@ UNREACHABLE = ("bot was blocked by the user", "chat not found", "user is deactiv
                "bot was kicked", "bot can't initiate conversation")
 
 
-class TelegramChannel:
-    name = CHANNEL
-    features = ChannelFeatures(edit=True, buttons=True, typing=True, max_chars=4096)
+class TelegramChannel(ChannelSender):
+    traits = TRAITS
 
     def __init__(self, bot: Bot, limiter: OutboundLimiter | None = None, *,
                  lines: TelegramLines, status_delay: float = 1.0) -> None:
@@ -141,7 +140,7 @@ class TelegramChannel:
     async def progress(self, address: str, event: LoopEvent) -> None:
         await self.progress_board.on_event(address, event)
 
-    # --- media (bot.turn.media.MediaSource) ------------------------------------------------------
+    # --- media (traits.media) -----------------------------------------------------------------
 
     async def fetch_media(self, ref: MediaRef) -> bytes:
         """A photo's, a voice note's or an audio file's bytes, by its file id (getFile, then

@@ -8,14 +8,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from bot.config import Settings
-from bot.contracts.channels import ChannelTraits
-from channels.spec import Abilities, Building, Built, ChannelSpec, Doctor, ServedChannel
+from channels.spec import Building, Built, ChannelSpec, Doctor, ServedChannel
+from channels.telegram.traits import NAME, TRAITS
 
 if TYPE_CHECKING:
     from bot.setup.onboarding import Step
     from bot.setup.report import MenuSource, Report
 
-NAME = "telegram"
 
 
 def _build(given: Building) -> Built:
@@ -31,7 +30,9 @@ def _public_url_for(settings: Settings, env: Mapping[str, str]) -> str | None:
 
 
 def _claim(served: ServedChannel, settings: Settings) -> str:
-    bot = getattr(served, "username", "") or "your bot"
+    from channels.telegram.service import TelegramService  # what _build made of this spec
+
+    bot = (served.username if isinstance(served, TelegramService) else "") or "your bot"
     return f"send \"/start {{code}}\" to @{bot} on Telegram"
 
 
@@ -49,11 +50,9 @@ def _onboard() -> Step:
 
 
 SPEC = ChannelSpec(
-    traits=ChannelTraits(NAME, "Telegram", a_message="a Telegram message", sends_start=True,
-                         messaging_order=0),
+    traits=TRAITS,
     address="a Telegram user or chat id (a group member: chat:user)",
     group_chat=lambda address: address.startswith("-"),  # a group's chat id is negative
-    can=Abilities(edit=True, buttons=True),
     configured=lambda settings, env: bool(settings.telegram.token),
     turn_on="VALET_TELEGRAM_TOKEN",
     build=_build,

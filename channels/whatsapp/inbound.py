@@ -20,7 +20,8 @@ from datetime import datetime
 from bot.contracts.envelopes import ButtonPress, IncomingMessage, MediaRef
 from bot.gateway.door import ChannelHost
 from channels.whatsapp.cards import press_of
-from channels.whatsapp.store import NAME, WhatsAppStore
+from channels.whatsapp.store import WhatsAppStore
+from channels.whatsapp.traits import NAME
 from channels.whatsapp.wire import from_wire, media_kind
 from persona.lines import fill
 

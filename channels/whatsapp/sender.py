@@ -20,11 +20,10 @@ from typing import Any
 
 from twilio.base.exceptions import TwilioException
 
-from bot.channel import ChannelFeatures, PermanentSendError
+from bot.channel import ChannelSender, PermanentSendError, Quote
 from bot.contracts.clock import Clock
-from bot.contracts.envelopes import LoopEvent, MediaRef, OutboundMessage
+from bot.contracts.envelopes import MediaRef, OutboundMessage
 from bot.gateway.door import Door
-from bot.meter.gate import Quote
 from bot.meter.ledger import Ledger
 from bot.people.identity import IdentityStore
 from bot.spend import micros
@@ -32,9 +31,10 @@ from channels.twilio.rest import TwilioAccount, client_for, permanent
 from channels.whatsapp.cards import QuickReplies
 from channels.whatsapp.media import MediaFetcher
 from channels.whatsapp.render import cards_in_words
-from channels.whatsapp.store import NAME, WhatsAppStore
+from channels.whatsapp.store import WhatsAppStore
+from channels.whatsapp.traits import NAME, TRAITS
 from channels.whatsapp.window import Piece, by_template, in_session, is_open, template_kind
-from channels.whatsapp.wire import MAX_BODY, on_wire
+from channels.whatsapp.wire import on_wire
 from persona.lines import Lines, fill
 
 log = logging.getLogger(__name__)
@@ -51,8 +51,8 @@ class WindowClosed(Exception):
     """Twilio refused a free-form message: the person's window is closed."""
 
 
-class WhatsAppSender:
-    name = NAME
+class WhatsAppSender(ChannelSender):
+    traits = TRAITS
 
     def __init__(self, account: TwilioAccount, *, store: WhatsAppStore,
                  identities: IdentityStore, door: Door, clock: Clock, lines: Lines,
@@ -76,8 +76,6 @@ class WhatsAppSender:
         self.ledger = ledger
         self.price_per_message = price_per_message
         self.price_per_template = price_per_template
-        self.features = ChannelFeatures(edit=False, buttons=buttons, typing=False,
-                                        max_chars=MAX_BODY)
 
     async def close(self) -> None:
         await self.http.close()
@@ -205,21 +203,13 @@ class WhatsAppSender:
                  "on %s", message.id, kind, other.channel)
         return f"elsewhere:{other.channel}"
 
-    # --- media (bot.turn.media.MediaSource) ---------------------------------------------
+    # --- media (traits.media: fetched when the turn runs) -----------------------------
 
     async def fetch_media(self, ref: MediaRef) -> bytes:
         return await self.media.fetch(ref)
 
-    # --- what WhatsApp through Twilio cannot do -----------------------------------------
-
-    async def edit(self, address: str, message_id: str, text: str) -> None:
-        return None  # a WhatsApp message, once sent, stays as it is
+    # --- a press of a card's button -----------------------------------------------------
 
     async def answer_button(self, answer_ref: str, text: str) -> None:
-        return None  # a press is a message: the turn's reply answers it (and is metered)
-
-    async def typing(self, address: str) -> None:
-        return None
-
-    async def progress(self, address: str, event: LoopEvent) -> None:
-        return None  # every message costs: only the final text goes
+        """Nothing at once: a press on WhatsApp is a message, answered by the turn's reply
+        (which the meter counts); a second message to acknowledge it would cost again."""

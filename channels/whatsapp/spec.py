@@ -10,17 +10,16 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bot.config import Settings
-from bot.contracts.channels import ChannelTraits
 from bot.db import Database
 from bot.plumbing.metrics import Reading
-from channels.spec import Abilities, Building, Built, ChannelSpec, Doctor, ServedChannel, Usage
+from channels.spec import Building, Built, ChannelSpec, Doctor, ServedChannel, Usage
+from channels.whatsapp.traits import NAME, TRAITS
 
 if TYPE_CHECKING:
     from bot.people.strangers import StrangerLimits
     from bot.setup.onboarding import Step
     from bot.setup.report import MenuSource, Report
 
-NAME = "whatsapp"
 ACCOUNT_ENV = "VALET_TWILIO_ACCOUNT_SID"
 
 
@@ -96,9 +95,8 @@ async def _since(db: Database, user_id: str, since: datetime) -> int:
 
 
 SPEC = ChannelSpec(
-    traits=ChannelTraits(NAME, "WhatsApp", a_message="a WhatsApp message"),
+    traits=TRAITS,
     address="an E.164 phone number (+15551234567; whatsapp:+15551234567 on the wire)",
-    can=Abilities(buttons=True),
     configured=_configured,
     turn_on=f"{ACCOUNT_ENV} and whatsapp.from_number",
     build=_build,

@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 from bot.contracts.envelopes import OutboundMessage, prompts_of, stop_of
 from bot.db import Database
 from channels.twilio.delivery import DELIVERY_RANK
+from channels.whatsapp.traits import NAME
 
-NAME = "whatsapp"
 _CURRENT = "COALESCE(delivery_status, '')"  # no report yet ranks lowest
 
 

@@ -19,7 +19,8 @@ from bot.people.identity import IdentityStore
 from bot.plumbing.spool import Spool
 from channels.twilio.webhooks import OPTED_OUT_ERRORS, UNREACHABLE_ERRORS, TwilioWebhooks
 from channels.whatsapp.inbound import WhatsAppInbound
-from channels.whatsapp.store import NAME, WhatsAppStore
+from channels.whatsapp.store import WhatsAppStore
+from channels.whatsapp.traits import NAME
 from channels.whatsapp.wire import from_wire
 
 log = logging.getLogger(__name__)

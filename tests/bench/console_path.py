@@ -29,7 +29,7 @@ from openai.types.chat import ChatCompletion
 
 from bot.app import App
 from bot.config import load_settings
-from channels.console import ConsoleChannel, ConsoleChat, StreamScreen
+from channels.console.channel import ConsoleChannel, ConsoleChat, StreamScreen
 from tests.bench.profiling import profiled
 from tests.bench.size import sized
 from tests.bench.stats import line

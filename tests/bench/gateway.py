@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.app import App
-from bot.channel import ChannelFeatures
+from bot.channel import ChannelSender
 from bot.config import load_settings
 from bot.config.policies import AccessSettings, ChannelAccess
+from bot.contracts.channels import ChannelTraits
 from bot.contracts.envelopes import IncomingMessage
 from bot.llm.port import LLMResponse, TokenUsage
 from tests.bench.profiling import profiled
@@ -65,9 +66,8 @@ class SleepyLLM:
         return None
 
 
-class TimingSender:
-    name = "bench"
-    features = ChannelFeatures()
+class TimingSender(ChannelSender):
+    traits = ChannelTraits("bench", "Bench")
 
     def __init__(self) -> None:
         self.delivered: dict[str, float] = {}

@@ -37,12 +37,13 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.channel import ChannelFeatures
+from bot.channel import ChannelSender
 from bot.config import load_settings
 from bot.contracts.clock import FakeClock
 from bot.contracts.envelopes import Inbound
 from bot.credentials import new_key
 from bot.loop.context import ContextManager
+from channels.sms.traits import TRAITS as SMS_TRAITS
 from tests.fakes.fake_open_meteo import FakeOpenMeteo
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 
@@ -126,11 +127,10 @@ def request_tokens(request: dict[str, Any], context: ContextManager) -> tuple[in
     return messages, tools
 
 
-class SmsSender:
+class SmsSender(ChannelSender):
     """An SMS channel that accepts every message: "text Ana" needs one to exist."""
 
-    name = "sms"
-    features = ChannelFeatures()
+    traits = SMS_TRAITS
 
     async def send(self, message: Any) -> str:
         return "SM1"

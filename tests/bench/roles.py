@@ -35,6 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.channel import ChannelSender
+from bot.contracts.channels import ChannelTraits
 from tests.bench.size import sized
 from tests.bench.stats import pct
 from tests.servers import ThrowawayPostgres, ThrowawayRedis, find_pg_bin, find_redis_server
@@ -103,8 +105,8 @@ def _bench_settings(settings: Any) -> Any:
         "rate_limit_per_minute": 0})
 
 
-class _NullSender:
-    name = "bench"
+class _NullSender(ChannelSender):
+    traits = ChannelTraits("bench", "Bench")
 
     async def send(self, message: Any) -> str:
         return "x"

@@ -22,10 +22,11 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from bot.app import App
-from bot.channel import ChannelFeatures
+from bot.channel import ChannelSender
 from bot.config import load_settings
 from bot.config.policies import AccessSettings
 from bot.config.sections import TriggerSettings
+from bot.contracts.channels import ChannelTraits
 from bot.llm.port import LLMResponse, TokenUsage
 from tests.bench.size import sized
 from triggers.engine import TriggerEngine
@@ -60,9 +61,8 @@ class BoundedSleepyLLM:
         return None
 
 
-class CountingSender:
-    name = "bench"
-    features = ChannelFeatures()
+class CountingSender(ChannelSender):
+    traits = ChannelTraits("bench", "Bench")
 
     def __init__(self, expected: int) -> None:
         self.times: list[float] = []

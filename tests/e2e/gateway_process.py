@@ -16,12 +16,14 @@ import time
 from datetime import UTC, datetime
 
 from bot.app import App
+from bot.channel import ChannelSender
 from bot.config import load_settings
 from bot.contracts.envelopes import IncomingMessage, OutboundMessage
+from channels.console.traits import TRAITS as CONSOLE
 
 
-class PrintingSender:
-    name = "console"
+class PrintingSender(ChannelSender):
+    traits = CONSOLE
 
     async def send(self, message: OutboundMessage) -> str:
         print(message.text, flush=True)

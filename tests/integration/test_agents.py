@@ -420,7 +420,7 @@ async def test_an_approval_prompt_lists_every_argument_task_instruction_included
         app_factory, fake_llm, tmp_path):
     """The person approves everything the agent will receive, not only its fields: an
     instruction smuggled into task_instruction is on the prompt for them to see."""
-    from channels.console import render_prompt
+    from channels.console.channel import render_prompt
 
     SENT.clear()
     app, me = await start(app_factory, agents=mail_registry(tmp_path, "always"))

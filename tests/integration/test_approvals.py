@@ -10,7 +10,7 @@ import pytest
 from bot.config.sections import AgentsSettings, ApprovalSettings
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.envelopes import ButtonPress, Inbound
-from channels.console import render_prompt
+from channels.console.channel import render_prompt
 from tests.fakes import risky_tools
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_openai import ToolCall

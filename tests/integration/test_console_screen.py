@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from bot.cli.chat import approval_gated
 from bot.contracts.envelopes import EventType, LoopEvent
-from channels.console import ConsoleChannel, ConsoleChat
-from channels.console_tty import TtyScreen
+from channels.console.channel import ConsoleChannel, ConsoleChat
+from channels.console.tty import TtyScreen
 from tests.fakes.fake_openai import Reply, ToolCall
 
 
@@ -59,7 +59,7 @@ def test_one_getting_ready_line_per_turn_however_many_capabilities_open():
 def test_log_lines_and_stall_warnings_never_reach_the_chat():
     import logging
 
-    from channels.console_notes import ChatNotes
+    from channels.console.notes import ChatNotes
 
     notes: list[str] = []
     handler = ChatNotes(notes.append)
@@ -81,7 +81,7 @@ def test_notes_say_what_is_tried_in_words():
     import logging
 
     from bot.llm.recovery import Escalate, GiveUp, Retry
-    from channels.console_notes import ChatNotes
+    from channels.console.notes import ChatNotes
 
     notes: list[str] = []
     handler = ChatNotes(notes.append)

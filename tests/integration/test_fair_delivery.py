@@ -11,8 +11,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from bot.app.database import open_database
-from bot.channel import PartlySent
+from bot.channel import ChannelSender, PartlySent
 from bot.config.policies import DeliveryPolicy
+from bot.contracts.channels import ChannelTraits
 from bot.contracts.clock import FakeClock, SystemClock
 from bot.contracts.envelopes import OutboundMessage
 from bot.db import Database
@@ -22,10 +23,10 @@ from bot.gateway.outbox import Lane, OutboxStore
 WAIT = 20.0  # generous: the machine is shared
 
 
-class Recorder:
+class Recorder(ChannelSender):
     """Sends instantly and records (address, text); `before` runs ahead of each send."""
 
-    name = "test"
+    traits = ChannelTraits("test", "Test")
 
     def __init__(self, before: Callable[[OutboundMessage], object] | None = None) -> None:
         self.sent: list[tuple[str, str]] = []

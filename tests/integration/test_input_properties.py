@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.gateway.gateway import ReceiveResult
 from bot.text.sanitize import clean_text
-from channels.console import ConsoleChat
+from channels.console.channel import ConsoleChat
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.channel import ChannelFeatures
-from bot.contracts.envelopes import LoopEvent, Notification, OutboundMessage, Urgency
+from bot.channel import ChannelSender
+from bot.contracts.channels import ChannelTraits
+from bot.contracts.envelopes import Notification, OutboundMessage, Urgency
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.fakes.fake_twilio import FakeTwilio
 from tests.helpers import until
@@ -16,11 +17,10 @@ from tests.integration.whatsapp_harness import ACCOUNT_SID, ALICE, AUTH_TOKEN, w
 TELEGRAM_CHAT = "424242"
 
 
-class RecordingSender:
+class RecordingSender(ChannelSender):
     """Another channel of the person's (what reaches them there)."""
 
-    name = "telegram"
-    features = ChannelFeatures()
+    traits = ChannelTraits("telegram", "Telegram")
 
     def __init__(self) -> None:
         self.sent: list[OutboundMessage] = []
@@ -29,13 +29,6 @@ class RecordingSender:
         self.sent.append(message)
         return str(len(self.sent))
 
-    async def edit(self, address: str, message_id: str, text: str) -> None: ...
-
-    async def answer_button(self, answer_ref: str, text: str) -> None: ...
-
-    async def typing(self, address: str) -> None: ...
-
-    async def progress(self, address: str, event: LoopEvent) -> None: ...
 
 
 async def start(app_factory, fake_llm, *, templates: dict[str, str] | None = None,

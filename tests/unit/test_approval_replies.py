@@ -130,7 +130,7 @@ async def test_a_digit_or_an_action_word_in_a_new_request_decides_nothing():
 
 
 def test_several_approvals_are_rendered_with_their_own_numbers():
-    from channels.console import render_prompt
+    from channels.console.channel import render_prompt
 
     prompts = [EMAIL.prompt(1), FLIGHT.prompt(2)]
     rendered = [render_prompt(p).splitlines()[0] for p in prompts]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bot.contracts.envelopes import OutboundMessage
-from channels.console import render as console_render
+from channels.console.channel import render as console_render
 from channels.sms.plain_letters import plain_letters
 from channels.sms.render import render as sms_render
 from channels.telegram.render import message_html

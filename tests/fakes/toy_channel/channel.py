@@ -1,27 +1,49 @@
 """The toy channel's adapter: its webhook in (a message handed to the gateway's door once it
-is stored), its sender out (each outbox message posted to the toy service)."""
+is stored), its sender out (each outbox message posted to the toy service, with what waits
+for the person's answer written under it: the service has no buttons, so a card is a few
+lines of text, answered in words like any message)."""
 
 from __future__ import annotations
 
 import aiohttp
 from aiohttp import web
 
-from bot.channel import ChannelFeatures, PermanentSendError, TransientSendError
-from bot.contracts.envelopes import IncomingMessage, LoopEvent, OutboundMessage
+from bot.channel import ChannelSender, PermanentSendError, TransientSendError
+from bot.contracts.envelopes import ApprovalPrompt, IncomingMessage, OutboundMessage
 from bot.gateway.door import ChannelHost
+from persona.lines import DEFAULT, Lines, fill
+from tests.fakes.toy_channel.traits import NAME, TRAITS
 
-NAME = "toy"
 INBOUND_PATH = "/toy/inbound"
 
 
-class ToySender:
-    """What the outbox delivers through: one POST to the toy service a message."""
+def rendered(message: OutboundMessage, lines: Lines = DEFAULT) -> str:
+    """The message's text, then each prompt waiting for the person: what it asks, its
+    arguments, and how to answer (the persona's words for a channel without buttons)."""
+    return "\n".join([*([message.text] if message.text else []),
+                      *(_prompt(p, lines) for p in message.prompts)])
 
-    name = NAME
-    features = ChannelFeatures(max_chars=2000)
 
-    def __init__(self, api_url: str) -> None:
+def _prompt(prompt: ApprovalPrompt, lines: Lines) -> str:
+    n = prompt.position
+    ask = lines.terminal_prompt_changeable if prompt.allow_modification \
+        else lines.terminal_prompt
+    return "\n".join([f"{n}. {prompt.summary} (code {prompt.code})",
+                      *(f"   {k}: {v}" for k, v in prompt.details
+                        if f"{k}: {v}" not in prompt.summary),
+                      "   " + fill(ask, n=n)])
+
+
+class ToySender(ChannelSender):
+    """What the outbox delivers through: one POST to the toy service a message. Only `send`
+    is written: what the toy service cannot do (edit, buttons, typing, progress) the base
+    does as nothing, as its TRAITS say."""
+
+    traits = TRAITS
+
+    def __init__(self, api_url: str, *, lines: Lines = DEFAULT) -> None:
         self.api_url = api_url.rstrip("/")
+        self.lines = lines  # how a prompt asks for its answer
         self._http: aiohttp.ClientSession | None = None
 
     async def send(self, message: OutboundMessage) -> str | None:
@@ -29,7 +51,7 @@ class ToySender:
             self._http = aiohttp.ClientSession()
         try:
             async with self._http.post(f"{self.api_url}/messages", json={
-                    "to": message.address, "text": message.text}) as response:
+                    "to": message.address, "text": rendered(message, self.lines)}) as response:
                 if response.status >= 500:
                     raise TransientSendError(f"the toy service answered {response.status}")
                 if response.status >= 400:
@@ -37,18 +59,6 @@ class ToySender:
                 return str((await response.json())["id"])
         except aiohttp.ClientError as err:
             raise TransientSendError(f"the toy service is out of reach: {err}") from err
-
-    async def edit(self, address: str, message_id: str, text: str) -> None:
-        """The toy service cannot change a message it delivered."""
-
-    async def answer_button(self, answer_ref: str, text: str) -> None:
-        """No buttons: approvals are answered in words."""
-
-    async def typing(self, address: str) -> None:
-        """No typing indicator."""
-
-    async def progress(self, address: str, event: LoopEvent) -> None:
-        """Nothing shown while a turn runs."""
 
     async def close(self) -> None:
         if self._http is not None:

@@ -1,5 +1,5 @@
 """`valet chat` beside a running `valet serve`: the terminal attaches to the server's
-loopback endpoint (channels.console_relay) instead of opening the database, and the turns run
+loopback endpoint (channels.console.relay) instead of opening the database, and the turns run
 in the server. What it shows is rendered by the same console channel as a local chat
 (channels.console.ConsoleChannel, on a pipe or the line editor's screen).
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 import aiohttp
 
-from channels.console import ADDRESS, ConsoleChannel, ConsoleChat
-from channels.console_link import Endpoint, event_of, message_of
+from channels.console.channel import ADDRESS, ConsoleChannel, ConsoleChat
+from channels.console.link import Endpoint, event_of, message_of
 
 log = logging.getLogger(__name__)
 

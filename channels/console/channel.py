@@ -1,4 +1,4 @@
-"""The console channel: an interactive terminal chat for people (channels.console_tty), and a
+"""The console channel: an interactive terminal chat for people (channels.console.tty), and a
 pipe mode (one message per input line, each reply on stdout, exit at end of input) for scripts
 and tests.
 
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
 
-from bot.channel import ChannelFeatures
+from bot.channel import ChannelSender
 from bot.contracts.envelopes import (
     ApprovalPrompt,
     EventType,
@@ -35,6 +35,7 @@ from bot.contracts.envelopes import (
     OutboundMessage,
 )
 from bot.text.sanitize import clean_text
+from channels.console.traits import TRAITS
 from persona.lines import DEFAULT, fill
 from persona.lines_channels import TerminalLines
 
@@ -82,11 +83,10 @@ class StreamScreen:
         return None  # scripts want the replies only
 
 
-class ConsoleChannel:
+class ConsoleChannel(ChannelSender):
     """Sender side: shows what the outbox delivers, resolving the chat's waiter for it."""
 
-    name = "console"
-    features = ChannelFeatures(max_chars=1_000_000)
+    traits = TRAITS
 
     def __init__(self, screen: Screen, *, lines: TerminalLines, jsonl: bool = False,
                  needs_approval: Callable[[str], bool] = lambda name: False,
@@ -138,12 +138,6 @@ class ConsoleChannel:
     async def edit(self, address: str, message_id: str, text: str) -> None:
         """A terminal cannot change what it printed: the outcome is a new line."""
         self.screen.note(text)
-
-    async def answer_button(self, answer_ref: str, text: str) -> None:
-        return None  # no buttons on a terminal
-
-    async def typing(self, address: str) -> None:
-        return None
 
     async def progress(self, address: str, event: LoopEvent) -> None:
         if event.type is EventType.TOOL_CALL_START and self.needs_approval(event.data["name"]):

@@ -32,7 +32,7 @@ from prompt_toolkit.styles import Style
 from bot.contracts.envelopes import EventType, LoopEvent
 from bot.plumbing.private import private_file
 from bot.text.sanitize import clean_text
-from channels.console import QUIT_WORDS, ConsoleChannel, ConsoleChat
+from channels.console.channel import QUIT_WORDS, ConsoleChannel, ConsoleChat
 from persona.lines_channels import TerminalLines
 
 DIM, RESET = "\033[2m", "\033[0m"

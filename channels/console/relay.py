@@ -25,11 +25,12 @@ from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
 
-from bot.channel import ChannelFeatures, PermanentSendError
+from bot.channel import ChannelSender, PermanentSendError
 from bot.contracts.envelopes import EventType, IncomingMessage, LoopEvent, OutboundMessage
 from bot.text.sanitize import clean_text
-from channels.console import ADDRESS
-from channels.console_link import PATH, event_json, message_json
+from channels.console.channel import ADDRESS
+from channels.console.link import PATH, event_json, message_json
+from channels.console.traits import TRAITS
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,8 @@ class _Terminal:
             await self.ws.send_json(data)
 
 
-class ConsoleRelay:
-    name = "console"
-    features = ChannelFeatures(max_chars=1_000_000)
+class ConsoleRelay(ChannelSender):
+    traits = TRAITS
     # A window on the owner's conversation, not somewhere to send what nobody asked for
     # there: a notification falls back to the owner's phone or Telegram, never to it.
     routable = False
@@ -82,12 +82,6 @@ class ConsoleRelay:
 
     async def edit(self, address: str, message_id: str, text: str) -> None:
         await self._broadcast({"type": "note", "text": text})
-
-    async def answer_button(self, answer_ref: str, text: str) -> None:
-        return None
-
-    async def typing(self, address: str) -> None:
-        return None
 
     async def progress(self, address: str, event: LoopEvent) -> None:
         # An approval-gated tool's "… deleting the note" would claim what has not happened.

@@ -4,15 +4,12 @@ serve` builds no channel for it; the owner's address on it is always "local"."""
 
 from __future__ import annotations
 
-from bot.contracts.channels import ChannelTraits
-from channels.spec import Abilities, ChannelSpec
-
-NAME = "console"
+from channels.console.traits import TRAITS
+from channels.spec import ChannelSpec
 
 SPEC = ChannelSpec(
-    traits=ChannelTraits(NAME, "the terminal", a_message="a message in the terminal"),
+    traits=TRAITS,
     address='"local": the owner at their terminal',
-    can=Abilities(),
     configured=lambda settings, env: False,  # `valet chat` runs it, not a setting
     turn_on="",
 )

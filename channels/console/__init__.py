@@ -1,0 +1,2 @@
+"""The console channel: the owner's terminal (`valet chat`), alone or attached to `valet
+serve`."""
