@@ -12,6 +12,7 @@ quick-reply sent in a session needs no approval by WhatsApp (at most 3 buttons: 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import zlib
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ class QuickReplies:
         self.lines = lines
         self.sids: dict[str, str] = {}  # friendly name -> HX...
         self._listed = False
+        # Two deliveries asking at once list and create once (else two contents of one name).
+        self._finding = asyncio.Lock()
 
     async def sid(self) -> str | None:
         """The SID of the card content in the listener's language, found or created now;
@@ -88,6 +91,10 @@ class QuickReplies:
         wanted = content_for(self.lines)
         if wanted.friendly_name in self.sids:
             return self.sids[wanted.friendly_name]
+        async with self._finding:
+            return await self._find_or_create(wanted)
+
+    async def _find_or_create(self, wanted: CardContent) -> str | None:
         try:
             if not self._listed:
                 for content in await self.client.content.v1.contents.list_async():

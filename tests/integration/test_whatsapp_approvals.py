@@ -4,6 +4,7 @@ typed answers as the fallback. Each action runs once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -64,13 +65,21 @@ async def test_a_card_is_quick_reply_buttons_and_yes_runs_the_action_once(world,
     assert "Sent to the team." in world.got()
 
 
-async def test_the_card_content_is_created_once_and_found_again(world, fake_llm, app_factory):
+async def test_the_card_content_is_created_once_and_found_again(world, fake_llm):
     await ask(world, fake_llm, ToolCall("send_email", EMAIL))
     await ask(world, fake_llm, ToolCall("book_flight", FLIGHT))
     cards = [c for c in world.twilio.whatsapp.contents.values()
              if c["friendly_name"].startswith("valet_card_")]
     assert len(cards) == 1
     assert {m.content_sid for m in world.twilio.sent if m.content_sid} == {cards[0]["sid"]}
+    # Another process (or the next start) finds it by its name: none is made again, even
+    # when several deliveries ask at once.
+    from channels.whatsapp.cards import QuickReplies
+
+    again = QuickReplies(world.channel.sender.client, world.channel.sender.lines)
+    found = await asyncio.gather(*(again.sid() for _ in range(3)))
+    assert found == [cards[0]["sid"]] * 3
+    assert len(world.twilio.whatsapp.contents) == 1
 
 
 async def test_a_press_of_an_old_card_never_decides_another(world, fake_llm):
