@@ -255,6 +255,7 @@ class FakeTwilio:
         if failure is not None:
             return _error(failure)
         body, refused = self.whatsapp.body_of(form)
+        refused = refused or self.whatsapp.refused_now(form)
         if refused is not None:
             return _error(Failure(refused["status"], refused["code"],
                                   message=refused["message"]))

@@ -52,6 +52,9 @@ class FakeWhatsApp:
         self.reports: list[Report] = []  # status callbacks posted (and Valet's answer)
         self.undelivered: set[str] = set()  # SIDs accepted, then failed (63016)
         self.content_down = False  # the Content API answers 503, as its edge does when down
+        # 63016 in the API's answer (400) rather than later in the status callback: Twilio
+        # documents both ("in the status callback / API error").
+        self.refuse_at_once = False
         self.base_url = ""
         self._local: tuple[str, str] | None = None  # (local base, public base)
         self._ids = itertools.count(1)
@@ -134,6 +137,13 @@ class FakeWhatsApp:
         if not to.startswith(PREFIX) or to not in self.closed:
             return False
         return str(form.get("ContentSid") or "") not in self.approved
+
+    def refused_now(self, form: Any) -> dict[str, Any] | None:
+        if self.refuse_at_once and self.refused_later(form):
+            return {"status": 400, "code": WINDOW_CLOSED, "message": (
+                "Failed to send freeform message because you are outside the allowed window. "
+                "If you are using WhatsApp, please use a Message Template.")}
+        return None
 
     def report_later(self, form: Any, sid: str) -> None:
         self.undelivered.add(sid)

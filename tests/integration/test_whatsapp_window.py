@@ -159,3 +159,20 @@ async def test_inside_the_window_a_notice_goes_as_text(app_factory, fake_llm, ho
         assert world.got()[-1] == "Your export is ready."
     finally:
         await close()
+
+
+async def test_a_63016_in_twilio_s_answer_sends_it_by_template_at_once(app_factory, fake_llm):
+    world, close, user_id, made, _telegram = await start(
+        app_factory, fake_llm, templates={"notice": "A message from Valet: {{1}}"})
+    try:
+        world.twilio.whatsapp.close_window(ALICE)
+        world.twilio.whatsapp.refuse_at_once = True
+        await notify(world, user_id, "Your export is ready.", "export:1")
+        await until(lambda: len(world.got()) == 2, "the notice, by template")
+        assert world.sent_to()[-1].content_sid == made["notice"]
+        assert world.got()[-1] == "A message from Valet: Your export is ready."
+        row = await world.app.db.fetchrow(
+            "SELECT status FROM outbox WHERE dedupe_key = 'export:1'")
+        assert row["status"] == "sent"
+    finally:
+        await close()
