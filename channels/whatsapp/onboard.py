@@ -1,7 +1,7 @@
-"""WhatsApp's step of `valet onboard`: the Twilio account (the one SMS's step set up, or asked
-here and tried), then the WhatsApp sender: Twilio's sandbox (+14155238886, with its join
-words) or a registered sender; Enter skips it, as for SMS. Its webhook address is a next
-step (a WhatsApp sender's webhook is set in the Twilio console)."""
+"""WhatsApp's step of `valet onboard`: the Twilio account (the SMS step's, or asked here and
+tried: channels.twilio.onboard), then the WhatsApp sender: Twilio's sandbox (+14155238886,
+with its join words) or a registered sender; Enter skips it, as for SMS. Its webhook address
+is a next step (a WhatsApp sender's webhook is set in the Twilio console)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from bot.setup.ask import Question
 from bot.setup.onboarding import Context, Parser, Step
 from bot.text.phones import PhoneNumberError, normalize
 from channels.twilio.checks import TwilioCheck, TwilioUnusable
+from channels.twilio.onboard import ask_account
 from channels.twilio.rest import ACCOUNT_ENV, API_URL_ENV, TOKEN_ENV
 from channels.whatsapp.doctor import SANDBOX_NUMBER
 from channels.whatsapp.webhook import INBOUND_PATH
@@ -38,12 +39,17 @@ async def whatsapp_step(c: Context) -> None:
     if c.args.no_whatsapp:
         c.q.say("   skipped")
         return
-    sid = c.draft.env.get(ACCOUNT_ENV) or c.env.get(ACCOUNT_ENV)
-    token = c.draft.env.get(TOKEN_ENV) or c.env.get(TOKEN_ENV)
-    if not (sid and token):
-        c.q.say("   skipped: WhatsApp goes through the Twilio account of the SMS step "
-                "(set it up there first)")
+    known = c.draft.env.get(ACCOUNT_ENV) or c.env.get(ACCOUNT_ENV)
+    if not known and not c.args.whatsapp_from:
+        c.q.say("   skipped: WhatsApp goes through a Twilio account (the SMS step's, or "
+                "give --whatsapp-from to set one up here)")
         return
+    if not c.draft.env.get(ACCOUNT_ENV) and c.env.get(ACCOUNT_ENV) and c.env.get(TOKEN_ENV):
+        c.draft.env.update({ACCOUNT_ENV: c.env[ACCOUNT_ENV], TOKEN_ENV: c.env[TOKEN_ENV]})
+    found = await ask_account(c, "WhatsApp")  # the SMS step's, or asked now
+    if found is None:
+        return
+    sid, token = found
     region = c.settings.sms.default_region
 
     def number_problem(raw: str) -> str | None:
