@@ -1,5 +1,6 @@
 """What the core knows of the channels: plain data, one `ChannelTraits` per channel, declared
-once in the channel's spec (channels/<name>/spec.py, listed in channels/registry.py) and read
+once in the channel's package (channels/<name>/traits.py: its spec's, listed in
+channels/registry.py) and read
 by everyone: the composition root hands them down, and each channel's sender carries its own
 (bot.channel.ChannelSender.traits). No module below `channels/` names a channel: it reads
 these."""

@@ -1,5 +1,5 @@
-"""Sending SMS through Twilio's REST API (channels.twilio.rest): the `Channel` the outbox
-delivers through.
+"""Sending SMS through Twilio's REST API (channels.twilio.rest): the `ChannelSender` the
+outbox delivers through.
 
 Nothing is sent that the meter (bot.meter.gate) did not let out: it has the message's price
 from `quote` and counts it before it goes. Nothing goes to a number outside

@@ -16,7 +16,7 @@ PACKAGES = ("bot", "channels", "agents", "triggers", "persona", "tests/fakes")
 # What a sender is asked: a probe names one of these (the base's own, and the names of what
 # it replaced)...
 CONTRACT = {name for name in vars(ChannelSender) if not name.startswith("_")} - {
-    "send", "close", "name"} | {"features", "username"}
+    "send", "close", "name"} | {"traits", "features", "username"}
 # ...or looks at something that is a channel, by its name.
 CHANNELISH = ("sender", "channel", "served")
 # The protocols the base replaced (a runtime-checkable one is a probe by isinstance).
