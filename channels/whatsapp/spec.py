@@ -96,7 +96,7 @@ async def _since(db: Database, user_id: str, since: datetime) -> int:
 
 SPEC = ChannelSpec(
     traits=TRAITS,
-    address="an E.164 phone number (+15551234567; whatsapp:+15551234567 on the wire)",
+    address="an E.164 phone number (+15551234567)",  # whatsapp:+15551234567 on the wire
     configured=_configured,
     turn_on=f"{ACCOUNT_ENV} and whatsapp.from_number",
     build=_build,
