@@ -143,3 +143,18 @@ async def test_a_message_the_meter_did_not_let_out_is_never_sent(world):
     with pytest.raises(PermanentSendError, match="not let out by the meter"):
         await world.channel.sender.send(OutboundMessage(99, None, "whatsapp", ALICE, "Hi"))
     assert world.sent_to() == []
+
+
+async def test_a_voice_note_without_a_transcription_model_and_a_sticker_get_one_line(
+        world, fake_llm):
+    await known(world, fake_llm)
+    asked = len(fake_llm.requests)
+    voice = world.twilio.whatsapp.add_media(b"OggS", "audio/ogg")
+    await world.write("", media=[(voice, "audio/ogg")])
+    sticker = world.twilio.whatsapp.add_media(b"RIFF", "image/webp")
+    await world.write("", media=[(sticker, "image/webp")])
+    await world.idle()
+    assert world.got()[1:] == [
+        "Sorry, I can't listen to voice notes yet: could you type it for me?",
+        "I can't read a sticker yet: please write to me."]
+    assert len(fake_llm.requests) == asked  # neither reached the model
