@@ -16,9 +16,10 @@ from channels.console.spec import SPEC as CONSOLE
 from channels.sms.spec import SPEC as SMS
 from channels.spec import ChannelSpec, Env
 from channels.telegram.spec import SPEC as TELEGRAM
+from channels.whatsapp.spec import SPEC as WHATSAPP
 
 # In this order doctor checks them, onboard asks about them and `valet serve` starts them.
-BUILT_IN: tuple[ChannelSpec, ...] = (CONSOLE, TELEGRAM, SMS)
+BUILT_IN: tuple[ChannelSpec, ...] = (CONSOLE, TELEGRAM, SMS, WHATSAPP)
 
 # The packages whose migrations make channels' tables, in the order they are applied (after
 # the core's: bot.app.database). A channel added from valet.yaml keeps no tables of its own.

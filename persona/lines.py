@@ -28,6 +28,7 @@ from persona.lines_channels import (
     TelegramLines,
     TerminalLines,
     WebConsoleLines,
+    WhatsAppLines,
 )
 from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_people import AccessLines, BudgetLines, MemoryLines
@@ -257,7 +258,7 @@ class CommandLines(LineGroup):
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
-            TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
+            WhatsAppLines, TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
             WhenLines, CardLines, ScheduleWordLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 

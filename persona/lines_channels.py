@@ -70,6 +70,22 @@ class TelegramLines(LineGroup):
     telegram_button_cancel: str = "✖️ Cancel"
 
 
+class WhatsAppLines(LineGroup):
+    """Said by the WhatsApp channel itself (channels/whatsapp); its media lines are
+    Telegram's (the same sentences)."""
+
+    # A card's quick-reply buttons (WhatsApp shows at most 20 characters of each).
+    whatsapp_button_approve: str = "✅ Yes"
+    whatsapp_button_cancel: str = "✖️ Cancel"
+    # A card in words, when buttons cannot be used (answered as any typed yes or no).
+    whatsapp_card: str = "{summary}? Answer yes or no."
+    whatsapp_card_changeable: str = "{summary}? Answer yes or no, or tell me what to change."
+    # Above a message that WhatsApp would not take outside its 24-hour window, sent on the
+    # person's other channel instead ({channel}: WhatsApp's name).
+    whatsapp_elsewhere: str = ("({channel} lets me write to you first only within 24 hours of "
+                               "your last message there, so this comes here.)")
+
+
 class TerminalLines(LineGroup):
     """The terminal's way of asking (`valet chat`, channels/console/channel.py)."""
 

@@ -100,7 +100,8 @@ def check_public_url(settings: Settings, env: Mapping[str, str], report: Report)
 
 async def check_owner(settings: Settings, db: Database | None, report: Report) -> None:
     owned = [spec for spec in specs(settings) if spec.owner_key]
-    configured = [a for spec in owned for a in spec.owners(settings)]
+    # Each address valet.yaml lists, once (a phone number is the owner on SMS and WhatsApp).
+    configured = list(dict.fromkeys(a for spec in owned for a in spec.owners(settings)))
     linked = 0
     if db is not None:
         linked = int(await db.fetchval(
@@ -111,6 +112,7 @@ async def check_owner(settings: Settings, db: Database | None, report: Report) -
     else:
         report.note("no owner address yet: valet serve prints a one-time claim code (send it "
                     "to the bot to become the owner), or set "
-                    + " / ".join(f"owner.{spec.owner_key} ({spec.address})" for spec in owned))
+                    + " / ".join(dict.fromkeys(f"owner.{spec.owner_key} ({spec.address})"
+                                               for spec in owned)))
 
 

@@ -47,6 +47,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_PUBLIC_URL": ("public_url",),
     "VALET_SMS_FROM_NUMBER": ("sms", "from_number"),
     "VALET_SMS_MESSAGING_SERVICE_SID": ("sms", "messaging_service_sid"),
+    "VALET_WHATSAPP_FROM_NUMBER": ("whatsapp", "from_number"),
     "VALET_HTTP_HOST": ("http", "host"),
     "VALET_HTTP_PORT": ("http", "port"),
     "VALET_TELEGRAM_MODE": ("telegram", "mode"),

@@ -15,6 +15,7 @@ from bot.config.channel_sections import (
     HTTPSettings,
     SmsSettings,
     TelegramSettings,
+    WhatsAppSettings,
     plain_http_problem,
 )
 from bot.config.llm_sections import LLMSettings
@@ -78,6 +79,7 @@ class Settings(Section):
     redis_url: str | None = None  # several processes: per-user locks across them
     stall_warning_ms: int = pydantic.Field(250, gt=0)  # log an event-loop stall longer than this
     sms: SmsSettings = SmsSettings()
+    whatsapp: WhatsAppSettings = WhatsAppSettings()
     # Where this server is reached from outside (https://valet.example.com): webhooks are
     # signed for this address, not the one a proxy forwards to.
     public_url: str | None = None

@@ -1,4 +1,5 @@
-"""Sending SMS through Twilio's REST API: the `ChannelSender` the outbox delivers through.
+"""Sending SMS through Twilio's REST API (channels.twilio.rest): the `ChannelSender` the
+outbox delivers through.
 
 Nothing is sent that the meter (bot.meter.gate) did not let out: it has the message's price
 from `quote` and counts it before it goes. Nothing goes to a number outside
@@ -14,24 +15,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 from twilio.base.exceptions import TwilioException
-from twilio.http.async_http_client import AsyncTwilioHttpClient
-from twilio.http.response import Response
-from twilio.rest import Client
 
 from bot.budget import micros
-from bot.channel import (
-    Brevity,
-    ChannelDown,
-    ChannelSender,
-    PermanentSendError,
-    Quote,
-    TransientSendError,
-)
+from bot.channel import Brevity, ChannelSender, PermanentSendError, Quote
 from bot.contracts.clock import Clock
 from bot.contracts.envelopes import OutboundMessage
 from bot.meter.ledger import Ledger
@@ -41,78 +30,12 @@ from channels.sms.plain_letters import plain_letters_setting
 from channels.sms.render import SmsBody, render_capped, segments_of
 from channels.sms.store import SmsStore
 from channels.sms.traits import TRAITS
+from channels.twilio.rest import TwilioAccount, client_for, permanent
 from persona.lines_channels import SmsLines
 
 log = logging.getLogger(__name__)
 
-TWILIO_API = "https://api.twilio.com"
-# Twilio's other API hosts, as paths under VALET_TWILIO_API_URL when that is set (tests).
-TWILIO_HOSTS = {TWILIO_API: "", "https://messaging.twilio.com": "/messaging"}
-OPTED_OUT = 21610  # "Attempt to send to unsubscribed recipient"
-INVALID_NUMBERS = {21211, 21214, 21217, 21401, 21407, 21408, 21612, 21614}
-# The account itself is refused (bad credentials, an account or number that is not there):
-# nothing can be sent until it is fixed, so messages wait (bot.gateway.health).
-ACCOUNT_REFUSED = {20003, 20404, 20005}
-
-
-@dataclass(frozen=True)
-class TwilioAccount:
-    """Where and as whom to send. The secrets come from the environment only."""
-
-    account_sid: str
-    auth_token: str = field(repr=False)  # never printed
-    from_number: str | None = None
-    messaging_service_sid: str | None = None
-    api_url: str | None = None  # VALET_TWILIO_API_URL: another REST base (tests)
-    status_callback_url: str | None = None  # public URL of POST /sms/status
-
-
-def _retry_after(headers: Any) -> float | None:
-    try:
-        value = headers.get("Retry-After") if headers is not None else None
-        return max(0.0, float(value)) if value else None
-    except (TypeError, ValueError):
-        return None
-
-
-class ValetTwilioHttpClient(AsyncTwilioHttpClient):
-    """Twilio's async HTTP client, pointed at another base URL when asked, and turning what
-    is worth retrying into TransientSendError with its Retry-After (the response headers are
-    gone by the time twilio raises its own exception)."""
-
-    def __init__(self, api_url: str | None = None, timeout: float = 15.0) -> None:
-        super().__init__(timeout=timeout)
-        self.api_url = api_url.rstrip("/") if api_url else None
-
-    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Response:
-        for host, path in TWILIO_HOSTS.items():
-            if self.api_url and url.startswith(host):
-                url = self.api_url + path + url[len(host):]
-                break
-        try:
-            response = await super().request(method, url, *args, **kwargs)
-        except (aiohttp.ClientError, TimeoutError) as err:
-            raise TransientSendError(f"Twilio unreachable: {type(err).__name__}: {err}") from err
-        if response.status_code == 429 or response.status_code >= 500:
-            raise TransientSendError(f"Twilio answered HTTP {response.status_code}",
-                                     retry_after=_retry_after(response.headers))
-        return response
-
-
-def _permanent(err: TwilioException) -> PermanentSendError | ChannelDown:
-    code = getattr(err, "code", None)
-    status = getattr(err, "status", None)
-    what = f"Twilio refused the message (HTTP {status}, error {code})"
-    if code in ACCOUNT_REFUSED or status == 401:
-        return ChannelDown(f"Twilio rejected Valet's account (HTTP {status}, error {code}): "
-                           "check VALET_TWILIO_ACCOUNT_SID, VALET_TWILIO_AUTH_TOKEN and the "
-                           "sending number")
-    if code == OPTED_OUT:
-        return PermanentSendError(f"{what}: the recipient replied STOP", opted_out=True)
-    if code in INVALID_NUMBERS:
-        return PermanentSendError(f"{what}: not a number that can receive SMS",
-                                  unreachable=True)
-    return PermanentSendError(what)
+__all__ = ["SmsSender", "TwilioAccount"]
 
 
 class SmsSender(ChannelSender):
@@ -128,8 +51,7 @@ class SmsSender(ChannelSender):
         if not (account.from_number or account.messaging_service_sid):
             raise ValueError("SMS needs sms.from_number or sms.messaging_service_sid")
         self.account = account
-        self.http = ValetTwilioHttpClient(account.api_url)
-        self.client = Client(account.account_sid, account.auth_token, http_client=self.http)
+        self.client, self.http = client_for(account)
         self.store = store
         self.identities = identities
         self.clock = clock
@@ -208,7 +130,7 @@ class SmsSender(ChannelSender):
         try:
             created = await self.client.messages.create_async(**kwargs)
         except TwilioException as err:
-            raise _permanent(err) from err
+            raise permanent(err) from err
         sid = str(created.sid)
         await self.store.record(message.id, part, sid, body.segments, body.encoding.value,
                                 self.clock.now())

@@ -8,24 +8,23 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aiohttp import web
-
 from bot.config import ConfigError, Settings
 from bot.gateway.door import ChannelHost
 from bot.meter.ledger import Ledger
 from bot.text.phones import in_countries
-from channels.sms.adapter import SmsSender, TwilioAccount
+from channels.sms.adapter import SmsSender
 from channels.sms.inbound import SmsInbound
 from channels.sms.store import SmsStore
 from channels.sms.webhook import STATUS_PATH, SmsWebhook
+from channels.twilio.rest import TwilioAccount, credentials_missing
+from channels.twilio.served import TwilioChannel
 
 log = logging.getLogger(__name__)
 
 
 def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
     """The account from the environment and settings; a clear error naming what is missing."""
-    missing = [name for name in ("VALET_TWILIO_ACCOUNT_SID", "VALET_TWILIO_AUTH_TOKEN")
-               if not env.get(name)]
+    missing = credentials_missing(env)
     if not settings.public_url:
         missing.append("VALET_PUBLIC_URL (or public_url in valet.yaml)")
     if not (settings.sms.from_number or settings.sms.messaging_service_sid):
@@ -44,39 +43,10 @@ def twilio_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccount:
 
 
 @dataclass
-class SmsChannel:
-    """What `valet serve` runs for SMS (its `ServedChannel`): the webhooks and the sender."""
+class SmsChannel(TwilioChannel[SmsSender]):
+    """What `valet serve` runs for SMS: the webhooks and the sender."""
 
-    sender: SmsSender
-    webhook: SmsWebhook
     name: str = "sms"
-    ready: bool = False
-    status: str = "not started"
-
-    def routes(self) -> list[web.RouteDef]:
-        return self.webhook.routes()
-
-    def web_app(self) -> web.Application:
-        """The webhooks alone, as an aiohttp application (tests, or a server of its own)."""
-        app = web.Application(client_max_size=self.webhook.limits.max_bytes)
-        app.add_routes(self.routes())
-        return app
-
-    async def start(self) -> None:
-        self.ready = True  # nothing runs in the background: the outbox calls the sender
-        self.status = "receiving by webhook"
-
-    async def prepare(self) -> None:
-        """A process that only sends (a worker): nothing to prepare."""
-
-    async def stop(self) -> None:
-        """Take no new messages (a webhook arriving now is stored all the same: Twilio has
-        sent it and would retry; the turn is left for the next start if it cannot run)."""
-        self.ready = False
-        self.status = "stopped"
-
-    async def close(self) -> None:
-        await self.sender.close()
 
 
 def build_sms_channel(host: ChannelHost, settings: Settings, env: Mapping[str, str] | None = None,

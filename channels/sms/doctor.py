@@ -8,30 +8,17 @@ from collections.abc import Mapping
 
 from bot.config import Settings
 from bot.setup.report import Report
-from channels.sms.checks import CredentialsRefused, TwilioCheck, TwilioUnusable
+from channels.twilio.checks import TwilioCheck, TwilioUnusable
+from channels.twilio.doctor import account_check
 
 
 async def check_sms(settings: Settings, env: Mapping[str, str], report: Report) -> None:
     """The account (refused credentials stop here: every call would be refused), then the
     number or the Messaging Service, each reported on its own."""
-    sid = env.get("VALET_TWILIO_ACCOUNT_SID")
-    if not sid:
-        report.off("SMS: set VALET_TWILIO_ACCOUNT_SID and VALET_TWILIO_AUTH_TOKEN to turn it "
-                   "on (valet onboard)")
+    twilio = await account_check(env, report, "SMS")
+    if twilio is None:
         return
-    token = env.get("VALET_TWILIO_AUTH_TOKEN")
-    if not token:
-        report.bad("SMS: VALET_TWILIO_AUTH_TOKEN is not set (Twilio console, Account info)")
-        return
-    twilio = TwilioCheck(sid, token, env.get("VALET_TWILIO_API_URL") or None)
     try:
-        try:
-            report.ok(f"Twilio account {await twilio.account()!r}")
-        except CredentialsRefused as err:
-            report.bad(str(err))
-            return
-        except TwilioUnusable as err:
-            report.bad(str(err))
         await report.guarded("Twilio sender", lambda: _sender_check(settings, twilio, report))
     finally:
         await twilio.close()

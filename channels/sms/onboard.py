@@ -7,7 +7,8 @@ from __future__ import annotations
 from bot.setup.ask import Question, SkipStep
 from bot.setup.onboarding import Context, Parser, Step
 from bot.text.phones import PhoneNumberError, normalize
-from channels.sms.checks import NumberState, TwilioCheck, TwilioUnusable
+from channels.twilio.checks import NumberState, TwilioCheck, TwilioUnusable
+from channels.twilio.onboard import ask_account
 
 OWNER_KEY = "phone_numbers"
 ACCOUNT_ENV = "VALET_TWILIO_ACCOUNT_SID"
@@ -38,32 +39,11 @@ async def sms_step(c: Context) -> None:
     if c.args.no_sms:
         c.q.say("   skipped")
         return
-    sid = await c.q.answer(Question(
-        "Account SID (AC...; Enter to skip SMS)", "VALET_TWILIO_ACCOUNT_SID",
-        default=c.env.get("VALET_TWILIO_ACCOUNT_SID") or "", required=False),
-        lambda s: None if s.startswith("AC") else "an Account SID starts with AC")
-    if not sid:
-        c.q.say("   skipped: no SMS")
+    found = await ask_account(c, "SMS")
+    if found is None:
         return
+    sid, token = found
     api_url = c.env.get("VALET_TWILIO_API_URL") or None
-    account = ""
-
-    async def accepted(token: str) -> str | None:
-        nonlocal account
-        twilio = TwilioCheck(sid, token, api_url)
-        try:
-            account = await twilio.account()
-        except TwilioUnusable as err:
-            return str(err)
-        finally:
-            await twilio.close()
-        return None
-
-    token = await c.q.answer(Question(
-        "Auth Token", "VALET_TWILIO_AUTH_TOKEN",
-        default=c.env.get("VALET_TWILIO_AUTH_TOKEN") or None, secret=True), accepted)
-    c.q.say(f"   ok: the account {account!r}")
-    c.draft.env.update(VALET_TWILIO_ACCOUNT_SID=sid, VALET_TWILIO_AUTH_TOKEN=token)
     number = await _sender(c, TwilioCheck(sid, token, api_url))
     region = c.settings.sms.default_region
     owner = await c.q.answer(Question(

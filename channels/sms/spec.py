@@ -31,7 +31,13 @@ def _build(given: Building) -> Built:
 
 
 def _configured(settings: Settings, env: Mapping[str, str]) -> bool:
-    return bool(env.get(ACCOUNT_ENV))
+    """The Twilio account turns SMS on, unless it is there for WhatsApp alone (a WhatsApp
+    sender set and no SMS sender): the account is shared (channels.twilio)."""
+    if not env.get(ACCOUNT_ENV):
+        return False
+    sms, whatsapp = settings.sms, settings.whatsapp
+    return bool(sms.from_number or sms.messaging_service_sid) \
+        or not (whatsapp.from_number or whatsapp.messaging_service_sid)
 
 
 def _public_url_for(settings: Settings, env: Mapping[str, str]) -> str | None:
@@ -56,6 +62,10 @@ def _strangers(settings: Settings) -> StrangerLimits:
 
 async def _check(settings: Settings, env: Mapping[str, str], report: Report,
                  menu: MenuSource) -> None:
+    if env.get(ACCOUNT_ENV) and not _configured(settings, env):
+        report.off("SMS: the Twilio account serves WhatsApp alone; set sms.from_number (or "
+                   "sms.messaging_service_sid) to turn SMS on")
+        return
     from channels.sms.doctor import check_sms
 
     await check_sms(settings, env, report)

@@ -13,12 +13,7 @@ from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from bot.db import Database
-
-# How final a delivery report is (SQL, for one value): a report moves a row only upwards.
-_DELIVERY_RANK = ("(CASE {} WHEN 'failed' THEN 5 WHEN 'undelivered' THEN 5"
-                  " WHEN 'delivered' THEN 4 WHEN 'read' THEN 4 WHEN 'sent' THEN 3"
-                  " WHEN 'sending' THEN 2 WHEN 'queued' THEN 1 WHEN 'accepted' THEN 1"
-                  " ELSE 0 END)")
+from channels.twilio.delivery import DELIVERY_RANK
 
 
 class SmsStore:
@@ -72,8 +67,8 @@ class SmsStore:
             f" SET delivery_status = excluded.delivery_status,"
             f" delivery_error = excluded.delivery_error,"
             f" delivery_updated_at = excluded.delivery_updated_at"
-            f" WHERE {_DELIVERY_RANK.format('excluded.delivery_status')}"
-            f" > {_DELIVERY_RANK.format('sms_messages.delivery_status')}",
+            f" WHERE {DELIVERY_RANK.format('excluded.delivery_status')}"
+            f" > {DELIVERY_RANK.format('sms_messages.delivery_status')}",
             outbox_id, status, error, at) > 0
 
     async def add_cost(self, outbox_id: int, segments: int, encoding: str) -> None:

@@ -133,7 +133,7 @@ async def test_ctrl_c_at_the_last_step_keeps_what_was_confirmed_and_offers_it_ag
     child.sendintr()  # Ctrl-C at the last step
     status, shown = await _end(child)
     assert status == 130, shown
-    assert "the 4 step(s) confirmed are written to" in shown
+    assert "the 5 step(s) confirmed are written to" in shown  # WhatsApp skipped, confirmed
     config = yaml.safe_load((tmp_path / "valet.yaml").read_text())
     assert config["llm"] == {"base_url": fake_llm.base_url, "model": "fake-model"}
     assert config["owner"] == {"telegram_ids": ["4242"]}  # the step under way: nothing of it

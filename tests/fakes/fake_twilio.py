@@ -32,6 +32,7 @@ from aiohttp import web
 from multidict import MultiDict
 from twilio.request_validator import RequestValidator
 
+from tests.fakes.fake_whatsapp import FakeWhatsApp
 from tests.fakes.sms_segments import segments
 
 # Twilio's HTTP status for each error code the tests use.
@@ -61,6 +62,8 @@ class SentMessage:
     status_callback: str | None
     segments: int = 1  # as Twilio bills it (tests.fakes.sms_segments)
     encoding: str = "GSM-7"
+    content_sid: str | None = None  # a content template (WhatsApp), its variables filled in
+    content_variables: str | None = None
 
 
 class FakeTwilio:
@@ -86,6 +89,8 @@ class FakeTwilio:
         self.numbers: dict[str, dict[str, Any]] = {
             DEFAULT_NUMBER: {"sms": True, "sms_url": ""}}
         self.services: dict[str, str] = {}  # Messaging Service SID -> friendly name
+        # WhatsApp's side: the window, the Content API, media (tests.fakes.fake_whatsapp).
+        self.whatsapp = FakeWhatsApp(account_sid, auth_token)
 
     # --- what the test controls -------------------------------------------------------------
 
@@ -141,7 +146,8 @@ class FakeTwilio:
                 web.get("/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json", self._numbers),
                 web.post("/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers/{pn}.json",
                          self._update_number),
-                web.get("/messaging/v1/Services/{service}", self._service)]
+                web.get("/messaging/v1/Services/{service}", self._service),
+                *self.whatsapp.routes()]
 
     async def __aenter__(self) -> FakeTwilio:
         app = web.Application()
@@ -155,6 +161,7 @@ class FakeTwilio:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self.whatsapp.close()
         if self._runner:
             await self._runner.cleanup()
 
@@ -247,16 +254,24 @@ class FakeTwilio:
         failure = failure or self._by_number.get(to)
         if failure is not None:
             return _error(failure)
-        if not form.get("Body") or not (form.get("From") or form.get("MessagingServiceSid")):
+        body, refused = self.whatsapp.body_of(form)
+        refused = refused or self.whatsapp.refused_now(form)
+        if refused is not None:
+            return _error(Failure(refused["status"], refused["code"],
+                                  message=refused["message"]))
+        if not body or not (form.get("From") or form.get("MessagingServiceSid")):
             return _error(Failure(400, 21602, message="Message body is required."))
-        if len(str(form["Body"])) > 1600:
+        if len(body) > 1600:
             return _error(Failure(400, 21617, message="The concatenated message body "
                                                       "exceeds the 1600 character limit."))
         sid = f"SM{next(self._sids):032x}"
-        billed = segments(str(form["Body"]))
-        message = SentMessage(sid, to, str(form["Body"]), _opt(form.get("From")),
+        billed = segments(body)
+        message = SentMessage(sid, to, body, _opt(form.get("From")),
                               _opt(form.get("MessagingServiceSid")),
-                              _opt(form.get("StatusCallback")), billed.count, billed.encoding)
+                              _opt(form.get("StatusCallback")), billed.count, billed.encoding,
+                              _opt(form.get("ContentSid")), _opt(form.get("ContentVariables")))
+        if self.whatsapp.refused_later(form):
+            self.whatsapp.report_later(form, sid)
         async with self.arrived:
             self.sent.append(message)
             self.arrived.notify_all()

@@ -4,12 +4,6 @@ person), the owner's task-budget and strangers-capped notices (composed per owne
 
 from __future__ import annotations
 
-from tests.integration.test_task_limits import (
-    idle,
-    results,
-    world,  # noqa: F401 (a fixture)
-)
-
 from bot.contracts.approvals import ApprovalStatus
 from bot.contracts.clock import FakeClock
 from tests.fakes.fake_openai import Reply as LLMReply
@@ -20,6 +14,11 @@ from tests.integration.test_approval_leases import ask_for_transfer, started_app
 from tests.integration.test_approval_leases import registry as money_registry
 from tests.integration.test_approvals import EMAIL, say, start
 from tests.integration.test_strangers_cost import owner_app
+from tests.integration.test_task_limits import (
+    idle,
+    results,
+    world,  # noqa: F401 (a fixture)
+)
 
 
 async def test_the_sweepers_expired_notice_is_in_the_persons_language(app_factory, fake_llm,

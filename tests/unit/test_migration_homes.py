@@ -14,7 +14,8 @@ from bot.db.migrate import migration_files
 
 ROOT = Path(__file__).resolve().parents[2]
 CREATED = re.compile(r"CREATE (?:VIRTUAL )?TABLE (?:IF NOT EXISTS )?(\w+)", re.I)
-HOMES = {"bot.db": ("bot",), "channels.sms": ("channels/sms",), "triggers": ("triggers",),
+HOMES = {"bot.db": ("bot",), "channels.sms": ("channels/sms",),
+         "channels.whatsapp": ("channels/whatsapp",), "triggers": ("triggers",),
          "agents": ("agents",)}
 
 

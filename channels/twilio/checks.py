@@ -12,7 +12,7 @@ from twilio.base.exceptions import TwilioException
 from twilio.rest import Client
 
 from bot.channel import TransientSendError
-from channels.sms.adapter import ValetTwilioHttpClient
+from channels.twilio.rest import ValetTwilioHttpClient
 
 AUTH_FAILED = 20003
 NOT_FOUND = 20404
@@ -86,6 +86,25 @@ class TwilioCheck:
             raise _unusable(err, f"the number {number.number}") from err
         except TransientSendError as err:
             raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+
+    async def content(self, sid: str) -> tuple[str, str]:
+        """A content template's friendly name and WhatsApp's word on it ("approved",
+        "pending", "rejected"; "" when it was never submitted)."""
+        try:
+            found = await self.client.content.v1.contents(sid).fetch_async()
+            try:
+                approval = await self.client.content.v1.contents(sid).approval_fetch() \
+                    .fetch_async()
+                whatsapp = approval.whatsapp if isinstance(approval.whatsapp, dict) else {}
+            except TwilioException as err:
+                if _status_of(err)[1] != 404:
+                    raise
+                whatsapp = {}
+        except TwilioException as err:
+            raise _unusable(err, f"the content template {sid}") from err
+        except TransientSendError as err:
+            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+        return str(found.friendly_name or sid), str(whatsapp.get("status") or "")
 
     async def messaging_service(self, sid: str) -> str:
         try:
