@@ -13,12 +13,11 @@ line. A sender Valet does not know reaches the access policy only (pairing): nev
 from __future__ import annotations
 
 import logging
-import zlib
 from collections.abc import Mapping
 from datetime import datetime
 
 from bot.contracts.envelopes import ButtonPress, IncomingMessage, MediaRef
-from bot.gateway.door import ChannelHost
+from bot.gateway.door import ChannelHost, Said
 from channels.whatsapp.cards import press_of
 from channels.whatsapp.store import WhatsAppStore
 from channels.whatsapp.traits import NAME
@@ -66,7 +65,8 @@ class WhatsAppInbound:
             what = "a location" if located else _WHAT[media[0].kind]
             await self._receive(msg, f"({what})")  # the access policy answers
         elif located:
-            await self._say(msg, fill(self.lines.telegram_unreadable, what="a location"))
+            await self._say(msg, "unreadable:a location", lambda: fill(
+                self.lines.telegram_unreadable, what="a location"))
         else:
             await self._media(msg, media[0])
 
@@ -76,32 +76,39 @@ class WhatsAppInbound:
             if self.hears_voice:  # heard when its turn runs; the reply shows what was heard
                 await self._receive(msg, "", media=(ref,))
             else:
-                await self._say(msg, self.lines.telegram_cannot_hear)
+                await self._say(msg, "cannot_hear",
+                                lambda: self.lines.telegram_cannot_hear)
         elif ref.kind == "audio":
             if self.hears_voice:
                 await self._receive(msg, caption, media=(ref,))
             elif caption.strip():
-                await self._say(msg, self.lines.telegram_cannot_hear_audio_caption)
+                await self._say(msg, "cannot_hear_audio_caption",
+                                lambda: self.lines.telegram_cannot_hear_audio_caption)
                 await self._receive(msg, f"{caption}\n(An audio file came with this message; "
                                     "I could not listen to it.)")
             else:
-                await self._say(msg, self.lines.telegram_cannot_hear_audio)
+                await self._say(msg, "cannot_hear_audio",
+                                lambda: self.lines.telegram_cannot_hear_audio)
         elif ref.kind == "photo":
             if self.vision:  # fetched (fetch_media) when the turn runs
                 await self._receive(msg, caption, media=(ref,))
             elif caption.strip():
-                await self._say(msg, self.lines.telegram_cannot_see_caption)
+                await self._say(msg, "cannot_see_caption",
+                                lambda: self.lines.telegram_cannot_see_caption)
                 await self._receive(msg, f"{caption}\n(A photo came with this message; I "
                                     "could not see it.)")
             else:
-                await self._say(msg, self.lines.telegram_cannot_see)
+                await self._say(msg, "cannot_see",
+                                lambda: self.lines.telegram_cannot_see)
         elif ref.kind in ("document", "video") and caption.strip():
             what = _WHAT[ref.kind]
-            await self._say(msg, fill(self.lines.telegram_cannot_open_caption, what=what))
+            await self._say(msg, f"cannot_open:{what}", lambda: fill(
+                self.lines.telegram_cannot_open_caption, what=what))
             await self._receive(msg, f"{caption}\n({what[:1].upper()}{what[1:]} came with "
                                 "this message; I could not open it.)")
         else:
-            await self._say(msg, fill(self.lines.telegram_unreadable, what=_WHAT[ref.kind]))
+            await self._say(msg, f"unreadable:{ref.kind}", lambda: fill(
+                self.lines.telegram_unreadable, what=_WHAT[ref.kind]))
 
     async def _receive(self, msg: IncomingMessage, text: str, *,
                        button: ButtonPress | None = None,
@@ -111,12 +118,12 @@ class WhatsAppInbound:
             received_at=msg.received_at, display_name=msg.display_name, button=button,
             media=media))
 
-    async def _say(self, msg: IncomingMessage, text: str) -> None:
-        """A short answer that needs no turn, once per message; a reply at the door (the
-        meter lets the same one out once a while: its kind is its words)."""
-        await self.door.answer_directly(NAME, msg.address, text,
+    async def _say(self, msg: IncomingMessage, kind: str, said: Said) -> None:
+        """A short answer that needs no turn, once per message, in the language of the person
+        it is for; a reply at the door (the meter lets one of a `kind` out once a while)."""
+        await self.door.answer_directly(NAME, msg.address, said,
                                         dedupe_key=f"whatsapp-notice:{msg.external_id}",
-                                        kind=f"door:{zlib.crc32(text.encode()):08x}")
+                                        kind=f"door:{kind}")
 
 
 def _media(form: Mapping[str, str]) -> list[MediaRef]:
