@@ -50,6 +50,7 @@ class AgentStatus(StrEnum):
 # False (then `validator_description` is the message).
 Validator = Callable[[Any], "str | bool | None"]
 
+
 class InputField:
     """One fact an agent needs. Declared as a class attribute; read back as `self.<name>`."""
 

@@ -52,7 +52,6 @@ class NoteStore:
             f" ORDER BY id DESC LIMIT ${len(words) + 2}", user_id, *patterns, limit)
         return [Note(**r) for r in rows]
 
-
     async def get(self, user_id: str, note_id: int) -> Note | None:
         row = await self.db.fetchrow(
             "SELECT id, title, body, created_at FROM notes WHERE user_id = $1 AND id = $2",

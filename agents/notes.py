@@ -16,7 +16,6 @@ from bot.tools.registry import CHANGES, READS, ToolOutcome, tool
 MAX_TITLE = 120
 
 
-
 def title_from(body: str, words: int = 6) -> str:
     first_line = body.strip().splitlines()[0] if body.strip() else "Note"
     parts = first_line.split()

@@ -34,6 +34,8 @@ TASK_INSTRUCTION = (
     "with lunch\". Pass only parameter values the user actually gave (or that are certain "
     "from the conversation); anything missing is asked from the user for you.")
 ASK_USER = "ask_user"
+
+
 @dataclass(frozen=True)
 class AgentSpec:
     """One agent entry of the registry, resolved."""

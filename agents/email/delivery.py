@@ -39,6 +39,7 @@ from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
+
 class AccountLocked(MailError):
     """The account is stored but cannot be opened now (no key, or the wrong one)."""
 

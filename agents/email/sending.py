@@ -39,6 +39,7 @@ PREVIEW_CHARS = 100  # of the body, on the card's one line
 QUEUED = ("Queued: the mail server did not answer; it will go out as soon as it does "
           "(you'll be told).")
 
+
 # The original's headers by IMAP uid (agents.email.imap.message_headers); a test or a
 # deployment may hand another through the services (`mail_headers`).
 def _recipients(values: list[str]) -> list[str]:
@@ -187,6 +188,7 @@ def _lookup(ctx: ToolExecutionContext) -> HeadersLookup:
     given = services_of(ctx).mail_headers
     if given is not None:
         return given
+
     async def over_imap(account: MailAccount, uid: int) -> OriginalMessage:
         from agents.email import imap  # aioimaplib: loaded when a mailbox is first read
 

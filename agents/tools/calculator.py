@@ -39,6 +39,8 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 }
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+
 def _round(value: int | float, digits: int | None = None) -> int | float:
     """Like round(), but halves go away from zero as people expect: round(2.5) is 3."""
     if digits is not None and not (isinstance(digits, int) and -400 <= digits <= 400):

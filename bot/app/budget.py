@@ -37,7 +37,6 @@ def pairing_notice_loop_seconds(settings: Settings) -> float:
 # --- what people spend -------------------------------------------------------------------
 
 
-
 def budget_from(settings: Settings) -> Budget:
     return Budget.from_usd(settings.budget.daily_usd, settings.budget.owner_daily_usd)
 

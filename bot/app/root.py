@@ -66,9 +66,6 @@ from triggers.wiring import Triggers, answer_run_now
 log = logging.getLogger(__name__)
 
 
-
-
-
 @dataclass
 class App:
     settings: Settings

@@ -160,6 +160,8 @@ def build_web_app(app: Served, channels: list[ServedChannel],
         log.info("valet serve: the web console is at %s/console (send /console for a "
                  "sign-in link)", app.settings.console_url())
     return web_app
+
+
 def _service_logging(settings: Settings) -> None:
     """Start-up and shutdown lines always show (each channel's own too); request URLs never
     do (a channel's library may put its token in them: its spec's `quiet_loggers`)."""

@@ -5,11 +5,9 @@ this package imports them only when `main` runs."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from bot.plumbing.startup import pause_collector, started
 
-__all__ = ["main", "parser"]
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,11 +18,3 @@ def main(argv: list[str] | None = None) -> int:
         return run(argv)
     finally:
         started()  # a command that ended before its parts started (or never had any)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "parser":
-        from bot.cli.main import parser
-
-        return parser
-    raise AttributeError(f"module 'bot.cli' has no attribute {name!r}")

@@ -256,8 +256,6 @@ async def _check_mcp(settings: Settings, agents: Any, say: Say, ok: Say, bad: Sa
             say(f"          note: a policy is set for {unknown!r}, which it does not offer")
 
 
-
-
 async def _check_email(db: Database | None, ok: Say, bad: Say) -> None:
     """Each connected mail account: IMAP and SMTP reachable, logins accepted."""
     from agents.email.checks import check_connected

@@ -59,8 +59,9 @@ class Admits(Protocol):
     """The meter (bot.meter.gate.Meter): whether a message may go now, counted if it does."""
 
     async def admit(self, message: OutboundMessage, sender: ChannelSender) -> Verdict: ...
-Address = tuple[str, str]  # (channel, address)
 
+
+Address = tuple[str, str]  # (channel, address)
 
 
 class Step(Enum):

@@ -41,6 +41,7 @@ from persona.speaking import speaking_to
 
 log = logging.getLogger(__name__)
 
+
 class Gateway:
     def __init__(self, deps: GatewayDeps) -> None:
         self.deps = deps

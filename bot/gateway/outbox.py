@@ -65,7 +65,6 @@ class Fate:
     error: str = ""
 
 
-
 @dataclass(frozen=True)
 class Head:
     """The first message of an address's queue: what goes next, once it may."""

@@ -17,6 +17,7 @@ from bot.llm.port import LLM
 
 log = logging.getLogger(__name__)
 
+
 def clients(llms: Iterable[LLM]) -> list[OpenAILLM]:
     """The OpenAI-compatible clients inside the deployment's models (under their meters)."""
     found = []

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from bot.loop.state import LoopRun
 
 
-
 async def steer(run: LoopRun, steering: Steering | None) -> bool:
     """Before the next LLM call: the messages added mid-turn join the conversation (on a
     redo, those the journal recorded for this call). True when any did."""

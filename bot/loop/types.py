@@ -16,7 +16,6 @@ Message = dict[str, Any]
 SIMPLE, REACT = "simple", "react"  # how a turn runs (bot.turn.modes): without tools, or with them
 
 
-
 # What the person reads when the LLM cannot give the answer (too_long, deadline, no_answer,
 # cancelled): the persona's conversation lines, defaults in persona/lines.py.
 FallbackLines = ConversationLines

@@ -51,7 +51,6 @@ def quoted(text: str, limit: int = NAME_LIMIT) -> str:
     return f"“{inner}”"
 
 
-
 @dataclass(frozen=True)
 class Admission:
     user: User | None

@@ -30,7 +30,6 @@ class Background:
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
 
-
 async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
     """Cancel `task` and wait until it has ended: what stopping a loop, or a helper task in a
     `finally`, needs before it goes on (its cancellation is how it ends, not an error)."""

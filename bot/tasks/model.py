@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from bot.tools.registry import ToolOutcome
 
 
-
 @dataclass(frozen=True)
 class PoolNotice:
     """Something the pool did that the user must hear about."""

@@ -92,7 +92,6 @@ class ToolOutcome:
         return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
 
 
-
 ToolFunction = Callable[..., Awaitable[Any]]
 # A tool's check before asking (Tool.prepare): the arguments to offer, or ValueError.
 Check = Callable[[dict[str, Any], ToolExecutionContext], Awaitable[dict[str, Any]]]

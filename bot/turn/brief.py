@@ -27,7 +27,6 @@ SHORTEN = ("Shorten this message so that it fits in about {chars} characters. Ke
 _SENTENCE = re.compile(r"(?<=[.!?…])[\"')\]]*\s+")
 
 
-
 async def made_brief(text: str, brevity: Brevity, llm: LLM, *,
                      spent: TokenUsage | None = None) -> str:
     """`text` when it fits; else the model's shorter version if that fits; else the longest

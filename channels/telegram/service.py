@@ -330,6 +330,7 @@ class TelegramService:
             raise RuntimeError(f"update {raw.get('update_id')}: not even its failure could "
                                "be recorded")
 
+
 def unreachable_reason(err: TelegramError) -> str:
     """Why the Bot API cannot be used, in one line that never holds the token (PTB's own
     InvalidToken message does)."""

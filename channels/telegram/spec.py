@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from bot.setup.report import MenuSource, Report
 
 
-
 def _build(given: Building) -> Built:
     from channels.telegram.service import TelegramService
 

@@ -62,6 +62,7 @@ async def start_telegram(app_factory, app_settings, fake_tg, fake_llm, tmp_path)
             # The service's routes are added below, before the runner is set up.
         settings = TelegramSettings(mode=mode, token=TOKEN, api_url=fake_tg.api_url,
                                     webhook_secret=SECRET, webhook_url="https://pending")
+
         async def is_known(address: str) -> bool:
             return await app.identities.resolve("telegram", address) is not None
 

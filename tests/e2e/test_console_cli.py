@@ -113,7 +113,7 @@ async def test_tables_have_headers(tmp_path):
 def test_every_command_and_argument_has_a_help_line():
     import argparse
 
-    from bot.cli import parser
+    from bot.cli.main import parser
 
     def walk(p: argparse.ArgumentParser, path: str) -> list[str]:
         missing = []

@@ -68,8 +68,6 @@ def answer(body: dict[str, Any]) -> Reply:
     return Reply(content=f"re: {said(last['content'])}")
 
 
-
-
 async def people(dsn: str) -> None:
     db = await open_database(dsn)
     try:

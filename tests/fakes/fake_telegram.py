@@ -32,6 +32,8 @@ from tests.fakes.telegram_spec import problems_of
 
 TOKEN = "123456:TEST-token"
 BOT_USER = {"id": 123456, "is_bot": True, "first_name": "Valet", "username": "valet_test_bot"}
+
+
 @dataclass
 class SentMessage:
     message_id: int

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.app.database import open_database
-from bot.cli import parser
+from bot.cli.main import parser
 from bot.cli.memory import run_memory
 from bot.config import load_settings
 from bot.contracts.clock import FakeClock

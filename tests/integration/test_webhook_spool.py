@@ -40,7 +40,6 @@ EVENTS_TOKEN = "events-token-123"
 OWNER_CHAT = 42
 
 
-
 class World:
     def __init__(self, app, spool: Spool, server: TestServer, http: aiohttp.ClientSession,
                  twilio: FakeTwilio, tg: FakeTelegram) -> None:

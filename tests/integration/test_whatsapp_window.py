@@ -30,7 +30,6 @@ class RecordingSender(ChannelSender):
         return str(len(self.sent))
 
 
-
 async def start(app_factory, fake_llm, *, templates: dict[str, str] | None = None,
                 other_channel: bool = True):
     twilio = await FakeTwilio(ACCOUNT_SID, AUTH_TOKEN).__aenter__()

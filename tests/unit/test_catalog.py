@@ -20,6 +20,8 @@ from persona.speaking import speaking_to
 from tests.bench.sms_lines import sample, segment_table
 
 OTHERS = [code for code in LANGUAGES if code != SOURCE]
+
+
 @pytest.mark.parametrize("language", OTHERS)
 def test_every_line_exists_in_every_language(language):
     missing = sorted(set(Lines.model_fields) - set(table(language)))
