@@ -83,6 +83,11 @@ class Front:
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _owner: SQLiteOwner | None = None
 
+    @property
+    def whole(self) -> None:
+        """A web process has no turn's parts (bot.app.serve.Served.whole)."""
+        return None
+
     @classmethod
     async def build(cls, settings: Settings, *, migrate: bool | Literal["check"] = "check",
                     clock: Clock | None = None) -> Front:

@@ -15,8 +15,8 @@ from bot.app.budget import pairing_notices
 from bot.app.stores import Stores
 from bot.contracts.envelopes import Reply
 from bot.gateway.budget import BudgetGate
-from bot.gateway.deps import ButtonAnswer, HandleMessage, TurnWatcher
-from bot.gateway.gateway import Gateway, GatewayDeps
+from bot.gateway.deps import ButtonAnswer, GatewayDeps, HandleMessage, TurnWatcher
+from bot.gateway.gateway import Gateway
 from bot.gateway.outbound import Outbound
 from bot.llm.transcribe import Transcriber
 from bot.turn.media import MediaReader

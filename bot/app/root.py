@@ -120,6 +120,11 @@ class App:
         return self.triggers.bus
 
     @property
+    def whole(self) -> App:
+        """Every part (bot.app.serve.Served.whole): this process has them all."""
+        return self
+
+    @property
     def budget(self) -> BudgetGate | None:
         """What people spend and may spend a day; their messages held at it."""
         return self.gateway.deps.budget

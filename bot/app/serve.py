@@ -39,6 +39,7 @@ from channels.registry import specs
 from triggers.event_store import StoredEventBus
 
 if TYPE_CHECKING:
+    from bot.app.root import App
     from bot.app.terminal import TerminalEndpoint
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,12 @@ class Served(Observed, Hosts, Protocol):
 
     @property
     def plane(self) -> Plane | None: ...
+
+    @property
+    def whole(self) -> App | None:
+        """The App with every part, when this process has one (the web console and the
+        owner's terminal are built on all of it); None: the web role's Front."""
+        ...
 
     async def ensure_owner(self) -> object: ...
 
@@ -148,15 +155,14 @@ def build_web_app(app: Served, channels: list[ServedChannel],
             web_app.router.add_routes(channel.routes())
         web_app.router.add_routes(extra_routes(app, env, spool))
     web_app.router.add_routes(metrics_routes(app, env.get(METRICS_TOKEN_ENV) or None))
-    from bot.app.root import App
-
-    if not isinstance(app, App) or not app.roles.worker:
+    whole = app.whole
+    if whole is None or not whole.roles.worker:
         if app.settings.console.enabled:
             log.info("valet serve: the web console is served by worker processes")
         return web_app
     from bot.app.console.web import add_console  # off unless console.enabled
 
-    if add_console(web_app, app, channels) is not None:
+    if add_console(web_app, whole, channels) is not None:
         log.info("valet serve: the web console is at %s/console (send /console for a "
                  "sign-in link)", app.settings.console_url())
     return web_app
@@ -194,14 +200,13 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     spool = Spool(settings.data_dir() / "spool") if roles.web else None
     try:
         channels = await configured_channels(settings, app, spool=spool)
-        if app.roles.everything:
+        whole = app.whole
+        if whole is not None and whole.roles.everything:
             # The owner's `valet chat` beside the bot: the one process that runs every part
             # (with several, a reply to the terminal could be delivered by another worker).
-            from bot.app.root import App
             from bot.app.terminal import TerminalEndpoint
 
-            assert isinstance(app, App)
-            terminal = TerminalEndpoint.build(app)
+            terminal = TerminalEndpoint.build(whole)
         runner = web.AppRunner(build_web_app(app, channels, spool=spool), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, settings.http.host, settings.http.port).start()

@@ -26,8 +26,7 @@ from bot.contracts.envelopes import (
 from bot.contracts.people import User
 from bot.db.batch import Batch
 from bot.db.turn_reads import may_hold, turn_scope
-from bot.gateway.deps import GatewayDeps as GatewayDeps  # re-exported: built beside Gateway
-from bot.gateway.deps import ReceiveResult as ReceiveResult
+from bot.gateway.deps import GatewayDeps, ReceiveResult
 from bot.gateway.door import Said
 from bot.gateway.inbox import InboxRow
 from bot.gateway.prompt_edits import HOLDING as PROMPTS

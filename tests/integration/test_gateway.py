@@ -9,7 +9,7 @@ import pytest
 from bot.channel import PermanentSendError, TransientSendError
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.config.sections import GatewaySettings
-from bot.gateway.gateway import ReceiveResult
+from bot.gateway.deps import ReceiveResult
 from bot.gateway.outbox import Lane
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming, said

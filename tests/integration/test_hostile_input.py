@@ -17,7 +17,7 @@ from bot.config.policies import AccessSettings, ChannelAccess
 from bot.config.sections import GatewaySettings
 from bot.contracts.envelopes import Inbound
 from bot.contracts.tool_context import ToolExecutionContext
-from bot.gateway.gateway import ReceiveResult
+from bot.gateway.deps import ReceiveResult
 from bot.llm.port import ToolCall as LLMToolCall
 from bot.tools.calls import run_tool_call
 from bot.tools.registry import ToolRegistry, ToolStatus

@@ -9,7 +9,7 @@ import redis.asyncio as redis_asyncio
 
 from bot.config.policies import AccessSettings, ChannelAccess
 from bot.db import DatabaseUnavailable, connect
-from bot.gateway.gateway import ReceiveResult
+from bot.gateway.deps import ReceiveResult
 from bot.gateway.locks import RedisUserLocks
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming

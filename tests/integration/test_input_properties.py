@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.config.policies import AccessSettings, ChannelAccess
-from bot.gateway.gateway import ReceiveResult
+from bot.gateway.deps import ReceiveResult
 from bot.text.sanitize import clean_text
 from channels.console.channel import ConsoleChat
 from tests.fakes.fake_openai import Reply as LLMReply

@@ -7,7 +7,7 @@ import pytest
 
 from bot.config.channel_sections import SmsSettings
 from bot.config.policies import AccessSettings, ChannelAccess
-from bot.gateway.gateway import ReceiveResult
+from bot.gateway.deps import ReceiveResult
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
 
