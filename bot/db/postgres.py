@@ -4,8 +4,8 @@ SQL arrives with `$1, $2` placeholders already, so it passes through untouched. 
 connection runs with `timezone = 'UTC'`: asyncpg returns TIMESTAMPTZ as aware UTC datetimes
 anyway, and this keeps text casts, date_trunc and friends in UTC too.
 
-A server that cannot be reached (refused, shut down, a connection lost mid-statement, or one that read the server's
-goodbye before its close: ended, never put back in the pool) is
+A server that cannot be reached (refused, shut down, a connection lost mid-statement, or one
+that read the server's goodbye before its close: ended, never put back in the pool) is
 `DatabaseUnavailable` for every caller, whatever asyncpg or the socket raised: the callers
 that keep going through an outage (the webhooks' spool, the pollers, the log's once-a-minute
 line: bot.plumbing.outages) recognise one type. The pool opens new connections once it is back.
