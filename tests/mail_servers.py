@@ -12,8 +12,8 @@ which also sets flags and arrival dates.
 from __future__ import annotations
 
 import contextlib
-import imaplib
 import grp
+import imaplib
 import os
 import pwd
 import shutil

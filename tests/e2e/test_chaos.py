@@ -143,6 +143,7 @@ class Story:
         self.sms_retries = 0
         self.prompts_in_doubt = 0  # approval prompts a killed worker was sending: never seen
         self._db: Any = None
+        self.logs: list[Path] = []  # the role processes' logs, shown when the story fails
 
     async def in_doubt(self, i: int) -> bool:
         """Whether a message to p{i} was being sent by a worker that was killed: Valet never
@@ -188,7 +189,7 @@ class Story:
         else:
             await self.text(http, i, body, f"SM{i:016d}{j:016d}")
 
-    async def until(self, check: Any, what: str, timeout: float = 90.0,
+    async def until(self, check: Any, what: str, timeout: float = WAIT,
                     seen: Any = None, doubt: int | None = None) -> bool:
         """True once `check()` holds; False when `doubt` (a person) has a message in doubt
         and what is awaited may be it."""
@@ -200,8 +201,11 @@ class Story:
                 if await self.in_doubt(doubt):
                     return check()
             if time.monotonic() > deadline:
+                if self._db is None:
+                    self._db = await open_database(self.dsn)
                 raise AssertionError(f"never happened: {what}"
-                                     + (f"; they received {seen()}" if seen else ""))
+                                     + (f"; they received {seen()}" if seen else "")
+                                     + f"; {await stuck(self._db, self.logs)}")
             await asyncio.sleep(0.1)
         return True
 
@@ -248,7 +252,11 @@ async def chaos(procs: list[RoleProcess], stop: asyncio.Event, kills: Counter[st
             pass
         victim = order[n % len(order)]
         n += 1
-        if not victim.alive:  # still starting again after its last kill
+        # Only a process that is up is killed: one still starting again after its last kill
+        # is left to start. (Killed while starting, as the loop did before, a worker that
+        # took 60 s to start at load 10-15 never served again: every reply stayed pending,
+        # attempts 0, and the story "never went quiet".)
+        if not victim.up:
             continue
         await victim.kill()
         kills["+".join(victim.roles)] += 1
@@ -285,6 +293,7 @@ async def test_chaos_every_message_answered_once_in_order_while_processes_die(
                           for n in (1, 2)),
                  RoleProcess(["scheduler"], env, tmp_path / "scheduler.log")]
         story = Story(tg, twilio, webs, postgres_dsn)
+        story.logs = [p.log for p in procs]
         stop, kills = asyncio.Event(), Counter[str]()
         started = time.monotonic()
         try:
@@ -297,9 +306,9 @@ async def test_chaos_every_message_answered_once_in_order_while_processes_die(
             sent_at = time.monotonic()
             db = await open_database(postgres_dsn)
             try:
-                await quiet(db, stop, tg)  # the killing goes on until all is handled
+                await quiet(db, stop, tg, story.logs)  # the killing goes on until all is handled
                 await killer
-                await quiet(db, stop, tg)  # ...and what the last kill left is done
+                await quiet(db, stop, tg, story.logs)  # ...and what the last kill left is done
                 quiet_at = time.monotonic()
                 await asyncio.sleep(3.0)  # anything sent twice would show by now
                 runs = await db.fetch("SELECT outcome, detail FROM trigger_runs")
@@ -331,7 +340,7 @@ async def test_chaos_every_message_answered_once_in_order_while_processes_die(
     assert kills["worker"] >= 3 and sum(kills.values()) >= 6
 
 
-async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram) -> None:
+async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram, logs: list[Path]) -> None:
     """Every Telegram update taken, every message handled, every reply sent (or in doubt),
     every reminder fired; then the killing stops. (A poller killed outright holds its lease
     until it runs out: its updates wait in Telegram until another web process polls.)"""
@@ -348,9 +357,23 @@ async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram) -> None:
         seen = (f"{open_rows} messages open, {unsent} replies pending, {due} reminders due, "
                 f"{tg.unconfirmed()} Telegram updates unconfirmed")
         await asyncio.sleep(0.5)
-    pending = await db.fetch("SELECT channel, attempts, next_attempt_at, last_error FROM outbox"
-                             " WHERE status = 'pending' LIMIT 5")
-    raise AssertionError(f"never quiet: {seen}; pending replies: {[dict(r) for r in pending]}")
+    raise AssertionError(f"never quiet: {seen}; {await stuck(db, logs)}")
+
+
+async def stuck(db: Any, logs: list[Path]) -> str:
+    """What the deliverers were looking at when the story never went quiet: each address
+    with replies pending, whatever of it is being sent, and the role processes' last lines."""
+    pending = await db.fetch(
+        "SELECT channel, address, COUNT(*) AS n, MAX(attempts) AS attempts,"
+        " MIN(next_attempt_at) AS due, MAX(last_error) AS error FROM outbox"
+        " WHERE status = 'pending' GROUP BY channel, address ORDER BY n DESC LIMIT 10")
+    sending = await db.fetch("SELECT id, channel, address, claimed_at, attempts FROM outbox"
+                             " WHERE status = 'sending' LIMIT 10")
+    now = datetime.now(UTC)
+    tails = "\n".join(f"--- {log.name}:\n{log.read_text(errors='replace')[-1500:]}"
+                      for log in logs if log.exists())
+    return (f"at {now:%H:%M:%S}, pending by address: {[dict(r) for r in pending]}; "
+            f"being sent: {[dict(r) for r in sending]}\n{tails}")
 
 
 # While a card waits (its prompt in doubt: a killed worker was sending it), every other answer
