@@ -368,12 +368,17 @@ async def stuck(db: Any, logs: list[Path]) -> str:
         " MIN(next_attempt_at) AS due, MAX(last_error) AS error FROM outbox"
         " WHERE status = 'pending' GROUP BY channel, address ORDER BY n DESC LIMIT 10")
     sending = await db.fetch("SELECT id, channel, address, claimed_at, attempts FROM outbox"
-                             " WHERE status = 'sending' LIMIT 10")
+                             " WHERE status = 'sending' ORDER BY claimed_at LIMIT 10")
+    rows = [dict(r) for p in pending[:3] for r in await db.fetch(
+        "SELECT id, status, priority, attempts, waits, next_attempt_at, claimed_at, last_error"
+        " FROM outbox WHERE channel = $1 AND address = $2 AND status <> 'sent' ORDER BY id",
+        p["channel"], p["address"])]
     now = datetime.now(UTC)
     tails = "\n".join(f"--- {log.name}:\n{log.read_text(errors='replace')[-1500:]}"
                       for log in logs if log.exists())
     return (f"at {now:%H:%M:%S}, pending by address: {[dict(r) for r in pending]}; "
-            f"being sent: {[dict(r) for r in sending]}\n{tails}")
+            f"being sent: {[dict(r) for r in sending]}; the first addresses' rows: {rows}"
+            f"\n{tails}")
 
 
 # While a card waits (its prompt in doubt: a killed worker was sending it), every other answer
