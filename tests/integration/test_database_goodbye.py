@@ -15,6 +15,8 @@ the close: that moment, made to last."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -89,8 +91,10 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
-async def test_a_connection_that_heard_the_servers_goodbye_is_unavailable_then_replaced(
-        postgres_dsn: str) -> None:
+@asynccontextmanager
+async def goodbye_heard(postgres_dsn: str) -> AsyncIterator[tuple[PostgresDatabase, int]]:
+    """A pool of one connection, through the relay, whose session the server has just ended:
+    its goodbye read, its close held back. Yields (the database, the ended session's pid)."""
     target = urlsplit(postgres_dsn)
     relay = LateGoodbye(target.hostname or "127.0.0.1", target.port or 5432)
     db = await PostgresDatabase.open(_via(postgres_dsn, await relay.start()), pool_size=1)
@@ -101,35 +105,28 @@ async def test_a_connection_that_heard_the_servers_goodbye_is_unavailable_then_r
         assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
         await until(lambda: relay.server_closed == 1, "the server closed the session")
         await _settle()  # the goodbye is read; the close is not
+        yield db, pid
+    finally:
+        await admin.close()
+        relay.release()
+        await db.close()
+        await relay.close()
+
+
+async def test_a_connection_that_heard_the_servers_goodbye_is_unavailable_then_replaced(
+        postgres_dsn: str) -> None:
+    async with goodbye_heard(postgres_dsn) as (db, pid):
         with pytest.raises(DatabaseUnavailable):
             await db.fetchval("SELECT 1")
         # The pool's one connection was that one: it is not handed out again.
         assert await db.fetchval("SELECT 1") == 1
         assert await db.fetchval("SELECT pg_backend_pid()") != pid
-    finally:
-        await admin.close()
-        relay.release()
-        await db.close()
-        await relay.close()
 
 
 async def test_inside_a_transaction_the_same_is_unavailable(postgres_dsn: str) -> None:
-    target = urlsplit(postgres_dsn)
-    relay = LateGoodbye(target.hostname or "127.0.0.1", target.port or 5432)
-    db = await PostgresDatabase.open(_via(postgres_dsn, await relay.start()), pool_size=1)
-    admin = await asyncpg.connect(postgres_dsn)
-    try:
-        pid = await db.fetchval("SELECT pg_backend_pid()")
-        assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
-        await until(lambda: relay.server_closed == 1, "the server closed the session")
-        await _settle()
+    async with goodbye_heard(postgres_dsn) as (db, _pid):
         with pytest.raises(DatabaseUnavailable):
             async with db.transaction() as tx:
                 await tx.fetchval("SELECT 1")
         async with db.transaction() as tx:
             assert await tx.fetchval("SELECT 1") == 1
-    finally:
-        await admin.close()
-        relay.release()
-        await db.close()
-        await relay.close()
