@@ -31,6 +31,7 @@ import aiohttp
 import pytest
 
 from bot.app.database import open_database
+from bot.config.policies import DeliveryPolicy
 from bot.contracts.clock import SystemClock
 from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
@@ -50,6 +51,11 @@ PEOPLE, EACH = 50, 10
 ASKING = {0, 1, 2, 3, 4, 25, 26, 27, 28, 29}  # ask for an approval at their 5th message
 REMINDERS = 10
 KILL_EVERY = (3.0, 6.0)  # seconds between kills
+# Kills once everyone has written (two rounds of the victims' order), while what they wrote
+# is handled; then the killing stops, quiet or not. (Killing on until quiet ended only when
+# the machine outpaced the kills: at load 10-15 each worker lived about 20 s, spent much of
+# it starting, and left its claimed sends holding their addresses for stale_sending_seconds.)
+KILLS_AFTER_SENT = 14
 WAIT = 300.0  # the whole story's bound, generous: about 90 s quiet, past 150 s at load 8
 PUBLIC = "https://valet.example.com"
 CONFIG = """\
@@ -145,17 +151,20 @@ class Story:
         self._db: Any = None
         self.logs: list[Path] = []  # the role processes' logs, shown when the story fails
 
-    async def in_doubt(self, i: int) -> bool:
-        """Whether a message to p{i} was being sent by a worker that was killed: Valet never
-        sends it again (rule 20), so what the person waits for may never come."""
+    async def in_doubt(self, i: int, like: str) -> bool:
+        """Whether the message to p{i} awaited (its text LIKE `like`) was being sent by a
+        worker that was killed: Valet never sends it again (rule 20), so it may never come.
+        (Any message of theirs in doubt was counted once: at load 16 nearly every asker had
+        one, and the approvals went untested.)"""
         if self._db is None:
             self._db = await open_database(self.dsn)
         address = str(chat_of(i)) if telegram(i) else phone_of(i)
         stale = datetime.now(UTC) - timedelta(seconds=10)
         return bool(await self._db.fetchval(
-            "SELECT COUNT(*) FROM outbox WHERE address = $1 AND ((status = 'sending' AND"
-            " claimed_at < $2) OR (status = 'dead' AND last_error LIKE '%unknown%'))",
-            address, stale))
+            "SELECT COUNT(*) FROM outbox WHERE address = $1 AND text LIKE $3 AND"
+            " ((status = 'sending' AND claimed_at < $2)"
+            " OR (status = 'dead' AND last_error LIKE '%unknown%'))",
+            address, stale, like))
 
     async def close(self) -> None:
         if self._db is not None:
@@ -190,15 +199,15 @@ class Story:
             await self.text(http, i, body, f"SM{i:016d}{j:016d}")
 
     async def until(self, check: Any, what: str, timeout: float = WAIT,
-                    seen: Any = None, doubt: int | None = None) -> bool:
-        """True once `check()` holds; False when `doubt` (a person) has a message in doubt
-        and what is awaited may be it."""
+                    seen: Any = None, doubt: tuple[int, str] | None = None) -> bool:
+        """True once `check()` holds; False when what is awaited (`doubt`: the person and
+        its text, as `in_doubt` takes them) is in doubt."""
         deadline = time.monotonic() + timeout
         looked = time.monotonic()
         while not check():
             if doubt is not None and time.monotonic() - looked > 2.0:
                 looked = time.monotonic()
-                if await self.in_doubt(doubt):
+                if await self.in_doubt(*doubt):
                     return check()
             if time.monotonic() > deadline:
                 if self._db is None:
@@ -213,7 +222,7 @@ class Story:
         """Wait for the prompt, then answer it: a button on Telegram, "1" by SMS."""
         if not await self.until(lambda: any("OK" in t for t in self.received(i)),
                                 f"p{i}'s approval prompt", seen=lambda: self.received(i),
-                                doubt=i):
+                                doubt=(i, "%OK%")):
             self.prompts_in_doubt += 1  # a prompt nobody saw is not answered
             return
         if telegram(i):
@@ -223,7 +232,8 @@ class Story:
         else:
             await self.text(http, i, "1", f"SM{i:016d}{99:016d}")
         await self.until(lambda: any(t.startswith("done:") for t in self.received(i)),
-                         f"p{i}'s approved action", seen=lambda: self.received(i), doubt=i)
+                         f"p{i}'s approved action", seen=lambda: self.received(i),
+                         doubt=(i, "done:%"))
 
     async def person(self, http: aiohttp.ClientSession, i: int) -> None:
         rng = random.Random(i)
@@ -236,15 +246,17 @@ class Story:
             await asyncio.sleep(rng.choice((0.05, 0.1, 0.3, 1.0, 2.0)))
 
 
-async def chaos(procs: list[RoleProcess], stop: asyncio.Event, kills: Counter[str]) -> None:
+async def chaos(procs: list[RoleProcess], stop: asyncio.Event, kills: Counter[str],
+                sent: asyncio.Event) -> None:
     """Kill -9 and start again, every few seconds: the workers most often (they hold turns
-    and sends), the web processes and the scheduler in between."""
+    and sends), the web processes and the scheduler in between; until all is quiet, or
+    KILLS_AFTER_SENT kills once everyone has written (`sent`)."""
     rng = random.Random(7)
     web1, web2, worker1, worker2, scheduler = procs
     restarts: list[asyncio.Task[None]] = []
     order = [worker1, web1, worker2, scheduler, worker1, web2, worker2]
-    n = 0
-    while not stop.is_set():
+    n = after = 0
+    while not stop.is_set() and after < KILLS_AFTER_SENT:
         try:
             await asyncio.wait_for(stop.wait(), rng.uniform(*KILL_EVERY))
             return
@@ -260,6 +272,7 @@ async def chaos(procs: list[RoleProcess], stop: asyncio.Event, kills: Counter[st
             continue
         await victim.kill()
         kills["+".join(victim.roles)] += 1
+        after += sent.is_set()
         restarts.append(asyncio.create_task(victim.start(ready=False)))
     await asyncio.gather(*restarts)
 
@@ -299,14 +312,17 @@ async def test_chaos_every_message_answered_once_in_order_while_processes_die(
         try:
             await asyncio.gather(*(p.start() for p in procs))
             up_at = time.monotonic()
-            killer = asyncio.create_task(chaos(procs, stop, kills))
+            sent = asyncio.Event()  # everyone has written
+            killer = asyncio.create_task(chaos(procs, stop, kills, sent))
             tg.fail_next("sendMessage", 429, retry_after=1, times=3)  # Telegram's 429s
             await asyncio.gather(*(story.person(http, i) for i in range(PEOPLE)),
                                  telegram_429s(tg, stop))
             sent_at = time.monotonic()
+            sent.set()
             db = await open_database(postgres_dsn)
             try:
-                await quiet(db, stop, tg, story.logs)  # the killing goes on until all is handled
+                # The killing goes on while it is handled (until quiet, or KILLS_AFTER_SENT).
+                await quiet(db, stop, tg, story.logs)
                 await killer
                 await quiet(db, stop, tg, story.logs)  # ...and what the last kill left is done
                 quiet_at = time.monotonic()
@@ -335,8 +351,10 @@ async def test_chaos_every_message_answered_once_in_order_while_processes_die(
     assert counts["reorderings"] == 0
     assert counts["approvals executed"] == len(ASKING) - story.prompts_in_doubt
     assert counts["reminders sent"] >= REMINDERS - counts["in doubt, not delivered"]
-    # A killed worker leaves at most the sends it had claimed in doubt (never resent).
-    assert counts["in doubt, not delivered"] <= 2 * kills["worker"]
+    # A killed worker leaves at most the sends it had claimed in doubt (never resent): at most
+    # its deliverer's concurrency. (The bound was 2 a kill, what a quiet machine had in
+    # flight; at load 16, 62 after 15 kills: each send was slower, so more were under way.)
+    assert counts["in doubt, not delivered"] <= DeliveryPolicy().concurrency * kills["worker"]
     assert kills["worker"] >= 3 and sum(kills.values()) >= 6
 
 
