@@ -15,23 +15,7 @@ from agents.tools.html_text import page_text
 from bot.plumbing.offload import WorkerPool, WorkFailed, WorkTimeout
 from bot.plumbing.stall import StallMonitor
 from tests.helpers import until
-
-
-def spin(seconds: float) -> int:
-    """Busy CPU in the worker, holding its GIL the whole time."""
-    end = time.monotonic() + seconds
-    n = 0
-    while time.monotonic() < end:
-        n += 1
-    return n
-
-
-def worker_pid() -> int:
-    return os.getpid()
-
-
-def fail() -> None:
-    raise KeyError("no such thing")
+from tests.unit.offload_jobs import fail, spin, worker_pid
 
 
 @pytest.fixture
