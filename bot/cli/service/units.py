@@ -146,8 +146,7 @@ def command_path(path: str) -> str:
 def _render(template: str, unit: UnitSettings, servers: tuple[str, ...]) -> str:
     return template.format(
         documentation=DOCUMENTATION, user=unit.user, valet=command_path(unit.valet), etc=ETC,
-        state=STATE,
-        port=unit.port, hardening=_HARDENING.format(protect_home=unit.protect_home),
+        state=STATE, port=unit.port, hardening=_HARDENING.format(protect_home=unit.protect_home),
         servers="".join(f" {name}" for name in servers))
 
 
