@@ -4,13 +4,15 @@ port, torn down after the test (the SMTP side is tests/fakes/smtp_server.py).
 Dovecot runs in the foreground (`dovecot -F -c CONF`) from a temp dir holding its config,
 base_dir, state_dir, log, a passwd-file with one user and the user's Maildir. Plain logins
 without TLS are allowed (loopback only). Dovecot refuses uid 0 for mail, so as root the mail
-belongs to `nobody`; otherwise to the current user. Test mail is delivered with IMAP APPEND
-(stdlib imaplib: a second, independent client), which also sets flags and arrival dates.
+belongs to `nobody`; otherwise to the current user, and no service is chrooted (only root
+may). Test mail is delivered with IMAP APPEND (stdlib imaplib: a second, independent client),
+which also sets flags and arrival dates.
 """
 
 from __future__ import annotations
 
 import contextlib
+import grp
 import imaplib
 import os
 import pwd
@@ -42,7 +44,10 @@ def _free_port() -> int:
 
 
 def _config(root: Path, port: int, mail_user: str, mail_group: str, login_user: str,
-            internal_user: str, internal_group: str) -> str:
+            internal_user: str, internal_group: str, *, chroot: bool) -> str:
+    # Only root may chroot: as anyone else the login and anvil services run without one
+    # (Dovecot's rootless installation).
+    jail = "" if chroot else "\n  chroot ="
     return f"""
 protocols = imap
 listen = 127.0.0.1
@@ -69,7 +74,9 @@ userdb {{
   driver = static
   args = uid={mail_user} gid={mail_group} home={root}/mail/%u
 }}
-service imap-login {{
+service anvil {{{jail}
+}}
+service imap-login {{{jail}
   inet_listener imap {{
     address = 127.0.0.1
     port = {port}
@@ -96,7 +103,9 @@ class ThrowawayDovecot:
             login_user, internal_user, internal_group = "dovenull", "dovecot", "dovecot"
         else:
             mail_user = login_user = internal_user = pwd.getpwuid(os.getuid()).pw_name
-            mail_group = internal_group = str(os.getgid())
+            # Dovecot looks groups up by name (a number is taken for a name: "Group doesn't
+            # exist: 1001").
+            mail_group = internal_group = grp.getgrgid(os.getgid()).gr_name
         (self.root / "mail").mkdir()
         (self.root / "users").write_text(f"{USER}:{{PLAIN}}{PASSWORD}::::::\n")
         if os.getuid() == 0:
@@ -104,7 +113,7 @@ class ThrowawayDovecot:
         self.port = _free_port()
         conf = self.root / "dovecot.conf"
         conf.write_text(_config(self.root, self.port, mail_user, mail_group, login_user,
-                                internal_user, internal_group))
+                                internal_user, internal_group, chroot=os.getuid() == 0))
         self.proc = subprocess.Popen([DOVECOT, "-F", "-c", str(conf)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 15

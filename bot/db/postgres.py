@@ -4,7 +4,8 @@ SQL arrives with `$1, $2` placeholders already, so it passes through untouched. 
 connection runs with `timezone = 'UTC'`: asyncpg returns TIMESTAMPTZ as aware UTC datetimes
 anyway, and this keeps text casts, date_trunc and friends in UTC too.
 
-A server that cannot be reached (refused, shut down, a connection lost mid-statement) is
+A server that cannot be reached (refused, shut down, a connection lost mid-statement, or one
+that read the server's goodbye before its close: ended, never put back in the pool) is
 `DatabaseUnavailable` for every caller, whatever asyncpg or the socket raised: the callers
 that keep going through an outage (the webhooks' spool, the pollers, the log's once-a-minute
 line: bot.plumbing.outages) recognise one type. The pool opens new connections once it is back.
@@ -63,9 +64,20 @@ def lost_connection(err: BaseException) -> bool:
     if isinstance(err, OSError | asyncpg.PostgresConnectionError
                   | asyncpg.exceptions.OperatorInterventionError):
         return True
+    # A connection out of step with its server: it read the server's goodbye (FATAL, as a
+    # fast shutdown sends) before it noticed the close, and a statement on it fails with
+    # "cannot switch to state ...; another operation is in progress" (`out_of_step`).
+    if out_of_step(err):
+        return True
     # asyncpg says a connection that died under it is closed; its other interface errors
     # (a connection used after release...) are bugs of ours.
     return isinstance(err, asyncpg.InterfaceError) and "closed" in str(err)
+
+
+def out_of_step(err: BaseException) -> bool:
+    """asyncpg's protocol state no longer matches the server's: the connection is useless
+    (tests/integration/test_database_goodbye.py)."""
+    return isinstance(err, asyncpg.InternalClientError)
 
 
 def unavailable(err: BaseException) -> DatabaseUnavailable:
@@ -84,17 +96,30 @@ class _Queries:
         self._pool_of = pool  # whose connections are replaced when one turns out dead
 
     async def execute(self, sql: str, *args: Any) -> int:
-        return rowcount(await self._reached(self._conn.execute(sql, *_check(args))))
+        return rowcount(await self._run("execute", sql, args))
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        return [dict(r) for r in await self._reached(self._conn.fetch(sql, *_check(args)))]
+        return [dict(r) for r in await self._run("fetch", sql, args)]
 
     async def fetchrow(self, sql: str, *args: Any) -> Row | None:
-        record = await self._reached(self._conn.fetchrow(sql, *_check(args)))
+        record = await self._run("fetchrow", sql, args)
         return dict(record) if record is not None else None
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self._reached(self._conn.fetchval(sql, *_check(args)))
+        return await self._run("fetchval", sql, args)
+
+    async def _run(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
+        return await self._reached(self._on(self._conn, method, sql, args))
+
+    async def _on(self, conn: asyncpg.Connection | asyncpg.Pool, method: str, sql: str,
+                  args: tuple[Any, ...]) -> Any:
+        try:
+            return await getattr(conn, method)(sql, *_check(args))
+        except Exception as err:
+            if out_of_step(err) and isinstance(conn, asyncpg.Connection
+                                               | asyncpg.pool.PoolConnectionProxy):
+                conn.terminate()  # never back into the pool for the next statement to fail
+            raise
 
     async def _reached(self, call: Awaitable[T]) -> T:
         try:
@@ -120,6 +145,15 @@ class PostgresDatabase(_Queries):
         super().__init__(pool, pool)
         self._pool = pool
         self.pool_size = size
+
+    async def _run(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
+        # Each statement borrows a connection for itself (what the pool's own fetch does),
+        # held here so that one found out of step is ended rather than put back.
+        async def borrowed() -> Any:
+            async with self._pool.acquire() as conn:
+                return await self._on(conn, method, sql, args)
+
+        return await self._reached(borrowed())
 
     @classmethod
     async def open(cls, url: str, *, pool_size: int | None = None,

@@ -21,7 +21,7 @@ from tests.bench.size import QUICK_ENV
 BENCHMARKS = ["llm_overhead", "console_path", "concurrency", "startup", "statements", "gateway",
               "hostile_input", "sms_webhook", "triggers", "telegram", "many_at_once",
               "prompt_tokens", "prompt_cache", "memory", "roles", "sms_cost", "turn_modules",
-              "sms_lines"]
+              "sms_lines", "backlog_replies"]
 
 
 async def run_one(name: str, workers: int) -> bool:

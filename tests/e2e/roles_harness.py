@@ -24,6 +24,7 @@ class RoleProcess:
     port: int = field(default_factory=free_port)
     proc: asyncio.subprocess.Process | None = None
     starts: int = 0
+    up: bool = False  # answered since its last start (a process still starting is not up)
 
     @property
     def base(self) -> str:
@@ -37,6 +38,7 @@ class RoleProcess:
     # to import and start one; the bound costs nothing when the machine is quick.
     async def start(self, *, ready: bool = True, timeout: float = 180.0) -> None:
         args = [a for role in self.roles for a in ("--role", role)]
+        self.up = False
         with self.log.open("ab") as err:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "bot", "serve", *args,
@@ -44,6 +46,7 @@ class RoleProcess:
                 stdout=asyncio.subprocess.DEVNULL, stderr=err)
         self.starts += 1
         await self.until_up("/readyz" if ready else "/healthz", timeout)
+        self.up = True
 
     async def until_up(self, path: str, timeout: float) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
@@ -62,6 +65,7 @@ class RoleProcess:
         raise AssertionError(f"valet serve {self.roles} never answered {path}")
 
     async def kill(self) -> None:
+        self.up = False
         if self.alive:
             assert self.proc is not None
             self.proc.send_signal(signal.SIGKILL)

@@ -31,6 +31,7 @@ import aiohttp
 import pytest
 
 from bot.app.database import open_database
+from bot.config.policies import DeliveryPolicy
 from bot.contracts.clock import SystemClock
 from bot.people.identity import IdentityStore
 from bot.people.users import UserStore
@@ -50,8 +51,14 @@ PEOPLE, EACH = 50, 10
 ASKING = {0, 1, 2, 3, 4, 25, 26, 27, 28, 29}  # ask for an approval at their 5th message
 REMINDERS = 10
 KILL_EVERY = (3.0, 6.0)  # seconds between kills
+# Kills once everyone has written (two rounds of the victims' order), while what they wrote
+# is handled; then the killing stops, quiet or not. (Killing on until quiet ended only when
+# the machine outpaced the kills: at load 10-15 each worker lived about 20 s, spent much of
+# it starting, and left its claimed sends holding their addresses for stale_sending_seconds.)
+KILLS_AFTER_SENT = 14
 WAIT = 300.0  # the whole story's bound, generous: about 90 s quiet, past 150 s at load 8
 PUBLIC = "https://valet.example.com"
+INTERRUPTED = "was interrupted before it started: nothing was done"  # the person is told
 CONFIG = """\
 memory:
   enabled: false
@@ -142,19 +149,24 @@ class Story:
         self.tg, self.twilio, self.webs, self.dsn = tg, twilio, webs, dsn
         self.sms_retries = 0
         self.prompts_in_doubt = 0  # approval prompts a killed worker was sending: never seen
+        self.interrupted = 0  # approved actions a kill stopped before they started
         self._db: Any = None
+        self.logs: list[Path] = []  # the role processes' logs, shown when the story fails
 
-    async def in_doubt(self, i: int) -> bool:
-        """Whether a message to p{i} was being sent by a worker that was killed: Valet never
-        sends it again (never twice), so what the person waits for may never come."""
+    async def in_doubt(self, i: int, like: str) -> bool:
+        """Whether the message to p{i} awaited (its text LIKE `like`) was being sent by a
+        worker that was killed: Valet never sends it again (never twice), so it may never come.
+        (Any message of theirs in doubt was counted once: at load 16 nearly every asker had
+        one, and the approvals went untested.)"""
         if self._db is None:
             self._db = await open_database(self.dsn)
         address = str(chat_of(i)) if telegram(i) else phone_of(i)
         stale = datetime.now(UTC) - timedelta(seconds=10)
         return bool(await self._db.fetchval(
-            "SELECT COUNT(*) FROM outbox WHERE address = $1 AND ((status = 'sending' AND"
-            " claimed_at < $2) OR (status = 'dead' AND last_error LIKE '%unknown%'))",
-            address, stale))
+            "SELECT COUNT(*) FROM outbox WHERE address = $1 AND text LIKE $3 AND"
+            " ((status = 'sending' AND claimed_at < $2)"
+            " OR (status = 'dead' AND last_error LIKE '%unknown%'))",
+            address, stale, like))
 
     async def close(self) -> None:
         if self._db is not None:
@@ -188,20 +200,23 @@ class Story:
         else:
             await self.text(http, i, body, f"SM{i:016d}{j:016d}")
 
-    async def until(self, check: Any, what: str, timeout: float = 90.0,
-                    seen: Any = None, doubt: int | None = None) -> bool:
-        """True once `check()` holds; False when `doubt` (a person) has a message in doubt
-        and what is awaited may be it."""
+    async def until(self, check: Any, what: str, timeout: float = WAIT,
+                    seen: Any = None, doubt: tuple[int, str] | None = None) -> bool:
+        """True once `check()` holds; False when what is awaited (`doubt`: the person and
+        its text, as `in_doubt` takes them) is in doubt."""
         deadline = time.monotonic() + timeout
         looked = time.monotonic()
         while not check():
             if doubt is not None and time.monotonic() - looked > 2.0:
                 looked = time.monotonic()
-                if await self.in_doubt(doubt):
+                if await self.in_doubt(*doubt):
                     return check()
             if time.monotonic() > deadline:
+                if self._db is None:
+                    self._db = await open_database(self.dsn)
                 raise AssertionError(f"never happened: {what}"
-                                     + (f"; they received {seen()}" if seen else ""))
+                                     + (f"; they received {seen()}" if seen else "")
+                                     + f"; {await stuck(self._db, self.logs)}")
             await asyncio.sleep(0.1)
         return True
 
@@ -209,7 +224,7 @@ class Story:
         """Wait for the prompt, then answer it: a button on Telegram, "1" by SMS."""
         if not await self.until(lambda: any("OK" in t for t in self.received(i)),
                                 f"p{i}'s approval prompt", seen=lambda: self.received(i),
-                                doubt=i):
+                                doubt=(i, "%OK%")):
             self.prompts_in_doubt += 1  # a prompt nobody saw is not answered
             return
         if telegram(i):
@@ -218,8 +233,14 @@ class Story:
                                  prompt.buttons[0]["callback_data"])
         else:
             await self.text(http, i, "1", f"SM{i:016d}{99:016d}")
-        await self.until(lambda: any(t.startswith("done:") for t in self.received(i)),
-                         f"p{i}'s approved action", seen=lambda: self.received(i), doubt=i)
+        # Done, or told it never started: a worker killed between the approval and the
+        # action's start leaves it interrupted, never run on its own (the person asks again).
+        await self.until(lambda: any(t.startswith("done:") or INTERRUPTED in t
+                                     for t in self.received(i)),
+                         f"p{i}'s approved action", seen=lambda: self.received(i),
+                         doubt=(i, "done:%"))
+        if any(INTERRUPTED in t for t in self.received(i)):
+            self.interrupted += 1
 
     async def person(self, http: aiohttp.ClientSession, i: int) -> None:
         rng = random.Random(i)
@@ -232,15 +253,17 @@ class Story:
             await asyncio.sleep(rng.choice((0.05, 0.1, 0.3, 1.0, 2.0)))
 
 
-async def chaos(procs: list[RoleProcess], stop: asyncio.Event, kills: Counter[str]) -> None:
+async def chaos(procs: list[RoleProcess], stop: asyncio.Event, kills: Counter[str],
+                sent: asyncio.Event) -> None:
     """Kill -9 and start again, every few seconds: the workers most often (they hold turns
-    and sends), the web processes and the scheduler in between."""
+    and sends), the web processes and the scheduler in between; until all is quiet, or
+    KILLS_AFTER_SENT kills once everyone has written (`sent`)."""
     rng = random.Random(7)
     web1, web2, worker1, worker2, scheduler = procs
     restarts: list[asyncio.Task[None]] = []
     order = [worker1, web1, worker2, scheduler, worker1, web2, worker2]
-    n = 0
-    while not stop.is_set():
+    n = after = 0
+    while not stop.is_set() and after < KILLS_AFTER_SENT:
         try:
             await asyncio.wait_for(stop.wait(), rng.uniform(*KILL_EVERY))
             return
@@ -248,10 +271,15 @@ async def chaos(procs: list[RoleProcess], stop: asyncio.Event, kills: Counter[st
             pass
         victim = order[n % len(order)]
         n += 1
-        if not victim.alive:  # still starting again after its last kill
+        # Only a process that is up is killed: one still starting again after its last kill
+        # is left to start. (Killed while starting, as the loop did before, a worker that
+        # took 60 s to start at load 10-15 never served again: every reply stayed pending,
+        # attempts 0, and the story "never went quiet".)
+        if not victim.up:
             continue
         await victim.kill()
         kills["+".join(victim.roles)] += 1
+        after += sent.is_set()
         restarts.append(asyncio.create_task(victim.start(ready=False)))
     await asyncio.gather(*restarts)
 
@@ -285,21 +313,25 @@ async def test_chaos_every_message_answered_once_in_order_while_processes_die(
                           for n in (1, 2)),
                  RoleProcess(["scheduler"], env, tmp_path / "scheduler.log")]
         story = Story(tg, twilio, webs, postgres_dsn)
+        story.logs = [p.log for p in procs]
         stop, kills = asyncio.Event(), Counter[str]()
         started = time.monotonic()
         try:
             await asyncio.gather(*(p.start() for p in procs))
             up_at = time.monotonic()
-            killer = asyncio.create_task(chaos(procs, stop, kills))
+            sent = asyncio.Event()  # everyone has written
+            killer = asyncio.create_task(chaos(procs, stop, kills, sent))
             tg.fail_next("sendMessage", 429, retry_after=1, times=3)  # Telegram's 429s
             await asyncio.gather(*(story.person(http, i) for i in range(PEOPLE)),
                                  telegram_429s(tg, stop))
             sent_at = time.monotonic()
+            sent.set()
             db = await open_database(postgres_dsn)
             try:
-                await quiet(db, stop, tg)  # the killing goes on until all is handled
+                # The killing goes on while it is handled (until quiet, or KILLS_AFTER_SENT).
+                await quiet(db, stop, tg, story.logs)
                 await killer
-                await quiet(db, stop, tg)  # ...and what the last kill left is done
+                await quiet(db, stop, tg, story.logs)  # ...and what the last kill left is done
                 quiet_at = time.monotonic()
                 await asyncio.sleep(3.0)  # anything sent twice would show by now
                 runs = await db.fetch("SELECT outcome, detail FROM trigger_runs")
@@ -322,16 +354,20 @@ async def test_chaos_every_message_answered_once_in_order_while_processes_die(
           f"{model.failed} LLM failures, {story.sms_retries} SMS webhook retries; "
           + ", ".join(f"{k} {v}" for k, v in counts.items()))
     assert counts["duplicates"] == 0
-    assert counts["lost"] == 0, unanswered
+    # Every unanswered message with its rows, in full (a list's repr would be cut short).
+    assert counts["lost"] == 0, "\n".join(map(str, unanswered))
     assert counts["reorderings"] == 0
-    assert counts["approvals executed"] == len(ASKING) - story.prompts_in_doubt
+    assert counts["approvals executed"] == len(ASKING) - story.prompts_in_doubt \
+        - story.interrupted
     assert counts["reminders sent"] >= REMINDERS - counts["in doubt, not delivered"]
-    # A killed worker leaves at most the sends it had claimed in doubt (never resent).
-    assert counts["in doubt, not delivered"] <= 2 * kills["worker"]
+    # A killed worker leaves at most the sends it had claimed in doubt (never resent): at most
+    # its deliverer's concurrency. (The bound was 2 a kill, what a quiet machine had in
+    # flight; at load 16, 62 after 15 kills: each send was slower, so more were under way.)
+    assert counts["in doubt, not delivered"] <= DeliveryPolicy().concurrency * kills["worker"]
     assert kills["worker"] >= 3 and sum(kills.values()) >= 6
 
 
-async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram) -> None:
+async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram, logs: list[Path]) -> None:
     """Every Telegram update taken, every message handled, every reply sent (or in doubt),
     every reminder fired; then the killing stops. (A poller killed outright holds its lease
     until it runs out: its updates wait in Telegram until another web process polls.)"""
@@ -348,9 +384,28 @@ async def quiet(db: Any, stop: asyncio.Event, tg: FakeTelegram) -> None:
         seen = (f"{open_rows} messages open, {unsent} replies pending, {due} reminders due, "
                 f"{tg.unconfirmed()} Telegram updates unconfirmed")
         await asyncio.sleep(0.5)
-    pending = await db.fetch("SELECT channel, attempts, next_attempt_at, last_error FROM outbox"
-                             " WHERE status = 'pending' LIMIT 5")
-    raise AssertionError(f"never quiet: {seen}; pending replies: {[dict(r) for r in pending]}")
+    raise AssertionError(f"never quiet: {seen}; {await stuck(db, logs)}")
+
+
+async def stuck(db: Any, logs: list[Path]) -> str:
+    """What the deliverers were looking at when the story never went quiet: each address
+    with replies pending, whatever of it is being sent, and the role processes' last lines."""
+    pending = await db.fetch(
+        "SELECT channel, address, COUNT(*) AS n, MAX(attempts) AS attempts,"
+        " MIN(next_attempt_at) AS due, MAX(last_error) AS error FROM outbox"
+        " WHERE status = 'pending' GROUP BY channel, address ORDER BY n DESC LIMIT 10")
+    sending = await db.fetch("SELECT id, channel, address, claimed_at, attempts FROM outbox"
+                             " WHERE status = 'sending' ORDER BY claimed_at LIMIT 10")
+    rows = [dict(r) for p in pending[:3] for r in await db.fetch(
+        "SELECT id, status, priority, attempts, waits, next_attempt_at, claimed_at, last_error"
+        " FROM outbox WHERE channel = $1 AND address = $2 AND status <> 'sent' ORDER BY id",
+        p["channel"], p["address"])]
+    now = datetime.now(UTC)
+    tails = "\n".join(f"--- {log.name}:\n{log.read_text(errors='replace')[-1500:]}"
+                      for log in logs if log.exists())
+    return (f"at {now:%H:%M:%S}, pending by address: {[dict(r) for r in pending]}; "
+            f"being sent: {[dict(r) for r in sending]}; the first addresses' rows: {rows}"
+            f"\n{tails}")
 
 
 # While a card waits (its prompt in doubt: a killed worker was sending it), every other answer
@@ -398,7 +453,7 @@ def tally(story: Story, actions: Path, in_doubt: list[str]) -> dict[str, int]:
     expected = {(i, j) for i in range(PEOPLE) for j in range(EACH)
                 if not (i in ASKING and j == 4)}
     doubted = {(int(m.group(1)), int(m.group(2))) for t in in_doubt
-               if (m := re.fullmatch(r"re: p(\d+) m(\d+)", t))}
+               if (m := re.fullmatch(rf"re: p(\d+) m(\d+)(?:{STILL_WAITING})?", t))}
     everything = [t for i in range(PEOPLE) for t in story.received(i)]
     executed = Counter(json.loads(line)["to"] for line in actions.read_text().splitlines()) \
         if actions.exists() else Counter()

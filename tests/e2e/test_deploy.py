@@ -29,6 +29,7 @@ import pytest
 import yaml
 from aiohttp import web
 
+from bot.cli.service.units import command_path
 from bot.config.channel_sections import HTTPSettings
 from tests.e2e.deploy_files import (
     DEPLOY,
@@ -359,9 +360,10 @@ def test_the_units_pass_systemd_analyze_verify(tmp_path):
     valet = shutil.which("valet", path=str(Path(sys.executable).parent))
     assert valet is not None
     for name in ("valet.service", "valet@.service"):
-        # /opt/valet/bin/valet does not exist here: the same unit, pointed at this valet.
+        # /opt/valet/bin/valet does not exist here: the same unit, pointed at this valet (as
+        # `valet service install` writes it: the clone's path may hold a space).
         text = (DEPLOY / name).read_text()
-        (tmp_path / name).write_text(text.replace("/opt/valet/bin/valet", valet))
+        (tmp_path / name).write_text(text.replace("/opt/valet/bin/valet", command_path(valet)))
     for unit in ("valet.service", "valet@all.service", "valet@web.service",
                  "valet@worker.service", "valet@scheduler.service"):
         done = subprocess.run([analyze, "verify", str(tmp_path / unit)], cwd=tmp_path,

@@ -6,8 +6,9 @@ Twilio servers, the fake LLM), as the [hardening] issue found them:
 - a voice note whose file never comes holds nobody, and is answered once;
 - events acknowledged (202) right before a kill -9 each run once after the restart.
 
-The reply bounds are the issue's (before, these replies took 34 to 80 s); everything else
-waits on what the people receive, with generous timeouts."""
+Each waits on what the people receive, with generous timeouts. How fast the answers came
+(the issue's bound, 5 s; before, 34 to 80 s) is measured by `make bench`
+(tests/bench/backlog_replies.py), not asserted here: a test holds no speed target."""
 
 from __future__ import annotations
 
@@ -39,7 +40,6 @@ from triggers.service import Owner
 from triggers.wiring import build_task_service
 
 OWNER = 42
-REPLY_BOUND = 5.0
 WAIT = 90.0  # generous: two cores shared with other test runs
 EVENTS_TOKEN = "ev-secret"
 CONFIG = """\
@@ -127,12 +127,15 @@ async def post_events(base: str, events: list[dict[str, Any]]) -> list[str]:
     return acknowledged
 
 
-async def test_an_event_burst_to_the_owner_does_not_hold_the_answer_to_their_message(
-        fake_llm, tmp_path):
+async def event_burst(fake_llm: FakeOpenAI, tmp_path: Path, events: int = 288
+                      ) -> tuple[float, int, float]:
+    """The owner writes while `events` answers to an event burst wait for their chat's pace:
+    (seconds until their answer arrived, event answers not yet sent by then, seconds their
+    first answer took with nothing queued)."""
     fake_llm.responder = answer
     async with FakeTelegram() as tg, serving(tmp_path, telegram_env(tmp_path, fake_llm, tg)
                                              ) as (base, _):
-        assert await reply_latency(tg, OWNER, "hi", "re: hi") < WAIT
+        floor = await reply_latency(tg, OWNER, "hi", "re: hi")
         db = await open_database(f"sqlite:///{tmp_path}/valet.db")
         try:
             await build_task_service(db, SystemClock(), lines=DEFAULT).on_event(
@@ -141,45 +144,49 @@ async def test_an_event_burst_to_the_owner_does_not_hold_the_answer_to_their_mes
         finally:
             await db.close()
         await post_events(base, [{"source": "home", "type": "door", "data": {"n": n}}
-                                 for n in range(288)])
+                                 for n in range(events)])
         # Every run has been a turn and its answer waits in the outbox: 288 messages for the
         # owner's chat, about five minutes of Telegram's pace.
         await until(lambda: query(tmp_path, "SELECT COUNT(*) FROM outbox WHERE text LIKE"
-                                             " 'event %'") == 288, "288 answers queued")
+                                             " 'event %'") == events, f"{events} answers queued")
         latency = await reply_latency(tg, OWNER, "are you there?", "re: are you there?")
-        behind = 288 - sum(t.startswith("event ") for t in tg.texts(OWNER))
-    assert latency < REPLY_BOUND, f"the owner's answer took {latency:.1f}s"
-    assert behind > 200  # it went ahead of the backlog, which is still going out
+        behind = events - sum(t.startswith("event ") for t in tg.texts(OWNER))
+    return latency, behind, floor
 
 
-async def test_forty_every_minute_reminders_do_not_hold_the_answer_to_the_owners_message(
-        fake_llm, tmp_path):
+async def reminders_due(fake_llm: FakeOpenAI, tmp_path: Path, count: int = 40
+                        ) -> tuple[float, int]:
+    """The owner writes while `count` every-minute reminders fall due at once: (seconds until
+    their answer arrived, reminders sent by then)."""
     fake_llm.responder = answer
     async with FakeTelegram() as tg, serving(tmp_path, telegram_env(tmp_path, fake_llm, tg)
                                              ) as (_base, _):
-        assert await reply_latency(tg, OWNER, "hi", "re: hi") < WAIT
+        await reply_latency(tg, OWNER, "hi", "re: hi")
         db = await open_database(f"sqlite:///{tmp_path}/valet.db")
         try:
             tasks = build_task_service(db, SystemClock(), lines=DEFAULT)
-            for i in range(40):
+            for i in range(count):
                 await tasks.schedule(Owner("owner", "UTC"), name=f"task {i}",
                                      schedule="every minute", executor="reminder",
                                      action={"text": f"task {i}"})
-            # Due now: the leader fires all forty at its next heartbeat.
+            # Due now: the leader fires them all at its next heartbeat.
             await db.execute("UPDATE trigger_tasks SET next_run_at = $1",
                              datetime.now(UTC) - timedelta(seconds=1))
         finally:
             await db.close()
         await until(lambda: query(tmp_path, "SELECT COUNT(*) FROM outbox WHERE text LIKE"
-                                             " '%Reminder: task %'") >= 40, "40 reminders queued")
+                                             " '%Reminder: task %'") >= count,
+                    f"{count} reminders queued")
         latency = await reply_latency(tg, OWNER, "still there?", "re: still there?")
         reminders = sum("Reminder: task" in t for t in tg.texts(OWNER))
-    assert latency < REPLY_BOUND, f"the owner's answer took {latency:.1f}s"
-    assert reminders < 40  # ahead of the reminders still going out
+    return latency, reminders
 
 
-async def test_a_strangers_pairing_reply_does_not_wait_behind_a_long_answer_to_the_owner(
-        fake_llm, tmp_path):
+async def stranger_behind_a_long_answer(fake_llm: FakeOpenAI, tmp_path: Path
+                                        ) -> tuple[float, float, int, str]:
+    """A stranger writes while a long answer (about 60 parts) goes to the owner: (seconds until
+    the stranger's pairing reply arrived, until the owner's notice of them did, parts of the
+    long answer sent by then, the pairing reply)."""
     fake_llm.responder = answer
     stranger = 777
     async with FakeTelegram() as tg, serving(tmp_path, telegram_env(tmp_path, fake_llm, tg)
@@ -196,10 +203,31 @@ async def test_a_strangers_pairing_reply_does_not_wait_behind_a_long_answer_to_t
                     "the owner's pairing notice")
         notice = next(m for m in tg.sent(OWNER) if "code" in m.text.lower())
         parts = sum(t.startswith("Part ") for t in tg.texts(OWNER))
-    assert "code" in pairing.text.lower()
-    assert pairing.sent_at - said < REPLY_BOUND
-    assert notice.sent_at - said < REPLY_BOUND
-    assert parts < 50  # the long answer (about 60 parts) was still going out
+    return pairing.sent_at - said, notice.sent_at - said, parts, pairing.text
+
+
+# How fast each answer came is a benchmark's (tests/bench/backlog_replies.py, `make bench`:
+# the issue's 5 s bound, where before they took 34 to 80 s); these check that it went ahead
+# of the backlog, which was still going out.
+
+async def test_an_event_burst_to_the_owner_does_not_hold_the_answer_to_their_message(
+        fake_llm, tmp_path):
+    _latency, behind, _floor = await event_burst(fake_llm, tmp_path)
+    assert behind > 200  # it went ahead of the backlog, which is still going out
+
+
+async def test_forty_every_minute_reminders_do_not_hold_the_answer_to_the_owners_message(
+        fake_llm, tmp_path):
+    _latency, reminders = await reminders_due(fake_llm, tmp_path)
+    assert reminders < 40  # ahead of the reminders still going out
+
+
+async def test_a_strangers_pairing_reply_does_not_wait_behind_a_long_answer_to_the_owner(
+        fake_llm, tmp_path):
+    _pairing, _notice, parts, pairing = await stranger_behind_a_long_answer(fake_llm, tmp_path)
+    assert "code" in pairing.lower()
+    assert parts < 50  # the long answer (about 60 parts) was still going out; the owner's
+    # notice of the stranger went before its rest
 
 
 async def test_a_voice_note_whose_file_never_comes_holds_nobody_and_is_answered_once(

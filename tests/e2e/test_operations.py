@@ -191,8 +191,10 @@ async def test_valet_logs_follow_prints_new_lines_across_a_roll_over(tmp_path):
 
 
 async def _line(proc: asyncio.subprocess.Process) -> str:
+    # Generous: the first line waits for the process to start, which took past 30 s on a
+    # machine at load 15; a line that comes returns at once.
     assert proc.stdout is not None
-    return (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().rstrip("\n")
+    return (await asyncio.wait_for(proc.stdout.readline(), 180)).decode().rstrip("\n")
 
 
 def _append(path: Path, text: str) -> None:

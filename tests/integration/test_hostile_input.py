@@ -109,7 +109,12 @@ async def test_a_page_built_to_freeze_the_parser_does_not_hold_up_another_user(
     assert sender.texts("alice") == ["The page has no readable text."]
     fetched = next(tool_results(r) for r in fake_llm.requests if tool_results(r))
     assert fetched[0].startswith(f"URL: {url}\nStatus: 200 OK\nContent-Type: text/html")
-    assert list(app.stall_monitor.stalls) == []
+    # No stall was the parse: the loop's thread was never seen in it. (Not "no stall at all":
+    # on a loaded machine a process kept off the CPU for half a second looks the same to the
+    # monitor, wherever its loop was; the parse on the loop held it for seconds, in it.)
+    parsing = [s for s in app.stall_monitor.stalls
+               if "html_text.py" in s.stack or "html/parser.py" in s.stack]
+    assert parsing == []
 
 
 async def test_a_page_too_slow_to_turn_into_text_is_given_up_at_its_bound(pages):

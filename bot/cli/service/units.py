@@ -136,10 +136,17 @@ POSTGRES_UNIT = "postgresql.service"
 REDIS_UNIT = "redis-server.service"
 
 
+def command_path(path: str) -> str:
+    """A program's path as ExecStart= reads it: systemd splits the line at spaces (quotes keep
+    one word) and expands `%` (doubled, it is itself)."""
+    path = path.replace("%", "%%")
+    return f'"{path}"' if any(c.isspace() for c in path) else path
+
+
 def _render(template: str, unit: UnitSettings, servers: tuple[str, ...]) -> str:
     return template.format(
-        documentation=DOCUMENTATION, user=unit.user, valet=unit.valet, etc=ETC, state=STATE,
-        port=unit.port, hardening=_HARDENING.format(protect_home=unit.protect_home),
+        documentation=DOCUMENTATION, user=unit.user, valet=command_path(unit.valet), etc=ETC,
+        state=STATE, port=unit.port, hardening=_HARDENING.format(protect_home=unit.protect_home),
         servers="".join(f" {name}" for name in servers))
 
 
