@@ -16,26 +16,11 @@ import asyncio
 from bot.app.database import open_database
 from bot.config.policies import DeliveryPolicy
 from bot.contracts.clock import FakeClock
-from bot.contracts.envelopes import OutboundMessage
 from bot.gateway.delivery import OutboxDeliverer
 from bot.gateway.outbox import OUTCOME_UNKNOWN, Lane, OutboxStore
-from tests.helpers import until
+from tests.helpers import RecordingSender, until
 
 STALE = 120.0
-
-
-class Recorder:
-    name = "test"
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, str]] = []
-
-    async def send(self, message: OutboundMessage) -> str:
-        self.sent.append((message.address, message.text))
-        return str(len(self.sent))
-
-    def texts(self, address: str) -> list[str]:
-        return [t for a, t in self.sent if a == address]
 
 
 async def test_a_killed_deliverers_claim_holds_only_its_address_and_no_wake_up_is_needed(
@@ -55,7 +40,7 @@ async def test_a_killed_deliverers_claim_holds_only_its_address_and_no_wake_up_i
     # The process that was delivering to ana was killed mid-send: her first row stays
     # `sending`, claimed now.
     assert await store.claim(ana[0], clock.now())
-    sender = Recorder()
+    sender = RecordingSender()
     deliverer = OutboxDeliverer(store, {"test": sender}, clock, DeliveryPolicy(
         concurrency=4, poll_seconds=0.05, stale_sending_seconds=STALE))
     running = asyncio.create_task(deliverer.run())
