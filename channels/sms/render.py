@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind
 from bot.text.split import split_text
+from channels.plain_cards import pairing_card, sentence
 from channels.sms.cut import cut_to_fit, fits, kept_parts
 from channels.sms.gsm import Encoding, cost, fold
 from channels.sms.plain_letters import plain_letters
@@ -93,11 +94,8 @@ def without_emoji(text: str) -> str:
 # --- approval prompts -----------------------------------------------------------------------
 
 
-def _sentence(summary: str, limit: int = 300) -> str:
-    summary = " ".join(summary.split())
-    if len(summary) > limit:
-        summary = summary[:limit - 3].rstrip() + "..."
-    return summary[:1].upper() + summary[1:]
+def _sentence(summary: str) -> str:
+    return sentence(summary, limit=300)  # shorter than a card elsewhere: segments cost
 
 
 # Languages whose cards end with their verb ("E-Mail ... senden"; persona/lines_cards.py):
@@ -119,8 +117,7 @@ def render_prompts(prompts: tuple[ApprovalPrompt, ...], lines: SmsLines = DEFAUL
                               lines)
     # A pairing request is answered with its code, never a bare digit: a stranger texting
     # must not be able to make the owner's "1" answer their request.
-    said = [fill(lines.sms_pairing_prompt, code=p.code, approve=lines.pairing_approve_word,
-                 deny=lines.pairing_deny_word) for p in pairing]
+    said = [pairing_card(p, lines) for p in pairing]
     return "\n".join([*([asked] if asked else []), *said])
 
 

@@ -1,15 +1,13 @@
 """An outbox message as WhatsApp shows it: the LLM's markdown in WhatsApp's own marks
 (*bold*, _italic_, ~strike~, ```code```), cut into messages Twilio takes (wire.MAX_BODY) where
-a reader expects a pause; a card in words when it cannot be buttons."""
+a reader expects a pause (a card in words when it cannot be buttons: channels.plain_cards)."""
 
 from __future__ import annotations
 
 import re
 
-from bot.contracts.envelopes import ApprovalPrompt, PromptKind
 from bot.text.split import split_text
 from channels.whatsapp.wire import MAX_BODY
-from persona.lines import Lines, fill
 
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", re.DOTALL)
 _ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
@@ -51,30 +49,3 @@ def _cut(text: str, limit: int) -> int:
 
 def split_messages(text: str, limit: int = MAX_BODY) -> list[str]:
     return split_text(text, limit, _cut)
-
-
-def card_in_words(prompt: ApprovalPrompt, lines: Lines) -> str:
-    """One card as text, answered as any typed yes or no (bot.approvals.grammar), or, for a
-    pairing request, with its code."""
-    if prompt.kind is PromptKind.PAIRING:
-        return fill(lines.sms_pairing_prompt, code=prompt.code,
-                    approve=lines.pairing_approve_word, deny=lines.pairing_deny_word)
-    template = lines.whatsapp_card_changeable if prompt.allow_modification \
-        else lines.whatsapp_card
-    return fill(template, summary=_sentence(prompt.summary))
-
-
-def cards_in_words(prompts: tuple[ApprovalPrompt, ...], lines: Lines) -> str:
-    """Several cards as text: each with its code when there are several (any answer of
-    bot.approvals.grammar: "4821 yes")."""
-    ordered = sorted(prompts, key=lambda p: p.position)
-    if len(ordered) == 1:
-        return card_in_words(ordered[0], lines)
-    return "\n".join(f"{p.code}: {card_in_words(p, lines)}" for p in ordered)
-
-
-def _sentence(summary: str, limit: int = 600) -> str:
-    summary = " ".join(summary.split())
-    if len(summary) > limit:
-        summary = summary[:limit - 3].rstrip() + "..."
-    return summary[:1].upper() + summary[1:]

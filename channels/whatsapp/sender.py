@@ -27,10 +27,10 @@ from bot.contracts.envelopes import MediaRef, OutboundMessage
 from bot.gateway.door import Door
 from bot.meter.ledger import Ledger
 from bot.people.identity import IdentityStore
+from channels.plain_cards import cards_in_words
 from channels.twilio.rest import TwilioAccount, client_for, permanent
 from channels.whatsapp.cards import QuickReplies
 from channels.whatsapp.media import MediaFetcher
-from channels.whatsapp.render import cards_in_words
 from channels.whatsapp.store import WhatsAppStore
 from channels.whatsapp.traits import NAME, TRAITS
 from channels.whatsapp.window import Piece, by_template, in_session, is_open, template_kind

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.contracts.envelopes import OutboundMessage
+from channels.plain_cards import card_in_words, cards_in_words
 from channels.whatsapp.cards import BODY, card_variables
-from channels.whatsapp.render import card_in_words, cards_in_words, split_messages, whatsapp_text
+from channels.whatsapp.render import split_messages, whatsapp_text
 from channels.whatsapp.wire import MAX_CARD_BODY
 from persona.lines import Lines
 

@@ -149,10 +149,12 @@ async def test_a_card_on_the_toy_channel_is_shown_and_approved_once(fake_llm: Fa
         # Deleting it waits for the OK: the card comes as text, with how to answer.
         fake_llm.script(Reply(tool_calls=[ToolCall("delete_note", {"note_id": 1})]))
         card = await say("delete the dentist note")
-        assert "1. Delete the note #1" in card and "Reply 1 yes or 1 no" in card, card
+        # (channels.plain_cards: the words SMS's and WhatsApp's cards share)
+        assert "Delete the note #1 “Dentist”? Answer yes or no" in card, card
+        assert "\nnote_id: 1" in card, card  # every argument shown
         assert notes(db) == ["Dentist"]
         fake_llm.script(Reply(content="Deleted."))
-        assert (await say("1 yes")).endswith("Deleted.")
+        assert (await say("yes")).endswith("Deleted.")
         assert notes(db) == []
         assert approvals(db) == [("delete_note", "executed")]
         # Nothing waits any more: another "yes" is only a message, and runs nothing again.

@@ -9,29 +9,21 @@ import aiohttp
 from aiohttp import web
 
 from bot.channel import ChannelSender, PermanentSendError, TransientSendError
-from bot.contracts.envelopes import ApprovalPrompt, IncomingMessage, OutboundMessage
+from bot.contracts.envelopes import IncomingMessage, OutboundMessage
 from bot.gateway.door import ChannelHost
-from persona.lines import DEFAULT, Lines, fill
+from channels.plain_cards import cards_in_words
+from persona.lines import DEFAULT, Lines
 from tests.fakes.toy_channel.traits import NAME, TRAITS
 
 INBOUND_PATH = "/toy/inbound"
 
 
 def rendered(message: OutboundMessage, lines: Lines = DEFAULT) -> str:
-    """The message's text, then each prompt waiting for the person: what it asks, its
-    arguments, and how to answer (the persona's words for a channel without buttons)."""
-    return "\n".join([*([message.text] if message.text else []),
-                      *(_prompt(p, lines) for p in message.prompts)])
-
-
-def _prompt(prompt: ApprovalPrompt, lines: Lines) -> str:
-    n = prompt.position
-    ask = lines.terminal_prompt_changeable if prompt.allow_modification \
-        else lines.terminal_prompt
-    return "\n".join([f"{n}. {prompt.summary} (code {prompt.code})",
-                      *(f"   {k}: {v}" for k, v in prompt.details
-                        if f"{k}: {v}" not in prompt.summary),
-                      "   " + fill(ask, n=n)])
+    """The message's text, then the prompts waiting for the person in plain words: what each
+    asks, its arguments, and how to answer (channels.plain_cards, as SMS and WhatsApp's
+    fallback say them)."""
+    cards = cards_in_words(message.prompts, lines) if message.prompts else ""
+    return "\n".join(part for part in (message.text, cards) if part)
 
 
 class ToySender(ChannelSender):
