@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bot.contracts.envelopes import ApprovalPrompt, PromptKind
 from persona.lines import Lines, fill
+from persona.lines_channels import SmsLines
 
 
 def sentence(summary: str, limit: int = 600) -> str:
@@ -28,7 +29,7 @@ def argument_lines(prompt: ApprovalPrompt) -> list[str]:
             if f"{key}: {value}" not in prompt.summary]
 
 
-def pairing_card(prompt: ApprovalPrompt, lines: Lines) -> str:
+def pairing_card(prompt: ApprovalPrompt, lines: SmsLines) -> str:
     return fill(lines.sms_pairing_prompt, code=prompt.code, approve=lines.pairing_approve_word,
                 deny=lines.pairing_deny_word)
 
