@@ -175,7 +175,11 @@ async def test_valet_logs_follow_prints_new_lines_across_a_roll_over(tmp_path):
     log_file.write_text("old line 1\nold line 2\n")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "logs", "--follow", "-n", "1", env=env, cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        # Ctrl-C as at a terminal: a suite started in the background by a script (`make test
+        # &` with no job control) runs with SIGINT ignored, which every child inherits, and a
+        # process that ignores SIGINT rightly takes no notice of it (SigIgn 0x...1006).
+        preexec_fn=_interruptible)
     assert proc.stdout is not None
     try:
         assert await _line(proc) == "old line 2"
@@ -201,6 +205,10 @@ async def test_valet_logs_follow_prints_new_lines_across_a_roll_over(tmp_path):
                 await proc.stderr.read()).decode()[-3000:] + " | " + "; ".join(signals)
                 ) from None
     assert proc.returncode == 130
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 async def _line(proc: asyncio.subprocess.Process) -> str:
