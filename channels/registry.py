@@ -7,10 +7,12 @@ core is handed their traits (bot.contracts.channels) and names none."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from bot.config import ConfigError, Settings
+from bot.config import ConfigError, Settings, load_settings
+from bot.config.channel_settings import ChannelSection
 from bot.contracts.channels import ChannelTraits
 from channels.console.spec import SPEC as CONSOLE
 from channels.sms.spec import SPEC as SMS
@@ -55,8 +57,25 @@ class Specs:
 def specs(settings: Settings | None = None) -> Specs:
     """The built-in channels, then those `channel_modules:` names (ConfigError: a module that
     cannot be imported, has no ChannelSpec called SPEC, or takes a name already used)."""
+    return _with_modules(settings.channel_modules if settings is not None else [])
+
+
+def channel_sections(modules: Sequence[str]) -> list[ChannelSection[Any]]:
+    """The sections of valet.yaml the channels own (bot.config.channel_settings), those of
+    the modules `channel_modules:` names included."""
+    return [spec.section for spec in _with_modules(modules) if spec.section is not None]
+
+
+def load_channel_settings(cli_path: str | None = None, env: dict[str, str] | None = None, *,
+                          missing_ok: bool = False) -> Settings:
+    """valet.yaml and the environment, with every channel's own section: what a command
+    runs on (bot.config.load_settings, handed the channels' sections)."""
+    return load_settings(cli_path, env, missing_ok=missing_ok, channels=channel_sections)
+
+
+def _with_modules(modules: Sequence[str]) -> Specs:
     found = list(BUILT_IN)
-    for module in settings.channel_modules if settings is not None else []:
+    for module in modules:
         spec = _spec_in(module)
         if any(s.name == spec.name for s in found):
             raise ConfigError(f"channel_modules: {module}: a channel named {spec.name!r} "

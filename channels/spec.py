@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
 from bot.channel import ChannelSender
 from bot.config import Settings
+from bot.config.channel_settings import ChannelSection
 from bot.contracts.channels import ChannelTraits
 from bot.db import Database
 from bot.gateway.door import ChannelHost
@@ -129,7 +130,9 @@ class ChannelSpec:
     # The channel `valet serve` runs, built from its settings; None: not one `valet serve`
     # runs (the terminal's, `valet chat`).
     build: Callable[[Building], Built] | None = None
-    section: str | None = None  # its section of valet.yaml ("telegram:"), if it has one
+    # Its own section of valet.yaml, declared in its package ("whatsapp:"; the loader checks
+    # it with the rest: channels.registry.load_channel_settings); None: none of its own.
+    section: ChannelSection[Any] | None = None
     # Its key under `owner:` in valet.yaml: the owner's addresses on it (telegram_ids).
     owner_key: str | None = None
     # What of it needs a public https address, when on ("SMS", "the Telegram webhook").

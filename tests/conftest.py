@@ -36,7 +36,9 @@ async def llm(fake_llm: FakeOpenAI) -> AsyncIterator[OpenAILLM]:
 @pytest.fixture
 def app_settings(tmp_path, fake_llm: FakeOpenAI):
     """Settings for an app on a temporary SQLite file and the fake LLM."""
-    from bot.config import load_settings
+    from channels.registry import channel_sections, load_channel_settings
+
+    own = {section.key for section in channel_sections([])}
 
     def make(**overrides):
         env = {"VALET_DATABASE_URL": f"sqlite:///{tmp_path}/valet.db",
@@ -50,7 +52,11 @@ def app_settings(tmp_path, fake_llm: FakeOpenAI):
             # extraction call would take the next reply of a test's scripted LLM.
             config.write_text("loop:\n  llm_retry_base_delay: 0.01\n"
                               "tool_exposure: all\nmemory:\n  enabled: false\n")
-        settings = load_settings(str(config), env=env)
+        settings = load_channel_settings(str(config), env=env)
+        # A channel's own section (whatsapp=WhatsAppSettings(...)) is held as the loader holds
+        # it (bot.config.channel_settings), the rest replaces the core's.
+        for key in own & set(overrides):
+            settings = settings.with_channel_section(key, overrides.pop(key))
         return settings.model_copy(update=overrides)
 
     return make

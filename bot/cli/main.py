@@ -18,13 +18,14 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from bot.config import ConfigError, Settings, load_settings
+from bot.config import ConfigError, Settings
 from bot.config.env_file import EnvFileError, default_env_file, load_env_file
 from bot.config.loading import config_path
 from bot.config.secret_files import load_secret_files
 from bot.db import DatabaseUnavailable, DatabaseURLError, as_unavailable
 from bot.plumbing.redis import RedisUnavailable
 from bot.text.redact import install_redaction, redact_text
+from channels.registry import load_channel_settings
 
 EXIT_CONFIG = 2
 CONFIG_HELP = "path to valet.yaml (default: $VALET_CONFIG, else ./valet.yaml)"
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         load_env(args)  # valet.env: what `valet onboard` wrote (the environment wins)
         load_secret_files(os.environ)  # VALET_X_FILE (Docker secrets, systemd credentials)
         # onboard writes the file: one asked for that does not exist yet is where it goes
-        settings = load_settings(args.config, missing_ok=args.command == "onboard")
+        settings = load_channel_settings(args.config, missing_ok=args.command == "onboard")
     except (ConfigError, EnvFileError) as err:
         return _stop(err)
     if settings.source != "<defaults>":  # a deployment's own agent and tool modules

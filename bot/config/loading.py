@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -13,6 +14,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 import pydantic
 import yaml
 
+from bot.config.channel_settings import ChannelSection, ChannelSections
 from bot.config.problems import (
     ConfigError,
     Problem,
@@ -23,6 +25,7 @@ from bot.config.problems import (
     yaml_line,
 )
 from bot.config.registries import registry_paths
+from bot.config.sections import Section
 from bot.config.settings import Settings
 from bot.config.urls import telegram_api_base, telegram_api_problem
 from bot.text.phones import PhoneNumberError, normalize
@@ -47,7 +50,6 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "VALET_PUBLIC_URL": ("public_url",),
     "VALET_SMS_FROM_NUMBER": ("sms", "from_number"),
     "VALET_SMS_MESSAGING_SERVICE_SID": ("sms", "messaging_service_sid"),
-    "VALET_WHATSAPP_FROM_NUMBER": ("whatsapp", "from_number"),
     "VALET_HTTP_HOST": ("http", "host"),
     "VALET_HTTP_PORT": ("http", "port"),
     "VALET_TELEGRAM_MODE": ("telegram", "mode"),
@@ -70,10 +72,12 @@ def config_path(cli_path: str | None, env: dict[str, str]) -> tuple[Path, bool]:
 
 
 def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None, *,
-                  missing_ok: bool = False) -> Settings:
+                  missing_ok: bool = False, channels: ChannelSections | None = None
+                  ) -> Settings:
     """The settings, or ConfigError naming every mistake (file:line or variable, key, what).
     `missing_ok`: a file asked for that does not exist yet is the defaults (`valet onboard
-    --config PATH` creates it)."""
+    --config PATH` creates it). `channels`: the sections the channels' packages own
+    (channels.registry gives them; None: none, a valet.yaml with one is refused)."""
     env = dict(os.environ) if env is None else env
     path, explicit = config_path(cli_path, env)
     raw: dict[str, Any] = {}
@@ -83,10 +87,6 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
     elif explicit and not missing_ok:
         raise ConfigError(f"{path}: configuration file not found")
     from_env: dict[tuple[str, ...], str] = {}
-    for var, key_path in ENV_OVERRIDES.items():
-        if env.get(var):
-            _set(raw, key_path, env[var])
-            from_env[key_path] = var
 
     def where(loc: tuple[str, ...]) -> str:
         for key_path, var in from_env.items():
@@ -94,17 +94,28 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
                 return f"environment {var}"
         return f"{path}:{yaml_line(root, loc)}" if path.exists() else "environment"
 
-    problems = [Problem(where(secret), ".".join(secret), "secrets are read only from the "
-                        "environment (VALET_LLM_API_KEY); remove it from the file")
-                for secret in SECRET_KEYS if _get(raw, secret) is not None]
+    problems: list[Problem] = []
+    sections = _channel_sections(raw, channels, where, problems)
+    overrides = {**ENV_OVERRIDES, **{var: (section.key, *key_path) for section in sections
+                                     for var, key_path in section.env.items()}}
+    for var, key_path in overrides.items():
+        if env.get(var):
+            _set(raw, key_path, env[var])
+            from_env[key_path] = var
+    problems += [Problem(where(secret), ".".join(secret), "secrets are read only from the "
+                         "environment (VALET_LLM_API_KEY); remove it from the file")
+                 for secret in SECRET_KEYS if _get(raw, secret) is not None]
     for secret in SECRET_KEYS:
         _pop(raw, secret)
     raw["source"] = str(path) if path.exists() else "<defaults>"
+    own = {section.key: raw.pop(section.key, None) for section in sections}
     settings: Settings | None = None
     try:
         settings = Settings.model_validate(raw)
     except pydantic.ValidationError as err:
         problems += validation_problems(err, Settings, where)
+    checked = {section.key: _checked_section(section, own[section.key], where, problems)
+               for section in sections}
     problems += _unknown_tool_modules(raw, path if path.exists() else None, where)
     if settings is not None:
         problems += _phone_numbers_in_e164(settings, where)
@@ -118,12 +129,44 @@ def load_settings(cli_path: str | None = None, env: dict[str, str] | None = None
     if problems:
         raise ConfigError(in_file_order(problems))
     assert settings is not None
+    for key, section in checked.items():
+        if section is not None:
+            settings = settings.with_channel_section(key, section)
     api_key = env.get("VALET_LLM_API_KEY") or env.get("OPENAI_API_KEY")
     settings.llm.api_key = pydantic.SecretStr(api_key) if api_key else None
     settings.telegram.token = env.get("VALET_TELEGRAM_TOKEN") or None
     settings.telegram.webhook_secret = env.get("VALET_TELEGRAM_WEBHOOK_SECRET") or None
     settings.telegram.api_url = telegram_api_base(api_url) if api_url else None
     return settings
+
+
+def _channel_sections(raw: dict[str, Any], channels: ChannelSections | None, where: Any,
+                      problems: list[Problem]) -> Sequence[ChannelSection[Any]]:
+    """The channels' own sections, asked of `channels` with the modules `channel_modules:`
+    names (a module that cannot be used is a problem of that key; the rest is checked)."""
+    if channels is None:
+        return ()
+    named = raw.get("channel_modules")
+    modules = [m for m in named if isinstance(m, str)] if isinstance(named, list) else []
+    try:
+        return channels(modules)
+    except ConfigError as err:
+        problems.extend(Problem(where(("channel_modules",)), "channel_modules",
+                                line.removeprefix("channel_modules: ")) for line in err.lines)
+        return channels([])
+
+
+def _checked_section(section: ChannelSection[Any], given: Any, where: Any,
+                     problems: list[Problem]) -> Section | None:
+    """A channel's section checked as the core's are: each mistake with its line and key."""
+    try:
+        return section.model.model_validate({} if given is None else given)
+    except pydantic.ValidationError as err:
+        problems.extend(
+            Problem(p.where, f"{section.key}.{p.key}" if p.key else section.key, p.text)
+            for p in validation_problems(err, section.model,
+                                         lambda loc: where((section.key, *loc))))
+        return None
 
 
 def _unknown_tool_modules(raw: dict[str, Any], path: Path | None,

@@ -15,7 +15,6 @@ from bot.config.channel_sections import (
     HTTPSettings,
     SmsSettings,
     TelegramSettings,
-    WhatsAppSettings,
     plain_http_problem,
 )
 from bot.config.llm_sections import LLMSettings
@@ -79,7 +78,6 @@ class Settings(Section):
     redis_url: str | None = None  # several processes: per-user locks across them
     stall_warning_ms: int = pydantic.Field(250, gt=0)  # log an event-loop stall longer than this
     sms: SmsSettings = SmsSettings()
-    whatsapp: WhatsAppSettings = WhatsAppSettings()
     # Where this server is reached from outside (https://valet.example.com): webhooks are
     # signed for this address, not the one a proxy forwards to.
     public_url: str | None = None
@@ -91,6 +89,9 @@ class Settings(Section):
     # Channels beyond Valet's own: modules whose SPEC is a channels.spec.ChannelSpec
     # (channels/registry.py; docs/extending.md, "Adding a channel").
     channel_modules: list[str] = []
+    # The sections the channels' packages own (whatsapp:), by key, as the loader checked
+    # them (bot.config.channel_settings): read back with the channel's `SECTION.of(...)`.
+    _channel_sections: dict[str, Section] = pydantic.PrivateAttr(default_factory=dict)
 
     @pydantic.field_validator("public_url")
     @classmethod
@@ -221,6 +222,17 @@ class Settings(Section):
         if not isinstance(prices, dict):
             return prices
         return prices.get(country_of(number) or "", prices.get("default", fallback))
+
+    def channel_section(self, key: str) -> Section | None:
+        return self._channel_sections.get(key)
+
+    def channel_sections(self) -> tuple[Section, ...]:
+        return tuple(self._channel_sections.values())
+
+    def with_channel_section(self, key: str, section: Section) -> Settings:
+        copy = self.model_copy()
+        copy._channel_sections = {**self._channel_sections, key: section}
+        return copy
 
     def config_dir(self) -> Path:
         """Where relative paths in the configuration are read from."""

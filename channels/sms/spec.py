@@ -14,6 +14,7 @@ from bot.db import Database
 from bot.plumbing.metrics import Reading
 from channels.sms.traits import NAME, TRAITS
 from channels.spec import Building, Built, ChannelSpec, Doctor, ServedChannel, Usage
+from channels.twilio.senders import account_claimed_elsewhere
 
 if TYPE_CHECKING:
     from bot.people.strangers import StrangerLimits
@@ -31,13 +32,13 @@ def _build(given: Building) -> Built:
 
 
 def _configured(settings: Settings, env: Mapping[str, str]) -> bool:
-    """The Twilio account turns SMS on, unless it is there for WhatsApp alone (a WhatsApp
-    sender set and no SMS sender): the account is shared (channels.twilio)."""
+    """The Twilio account turns SMS on, unless it is there for another channel alone (that
+    channel's sender set and no SMS sender): the account is shared (channels.twilio)."""
     if not env.get(ACCOUNT_ENV):
         return False
-    sms, whatsapp = settings.sms, settings.whatsapp
+    sms = settings.sms
     return bool(sms.from_number or sms.messaging_service_sid) \
-        or not (whatsapp.from_number or whatsapp.messaging_service_sid)
+        or not account_claimed_elsewhere(settings)
 
 
 def _public_url_for(settings: Settings, env: Mapping[str, str]) -> str | None:
@@ -63,8 +64,8 @@ def _strangers(settings: Settings) -> StrangerLimits:
 async def _check(settings: Settings, env: Mapping[str, str], report: Report,
                  menu: MenuSource) -> None:
     if env.get(ACCOUNT_ENV) and not _configured(settings, env):
-        report.off("SMS: the Twilio account serves WhatsApp alone; set sms.from_number (or "
-                   "sms.messaging_service_sid) to turn SMS on")
+        report.off("SMS: the Twilio account serves another channel alone; set "
+                   "sms.from_number (or sms.messaging_service_sid) to turn SMS on")
         return
     from channels.sms.doctor import check_sms
 
@@ -109,7 +110,6 @@ SPEC = ChannelSpec(
     configured=_configured,
     turn_on=ACCOUNT_ENV,
     build=_build,
-    section="sms",
     owner_key="phone_numbers",
     public_url_for=_public_url_for,
     claim=_claim,

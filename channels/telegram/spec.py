@@ -55,7 +55,6 @@ SPEC = ChannelSpec(
     configured=lambda settings, env: bool(settings.telegram.token),
     turn_on="VALET_TELEGRAM_TOKEN",
     build=_build,
-    section="telegram",
     owner_key="telegram_ids",
     public_url_for=_public_url_for,
     claim=_claim,

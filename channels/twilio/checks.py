@@ -6,7 +6,9 @@ nothing here prints a secret."""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from twilio.base.exceptions import TwilioException
 from twilio.rest import Client
@@ -16,6 +18,7 @@ from channels.twilio.rest import ValetTwilioHttpClient
 
 AUTH_FAILED = 20003
 NOT_FOUND = 20404
+T = TypeVar("T")
 
 
 class TwilioUnusable(Exception):
@@ -24,6 +27,10 @@ class TwilioUnusable(Exception):
 
 class CredentialsRefused(TwilioUnusable):
     """Twilio refused the SID and token: every other call would be refused the same way."""
+
+
+class NotKnown(TwilioUnusable):
+    """The account has no such thing (HTTP 404, error 20404)."""
 
 
 @dataclass(frozen=True)
@@ -47,12 +54,8 @@ class TwilioCheck:
 
     async def account(self) -> str:
         """The account's name; TwilioUnusable when the SID and token are not accepted."""
-        try:
-            found = await self.client.api.v2010.accounts(self.account_sid).fetch_async()
-        except TwilioException as err:
-            raise _unusable(err, "the account") from err
-        except TransientSendError as err:
-            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+        found = await self.asked("the account", lambda client: client.api.v2010.accounts(
+            self.account_sid).fetch_async())
         status = str(found.status or "")
         if status and status != "active":
             raise TwilioUnusable(f"the Twilio account is {status}, not active: reactivate it "
@@ -62,13 +65,8 @@ class TwilioCheck:
     async def number(self, number: str) -> NumberState:
         """The number as this account holds it; TwilioUnusable when it is not the
         account's."""
-        try:
-            found = await self.client.incoming_phone_numbers.list_async(phone_number=number,
-                                                                        limit=5)
-        except TwilioException as err:
-            raise _unusable(err, f"the number {number}") from err
-        except TransientSendError as err:
-            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+        found = await self.asked(f"the number {number}", lambda client: client
+                                 .incoming_phone_numbers.list_async(phone_number=number, limit=5))
         for item in found:
             if item.phone_number == number:
                 caps = item.capabilities if isinstance(item.capabilities, dict) else {}
@@ -79,40 +77,23 @@ class TwilioCheck:
 
     async def point_sms_webhook(self, number: NumberState, url: str) -> None:
         """Incoming SMS to this number are posted to `url` (HTTP POST) from now on."""
-        try:
-            await self.client.incoming_phone_numbers(number.sid).update_async(
-                sms_url=url, sms_method="POST")
-        except TwilioException as err:
-            raise _unusable(err, f"the number {number.number}") from err
-        except TransientSendError as err:
-            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+        await self.asked(f"the number {number.number}", lambda client: client
+                         .incoming_phone_numbers(number.sid).update_async(sms_url=url,
+                                                                          sms_method="POST"))
 
-    async def content(self, sid: str) -> tuple[str, str]:
-        """A content template's friendly name and WhatsApp's word on it ("approved",
-        "pending", "rejected"; "" when it was never submitted)."""
+    async def asked(self, what: str, call: Callable[[Client], Awaitable[T]]) -> T:
+        """One request of the REST API about `what` ("the content template HX..."), its
+        refusal worded for the operator (TwilioUnusable; NotKnown for a 404)."""
         try:
-            found = await self.client.content.v1.contents(sid).fetch_async()
-            try:
-                approval = await self.client.content.v1.contents(sid).approval_fetch() \
-                    .fetch_async()
-                whatsapp = approval.whatsapp if isinstance(approval.whatsapp, dict) else {}
-            except TwilioException as err:
-                if _status_of(err)[1] != 404:
-                    raise
-                whatsapp = {}
+            return await call(self.client)
         except TwilioException as err:
-            raise _unusable(err, f"the content template {sid}") from err
+            raise _unusable(err, what) from err
         except TransientSendError as err:
             raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
-        return str(found.friendly_name or sid), str(whatsapp.get("status") or "")
 
     async def messaging_service(self, sid: str) -> str:
-        try:
-            found = await self.client.messaging.v1.services(sid).fetch_async()
-        except TwilioException as err:
-            raise _unusable(err, f"the Messaging Service {sid}") from err
-        except TransientSendError as err:
-            raise TwilioUnusable(f"cannot reach Twilio: {err}") from err
+        found = await self.asked(f"the Messaging Service {sid}",
+                                 lambda client: client.messaging.v1.services(sid).fetch_async())
         return str(found.friendly_name or sid)
 
 
@@ -123,7 +104,7 @@ def _unusable(err: TwilioException, what: str) -> TwilioUnusable:
                               "VALET_TWILIO_ACCOUNT_SID and VALET_TWILIO_AUTH_TOKEN (Twilio "
                               "console, Account info)")
     if code == NOT_FOUND or status == 404:
-        return TwilioUnusable(f"Twilio does not know {what} on this account (error 20404)")
+        return NotKnown(f"Twilio does not know {what} on this account (error 20404)")
     return TwilioUnusable(f"Twilio refused to show {what} (HTTP {status}, error {code})")
 
 

@@ -22,6 +22,7 @@ from channels.twilio.rest import (
 from channels.twilio.served import TwilioChannel
 from channels.whatsapp.inbound import WhatsAppInbound
 from channels.whatsapp.sender import WhatsAppSender
+from channels.whatsapp.settings import SECTION
 from channels.whatsapp.store import WhatsAppStore
 from channels.whatsapp.webhook import STATUS_PATH, WhatsAppWebhook
 from channels.whatsapp.wire import from_wire
@@ -34,7 +35,7 @@ def whatsapp_account(settings: Settings, env: Mapping[str, str]) -> TwilioAccoun
     missing = credentials_missing(env)
     if not settings.public_url:
         missing.append("VALET_PUBLIC_URL (or public_url in valet.yaml)")
-    wa = settings.whatsapp
+    wa = SECTION.of(settings)
     if not (wa.from_number or wa.messaging_service_sid):
         missing.append("whatsapp.from_number or whatsapp.messaging_service_sid "
                        "(VALET_WHATSAPP_FROM_NUMBER)")
@@ -68,7 +69,7 @@ def build_whatsapp_channel(host: ChannelHost, settings: Settings,
     sender with the outbox."""
     env = os.environ if env is None else env
     account = whatsapp_account(settings, env)
-    wa = settings.whatsapp
+    wa = SECTION.of(settings)
     store = WhatsAppStore(host.db)
     sender = WhatsAppSender(account, store=store, identities=host.identities, door=host.door,
                             clock=host.clock, lines=host.lines, templates=wa.templates,

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 
 from bot.config import Settings
 from bot.setup.report import Report
-from channels.twilio.checks import TwilioCheck, TwilioUnusable
+from channels.twilio.checks import NotKnown, TwilioCheck, TwilioUnusable
 from channels.twilio.doctor import account_check
+from channels.whatsapp.settings import SECTION
 from channels.whatsapp.webhook import INBOUND_PATH, STATUS_PATH
 from channels.whatsapp.wire import from_wire
 
@@ -18,7 +19,7 @@ SANDBOX_NUMBER = "+14155238886"  # Twilio's WhatsApp sandbox, the same for every
 
 
 async def check_whatsapp(settings: Settings, env: Mapping[str, str], report: Report) -> None:
-    wa = settings.whatsapp
+    wa = SECTION.of(settings)
     if not (wa.from_number or wa.messaging_service_sid):
         report.off("WhatsApp: set whatsapp.from_number (the sandbox's +14155238886, or your "
                    "WhatsApp sender) to turn it on (valet onboard)")
@@ -42,7 +43,7 @@ async def check_whatsapp(settings: Settings, env: Mapping[str, str], report: Rep
 
 
 async def _sender_check(settings: Settings, twilio: TwilioCheck, report: Report) -> None:
-    wa = settings.whatsapp
+    wa = SECTION.of(settings)
     number = from_wire(wa.from_number) if wa.from_number else None
     if not number:
         report.ok(f"WhatsApp sends through the Messaging Service {wa.messaging_service_sid}")
@@ -61,9 +62,24 @@ async def _sender_check(settings: Settings, twilio: TwilioCheck, report: Report)
     report.ok(f"WhatsApp sender {number} is on the account")
 
 
+async def content_approval(twilio: TwilioCheck, sid: str) -> tuple[str, str]:
+    """A content template's friendly name and WhatsApp's word on it ("approved", "pending",
+    "rejected"; "" when it was never submitted: Twilio's Content API has no approval then)."""
+    what = f"the content template {sid}"
+    found = await twilio.asked(what, lambda client: client.content.v1.contents(sid)
+                               .fetch_async())
+    try:
+        approval = await twilio.asked(what, lambda client: client.content.v1.contents(sid)
+                                      .approval_fetch().fetch_async())
+    except NotKnown:
+        return str(found.friendly_name or sid), ""
+    whatsapp = approval.whatsapp if isinstance(approval.whatsapp, dict) else {}
+    return str(found.friendly_name or sid), str(whatsapp.get("status") or "")
+
+
 async def _template_check(twilio: TwilioCheck, kind: str, sid: str, report: Report) -> None:
     try:
-        name, status = await twilio.content(sid)
+        name, status = await content_approval(twilio, sid)
     except TwilioUnusable as err:
         report.bad(f"whatsapp.templates.{kind}: {err}")
         return
@@ -77,7 +93,7 @@ async def _template_check(twilio: TwilioCheck, kind: str, sid: str, report: Repo
 
 
 def check_costs(settings: Settings, report: Report) -> None:
-    wa = settings.whatsapp
+    wa = SECTION.of(settings)
     kinds = ", ".join(sorted(wa.templates)) or "none"
     report.note(f"WhatsApp: ${wa.price_per_message:g} a message, ${wa.price_per_template:g} a "
                 f"template (whatsapp.price_per_message, price_per_template); templates for "

@@ -12,6 +12,7 @@ from channels.twilio.checks import TwilioCheck, TwilioUnusable
 from channels.twilio.onboard import ask_account
 from channels.twilio.rest import ACCOUNT_ENV, API_URL_ENV, TOKEN_ENV
 from channels.whatsapp.doctor import SANDBOX_NUMBER
+from channels.whatsapp.settings import SECTION
 from channels.whatsapp.webhook import INBOUND_PATH
 
 
@@ -23,7 +24,8 @@ def flags(p: Parser) -> None:
 
 
 def current(c: Context) -> str | None:
-    sender = c.settings.whatsapp.from_number or c.settings.whatsapp.messaging_service_sid
+    wa = SECTION.of(c.settings)
+    sender = wa.from_number or wa.messaging_service_sid
     if not (c.env.get(ACCOUNT_ENV) and c.env.get(TOKEN_ENV) and sender):
         return None
     return f"sending from {sender}"
@@ -32,7 +34,7 @@ def current(c: Context) -> str | None:
 def public_url_for(c: Context) -> str | None:
     """Twilio posts each message to Valet: WhatsApp needs one whenever it is on."""
     return "WhatsApp" if c.draft.config.get(("whatsapp", "from_number")) \
-        or c.settings.whatsapp.from_number else None
+        or SECTION.of(c.settings).from_number else None
 
 
 async def whatsapp_step(c: Context) -> None:
@@ -61,7 +63,7 @@ async def whatsapp_step(c: Context) -> None:
 
     sender = await c.q.answer(Question(
         f"Valet's WhatsApp sender (E.164; Twilio's sandbox is {SANDBOX_NUMBER}; Enter to skip "
-        "WhatsApp)", "--whatsapp-from", default=c.settings.whatsapp.from_number or "",
+        "WhatsApp)", "--whatsapp-from", default=SECTION.of(c.settings).from_number or "",
         given=c.args.whatsapp_from, required=False), number_problem)
     if not sender:
         c.q.say("   skipped: no WhatsApp")
@@ -71,7 +73,7 @@ async def whatsapp_step(c: Context) -> None:
         join = await c.q.answer(Question(
             "The sandbox's join words (Twilio console, Messaging > Try it out > WhatsApp: "
             "'join <two words>')", "--whatsapp-join",
-            default=c.settings.whatsapp.sandbox_join or "", given=c.args.whatsapp_join,
+            default=SECTION.of(c.settings).sandbox_join or "", given=c.args.whatsapp_join,
             required=False), lambda s: None if not s or s.lower().startswith("join ")
             else "the join words start with 'join'")
         c.draft.config[("whatsapp", "sandbox_join")] = join or None

@@ -13,6 +13,7 @@ from bot.config import Settings
 from bot.db import Database
 from bot.plumbing.metrics import Reading
 from channels.spec import Building, Built, ChannelSpec, Doctor, ServedChannel, Usage
+from channels.whatsapp.settings import SECTION
 from channels.whatsapp.traits import NAME, TRAITS
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def _build(given: Building) -> Built:
 
 
 def _configured(settings: Settings, env: Mapping[str, str]) -> bool:
-    wa = settings.whatsapp
+    wa = SECTION.of(settings)
     return bool(env.get(ACCOUNT_ENV) and (wa.from_number or wa.messaging_service_sid))
 
 
@@ -40,7 +41,7 @@ def _public_url_for(settings: Settings, env: Mapping[str, str]) -> str | None:
 
 
 def _claim(served: ServedChannel, settings: Settings) -> str:
-    wa = settings.whatsapp
+    wa = SECTION.of(settings)
     number = wa.from_number or "Valet's WhatsApp number"
     joined = f" (first send '{wa.sandbox_join}')" if wa.sandbox_join else ""
     return f"send {{code}} on WhatsApp to {number}{joined}"
@@ -50,7 +51,7 @@ def _strangers(settings: Settings) -> StrangerLimits:
     """Its replies cost money: a sender not let in gets few."""
     from bot.people.strangers import StrangerLimits
 
-    wa = settings.whatsapp
+    wa = SECTION.of(settings)
     return StrangerLimits(per_sender=timedelta(hours=wa.stranger_reply_hours),
                           per_hour=wa.stranger_replies_per_hour)
 
@@ -100,7 +101,7 @@ SPEC = ChannelSpec(
     configured=_configured,
     turn_on=f"{ACCOUNT_ENV} and whatsapp.from_number",
     build=_build,
-    section="whatsapp",
+    section=SECTION,
     owner_key="phone_numbers",
     public_url_for=_public_url_for,
     claim=_claim,
@@ -111,5 +112,5 @@ SPEC = ChannelSpec(
     webhook_prefix=NAME,
     readings=_readings,
     usage=Usage("WhatsApp messages", "message", "whatsapp.price_per_message", _daily, _since,
-                lambda settings: settings.whatsapp.price_per_message),
+                lambda settings: SECTION.of(settings).price_per_message),
 )

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 
 from bot.app import App
 from bot.channel import ChannelSender
-from bot.config import load_settings
 from bot.contracts.envelopes import IncomingMessage, OutboundMessage
 from channels.console.traits import TRAITS as CONSOLE
+from channels.registry import load_channel_settings
 
 
 class PrintingSender(ChannelSender):
@@ -31,7 +31,7 @@ class PrintingSender(ChannelSender):
 
 
 async def main() -> None:
-    app = await App.build(load_settings())
+    app = await App.build(load_channel_settings())
     app.add_channel(PrintingSender())  # type: ignore[arg-type]
     await app.start()
     session = f"{os.getpid()}-{time.time_ns()}"

@@ -66,16 +66,17 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def toy_serve(fake_llm: FakeOpenAI, tmp_path: Path) -> AsyncIterator[Served]:
+async def toy_serve(fake_llm: FakeOpenAI, tmp_path: Path, config: str = ""
+                    ) -> AsyncIterator[Served]:
     """`valet serve` with the toy channel on (the fake LLM, the toy service), stopped with
-    SIGTERM at the end: it must stop cleanly."""
+    SIGTERM at the end: it must stop cleanly. `config`: more of valet.yaml."""
     toy = ToyService()
     await toy.server.start_server()
     port = free_port()
     env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url,
                     VALET_LLM_MODEL="fake-model", VALET_HTTP_PORT=str(port),
                     VALET_TOY_URL=toy.url, VALET_LOG_LEVEL="INFO")
-    (tmp_path / "valet.yaml").write_text(CONFIG)
+    (tmp_path / "valet.yaml").write_text(CONFIG + config)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -116,6 +117,31 @@ async def test_a_toy_channel_from_one_package_and_one_line_carries_a_conversatio
     assert "channel toy started (/toy/inbound)" in served.log
     # Its webhook is counted like Valet's own channels' (its spec's webhook_prefix).
     assert 'valet_webhook_requests_total{channel="toy",result="acknowledged"} 1.0' in metrics
+
+
+async def test_the_toy_channel_owns_its_section_of_valet_yaml(fake_llm: FakeOpenAI, tmp_path):
+    """`toy:` is the toy package's (tests/fakes/toy_channel/settings.py): read by `valet serve`
+    through `channel_modules:`, and a typo in it refused with its line, as the core's are."""
+    fake_llm.script(Reply(content="Signed and sent."))
+    async with toy_serve(fake_llm, tmp_path, "toy:\n  signature: from Valet\n") as served:
+        async with served.http.post(f"{served.base}/toy/inbound", json={
+                "id": "m1", "from": "ana", "text": "hello"}) as response:
+            assert response.status == 200
+        await asyncio.wait_for(served.toy.arrived.wait(), 30)
+    assert served.toy.sent == [{"to": "ana", "text": "Signed and sent.",
+                                "signature": "from Valet"}]
+
+    env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url,
+                    VALET_LLM_MODEL="fake-model")
+    (tmp_path / "valet.yaml").write_text(CONFIG + "toy:\n  signatur: from Valet\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "serve", cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 2, err.decode()
+    assert f"{tmp_path / 'valet.yaml'}:8: toy.signatur: unknown setting; did you mean " \
+        "signature?" in err.decode(), err.decode()
+    assert "Traceback" not in err.decode()
 
 
 def notes(db: Path) -> list[str]:

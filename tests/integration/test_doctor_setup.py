@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.cli.doctor import run_doctor
-from bot.config import load_settings
 from bot.credentials import new_key
+from channels.registry import load_channel_settings
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import DEFAULT_NUMBER, FakeTwilio
@@ -40,7 +40,7 @@ def doctor(tmp_path, fake_llm):
         full = {"VALET_DATABASE_URL": f"sqlite:///{tmp_path}/valet.db",
                 "VALET_LLM_BASE_URL": fake_llm.base_url, "VALET_LLM_MODEL": "fake-model",
                 "VALET_SECRET_KEY": new_key(), "VALET_EVENTS_TOKEN": GOOD_TOKEN, **env}
-        settings = load_settings(str(config), env=full)
+        settings = load_channel_settings(str(config), env=full)
         fake_llm.responder = lambda body: Reply(content="ready")  # every request doctor makes
         lines: list[str] = []
         code = await run_doctor(settings, lines.append, fix=fix, env=full)

@@ -13,9 +13,9 @@ from aiohttp.test_utils import TestServer
 
 from bot.app import App
 from bot.app.channels import served_channel
-from bot.config.channel_sections import WhatsAppSettings
 from bot.config.policies import AccessSettings, ChannelAccess
 from channels.whatsapp.channel import WhatsAppChannel
+from channels.whatsapp.settings import WhatsAppSettings
 from tests.fakes.fake_twilio import FakeTwilio, SentMessage, post_signed
 from tests.fakes.fake_whatsapp import whatsapp_params
 

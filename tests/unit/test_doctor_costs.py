@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.cli.doctor_costs import check_costs
 from bot.cli.doctor_setup import Report
-from bot.config import load_settings
+from channels.registry import load_channel_settings
 
 SMS_ON = {"VALET_TWILIO_ACCOUNT_SID": "AC" + "0" * 32}
 
@@ -15,7 +15,7 @@ def doctor(tmp_path, text: str, env: dict[str, str]) -> tuple[list[str], int]:
     path.write_text(text)
     lines: list[str] = []
     report = Report(lines.append)
-    check_costs(load_settings(str(path), env={}), env, report)
+    check_costs(load_channel_settings(str(path), env={}), env, report)
     return lines, report.problems
 
 

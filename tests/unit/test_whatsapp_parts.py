@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 import pydantic
 import pytest
 
-from bot.config.channel_sections import WhatsAppSettings
 from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind
 from bot.contracts.options import Option
 from channels.plain_cards import cards_in_words
 from channels.whatsapp.cards import button_id, card_variables, press_of
 from channels.whatsapp.render import split_messages, whatsapp_text
+from channels.whatsapp.settings import WhatsAppSettings
 from channels.whatsapp.window import by_template, in_session, is_open, template_kind
 from channels.whatsapp.wire import from_wire, media_kind, on_wire
 from persona.lines import DEFAULT

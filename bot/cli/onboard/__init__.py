@@ -22,7 +22,7 @@ from pathlib import Path
 from bot.cli.onboard import current
 from bot.cli.onboard.flow import Ending, Step, run_steps
 from bot.cli.onboard.steps import llm_step, person_step, public_url_step
-from bot.config import Settings, load_settings
+from bot.config import Settings
 from bot.config.env_file import EnvFileError, default_env_file
 from bot.config.loading import config_path
 from bot.config.yaml_edit import YamlEditError
@@ -30,7 +30,7 @@ from bot.setup.ask import OnboardStop, questions
 from bot.setup.draft import env_after
 from bot.setup.onboarding import Context
 from bot.text.redact import redact_text
-from channels.registry import BUILT_IN
+from channels.registry import BUILT_IN, load_channel_settings
 
 EXIT_STOPPED = 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as for every command
@@ -118,7 +118,8 @@ async def _doctor(config: Path, env: dict[str, str]) -> int:
     os.environ.update(env)  # the capability checks read the key from here
     print("\nvalet doctor --fix")
     try:
-        code = await run_doctor(load_settings(str(config), env=env), print, fix=True, env=env)
+        settings = load_channel_settings(str(config), env=env)
+        code = await run_doctor(settings, print, fix=True, env=env)
     except Exception as err:  # ConfigError, or anything a check did not keep to itself
         print(f"valet onboard: the last step (valet doctor --fix) could not finish: "
               f"{type(err).__name__}: {redact_text(str(err))[:300]}; {config} is written: "

@@ -17,11 +17,12 @@ from pathlib import Path
 
 from bot.cli.service.plan import File, Plan
 from bot.cli.service.units import ETC, STATE
-from bot.config import ConfigError, load_settings
+from bot.config import ConfigError
 from bot.config.env_file import read_env_file
 from bot.db.sqlite import file_of
 from bot.plumbing.logs import mask
 from bot.text.redact import redact_text
+from channels.registry import load_channel_settings
 
 Say = Callable[[str], None]
 SYSTEMCTL = "systemctl"
@@ -90,7 +91,7 @@ def preflight(plan: Plan, root: Path) -> None:
            for name, value in re.findall(r"^Environment=(\w+)=(.*)$", unit.text, re.M)}
     env.update(read_env_file(under(root, f"{ETC}/valet.env")))
     try:
-        settings = load_settings(env["VALET_CONFIG"], env=env)
+        settings = load_channel_settings(env["VALET_CONFIG"], env=env)
         database = settings.database_url
         state = under(root, STATE)
         if database.startswith("sqlite") and state not in Path(file_of(database)).parents:

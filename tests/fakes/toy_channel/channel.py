@@ -33,17 +33,21 @@ class ToySender(ChannelSender):
 
     traits = TRAITS
 
-    def __init__(self, api_url: str, *, lines: Lines = DEFAULT) -> None:
+    def __init__(self, api_url: str, *, lines: Lines = DEFAULT,
+                 signature: str | None = None) -> None:
         self.api_url = api_url.rstrip("/")
         self.lines = lines  # how a prompt asks for its answer
+        self.signature = signature  # its section's (tests/fakes/toy_channel/settings.py)
         self._http: aiohttp.ClientSession | None = None
 
     async def send(self, message: OutboundMessage) -> str | None:
         if self._http is None:
             self._http = aiohttp.ClientSession()
         try:
-            async with self._http.post(f"{self.api_url}/messages", json={
-                    "to": message.address, "text": rendered(message, self.lines)}) as response:
+            posted = {"to": message.address, "text": rendered(message, self.lines)}
+            if self.signature:
+                posted["signature"] = self.signature
+            async with self._http.post(f"{self.api_url}/messages", json=posted) as response:
                 if response.status >= 500:
                     raise TransientSendError(f"the toy service answered {response.status}")
                 if response.status >= 400:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from channels.spec import Building, Built, ChannelSpec
+from tests.fakes.toy_channel.settings import SECTION
 from tests.fakes.toy_channel.traits import NAME, TRAITS
 
 if TYPE_CHECKING:
@@ -19,7 +20,8 @@ URL_ENV = "VALET_TOY_URL"
 def _build(given: Building) -> Built:
     from tests.fakes.toy_channel.channel import ToyChannel, ToySender
 
-    sender = ToySender(given.env[URL_ENV], lines=given.host.lines)
+    sender = ToySender(given.env[URL_ENV], lines=given.host.lines,
+                       signature=SECTION.of(given.settings).signature)
     return Built(ToyChannel(given.host, sender), sender)
 
 
@@ -35,6 +37,7 @@ SPEC = ChannelSpec(
     configured=lambda settings, env: bool(env.get(URL_ENV)),
     turn_on=URL_ENV,
     build=_build,
+    section=SECTION,
     onboard=_onboard,
     webhook_prefix=NAME,
 )
