@@ -28,7 +28,6 @@ from persona.lines_channels import (
     TelegramLines,
     TerminalLines,
     WebConsoleLines,
-    WhatsAppLines,
 )
 from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_people import AccessLines, BudgetLines, MemoryLines
@@ -258,8 +257,8 @@ class CommandLines(LineGroup):
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
-            WhatsAppLines, TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
-            WhenLines, CardLines, ScheduleWordLines):
+            TerminalLines, WebConsoleLines, AgentLines, LanguageLines, WhenLines, CardLines,
+            ScheduleWordLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 

@@ -13,6 +13,7 @@ from bot.config import Settings
 from bot.db import Database
 from bot.plumbing.metrics import Reading
 from channels.spec import Building, Built, ChannelSpec, Doctor, ServedChannel, Usage
+from channels.whatsapp.lines import WhatsAppLines
 from channels.whatsapp.traits import NAME, TRAITS
 
 if TYPE_CHECKING:
@@ -112,4 +113,5 @@ SPEC = ChannelSpec(
     readings=_readings,
     usage=Usage("WhatsApp messages", "message", "whatsapp.price_per_message", _daily, _since,
                 lambda settings: settings.whatsapp.price_per_message),
+    lines=WhatsAppLines,
 )

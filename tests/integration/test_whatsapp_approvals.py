@@ -76,7 +76,7 @@ async def test_the_card_content_is_created_once_and_found_again(world, fake_llm)
     # when several deliveries ask at once.
     from channels.whatsapp.cards import QuickReplies
 
-    again = QuickReplies(world.channel.sender.client, world.channel.sender.lines)
+    again = QuickReplies(world.channel.sender.client, world.channel.sender.words)
     found = await asyncio.gather(*(again.sid() for _ in range(3)))
     assert found == [cards[0]["sid"]] * 3
     assert len(world.twilio.whatsapp.contents) == 1
