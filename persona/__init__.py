@@ -143,7 +143,7 @@ class Persona:
     language: str = "en"  # its lines' language, and the default of people who chose none
     translations: dict[str, dict[str, str]] = field(default_factory=dict)
     # Its `lines:` as written, the channels' groups' keys too (`lines` keeps those of
-    # `Lines`); empty: those `lines` was given with.
+    # `Lines`): filled from the `lines` it is given (load_persona's model has both).
     rewording: dict[str, str] = field(default_factory=dict)
     _words: dict[type[LineGroup], LineGroup] = field(default_factory=dict, init=False,
                                                      repr=False, compare=False)
@@ -153,9 +153,8 @@ class Persona:
         from persona.catalog import SpokenLines, spoken_lines
 
         if not isinstance(self.lines, SpokenLines):
-            if not self.rewording:
-                object.__setattr__(self, "rewording", self.lines.model_dump(
-                    include=self.lines.model_fields_set))
+            written = self.lines.model_dump(include=self.lines.model_fields_set)
+            object.__setattr__(self, "rewording", {**written, **self.rewording})
             object.__setattr__(self, "lines", spoken_lines(
                 self.language, of_group(Lines, self.rewording),
                 {code: of_group(Lines, lines) for code, lines in self.translations.items()}))
@@ -241,5 +240,4 @@ def load_persona(name_or_path: str, channels: Collection[str] | None = None,
         raise ConfigError(in_file_order(problems)) from err
     return Persona(parsed.name, parsed.system_prompt, dict(parsed.style), parsed.lines, str(path),
                    emoji=parsed.emoji, languages=tuple(parsed.languages),
-                   language=parsed.language, translations=dict(parsed.translations),
-                   rewording=parsed.lines.model_dump(include=parsed.lines.model_fields_set))
+                   language=parsed.language, translations=dict(parsed.translations))
