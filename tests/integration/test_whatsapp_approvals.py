@@ -129,3 +129,21 @@ async def test_without_the_content_api_the_card_goes_in_words(app_factory, tmp_p
         assert len(risky_tools.SENT) == 1
     finally:
         await close()
+
+
+async def test_a_persona_rewords_the_buttons_of_the_cards_served(app_factory, tmp_path, fake_llm):
+    """The persona's `lines:` reach the running channel (load_persona's channel groups, the
+    host's words): the card content's buttons carry them."""
+    persona = tmp_path / "p.yaml"
+    persona.write_text("name: P\nsystem_prompt: You help.\n"
+                       "lines:\n  whatsapp_button_approve: 'Go ahead'\n", encoding="utf-8")
+    world, close = await whatsapp_world(app_factory, agents=registry_file(tmp_path),
+                                        persona=str(persona))
+    try:
+        [card] = await ask(world, fake_llm, ToolCall("send_email", EMAIL))
+        content = next(c for c in world.twilio.whatsapp.contents.values()
+                       if c["sid"] == card.content_sid)
+        titles = [a["title"] for a in content["types"]["twilio/quick-reply"]["actions"]]
+        assert titles == ["Go ahead", "✖️ Cancel"]
+    finally:
+        await close()
