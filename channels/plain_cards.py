@@ -39,8 +39,8 @@ def card_in_words(prompt: ApprovalPrompt, lines: Lines) -> str:
     pairing request, with its code."""
     if prompt.kind is PromptKind.PAIRING:
         return pairing_card(prompt, lines)
-    template = lines.whatsapp_card_changeable if prompt.allow_modification \
-        else lines.whatsapp_card
+    template = lines.card_in_words_changeable if prompt.allow_modification \
+        else lines.card_in_words
     return "\n".join([fill(template, summary=sentence(prompt.summary)),
                       *argument_lines(prompt)])
 

@@ -19,6 +19,7 @@ from channels.sms.spec import SPEC as SMS
 from channels.spec import ChannelSpec, Env
 from channels.telegram.spec import SPEC as TELEGRAM
 from channels.whatsapp.spec import SPEC as WHATSAPP
+from persona.line_group import LineGroup
 
 # In this order doctor checks them, onboard asks about them and `valet serve` starts them.
 BUILT_IN: tuple[ChannelSpec, ...] = (CONSOLE, TELEGRAM, SMS, WHATSAPP)
@@ -48,6 +49,10 @@ class Specs:
 
     def traits(self) -> tuple[ChannelTraits, ...]:
         return tuple(s.traits for s in self.all)
+
+    def line_groups(self) -> tuple[type[LineGroup], ...]:
+        """The channels' own groups of lines, which a persona may reword (load_persona)."""
+        return tuple(s.lines for s in self.all if s.lines is not None)
 
     def configured(self, settings: Settings, env: Env) -> list[ChannelSpec]:
         """Those this deployment turns on."""

@@ -23,6 +23,7 @@ from bot.contracts.channels import ChannelTraits
 from bot.db import Database
 from bot.gateway.door import ChannelHost
 from bot.plumbing.metrics import Reading
+from persona.line_group import LineGroup
 
 if TYPE_CHECKING:  # only valet doctor and valet onboard load these
     from bot.people.strangers import StrangerLimits
@@ -154,6 +155,9 @@ class ChannelSpec:
     # The gauges it adds to /metrics, read at each scrape.
     readings: Callable[[Database], Awaitable[list[Reading]]] | None = None
     usage: Usage | None = None
+    # Its own words (channels/<name>/lines.py, translations beside them): a persona rewords
+    # them (load_persona's line_groups) and the channel says them through `host.words`.
+    lines: type[LineGroup] | None = None
 
     @property
     def name(self) -> str:

@@ -1,10 +1,12 @@
 """The base of every group of lines (`LineGroup`): a frozen model whose persona overrides keep
-the placeholders of their defaults ({name}), exactly."""
+the placeholders of their defaults ({name}), exactly. A group kept outside persona/ (a
+channel's, channels/<name>/lines.py) names the folder of its translations."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import pydantic
 
@@ -17,6 +19,10 @@ def placeholders(template: str) -> set[str]:
 
 class LineGroup(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    # Where its lines in other languages are: a folder of <language>.yaml tables (es.yaml:
+    # key -> wording), read as persona/catalog/ is (persona.catalog.group_table). None: the
+    # group is part of persona's `Lines`, translated in persona/catalog/.
+    translations_dir: ClassVar[Path | None] = None
 
     @pydantic.field_validator("*")
     @classmethod

@@ -1,7 +1,9 @@
 """Every sentence a person can receive from Valet that the LLM does not write, in one place.
 
 This module holds the lines of the conversation, approvals, tasks, schedules and commands and
-gathers the rest (persona/lines_people.py, persona/lines_channels.py) into `Lines`.
+gathers the rest (persona/lines_people.py, persona/lines_channels.py) into `Lines`. A channel
+that owns its words keeps its group in its package (channels/whatsapp/lines.py), outside
+`Lines`: a persona rewords it the same way (persona.channel_words).
 
 A persona file overrides any of them under `lines:` (persona/default.yaml, jeeves.yaml); the
 key is the field's name. The lines are grouped by concern, one model per group, and `Lines`
@@ -28,7 +30,6 @@ from persona.lines_channels import (
     TelegramLines,
     TerminalLines,
     WebConsoleLines,
-    WhatsAppLines,
 )
 from persona.lines_language import LanguageLines, WhenLines
 from persona.lines_people import AccessLines, BudgetLines, MemoryLines
@@ -258,8 +259,8 @@ class CommandLines(LineGroup):
 
 class Lines(ConversationLines, ApprovalLines, TaskLines, ScheduleLines, CommandLines,
             AccessLines, BudgetLines, MemoryLines, MailLines, SmsLines, TelegramLines,
-            WhatsAppLines, TerminalLines, WebConsoleLines, AgentLines, LanguageLines,
-            WhenLines, CardLines, ScheduleWordLines):
+            TerminalLines, WebConsoleLines, AgentLines, LanguageLines, WhenLines, CardLines,
+            ScheduleWordLines):
     """Every line; a persona's `lines:` overrides any of them by name."""
 
 

@@ -32,3 +32,8 @@ class CardLines(LineGroup):
     # A tool with no card of its own: its name ("send email") and {arguments}: " (to: ...)".
     card_tool_call: str = "{tool}{arguments}"
     card_mcp_call: str = "{server} (MCP server): {tool}{arguments}"
+    # A card in words, for a channel that has no buttons or cannot use them now (the toy
+    # channel, SMS's fallback, WhatsApp's: channels/plain_cards.py), answered as any typed
+    # yes or no.
+    card_in_words: str = "{summary}? Answer yes or no."
+    card_in_words_changeable: str = "{summary}? Answer yes or no, or tell me what to change."

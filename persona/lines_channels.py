@@ -1,5 +1,6 @@
 """The lines each way of reaching a person says in its own words: SMS, Telegram, the terminal,
-the owner's web console, and mail."""
+the owner's web console, and mail. (A channel whose package owns its words keeps them there:
+channels/whatsapp/lines.py.)"""
 
 from __future__ import annotations
 
@@ -68,22 +69,6 @@ class TelegramLines(LineGroup):
     telegram_button_approve: str = "✅ Approve"
     telegram_button_edit: str = "✏️ Edit"
     telegram_button_cancel: str = "✖️ Cancel"
-
-
-class WhatsAppLines(LineGroup):
-    """Said by the WhatsApp channel itself (channels/whatsapp); its media lines are
-    Telegram's (the same sentences)."""
-
-    # A card's quick-reply buttons (WhatsApp shows at most 20 characters of each).
-    whatsapp_button_approve: str = "✅ Yes"
-    whatsapp_button_cancel: str = "✖️ Cancel"
-    # A card in words, when buttons cannot be used (answered as any typed yes or no).
-    whatsapp_card: str = "{summary}? Answer yes or no."
-    whatsapp_card_changeable: str = "{summary}? Answer yes or no, or tell me what to change."
-    # Above a message that WhatsApp would not take outside its 24-hour window, sent on the
-    # person's other channel instead ({channel}: WhatsApp's name).
-    whatsapp_elsewhere: str = ("({channel} lets me write to you first only within 24 hours of "
-                               "your last message there, so this comes here.)")
 
 
 class TerminalLines(LineGroup):

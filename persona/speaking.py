@@ -1,8 +1,9 @@
 """Whom Valet is speaking to: the listener's language, for the length of a turn, a delivery or
 a notice. One context variable, set where a person is known (the turn's start, the outbox
 delivering to them, a notice composed for the owner: `speaking_to`), and read by the persona's
-lines (persona.catalog.SpokenLines) and by `say`, so a line is written in the language of the
-person who reads it without every caller passing a language along."""
+lines (persona.catalog.SpokenLines, and a channel's own words: `Spoken`) and by `say`, so a
+line is written in the language of the person who reads it without every caller passing a
+language along."""
 
 from __future__ import annotations
 

@@ -89,7 +89,8 @@ async def open_base(settings: Settings, *, clock: Clock, llm: LLM | None,
                     migrate: bool | Literal["check"], db: Database | None, roles: Roles,
                     serving: bool) -> Base:
     channels = specs(settings)
-    persona = load_persona(settings.persona, channels=channels.names())
+    persona = load_persona(settings.persona, channels=channels.names(),
+                           line_groups=channels.line_groups())
     agents = build_agents(settings)
     metrics = Metrics()
     models = build_models(settings, metrics, llm)

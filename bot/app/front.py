@@ -95,7 +95,9 @@ class Front:
         every role's (bot.app.stores, bot.app.outbound, bot.app.inbound), with no turn's
         parts: the gateway hands every row to the work stream."""
         clock = clock or SystemClock()
-        persona = load_persona(settings.persona, channels=specs(settings).names())
+        channels = specs(settings)
+        persona = load_persona(settings.persona, channels=channels.names(),
+                               line_groups=channels.line_groups())
         plane = await build_plane(settings, serving=True)
         assert plane.relay is not None, "the web role needs Redis (bot.app.roles.check_roles)"
         try:
@@ -123,8 +125,8 @@ class Front:
 
     def channel_host(self) -> ChannelHost:
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db, lines=self.persona.lines, commands=NoMenu(),
-                           health=self.outbound)
+                           db=self.db, lines=self.persona.lines, words=self.persona.words,
+                           commands=NoMenu(), health=self.outbound)
 
     def add_channel(self, sender: ChannelSender) -> None:
         self.outbound.add_channel(sender)

@@ -177,7 +177,8 @@ class App:
         """What a channel may use of Valet (never the App itself)."""
         budget = self.budget
         return ChannelHost(door=self.gateway, identities=self.identities, clock=self.clock,
-                           db=self.db, lines=self.persona.lines, commands=self.commands,
+                           db=self.db, lines=self.persona.lines, words=self.persona.words,
+                           commands=self.commands,
                            spending=budget.spending if budget else None,
                            health=self.outbound)
 

@@ -68,9 +68,12 @@ async def _beside_the_server(settings: Settings, endpoint: Endpoint, *, pipe: bo
                              jsonl: bool) -> int | None:
     """The chat on the running server's terminal endpoint; None when no server answers."""
     from channels.console.remote import RemoteChat, RemoteTerminal, ServerGone
+    from channels.registry import specs
     from persona import load_persona
 
-    lines = load_persona(settings.persona).lines
+    # The channels' groups too: a persona that rewords a channel's line loads here as well.
+    lines = load_persona(settings.persona,
+                         line_groups=specs(settings).line_groups()).lines
     if pipe:  # the server leaves approval-gated tools out of the progress it sends
         channel = pipe_channel(jsonl, lambda name: False, lines)
         screen: Any = channel.screen

@@ -90,7 +90,9 @@ def _check_persona(settings: Settings, report: Report) -> None:
     from persona import load_persona
 
     try:
-        persona = load_persona(settings.persona, channels=specs(settings).names())
+        channels = specs(settings)
+        persona = load_persona(settings.persona, channels=channels.names(),
+                               line_groups=channels.line_groups())
         report.ok(f"persona {persona.name!r} ({persona.source})")
     except ConfigError as err:
         report.bad(str(err))

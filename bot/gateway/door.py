@@ -1,7 +1,7 @@
 """The port a channel gets (never the App): the gateway's door to hand messages in, people's
 identities (who is known, who said STOP), the time, the database for the channel's own
-store, the persona's lines (what a channel says itself) and the command table's menu. The
-composition root builds one `ChannelHost` and each configured channel from it."""
+store, the persona's lines and words (what a channel says itself) and the command table's
+menu. The composition root builds one `ChannelHost` and each configured channel from it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from bot.contracts.clock import Clock
 from bot.contracts.envelopes import IncomingMessage
 from bot.db import Database
 from bot.people.identity import IdentityStore
+from persona.catalog import catalog_words
+from persona.channel_words import WordsOf
 from persona.lines import Lines
 
 if TYPE_CHECKING:
@@ -83,3 +85,6 @@ class ChannelHost:
     # None: a process that receives none, or a test that needs none.
     spool: Spool | None = None
     health: ChannelStatus | None = None  # None: nobody to tell (tests)
+    # A channel's own group of lines (channels/<name>/lines.py) as the persona says it, in the
+    # listener's language: `words(WhatsAppLines)`. The catalog's by default (tests).
+    words: WordsOf = catalog_words

@@ -24,8 +24,8 @@ from twilio.rest.content.v1.content import ContentList
 from bot.channel import TransientSendError
 from bot.contracts.envelopes import ApprovalPrompt, ButtonPress, PromptKind
 from bot.contracts.options import Option
+from channels.whatsapp.lines import WhatsAppLines
 from channels.whatsapp.wire import MAX_BUTTON_ID, MAX_BUTTON_TITLE, MAX_CARD_BODY
-from persona.lines import Lines
 from persona.speaking import listener_language
 
 log = logging.getLogger(__name__)
@@ -64,12 +64,12 @@ class CardContent:
     cancel: str
 
 
-def content_for(lines: Lines) -> CardContent:
+def content_for(words: WhatsAppLines) -> CardContent:
     """The quick-reply content for the listener's language; its name changes with its
     titles, so reworded buttons make a new content rather than use a stale one."""
     language = listener_language() or "en"
-    approve = lines.whatsapp_button_approve[:MAX_BUTTON_TITLE]
-    cancel = lines.whatsapp_button_cancel[:MAX_BUTTON_TITLE]
+    approve = words.whatsapp_button_approve[:MAX_BUTTON_TITLE]
+    cancel = words.whatsapp_button_cancel[:MAX_BUTTON_TITLE]
     digest = zlib.crc32(f"{approve}\n{cancel}".encode()) & 0xFFFFFFFF
     return CardContent(language, f"valet_card_{language}_{digest:08x}", approve, cancel)
 
@@ -77,9 +77,9 @@ def content_for(lines: Lines) -> CardContent:
 class QuickReplies:
     """The card contents of this account, found or created once each, their SIDs cached."""
 
-    def __init__(self, client: Client, lines: Lines) -> None:
+    def __init__(self, client: Client, words: WhatsAppLines) -> None:
         self.client = client
-        self.lines = lines
+        self.words = words
         self.sids: dict[str, str] = {}  # friendly name -> HX...
         self._listed = False
         # Two deliveries asking at once list and create once (else two contents of one name).
@@ -88,7 +88,7 @@ class QuickReplies:
     async def sid(self) -> str | None:
         """The SID of the card content in the listener's language, found or created now;
         None when Twilio would not (said in the log: cards then go in words)."""
-        wanted = content_for(self.lines)
+        wanted = content_for(self.words)
         if wanted.friendly_name in self.sids:
             return self.sids[wanted.friendly_name]
         async with self._finding:

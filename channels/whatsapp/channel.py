@@ -21,6 +21,7 @@ from channels.twilio.rest import (
 )
 from channels.twilio.served import TwilioChannel
 from channels.whatsapp.inbound import WhatsAppInbound
+from channels.whatsapp.lines import WhatsAppLines
 from channels.whatsapp.sender import WhatsAppSender
 from channels.whatsapp.settings import SECTION
 from channels.whatsapp.store import WhatsAppStore
@@ -72,7 +73,8 @@ def build_whatsapp_channel(host: ChannelHost, settings: Settings,
     wa = SECTION.of(settings)
     store = WhatsAppStore(host.db)
     sender = WhatsAppSender(account, store=store, identities=host.identities, door=host.door,
-                            clock=host.clock, lines=host.lines, templates=wa.templates,
+                            clock=host.clock, lines=host.lines,
+                            words=host.words(WhatsAppLines), templates=wa.templates,
                             buttons=wa.buttons, ledger=Ledger(host.db),
                             price_per_message=wa.price_per_message,
                             price_per_template=wa.price_per_template)

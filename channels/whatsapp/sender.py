@@ -30,6 +30,7 @@ from bot.people.identity import IdentityStore
 from channels.plain_cards import cards_in_words
 from channels.twilio.rest import TwilioAccount, client_for, permanent
 from channels.whatsapp.cards import QuickReplies
+from channels.whatsapp.lines import WhatsAppLines
 from channels.whatsapp.media import MediaFetcher
 from channels.whatsapp.store import WhatsAppStore
 from channels.whatsapp.traits import NAME, TRAITS
@@ -56,7 +57,7 @@ class WhatsAppSender(ChannelSender):
 
     def __init__(self, account: TwilioAccount, *, store: WhatsAppStore,
                  identities: IdentityStore, door: Door, clock: Clock, lines: Lines,
-                 templates: dict[str, str], buttons: bool = True,
+                 words: WhatsAppLines, templates: dict[str, str], buttons: bool = True,
                  ledger: Ledger | None = None, price_per_message: float = 0.0,
                  price_per_template: float = 0.0) -> None:
         if not (account.from_number or account.messaging_service_sid):
@@ -68,9 +69,10 @@ class WhatsAppSender(ChannelSender):
         self.identities = identities
         self.door = door
         self.clock = clock
-        self.lines = lines
+        self.lines = lines  # the persona's: cards in words, shared with other channels
+        self.words = words  # its own (channels/whatsapp/lines.py), as the persona says them
         self.templates = dict(templates)
-        self.cards = QuickReplies(self.client, lines) if buttons else None
+        self.cards = QuickReplies(self.client, self.words) if buttons else None
         self.media = MediaFetcher(account)
         # The meter's ledger: a row it did not let out is never sent (None: not metered).
         self.ledger = ledger
@@ -192,7 +194,7 @@ class WhatsAppSender(ChannelSender):
                 f"(whatsapp.templates.{kind}) and no other channel reaches the person: not "
                 "sent")
         other = others[0]
-        said = [fill(self.lines.whatsapp_elsewhere, channel=TITLE), message.text]
+        said = [fill(self.words.whatsapp_elsewhere, channel=TITLE), message.text]
         if message.prompts:
             said.append(cards_in_words(message.prompts, self.lines))
         await self.door.answer_directly(other.channel, other.address,

@@ -13,6 +13,7 @@ from bot.config import Settings
 from bot.db import Database
 from bot.plumbing.metrics import Reading
 from channels.spec import Building, Built, ChannelSpec, Doctor, ServedChannel, Usage
+from channels.whatsapp.lines import WhatsAppLines
 from channels.whatsapp.settings import SECTION
 from channels.whatsapp.traits import NAME, TRAITS
 
@@ -113,4 +114,5 @@ SPEC = ChannelSpec(
     readings=_readings,
     usage=Usage("WhatsApp messages", "message", "whatsapp.price_per_message", _daily, _since,
                 lambda settings: SECTION.of(settings).price_per_message),
+    lines=WhatsAppLines,
 )

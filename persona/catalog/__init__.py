@@ -5,20 +5,24 @@ would say it, with the same {placeholders} (checked when the table is loaded, as
 line is). A line missing from a table is said in English, and tests/unit/test_catalog.py
 fails on it, so a line added to persona/ meanwhile is flagged, not lost.
 
-`SpokenLines` is the persona's `Lines` that answer in the listener's language
-(persona.speaking): a part holding the persona's lines says each line in the language of
-whom it is speaking to."""
+A group of lines kept outside persona/ (a channel's: channels/whatsapp/lines.py) names its own
+folder of such tables (`LineGroup.translations_dir`), read here the same way.
+
+`Spoken` makes a group answer in the listener's language (persona.speaking): `SpokenLines` is
+the persona's `Lines` so made, `spoken_words` any other group (a channel's), so a part
+holding them says each line in the language of whom it is speaking to."""
 
 from __future__ import annotations
 
 import unicodedata
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar, cast
 
 import pydantic
 import yaml
 
+from persona.line_group import LineGroup
 from persona.lines import Lines, fill
 from persona.speaking import listener_language
 
@@ -34,6 +38,7 @@ ENGLISH_NAMES = {"en": "English", "es": "Spanish", "fr": "French", "de": "German
 # The locale of dates, times and numbers (Babel) for each language.
 LOCALES = {"en": "en", "es": "es", "fr": "fr", "de": "de", "pt": "pt"}
 _LINE_NAMES = frozenset(Lines.model_fields)
+G = TypeVar("G", bound=LineGroup)
 
 
 def known(language: str) -> bool:
@@ -47,17 +52,29 @@ def language_problem(language: str) -> str | None:
     return f"unknown language {language!r}; Valet speaks {', '.join(LANGUAGES)}"
 
 
-def table(language: str) -> dict[str, str]:
-    """The catalog's wording of each line in `language` (English: empty, the defaults)."""
+def table(language: str, folder: Path = CATALOG_DIR) -> dict[str, str]:
+    """The wording of each line in `language` of the tables in `folder` (the catalog's, or
+    a group's own: `LineGroup.translations_dir`); English: empty, the defaults."""
     if language == SOURCE:
         return {}
-    return _read_table(language)
+    return _read_table(folder, language)
 
 
 @cache
-def _read_table(language: str) -> dict[str, str]:
-    loaded = yaml.safe_load((CATALOG_DIR / f"{language}.yaml").read_text(encoding="utf-8"))
+def _read_table(folder: Path, language: str) -> dict[str, str]:
+    path = folder / f"{language}.yaml"
+    if folder != CATALOG_DIR and not path.exists():
+        return {}  # a group not yet written in this language: English (its test fails)
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     return {str(key): str(line) for key, line in (loaded or {}).items()}
+
+
+def group_table(group: type[LineGroup], language: str) -> dict[str, str]:
+    """The wording in `language` of `group`'s lines: its own tables when it names a folder,
+    else the catalog's lines that are its."""
+    if group.translations_dir is not None:
+        return table(language, group.translations_dir)
+    return {key: line for key, line in table(language).items() if key in group.model_fields}
 
 
 def lines_in(language: str, rewording: dict[str, str] | None = None) -> Lines:
@@ -71,6 +88,13 @@ def lines_in(language: str, rewording: dict[str, str] | None = None) -> Lines:
 @cache
 def _catalog_lines(language: str) -> Lines:
     return Lines(**table(language))
+
+
+def words_in(group: type[G], language: str, rewording: dict[str, str] | None = None) -> G:
+    """`lines_in` for any group: its lines in `language`, then a rewording of some."""
+    if group is Lines:
+        return cast(G, lines_in(language, rewording))
+    return group(**{**group_table(group, language), **(rewording or {})})
 
 
 def say(key: str, **values: Any) -> str:
@@ -91,15 +115,24 @@ def said_label(label: str) -> str:
     return label if language == SOURCE or not known(language) else say("task_label_other")
 
 
-class SpokenLines(Lines):
-    """The persona's lines (its own language's, its rewording included) that read each line
-    in the listener's language when one is set (persona.speaking)."""
+class Spoken(LineGroup):
+    """Mixed in before a group of lines (`Spoken<Group>`): its lines (the persona's own
+    language's, its rewording included) read each line in the listener's language when one
+    is set (persona.speaking). One instance holds the group in every language."""
 
-    _languages: dict[str, Lines] = pydantic.PrivateAttr(default_factory=dict)
+    # The names read in the listener's language: the group's fields, set per class so the
+    # check on every attribute read is one set lookup.
+    line_names: ClassVar[frozenset[str]] = frozenset()
+    _languages: dict[str, LineGroup] = pydantic.PrivateAttr(default_factory=dict)
     _own: str = pydantic.PrivateAttr(default=SOURCE)
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.line_names = frozenset(cls.model_fields)
+
     def __getattribute__(self, name: str) -> Any:
-        if name in _LINE_NAMES:
+        if name in type(self).line_names:
             language = listener_language()
             if language is not None:
                 other = object.__getattribute__(self, "__pydantic_private__")["_languages"]\
@@ -124,24 +157,61 @@ class SpokenLines(Lines):
         return listener if listener is not None and listener in private["_languages"] \
             else str(private["_own"])
 
-    def in_language(self, language: str | None) -> Lines:
+    def in_language(self, language: str | None) -> LineGroup:
         """These lines in `language` (None or unknown: the persona's own)."""
         tables = object.__getattribute__(self, "__pydantic_private__")["_languages"]
-        return tables.get(language or "", self)
+        return cast(LineGroup, tables.get(language or "", self))
+
+
+class SpokenLines(Spoken, Lines):
+    """The persona's `Lines`, said in the listener's language."""
+
+    def in_language(self, language: str | None) -> Lines:
+        return cast(Lines, super().in_language(language))
+
+
+@cache
+def spoken_class(group: type[LineGroup]) -> type[Spoken]:
+    """`group` made to answer in the listener's language: `Spoken<Group>`, one class per
+    group (SpokenLines for `Lines`)."""
+    if group is Lines:
+        return SpokenLines
+    return cast(type[Spoken], type(f"Spoken{group.__name__}", (Spoken, group),
+                                   {"__module__": __name__}))
+
+
+def spoken_words(group: type[G], language: str, rewording: dict[str, str],
+                 translations: dict[str, dict[str, str]] | None = None) -> G:
+    """`group` as a persona says it: `rewording` (its `lines:` of this group) is in its own
+    `language`; `translations` rewords lines per other language; every other line is the
+    group's table in each language (ValueError naming a line whose placeholders differ)."""
+    per_language = translations or {}
+    tables = {code: words_in(group, code, {**(rewording if code == language else {}),
+                                           **per_language.get(code, {})})
+              for code in LANGUAGES}
+    spoken = spoken_class(group)(**tables[language].model_dump())
+    private = object.__getattribute__(spoken, "__pydantic_private__")
+    private["_languages"] = tables
+    private["_own"] = language
+    return cast(G, spoken)
 
 
 def spoken_lines(language: str, rewording: dict[str, str],
                  translations: dict[str, dict[str, str]] | None = None) -> SpokenLines:
     """A persona's lines: `rewording` (its `lines:`) is in its own `language`; `translations`
     rewords lines per other language."""
-    per_language = translations or {}
-    tables = {code: lines_in(code, {**(rewording if code == language else {}),
-                                    **per_language.get(code, {})})
-              for code in LANGUAGES}
-    spoken = SpokenLines(**tables[language].model_dump())
-    object.__getattribute__(spoken, "__pydantic_private__")["_languages"] = tables
-    object.__getattribute__(spoken, "__pydantic_private__")["_own"] = language
-    return spoken
+    return cast(SpokenLines, spoken_words(Lines, language, rewording, translations))
+
+
+_CATALOG_WORDS: dict[type[LineGroup], LineGroup] = {}
+
+
+def catalog_words(group: type[G]) -> G:
+    """`group` as no persona rewords it, in the listener's language (a part built without a
+    persona: tests, tools)."""
+    if group not in _CATALOG_WORDS:
+        _CATALOG_WORDS[group] = spoken_words(group, SOURCE, {})
+    return cast(G, _CATALOG_WORDS[group])
 
 
 def language_named(text: str) -> str | None:
@@ -162,7 +232,7 @@ def _plain(text: str) -> str:
 def said_in(lines: Any) -> str:
     """The language `lines` are said in now (a persona's: the listener's or its own; the
     defaults: the listener's, or English)."""
-    if isinstance(lines, SpokenLines):
+    if isinstance(lines, Spoken):
         return lines.said_in()
     listener = listener_language()
     return listener if listener is not None and known(listener) else SOURCE

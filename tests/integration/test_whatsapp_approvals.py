@@ -76,7 +76,7 @@ async def test_the_card_content_is_created_once_and_found_again(world, fake_llm)
     # when several deliveries ask at once.
     from channels.whatsapp.cards import QuickReplies
 
-    again = QuickReplies(world.channel.sender.client, world.channel.sender.lines)
+    again = QuickReplies(world.channel.sender.client, world.channel.sender.words)
     found = await asyncio.gather(*(again.sid() for _ in range(3)))
     assert found == [cards[0]["sid"]] * 3
     assert len(world.twilio.whatsapp.contents) == 1
@@ -127,5 +127,23 @@ async def test_without_the_content_api_the_card_goes_in_words(app_factory, tmp_p
         await world.write("yes")
         await world.idle()
         assert len(risky_tools.SENT) == 1
+    finally:
+        await close()
+
+
+async def test_a_persona_rewords_the_buttons_of_the_cards_served(app_factory, tmp_path, fake_llm):
+    """The persona's `lines:` reach the running channel (load_persona's channel groups, the
+    host's words): the card content's buttons carry them."""
+    persona = tmp_path / "p.yaml"
+    persona.write_text("name: P\nsystem_prompt: You help.\n"
+                       "lines:\n  whatsapp_button_approve: 'Go ahead'\n", encoding="utf-8")
+    world, close = await whatsapp_world(app_factory, agents=registry_file(tmp_path),
+                                        persona=str(persona))
+    try:
+        [card] = await ask(world, fake_llm, ToolCall("send_email", EMAIL))
+        content = next(c for c in world.twilio.whatsapp.contents.values()
+                       if c["sid"] == card.content_sid)
+        titles = [a["title"] for a in content["types"]["twilio/quick-reply"]["actions"]]
+        assert titles == ["Go ahead", "✖️ Cancel"]
     finally:
         await close()

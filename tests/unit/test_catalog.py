@@ -1,7 +1,9 @@
 """The catalog (persona/catalog/): every line of persona/ in every language Valet speaks,
 with the same placeholders, rendering on every channel; a line added in English meanwhile is
-flagged here until it is written in each language. And what a person reads by SMS costs, in
-segments, per language (the table is printed: `pytest -s`)."""
+flagged here until it is written in each language. The same for each channel's own lines
+(channels/<name>/lines.py, their translations beside them), taken from the registry. And
+what a person reads by SMS costs, in segments, per language (the table is printed:
+`pytest -s`)."""
 
 from __future__ import annotations
 
@@ -9,54 +11,86 @@ import pytest
 
 from bot.contracts.envelopes import OutboundMessage
 from channels.console.channel import render as console_render
+from channels.registry import specs
 from channels.sms.plain_letters import plain_letters
 from channels.sms.render import render as sms_render
 from channels.telegram.render import message_html
 from persona import load_persona
-from persona.catalog import LANGUAGES, SOURCE, lines_in, spoken_lines, table
-from persona.line_group import PLACEHOLDER, placeholders
+from persona.catalog import (
+    CATALOG_DIR,
+    LANGUAGES,
+    SOURCE,
+    lines_in,
+    spoken_lines,
+    table,
+    words_in,
+)
+from persona.channel_words import overlaps
+from persona.line_group import PLACEHOLDER, LineGroup, placeholders
 from persona.lines import Lines
 from persona.speaking import speaking_to
 from tests.bench.sms_lines import sample, segment_table
 
 OTHERS = [code for code in LANGUAGES if code != SOURCE]
+# Every group of lines with tables of its own: persona's `Lines` (persona/catalog/), then each
+# channel's own (channels.registry: its spec's `lines`, translated in its package).
+GROUPS: list[type[LineGroup]] = [Lines, *specs().line_groups()]
+EACH_GROUP = pytest.mark.parametrize("group", GROUPS, ids=lambda group: group.__name__)
 
 
+def tables_of(group: type[LineGroup], language: str) -> dict[str, str]:
+    """The group's table in `language` as its file has it (nothing left out)."""
+    return table(language, group.translations_dir or CATALOG_DIR)
+
+
+def test_the_registry_hands_over_channel_groups_that_own_their_translations():
+    channel_groups = GROUPS[1:]
+    assert channel_groups, "no channel owns its words: the registry lost them"
+    for group in channel_groups:
+        assert group.translations_dir is not None, group.__name__
+        assert group.translations_dir.is_dir(), group.translations_dir
+    assert overlaps(channel_groups) == []  # a key names one line, whoever owns it
+
+
+@EACH_GROUP
 @pytest.mark.parametrize("language", OTHERS)
-def test_every_line_exists_in_every_language(language):
-    missing = sorted(set(Lines.model_fields) - set(table(language)))
-    unknown = sorted(set(table(language)) - set(Lines.model_fields))
+def test_every_line_exists_in_every_language(language, group):
+    missing = sorted(set(group.model_fields) - set(tables_of(group, language)))
+    unknown = sorted(set(tables_of(group, language)) - set(group.model_fields))
     assert missing == [], f"{language}: lines not translated yet: {missing}"
-    assert unknown == [], f"{language}: lines that persona/ does not have: {unknown}"
+    assert unknown == [], f"{language}: lines that {group.__name__} does not have: {unknown}"
 
 
+@EACH_GROUP
 @pytest.mark.parametrize("language", OTHERS)
-def test_every_line_keeps_its_placeholders(language):
-    english = Lines()
+def test_every_line_keeps_its_placeholders(language, group):
+    english = group()
     wrong = {key: (sorted(placeholders(line)), sorted(placeholders(getattr(english, key))))
-             for key, line in table(language).items()
+             for key, line in tables_of(group, language).items()
              if placeholders(line) != placeholders(getattr(english, key))}
     assert wrong == {}
-    lines_in(language)  # the same check, as a persona's line gets it
+    words_in(group, language)  # the same check, as a persona's line gets it
 
 
+@EACH_GROUP
 @pytest.mark.parametrize("language", OTHERS)
-def test_a_translation_is_not_the_english_line_left_as_it_is(language):
-    english = Lines()
+def test_a_translation_is_not_the_english_line_left_as_it_is(language, group):
+    english = group()
     # Code words read back in every language, and lines that are only placeholders.
     same_everywhere = {"pairing_approve_word", "pairing_deny_word", "pairing_owner_item",
                        "approval_card"}
-    untranslated = [key for key, line in table(language).items()
+    untranslated = [key for key, line in tables_of(group, language).items()
                     if line == getattr(english, key) and key not in same_everywhere
                     and any(c.isalpha() for c in PLACEHOLDER.sub("", line))
                     and len(line.split()) > 1]
     assert untranslated == [], f"{language}: still English: {untranslated}"
 
 
+@EACH_GROUP
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_every_line_renders_for_every_channel(language):
-    lines = lines_in(language)
-    for key in Lines.model_fields:
+def test_every_line_renders_for_every_channel(language, group):
+    lines = words_in(group, language)
+    for key in group.model_fields:
         said = sample(getattr(lines, key))
         message = OutboundMessage(1, "u1", "sms", "+15550001", said)
         assert "".join(b.text for b in sms_render(message)).strip() or not said.strip(), key

@@ -1,6 +1,6 @@
 """WhatsApp's pure parts: markdown in WhatsApp's marks, messages cut to Twilio's 1,600
-characters, a button's id bound to its card, the 24-hour window, which template a message
-outside it takes, and the section's checks."""
+characters, a button's id bound to its card, its buttons' words in the listener's language,
+the 24-hour window, which template a message outside it takes, and the section's checks."""
 
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ import pytest
 from bot.contracts.envelopes import ApprovalPrompt, OutboundMessage, PromptKind
 from bot.contracts.options import Option
 from channels.plain_cards import cards_in_words
-from channels.whatsapp.cards import button_id, card_variables, press_of
+from channels.registry import specs
+from channels.whatsapp.cards import button_id, card_variables, content_for, press_of
+from channels.whatsapp.lines import WhatsAppLines
 from channels.whatsapp.render import split_messages, whatsapp_text
 from channels.whatsapp.settings import WhatsAppSettings
 from channels.whatsapp.window import by_template, in_session, is_open, template_kind
 from channels.whatsapp.wire import from_wire, media_kind, on_wire
+from persona import load_persona
 from persona.lines import DEFAULT
+from persona.speaking import speaking_to
 
 NOW = datetime(2026, 1, 5, 12, tzinfo=UTC)
 CARD = ApprovalPrompt(id="ap1", code="4821", position=1, summary="send email to Ana")
@@ -50,6 +54,18 @@ def test_a_button_names_its_card_and_option_and_nothing_else_is_a_press():
         assert press_of(forged) is None, forged
     assert card_variables(CARD, "Send email to Ana?") == {
         "1": "Send email to Ana?", "2": "a:ap1:approve", "3": "a:ap1:cancel"}
+
+
+def test_the_buttons_are_said_in_the_listeners_language():
+    words = load_persona("default", line_groups=specs().line_groups()).words(WhatsAppLines)
+    with speaking_to("fr"):
+        french = content_for(words)
+        elsewhere = words.whatsapp_elsewhere
+    assert (french.language, french.approve, french.cancel) == ("fr", "✅ Oui", "✖️ Annuler")
+    assert elsewhere.startswith("({channel} ne me laisse vous écrire en premier")
+    english = content_for(words)
+    assert (english.language, english.approve, english.cancel) == ("en", "✅ Yes", "✖️ Cancel")
+    assert english.friendly_name != french.friendly_name  # a content per language
 
 
 def test_the_window_is_24_hours_from_the_last_message_unless_twilio_closed_it():
