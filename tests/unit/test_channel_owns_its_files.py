@@ -21,17 +21,19 @@ CHANNEL = "whatsapp"
 # Where a channel may be named: its package, its line in the registry, the documentation.
 ALLOWED = (f"channels/{CHANNEL}/", "channels/registry.py", "docs/", "README.md",
            "deploy/.env.example")
-# The project's own files (tests are the channel's tests, and the fakes stand in for Twilio).
-SKIPPED_PARTS = {".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-                 "tests", "build", "dist"}
+# The project's own files (tests are the channel's tests, and the fakes stand in for Twilio);
+# not the caches and environments tools leave beside them (.venv, .hypothesis...), but CI's.
+SKIPPED_PARTS = {"__pycache__", "tests", "build", "dist"}
+KEPT_HIDDEN = {".ci", ".github", ".gitignore"}
 
 
 def project_files() -> list[Path]:
     found = []
     for path in sorted(ROOT.rglob("*")):
         relative = path.relative_to(ROOT)
-        if not path.is_file() or SKIPPED_PARTS & set(relative.parts) or \
-                any(part.endswith(".egg-info") for part in relative.parts):
+        if not path.is_file() or SKIPPED_PARTS & set(relative.parts) or any(
+                part.endswith(".egg-info") or part.startswith(".") and part not in KEPT_HIDDEN
+                for part in relative.parts):
             continue
         if relative.parts[0] in ("data", "valet.yaml", "valet.env"):
             continue  # a person's own files beside a checkout (make run's data/)
