@@ -18,7 +18,7 @@ import tempfile
 from bot.app import App
 from bot.config import load_settings
 from tests.fakes.fake_openai import FakeOpenAI, Reply
-from tests.turn_modules import console_chat, modules_run
+from tests.turn_modules import UNTICKED, console_chat, modules_run
 
 GOAL = 40
 
@@ -28,7 +28,7 @@ async def _counted(fake: FakeOpenAI, url: str
     settings = load_settings(None, env={
         "VALET_DATABASE_URL": url, "VALET_CONFIG": "/dev/null",
         "VALET_LLM_BASE_URL": fake.base_url, "VALET_LLM_MODEL": "m", "VALET_LLM_API_KEY": "k"})
-    app = await App.build(settings)
+    app = await App.build(settings.model_copy(update=UNTICKED))
     try:
         chat = await console_chat(app)
         await chat.say("hello there")  # the first message makes the person

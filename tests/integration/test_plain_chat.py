@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.fakes.fake_openai import Reply
 from tests.helpers import told
-from tests.turn_modules import console_chat, modules_run
+from tests.turn_modules import UNTICKED, console_chat, modules_run
 
 # What a plain chat used to wander through although nothing waited there.
 NOTHING_TO_DO = ("bot.approvals", "bot.tasks", "bot.memory.recall", "bot.memory.extract",
@@ -32,7 +32,8 @@ MOST_MODULES = 60
 async def test_a_hi_runs_no_step_that_has_nothing_to_do(app_factory, fake_llm) -> None:
     fake_llm.responder = lambda request: Reply(content="Hello! How can I help?")
     # As a deployment runs by default: memory on, tools shown by capability.
-    app = await app_factory(memory=app_factory_memory_on(), tool_exposure="capabilities")
+    app = await app_factory(memory=app_factory_memory_on(), tool_exposure="capabilities",
+                            **UNTICKED)
     chat = await console_chat(app)
     await chat.say("hello there")  # the first message makes the person (and their owner row)
     seen = await modules_run(chat, "hi there")
@@ -45,7 +46,7 @@ async def test_a_hi_runs_no_step_that_has_nothing_to_do(app_factory, fake_llm) -
 async def test_what_waits_is_still_read(app_factory, fake_llm) -> None:
     """The same path with a plan stored: the plan's context step runs again."""
     fake_llm.responder = lambda request: Reply(content="Noted.")
-    app = await app_factory()
+    app = await app_factory(**UNTICKED)
     chat = await console_chat(app)
     await chat.say("hello there")
     owner = (await app.users.list())[0]

@@ -32,7 +32,7 @@ def project_files() -> list[Path]:
     for path in sorted(ROOT.rglob("*")):
         relative = path.relative_to(ROOT)
         if not path.is_file() or SKIPPED_PARTS & set(relative.parts) or any(
-                part.endswith(".egg-info") or part.startswith(".") and part not in KEPT_HIDDEN
+                part.endswith(".egg-info") or (part.startswith(".") and part not in KEPT_HIDDEN)
                 for part in relative.parts):
             continue
         if relative.parts[0] in ("data", "valet.yaml", "valet.env"):
