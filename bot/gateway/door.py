@@ -59,6 +59,12 @@ class Door(Protocol):
         Valet knows them, is told once. The channel moves on."""
         ...
 
+    async def undelivered(self, outbox_id: int, reason: str) -> None:
+        """A message the platform took, then reported lost for good (a delivery report
+        after the send, and nothing the channel could do): its outbox row is dead with the
+        reason, where a lost message is seen (the console's dead letters, /metrics)."""
+        ...
+
 
 class ChannelStatus(Protocol):
     """Where a channel says that it cannot be used at all (its API out of reach at start, its

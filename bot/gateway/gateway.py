@@ -133,6 +133,9 @@ class Gateway:
     async def give_up(self, msg: IncomingMessage, reason: str) -> None:
         await self.doors.give_up(msg, reason)
 
+    async def undelivered(self, outbox_id: int, reason: str) -> None:
+        await self.doors.undelivered(outbox_id, reason)
+
     async def _bind_choice(self, msg: IncomingMessage) -> IncomingMessage:
         """A bare choice answers the one approval prompt of the newest message that asked
         for a digit, unless a reply came after it ("1" answering a question, a list: text).

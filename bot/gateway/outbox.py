@@ -180,6 +180,13 @@ class OutboxStore:
             "UPDATE outbox SET status = 'dead', last_error = $2, text = COALESCE($3, text)"
             " WHERE id = $1", message_id, reason, text)
 
+    async def lost(self, message_id: int, reason: str) -> bool:
+        """A sent row the channel later learnt never arrived (a delivery report), and could
+        not send again: dead with the reason. False when the row is not `sent`."""
+        return await self.db.execute(
+            "UPDATE outbox SET status = 'dead', last_error = $2 WHERE id = $1"
+            " AND status = 'sent'", message_id, reason) == 1
+
     async def retry_dead(self, message_id: int, at: datetime) -> bool:
         """A dead letter back to pending, due now, with a fresh allowance of tries (the owner
         asked for it, from the console). Only a dead row moves: False for any other. The

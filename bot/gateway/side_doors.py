@@ -118,6 +118,12 @@ class SideDoors:
                           if tell else None, user_id=user.id if user else None,
                           channel=msg.channel, address=msg.address, error=reason[:1000])
 
+    async def undelivered(self, outbox_id: int, reason: str) -> None:
+        """A sent row reported lost for good: dead, with the reason (a row in any other state
+        is left as it is: a report about a message sent again, or already dead)."""
+        if await self.outbound.outbox.lost(outbox_id, reason[:1000]):
+            log.error("outbox %s: reported lost after it was sent: %s", outbox_id, reason)
+
     async def close_at_the_door(self, msg: IncomingMessage, row_id: int,
                                 admission: Admission) -> None:
         """A sender the access policy did not let through: answered (a pairing code, at most

@@ -143,7 +143,10 @@ class WhatsAppSender(ChannelSender):
         try:
             await self._send(message, pieces, first=AGAIN if pieces else 2 * AGAIN)
         except (PermanentSendError, WindowClosed) as err:
-            log.error("whatsapp outbox %s: could not be sent again: %s", outbox_id, err)
+            # Never a silent loss: the row Twilio took is dead with why, where lost messages
+            # are seen (the console's dead letters, /metrics' dead letters by channel).
+            await self.door.undelivered(outbox_id, f"refused by WhatsApp after it was taken "
+                                        f"(63016, outside the 24-hour window); {err}")
 
     async def _send(self, message: OutboundMessage, pieces: list[Piece] | None, *,
                     first: int) -> str | None:

@@ -146,6 +146,29 @@ async def test_a_63016_without_a_template_goes_to_the_other_channel(app_factory,
         await close()
 
 
+async def test_a_63016_with_nowhere_else_to_go_leaves_the_row_dead_with_why(app_factory,
+                                                                            fake_llm):
+    """Twilio took the notice, then said 63016; no template, no other channel: the row it had
+    recorded as sent is dead with the reason, where the console's dead letters show it."""
+    world, close, user_id, _made, _telegram = await start(app_factory, fake_llm,
+                                                        other_channel=False)
+    try:
+        world.twilio.whatsapp.close_window(ALICE)
+        await notify(world, user_id, "Your export is ready.", "export:1")
+
+        async def dead() -> bool:
+            return await world.app.db.fetchval(
+                "SELECT status FROM outbox WHERE dedupe_key = 'export:1'") == "dead"
+
+        await until(dead, "the refused notice dead-lettered")
+        error = await world.app.db.fetchval(
+            "SELECT last_error FROM outbox WHERE dedupe_key = 'export:1'")
+        assert "63016" in error and "no other channel reaches the person" in error
+        assert len(world.sent_to()) == 2  # the greeting, and the notice Twilio refused later
+    finally:
+        await close()
+
+
 @pytest.mark.parametrize("hours", [23])
 async def test_inside_the_window_a_notice_goes_as_text(app_factory, fake_llm, hours):
     world, close, user_id, _made, _telegram = await start(
