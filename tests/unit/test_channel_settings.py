@@ -21,6 +21,13 @@ def written(tmp_path: Path, text: str) -> str:
     return str(path)
 
 
+def refused(path: str) -> list[str]:
+    """What loading valet.yaml at `path` with the channels' sections says is wrong."""
+    with pytest.raises(ConfigError) as caught:
+        load_channel_settings(path, env={})
+    return caught.value.lines
+
+
 def test_the_section_is_read_and_kept_for_its_channel(tmp_path: Path) -> None:
     path = written(tmp_path, f"whatsapp:\n  from_number: '+14155238886'\n  templates:\n"
                              f"    reminder: {SID}\n")
@@ -36,9 +43,7 @@ def test_the_section_is_read_and_kept_for_its_channel(tmp_path: Path) -> None:
 def test_each_mistake_in_it_is_named_with_its_line(tmp_path: Path) -> None:
     path = written(tmp_path, "timezone: Nowhere/Else\nwhatsapp:\n  buttons: maybe\n"
                              "  templates:\n    birthday: " + SID + "\n  from_numbr: x\n")
-    with pytest.raises(ConfigError) as caught:
-        load_channel_settings(path, env={})
-    lines = caught.value.lines
+    lines = refused(path)
     assert lines[0].startswith(f"{path}:1: timezone: unknown timezone")
     assert lines[1].startswith(f"{path}:3: whatsapp.buttons: ")
     assert lines[2].startswith(f"{path}:4: whatsapp.templates: ") and "birthday: not a kind" \
@@ -55,9 +60,7 @@ def test_its_environment_variable_sets_it_over_the_file(tmp_path: Path) -> None:
 
 def test_a_section_that_is_not_a_mapping_is_said_at_its_line(tmp_path: Path) -> None:
     path = written(tmp_path, "timezone: UTC\nwhatsapp: 5\n")
-    with pytest.raises(ConfigError) as caught:
-        load_channel_settings(path, env={})
-    [line] = caught.value.lines
+    [line] = refused(path)
     assert line.startswith(f"{path}:2: whatsapp: ")
 
 
@@ -73,9 +76,7 @@ def test_the_core_alone_names_no_channel(tmp_path: Path) -> None:
 
 def test_a_channel_module_that_cannot_be_used_is_said_at_its_key(tmp_path: Path) -> None:
     path = written(tmp_path, "memory:\n  enabled: false\nchannel_modules: [no.such.module]\n")
-    with pytest.raises(ConfigError) as caught:
-        load_channel_settings(path, env={})
-    [line] = caught.value.lines
+    [line] = refused(path)
     assert line.startswith(f"{path}:3: channel_modules: no.such.module: cannot be imported")
 
 
