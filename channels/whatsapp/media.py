@@ -6,6 +6,7 @@ more than WhatsApp's limit for the kind."""
 
 from __future__ import annotations
 
+import base64
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -38,9 +39,8 @@ class MediaFetcher:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self.timeout))
-        auth = aiohttp.BasicAuth(self.account.account_sid, self.account.auth_token)
         try:
-            async with self._session.get(url, auth=auth) as response:
+            async with self._session.get(url, headers=basic_auth(self.account)) as response:
                 if response.status != 200:
                     raise MediaUnavailable(f"Twilio answered HTTP {response.status}")
                 data, more = await read_capped(response.content, limit)
@@ -54,3 +54,11 @@ class MediaFetcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def basic_auth(account: TwilioAccount) -> dict[str, str]:
+    """The account's HTTP basic credentials as a header: aiohttp deprecates its `auth=` (and
+    BasicAuth) for aiohttp 4; it drops the header, as it dropped `auth=`, when a redirect
+    leaves the origin (Twilio's media redirects to its storage)."""
+    pair = f"{account.account_sid}:{account.auth_token}".encode()
+    return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}

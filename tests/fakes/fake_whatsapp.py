@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import re
@@ -244,7 +245,8 @@ class FakeWhatsApp:
 
     async def _media(self, request: web.Request) -> web.Response:
         me = request.match_info["me"]
-        expected = aiohttp.BasicAuth(self.account_sid, self.auth_token).encode()
+        pair = f"{self.account_sid}:{self.auth_token}".encode()
+        expected = "Basic " + base64.b64encode(pair).decode("ascii")
         if request.headers.get("Authorization") != expected:
             return _error(401, 20003, "Authenticate")
         if me not in self.media:
