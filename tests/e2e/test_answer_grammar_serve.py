@@ -54,33 +54,46 @@ class Sms:
         self.http, self.twilio, self.url = http, twilio, url
         self.sids = itertools.count(1)
 
-    async def say(self, text: str) -> str:
+    async def say(self, text: str, *, expect: str | None = None) -> str:
+        """What Valet sent back: the first message, or everything up to the one that says
+        `expect` (a card may follow a progress line or another part)."""
         before = len(self.twilio.bodies_to(OWNER_PHONE))
         params = inbound_params(OWNER_PHONE, text, sid=f"SM{next(self.sids):032d}")
         async with await post_signed(self.http, self.url, PUBLIC + "/sms/inbound", params,
                                      self.twilio.auth_token) as response:
             assert response.status == 200
-        await until(lambda: len(self.twilio.bodies_to(OWNER_PHONE)) > before,
-                    f"a reply to {text}")
+
+        def since() -> str:
+            return "\n".join(self.twilio.bodies_to(OWNER_PHONE)[before:])
+
+        await until(lambda: len(self.twilio.bodies_to(OWNER_PHONE)) > before
+                    and (expect is None or expect in since()), f"a reply to {text}")
         await asyncio.sleep(0)  # the rest of a reply cut in parts follows at once
-        return "\n".join(self.twilio.bodies_to(OWNER_PHONE)[before:])
+        return since()
 
 
 class Telegram:
     def __init__(self, tg: FakeTelegram) -> None:
         self.tg = tg
 
-    async def _answered(self, push: Callable[[], Any], what: str) -> str:
+    async def _answered(self, push: Callable[[], Any], what: str, expect: str | None) -> str:
+        """What Valet sent back: the first message, or everything up to the one that says
+        `expect` (a card follows the tool's progress line: "✓ sending your message")."""
         before = len(self.tg.sent(OWNER_CHAT))
         push()
-        await until(lambda: len(self.tg.sent(OWNER_CHAT)) > before, what)
-        return "\n".join(m.text for m in self.tg.sent(OWNER_CHAT)[before:])
 
-    async def say(self, text: str) -> str:
+        def since() -> str:
+            return "\n".join(m.text for m in self.tg.sent(OWNER_CHAT)[before:])
+
+        await until(lambda: len(self.tg.sent(OWNER_CHAT)) > before
+                    and (expect is None or expect in since()), what)
+        return since()
+
+    async def say(self, text: str, *, expect: str | None = None) -> str:
         return await self._answered(lambda: self.tg.user_says(OWNER_CHAT, text),
-                                    f"a reply to {text}")
+                                    f"a reply to {text}", expect)
 
-    async def forward(self, text: str) -> str:
+    async def forward(self, text: str, *, expect: str | None = None) -> str:
         """Ana's message forwarded by the owner: the real payload python-telegram-bot's tests
         build, from the owner's chat, its origin Ana."""
         path = reference_data(UPDATES_FILE)
@@ -96,7 +109,7 @@ class Telegram:
                                      "sender_user": {"id": 55, "is_bot": False,
                                                      "first_name": "Ana"}}
         return await self._answered(lambda: self.tg.push("message", message),
-                                    f"a reply to the forwarded {text}")
+                                    f"a reply to the forwarded {text}", expect)
 
     def press_approve(self) -> None:
         card = next(m for m in reversed(self.tg.sent(OWNER_CHAT)) if m.buttons)
@@ -115,10 +128,10 @@ async def not_answers(say: Say, fake_llm, twilio: FakeTwilio, db: Path,  # type:
         assert notes(db) == ["Dentist"]
 
 
-async def text_ana(say: Say, fake_llm, words: str) -> None:  # type: ignore[no-untyped-def]
+async def text_ana(channel: Sms | Telegram, fake_llm, words: str) -> None:  # type: ignore[no-untyped-def]
     fake_llm.script(Reply(tool_calls=[ToolCall("message_someone", {"to": "Ana",
                                                                    "text": words})]))
-    card = await say(f"text ana {words}")
+    card = await channel.say(f"text ana {words}", expect=words)  # the card, after progress
     assert words in card
 
 
@@ -133,7 +146,7 @@ async def story(channel: Sms | Telegram, fake_llm, twilio: FakeTwilio, db: Path)
     assert (await say("note: dentist tue 3pm")).startswith("Noted.")
 
     # A message to Ana waits: inverted verbs, sarcasm, "yes 1", a forward decide nothing.
-    await text_ana(say, fake_llm, "Running late, 10 min")
+    await text_ana(channel, fake_llm, "Running late, 10 min")
     await not_answers(say, fake_llm, twilio, db, NOT_ANSWERS, sent=0)
     if isinstance(channel, Telegram):
         fake_llm.script(Reply(content=APPROVE_ALL))
@@ -158,14 +171,14 @@ async def story(channel: Sms | Telegram, fake_llm, twilio: FakeTwilio, db: Path)
     assert notes(db) == []
 
     # The code alone approves its card.
-    await text_ana(say, fake_llm, "On my way")
+    await text_ana(channel, fake_llm, "On my way")
     [code] = pending_codes(db)
     fake_llm.script(Reply(content="Sent again."))
     assert "Sent again." in await say(code)
     await until(lambda: len(twilio.bodies_to(ANA)) == 2, "the second message to Ana")
 
     # The digit (SMS) or the button (Telegram) approves its card.
-    await text_ana(say, fake_llm, "Parking now")
+    await text_ana(channel, fake_llm, "Parking now")
     fake_llm.script(Reply(content="Third one sent."))
     if isinstance(channel, Sms):
         assert "Third one sent." in await say("1")

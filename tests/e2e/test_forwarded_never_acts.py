@@ -54,7 +54,7 @@ async def test_a_forwarded_message_is_data_and_never_acts(fake_llm, tmp_path):
         # 2. The model's own call of the change, in a turn that read the forward: it asks.
         fake_llm.script(Reply(tool_calls=[ToolCall("save_contact", {
             "name": "Ana", "phone": MALLORY})]))
-        card = await chat.forward(FORWARDED)
+        card = await chat.forward(FORWARDED, expect=MALLORY)  # the card, after any progress
         assert MALLORY in card and "Ana" in card, card
         assert approvals(db) == [("save_contact", "pending")]
         assert contacts(db) == [("Ana", ANA)]
@@ -66,7 +66,7 @@ async def test_a_forwarded_message_is_data_and_never_acts(fake_llm, tmp_path):
         # The next "text Ana" goes to her real number.
         fake_llm.script(Reply(tool_calls=[ToolCall("message_someone", {
             "to": "Ana", "text": "Running late"})]))
-        card = await chat.say("text ana running late")
+        card = await chat.say("text ana running late", expect="Running late")
         assert "Running late" in card, card
         fake_llm.script(Reply(content="Sent."))
         await chat.say("yes")
