@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,6 +34,10 @@ NOTE_QUESTIONS = ("ok what does the dentist note say?", "is the dentist note ok?
                   "sure, but what time is the dentist?")
 
 Say = Callable[[str], Awaitable[str]]
+# The status line a Telegram chat shows while a tool runs ("asking tracker", then "✓ asking
+# tracker"; shown when a loaded machine makes the tool slow): not the turn's reply, which
+# always comes as a new message after it.
+STATUS = re.compile(r"^(?:✓ )?[a-z][a-z ]*[.…]?$")
 
 
 def notes(db: Path) -> list[str]:
@@ -65,8 +70,12 @@ def telegram_chat(tg: FakeTelegram) -> Say:
     async def say(text: str) -> str:
         before = len(tg.sent(OWNER_CHAT))
         tg.user_says(OWNER_CHAT, text)
-        await until(lambda: len(tg.sent(OWNER_CHAT)) > before, f"a reply to {text}")
-        return tg.sent(OWNER_CHAT)[-1].text
+
+        def replies() -> list[str]:
+            return [m.text for m in tg.sent(OWNER_CHAT)[before:] if not STATUS.match(m.text)]
+
+        await until(lambda: bool(replies()), f"a reply to {text}")
+        return replies()[-1]
 
     return say
 

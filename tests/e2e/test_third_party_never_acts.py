@@ -16,7 +16,6 @@ Afterwards "yes" still approves a card, once."""
 from __future__ import annotations
 
 import html
-import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -27,7 +26,13 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from tests.e2e.test_console_pipe import ROOT, clean_env
-from tests.e2e.test_questions_never_approve import OWNER_CHAT, OWNER_PHONE, PUBLIC, sms_chat
+from tests.e2e.test_questions_never_approve import (
+    OWNER_CHAT,
+    OWNER_PHONE,
+    PUBLIC,
+    STATUS,
+    sms_chat,
+)
 from tests.e2e.test_questions_never_approve import until as until_met
 from tests.e2e.test_sms_restart import start_server
 from tests.fakes.fake_openai import Reply, ToolCall
@@ -36,11 +41,6 @@ from tests.fakes.fake_twilio import FakeTwilio
 from tests.fakes.quoted_calls import EVIL, FORMS
 
 STRAY_THINK = "Weather: sunny all day </think> Tomorrow: rain from noon"
-
-
-# The status line a Telegram chat shows while a tool runs ("asking tracker", then "✓ asking
-# tracker"): not the turn's reply, which always comes as a new message after it.
-STATUS = re.compile(r"^(?:✓ )?[a-z][a-z ]*[.…]?$")
 
 
 def telegram_chat(tg: FakeTelegram):  # type: ignore[no-untyped-def]
