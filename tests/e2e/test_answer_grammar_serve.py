@@ -27,6 +27,7 @@ from tests.e2e.test_questions_never_approve import (
     OWNER_CHAT,
     OWNER_PHONE,
     PUBLIC,
+    STATUS,
     notes,
     until,
     valet_serve,
@@ -77,16 +78,17 @@ class Telegram:
         self.tg = tg
 
     async def _answered(self, push: Callable[[], Any], what: str, expect: str | None) -> str:
-        """What Valet sent back: the first message, or everything up to the one that says
-        `expect` (a card follows the tool's progress line: "✓ sending your message")."""
+        """What Valet sent back: the first reply, or everything up to the one that says
+        `expect`; a tool's status line ("✓ sending your message", shown when a loaded machine
+        makes the tool slow) is not a reply."""
         before = len(self.tg.sent(OWNER_CHAT))
         push()
 
-        def since() -> str:
-            return "\n".join(m.text for m in self.tg.sent(OWNER_CHAT)[before:])
+        def since() -> str:  # the replies: a tool's status line is not one (STATUS)
+            return "\n".join(m.text for m in self.tg.sent(OWNER_CHAT)[before:]
+                             if not STATUS.match(m.text))
 
-        await until(lambda: len(self.tg.sent(OWNER_CHAT)) > before
-                    and (expect is None or expect in since()), what)
+        await until(lambda: bool(since()) and (expect is None or expect in since()), what)
         return since()
 
     async def say(self, text: str, *, expect: str | None = None) -> str:
