@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
+from tests.ports import free_port
+
 DOVECOT = shutil.which("dovecot") or "/usr/sbin/dovecot"
 USER, PASSWORD = "alice@example.org", "correct horse battery"
 
@@ -35,12 +37,6 @@ def dovecot_missing() -> str | None:
         return (f"dovecot not installed ({DOVECOT}); install dovecot-imapd "
                 "(tests/ci_services.sh does)")
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _config(root: Path, port: int, mail_user: str, mail_group: str, login_user: str,
@@ -110,7 +106,7 @@ class ThrowawayDovecot:
         (self.root / "users").write_text(f"{USER}:{{PLAIN}}{PASSWORD}::::::\n")
         if os.getuid() == 0:
             shutil.chown(self.root / "mail", mail_user, mail_group)
-        self.port = _free_port()
+        self.port = free_port()
         conf = self.root / "dovecot.conf"
         conf.write_text(_config(self.root, self.port, mail_user, mail_group, login_user,
                                 internal_user, internal_group, chroot=os.getuid() == 0))

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.ports import free_port
 from tests.server_binaries import (
     find_pg_bin,
     find_redis_server,
@@ -50,13 +51,6 @@ _DB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 # --------------------------------------------------------------------------- #
 # helpers
 # --------------------------------------------------------------------------- #
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _ensure_pg_user() -> pwd.struct_passwd:

@@ -29,7 +29,7 @@ from bot.app.observe import Observed
 from bot.app.owner import OWNER_ID
 from bot.app.plane import Plane
 from bot.app.roles import Roles
-from bot.config import Settings
+from bot.config import ConfigError, Settings
 from bot.people.access import AccessControl
 from bot.people.identity import IdentityStore
 from bot.plumbing.background import cancel_and_wait
@@ -209,9 +209,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
             terminal = TerminalEndpoint.build(whole)
         runner = web.AppRunner(build_web_app(app, channels, spool=spool), access_log=None)
         await runner.setup()
-        await web.TCPSite(runner, settings.http.host, settings.http.port).start()
+        port = await _listen(runner, settings.http.host, settings.http.port)
         log.info("valet serve (%s): listening on http://%s:%s (/healthz, /readyz)", roles,
-                 settings.http.host, settings.http.port)
+                 settings.http.host, port)
         if await _database_reached(app, stop):  # else stopped first: nothing was started
             await _run_parts(app, channels, spool, terminal, stop)
     finally:
@@ -220,6 +220,20 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
             loop.remove_signal_handler(sig)
     log.info("valet serve: stopped")
     return 0
+
+
+async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
+    """The port listened on (the one the OS picked for `http.port: 0`). A port or address
+    that cannot be had is the operator's to fix: one line, not a traceback."""
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as err:
+        # asyncio words strerror with the address again: the system's own words, once
+        why = (os.strerror(err.errno) if err.errno else str(err)).lower()
+        raise ConfigError(f"http: cannot listen on {host}:{port}: {why} (another program, or "
+                          "another valet serve, may be there: set http.port or "
+                          "VALET_HTTP_PORT)") from None
+    return int(runner.addresses[0][1])
 
 
 async def _build_served(settings: Settings, roles: Roles) -> Served:

@@ -3,19 +3,11 @@ status 2, never a traceback, and no secret from a URL on the screen."""
 
 from __future__ import annotations
 
-import socket
-
 from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import Reply
+from tests.ports import free_port
 
 SECRET = "s3cr3t-PASSWORD"
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def llm_env(tmp_path, fake_llm, **extra: str) -> dict[str, str]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -87,6 +89,42 @@ async def test_a_bad_webhook_secret_stops_start_up_with_one_clear_line(tmp_path,
         "valet: telegram.mode webhook needs VALET_TELEGRAM_WEBHOOK_SECRET: 1-256 characters "
         "of A-Z, a-z, 0-9, _ and -"]
     assert "has spaces" not in err.decode()
+
+
+async def test_a_port_already_taken_is_one_line_and_port_0_listens_where_it_says(
+        tmp_path, fake_llm):
+    env = clean_env(tmp_path, VALET_LLM_BASE_URL=fake_llm.base_url, VALET_LLM_MODEL="m")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", free_port()))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "serve", env={**env, "VALET_HTTP_PORT": str(port)},
+            cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+    said = err.decode()
+    assert proc.returncode == 2, said
+    assert "Traceback" not in said
+    assert said.strip().splitlines()[-1] == (
+        f"valet: http: cannot listen on 127.0.0.1:{port}: address already in use (another "
+        "program, or another valet serve, may be there: set http.port or VALET_HTTP_PORT)")
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "serve", env={**env, "VALET_HTTP_PORT": "0"},
+        cwd=ROOT, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    assert proc.stderr is not None
+    try:
+        async with asyncio.timeout(120):  # generous: a loaded machine starts Python slowly
+            while not (listening := re.search(
+                    rb"listening on http://127\.0\.0\.1:(\d+) ", await proc.stderr.readline())):
+                assert proc.returncode is None, "valet serve exited early"
+        picked = int(listening[1])
+        assert picked != 0
+        await _until_up(f"http://127.0.0.1:{picked}/healthz", proc)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0
 
 
 async def _serve_process(env: dict[str, str]) -> asyncio.subprocess.Process:

@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from tests.ports import free_port
+
 USER, PASSWORD = "alice", "correct horse"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.asynccontextmanager
@@ -38,13 +33,13 @@ async def radicale(tmp: Path) -> AsyncIterator[str]:
 
 
 async def _start(tmp: Path, users: Path) -> tuple[asyncio.subprocess.Process, int]:
-    """Radicale listening on a free port. It takes no port 0, so a port is picked, freed and
-    handed over; another process on this shared machine may take it in between: Radicale then
-    cannot bind it and exits, and another port is tried. Only its own "Listening on" line
-    proves the port is Radicale's (connecting could reach someone else's server)."""
+    """Radicale listening on a free port. It takes no port 0, so it is handed one that no
+    other test run is given (tests.ports); should a program outside the tests bind it first,
+    Radicale cannot bind it and exits, and another port is tried. Only its own "Listening on"
+    line proves the port is Radicale's (connecting could reach someone else's server)."""
     failures = []
     for _ in range(5):
-        port = _free_port()
+        port = free_port()
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "radicale", "--server-hosts", f"127.0.0.1:{port}",
             "--storage-filesystem-folder", str(tmp / "collections"),

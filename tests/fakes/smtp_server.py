@@ -9,7 +9,6 @@ starts, so a test can give the port to the app while the server is still down.
 from __future__ import annotations
 
 import asyncio
-import socket
 import warnings
 from dataclasses import dataclass, field
 from email import message_from_bytes
@@ -18,6 +17,8 @@ from email.policy import default
 from typing import Any
 
 from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
+
+from tests.ports import free_port
 
 USER = "me@example.org"
 PASSWORD = "s3cret-smtp"
@@ -64,12 +65,6 @@ class Recorder:
         if ok:
             self.logins.append(mechanism)
         return AuthResult(success=ok, handled=False)  # False: the server itself answers 535
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class SmtpServer:

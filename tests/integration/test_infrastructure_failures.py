@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import redis.asyncio as redis_asyncio
 
@@ -13,12 +11,7 @@ from bot.gateway.deps import ReceiveResult
 from bot.gateway.locks import RedisUserLocks
 from tests.fakes.fake_openai import Reply as LLMReply
 from tests.helpers import RecordingSender, incoming
-
-
-def dead_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import free_port
 
 
 async def test_a_message_accepted_while_redis_is_down_is_answered_after_restart(
@@ -27,7 +20,7 @@ async def test_a_message_accepted_while_redis_is_down_is_answered_after_restart(
     access = AccessSettings(channels={"test": ChannelAccess(allow=["alice"])})
     app = await app_factory(database_url=url, access=access)
     app.add_channel(RecordingSender("test"))
-    broken = redis_asyncio.from_url(f"redis://127.0.0.1:{dead_port()}/0")
+    broken = redis_asyncio.from_url(f"redis://127.0.0.1:{free_port()}/0")
     app.gateway.deps.locks = RedisUserLocks(broken)  # Redis went away after start-up
     await app.start()
     assert await app.gateway.receive(incoming("remind me at 5", address="alice")) \
@@ -48,7 +41,7 @@ async def test_a_message_accepted_while_redis_is_down_is_answered_after_restart(
 
 
 async def test_a_postgres_server_that_is_not_running_is_one_plain_error():
-    url = f"postgresql://valet:hunter2@127.0.0.1:{dead_port()}/valet"
+    url = f"postgresql://valet:hunter2@127.0.0.1:{free_port()}/valet"
     with pytest.raises(DatabaseUnavailable) as err:
         await connect(url)
     text = str(err.value)

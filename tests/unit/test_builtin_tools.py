@@ -31,6 +31,7 @@ from bot.llm.port import ToolCall
 from bot.text.untrusted import quote_untrusted
 from bot.tools.calls import run_tool_call
 from bot.tools.registry import ToolOutcome, ToolRegistry, ToolStatus
+from tests.ports import free_port
 
 
 def make_ctx(when: datetime | None = None, timezone: str = "America/New_York",
@@ -505,9 +506,7 @@ async def test_non_http_refused(target: str) -> None:
 
 
 async def test_connection_errors_are_clear() -> None:
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # a port nobody listens on
     outcome = await call(web_fetch.web_fetch, {"url": f"http://127.0.0.1:{port}/"},
                          settings=PRIVATE_OK)
     assert outcome.status is ToolStatus.FAILED

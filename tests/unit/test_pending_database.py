@@ -6,7 +6,6 @@ trying again with a growing wait, one WARNING a minute; a mistake that is not a 
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 
@@ -14,12 +13,11 @@ from bot.app.database import open_database, pending
 from bot.db import Database, DatabaseUnavailable, connect
 from bot.db.pending import PendingDatabase, server_not_there
 from bot.plumbing.outages import OutageLog, OutageState
+from tests.ports import free_port
 
 
 def dead_url() -> str:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nothing listens on
     return f"postgresql://valet:pw@127.0.0.1:{port}/valet"
 
 
