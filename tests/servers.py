@@ -42,7 +42,7 @@ from tests.server_binaries import (
     traversable_by_others,
 )
 
-__all__ = ["ThrowawayPostgres", "ThrowawayRedis", "find_pg_bin", "find_redis_server", "free_port"]
+__all__ = ["ThrowawayPostgres", "ThrowawayRedis", "find_pg_bin", "find_redis_server"]
 
 PG_USER = "postgres"
 _DB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")

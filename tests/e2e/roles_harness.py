@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 
 from tests.e2e.test_console_pipe import ROOT
-from tests.servers import free_port
+from tests.ports import free_port
 
 
 @dataclass

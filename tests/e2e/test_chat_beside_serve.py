@@ -14,7 +14,7 @@ from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import Reply
 from tests.helpers import said
-from tests.servers import free_port
+from tests.ports import free_port
 
 
 async def _serve(env: dict[str, str]) -> asyncio.subprocess.Process:

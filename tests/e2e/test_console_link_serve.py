@@ -11,7 +11,7 @@ import aiohttp
 
 from tests.e2e.test_chat_beside_serve import _serve, _until_exists
 from tests.e2e.test_console_pipe import clean_env, run_valet
-from tests.servers import free_port
+from tests.ports import free_port
 
 
 async def _link_status(url: str) -> int:

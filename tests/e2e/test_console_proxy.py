@@ -17,7 +17,7 @@ from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.e2e.test_sms_restart import PUBLIC, text
 from tests.fakes.fake_twilio import FakeTwilio
-from tests.servers import free_port
+from tests.ports import free_port
 
 OWNER = "+12125550123"
 DEPLOY = ROOT / "deploy"

@@ -44,8 +44,8 @@ from tests.e2e.deploy_files import (
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
+from tests.ports import free_port
 from tests.server_fixtures import _skip_or_fail
-from tests.servers import free_port
 
 OWNER_CHAT = 42
 OWNER_PHONE = "+15551230000"

@@ -19,7 +19,7 @@ from tests.e2e.test_onboard import fakes as fakes
 from tests.e2e.test_onboard import flags, onboard_env
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
-from tests.servers import free_port
+from tests.ports import free_port
 
 BOT_OK = "  ok    Telegram bot @valet_test_bot (polling)"
 

@@ -21,7 +21,7 @@ from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 from tests.helpers import until
-from tests.servers import free_port
+from tests.ports import free_port
 
 PUBLIC = "https://valet.example.com"
 OWNER_CHAT = 4242

@@ -35,7 +35,7 @@ from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.helpers import said
-from tests.servers import free_port
+from tests.ports import free_port
 from triggers.service import Owner
 from triggers.wiring import build_task_service
 

@@ -23,7 +23,7 @@ from tests.e2e.test_sms_restart import text
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.fake_twilio import FakeTwilio
 from tests.fakes.hostile_mcp_server import INJECTION
-from tests.servers import free_port
+from tests.ports import free_port
 
 PUBLIC = "https://valet.example.com"
 FLOOD = 20_000

@@ -15,7 +15,7 @@ from tests.e2e.test_console_pipe import clean_env, run_valet
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import DEFAULT_NUMBER, FakeTwilio
-from tests.servers import free_port
+from tests.ports import free_port
 
 PUBLIC = "https://valet.example.com"
 OWNER_PHONE = "+12125550123"

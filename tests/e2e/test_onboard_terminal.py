@@ -19,7 +19,7 @@ from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio
-from tests.servers import free_port
+from tests.ports import free_port
 
 
 @pytest.fixture

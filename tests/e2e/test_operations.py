@@ -22,7 +22,7 @@ from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 from tests.helpers import said
-from tests.servers import free_port
+from tests.ports import free_port
 
 PUBLIC = "https://valet.example.com"
 OWNER_PHONE = "+15551230000"

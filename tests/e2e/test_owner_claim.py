@@ -18,7 +18,7 @@ from tests.e2e.telegram_harness import bot_messages
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
-from tests.servers import free_port
+from tests.ports import free_port
 
 CLAIMED = load_persona("default").lines.owner_claimed
 REACH = ['send "/start {code}" to @valet_test_bot on Telegram']

@@ -14,7 +14,7 @@ import time
 from tests.e2e.test_console_pipe import ROOT, clean_env, run_valet
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
-from tests.servers import free_port
+from tests.ports import free_port
 
 OWNER_CHAT = 4242
 

@@ -16,7 +16,7 @@ import aiohttp
 from tests.e2e.test_console_pipe import clean_env
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
-from tests.servers import free_port
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

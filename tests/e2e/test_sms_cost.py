@@ -32,7 +32,7 @@ from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import FakeOpenAI, Reply
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 from tests.fakes.sms_segments import segments
-from tests.servers import free_port
+from tests.ports import free_port
 
 PUBLIC = "https://valet.example.com"
 FROM = "+15005550006"

@@ -14,7 +14,7 @@ from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
-from tests.servers import free_port
+from tests.ports import free_port
 
 PUBLIC = "https://valet.example.com"
 ALICE = "+12125550123"

@@ -17,7 +17,7 @@ from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, inbound_params, post_signed
 from tests.helpers import said
 from tests.helpers import until as wait_until
-from tests.servers import free_port
+from tests.ports import free_port
 
 PUBLIC = "https://valet.example.com"
 OWNER_PHONE = "+12125550123"

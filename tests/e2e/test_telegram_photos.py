@@ -17,7 +17,7 @@ from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_openai import Hang, Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.helpers import said
-from tests.servers import free_port
+from tests.ports import free_port
 
 THUMB = b"\xff\xd8\xff thumbnail"
 PHOTO = b"\xff\xd8\xff the photo at its largest size under the cap" * 100

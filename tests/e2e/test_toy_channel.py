@@ -23,7 +23,7 @@ from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _get, _until_up
 from tests.fakes.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.helpers import said, until
-from tests.servers import free_port
+from tests.ports import free_port
 
 CONFIG = """memory:
   enabled: false

@@ -24,7 +24,7 @@ from persona.lines import DEFAULT
 from tests.e2e.test_console_pipe import ROOT, clean_env
 from tests.e2e.test_serve import _until_up
 from tests.fakes.fake_twilio import FakeTwilio
-from tests.servers import free_port
+from tests.ports import free_port
 from triggers.lease import SCHEDULER_LEASE
 from triggers.service import Owner, TaskService
 from triggers.wiring import build_task_service

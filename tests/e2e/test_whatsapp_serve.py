@@ -24,7 +24,7 @@ from tests.fakes.fake_telegram import TOKEN, FakeTelegram
 from tests.fakes.fake_twilio import FakeTwilio, post_signed
 from tests.fakes.fake_whatsapp import whatsapp_params
 from tests.helpers import until
-from tests.servers import free_port
+from tests.ports import free_port
 
 PUBLIC = "https://valet.example.com"
 SANDBOX = "+14155238886"

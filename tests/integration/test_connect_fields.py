@@ -8,7 +8,7 @@ import argparse
 import asyncio
 
 from bot.cli.connect import Prompts, connect_email
-from tests.servers import free_port
+from tests.ports import free_port
 
 
 def typing(*typed: str, password: str = "pw") -> tuple[Prompts, list[str]]:

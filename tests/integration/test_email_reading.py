@@ -328,9 +328,9 @@ async def test_valet_connect_email_stores_only_after_a_real_login(
 async def test_a_server_that_is_not_there_is_said_plainly():
     from agents.email.account import MailError
     from agents.email.imap import check_login
-    from tests.mail_servers import _free_port
+    from tests.ports import free_port
 
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     account = MailAccount.from_secret({"imap_host": "127.0.0.1", "imap_port": str(port),
                                        "smtp_host": "127.0.0.1", "username": USER,
                                        "password": PASSWORD})

@@ -19,7 +19,7 @@ from channels.telegram.service import TelegramService
 from tests.e2e.telegram_harness import OWNER_CHAT, SECRET, bot_messages
 from tests.fakes.fake_openai import Reply
 from tests.fakes.fake_telegram import TOKEN, FakeTelegram
-from tests.servers import free_port
+from tests.ports import free_port
 
 
 class Told:

@@ -15,8 +15,8 @@ from pathlib import Path
 from tests.e2e.test_console_pipe import ROOT, run_valet
 from tests.e2e.test_serve import _until_up
 from tests.helpers import until
+from tests.ports import free_port
 from tests.realmodel.proxy import Exchange, RecordingProxy
-from tests.servers import free_port
 
 # Markup a person must never see: chat-template tokens of the common families, the tool
 # template's tags, call-shaped JSON, HTML entities a server escaped.
