@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import socket
 import tempfile
@@ -46,6 +47,7 @@ def free_port() -> int:
     raise RuntimeError(f"no free port left in {first}-{last} (locks in {locks})")
 
 
+@functools.cache  # read once per process
 def _candidates() -> tuple[int, int]:
     """The ports below the OS's ephemeral range (or above it, if it starts too low)."""
     try:
@@ -59,6 +61,7 @@ def _candidates() -> tuple[int, int]:
     raise RuntimeError(f"the ephemeral port range {low}-{high} leaves no ports for test servers")
 
 
+@functools.cache  # made once per process
 def _lock_dir() -> Path:
     """The directory every run shares (sticky and open to all, like /tmp itself); a user who
     cannot write there gets their own."""

@@ -22,6 +22,7 @@ from tests.fakes.fake_openai import Reply, ToolCall
 from tests.fakes.smtp_server import SmtpServer
 from tests.helpers import app_with_connected_owner, requests_of
 from tests.mail_servers import PASSWORD, USER, dovecot_missing, dovecot_server
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(dovecot_missing() is not None, reason=str(dovecot_missing()))]
@@ -328,7 +329,6 @@ async def test_valet_connect_email_stores_only_after_a_real_login(
 async def test_a_server_that_is_not_there_is_said_plainly():
     from agents.email.account import MailError
     from agents.email.imap import check_login
-    from tests.ports import free_port
 
     port = free_port()  # nothing listens there
     account = MailAccount.from_secret({"imap_host": "127.0.0.1", "imap_port": str(port),
